@@ -1,0 +1,1 @@
+"""The PluS reservation overlay: core package (backend-agnostic)."""

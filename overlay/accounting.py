@@ -1,0 +1,144 @@
+"""Reporting records in Grid Engine 6.2's format (seed 000, 5.4.3.2) and
+their aggregation for plus_account.
+
+Each line is ``time:record_type:fields...``:
+  new_ar        submission_time:ar_number:ar_owner
+  ar_attribute  submission_time:ar_number:ar_name:ar_account:ar_start_time:
+                ar_end_time:ar_granted_pe:ar_granted_resources
+  ar_log        state_change_time:submission_time:ar_number:ar_state:ar_event:ar_message
+  ar_acct       ar_termination_time:submission_time:ar_number:ar_qname:ar_hostname:ar_slots
+
+Standard library only: plus_account reads the file itself, like qacct.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass, field
+from typing import Iterable, Iterator
+
+EVENT_CREATED = "CREATED"
+EVENT_START = "START TIME REACHED"
+EVENT_END = "END TIME REACHED"
+EVENT_UNSATISFIED = "RESOURCES UNSATISFIED"
+EVENT_SATISFIED = "RESOURCES SATISFIED"
+EVENT_MODIFIED = "MODIFIED"
+EVENT_DELETED = "DELETED"
+EVENT_TERMINATED = "TERMINATED"
+
+
+def _field(value: object) -> str:
+    """Colons separate fields; keep them (and newlines) out of free text."""
+    return str(value).replace(":", ";").replace("\n", " ")
+
+
+class ReportingWriter:
+    """Appends records to the reporting file, one whole line per write."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+
+    def write(self, time: int, record_type: str, *fields: object) -> None:
+        line = ":".join([str(int(time)), record_type] + [_field(f) for f in fields]) + "\n"
+        with self._lock, open(self.path, "a", encoding="utf-8") as handle:
+            handle.write(line)
+
+    def new_ar(self, time: int, ar) -> None:
+        self.write(time, "new_ar", ar.submission_time, ar.id, ar.owner)
+
+    def ar_attribute(self, time: int, ar) -> None:
+        resources = ",".join(f"{a.node}={a.slots}" for a in ar.allocations)
+        self.write(time, "ar_attribute", ar.submission_time, ar.id, ar.name, ar.account,
+                   ar.start, ar.end, "NONE", resources)
+
+    def ar_log(self, time: int, ar, event: str, message: str) -> None:
+        self.write(time, "ar_log", time, ar.submission_time, ar.id, ar.state.value, event, message)
+
+    def ar_acct(self, time: int, ar) -> None:
+        for allocation in ar.allocations:
+            self.write(time, "ar_acct", time, ar.submission_time, ar.id, f"R{ar.id}",
+                       allocation.node, allocation.slots)
+
+
+@dataclass
+class ARUsage:
+    """One AR as the reporting file tells it."""
+
+    id: int
+    owner: str = ""
+    name: str = ""
+    start: int = 0
+    end: int = 0
+    terminated: int | None = None
+    last_state: str = ""
+    hosts: dict[str, int] = field(default_factory=dict)
+
+    def used_window(self, first: int | None = None, last: int | None = None) -> tuple[int, int]:
+        """The part of the AR's window it held, clipped to [first, last)."""
+        begin = self.start
+        finish = self.end if self.terminated is None else min(self.end, self.terminated)
+        if first is not None:
+            begin = max(begin, first)
+        if last is not None:
+            finish = min(finish, last)
+        return begin, max(begin, finish)
+
+
+def _granted(resources: str) -> dict[str, int]:
+    """node=slots,node=slots -> {node: slots}."""
+    hosts = {}
+    for item in filter(None, resources.split(",")):
+        node, _, slots = item.partition("=")
+        hosts[node] = int(slots)
+    return hosts
+
+
+class ReportingFormatError(ValueError):
+    """A line of the reporting file that is not a record this module knows."""
+
+
+def read_records(lines: Iterable[str]) -> Iterator[tuple[int, str, list[str]]]:
+    """(time, record_type, fields) of every AR record; other record types
+    (jobs, queues) are skipped, malformed AR records raise with the line number."""
+    for number, line in enumerate(lines, 1):
+        line = line.rstrip("\n")
+        if not line or line.startswith("#"):
+            continue
+        parts = line.split(":")
+        if len(parts) < 2 or not parts[1].startswith(("new_ar", "ar_")):
+            continue
+        try:
+            yield int(parts[0]), parts[1], parts[2:]
+        except ValueError:
+            raise ReportingFormatError(f"line {number}: the record time '{parts[0]}' is not a number") from None
+
+
+def collect(lines: Iterable[str]) -> list[ARUsage]:
+    """Each AR's owner, window, hosts and termination from its records.
+    Records of a reused AR id start a new AR at its new_ar record."""
+    ars: dict[int, ARUsage] = {}
+    finished: list[ARUsage] = []
+    for time, kind, fields in read_records(lines):
+        try:
+            number = int(fields[1])
+            if kind == "new_ar":
+                if number in ars:
+                    finished.append(ars[number])
+                ars[number] = ARUsage(id=number, owner=fields[2])
+                continue
+            ar = ars.setdefault(number, ARUsage(id=number))
+            if kind == "ar_attribute":
+                ar.name, ar.start, ar.end = fields[2], int(fields[4]), int(fields[5])
+                ar.hosts = _granted(fields[7])
+            elif kind == "ar_log":
+                ar.last_state = fields[3]
+            elif kind == "ar_acct":
+                ar.terminated = int(fields[0])
+                ar.hosts[fields[4]] = int(fields[5])
+        except (IndexError, ValueError):
+            raise ReportingFormatError(
+                f"malformed {kind} record at time {time}: {':'.join(fields)}") from None
+    return finished + list(ars.values())

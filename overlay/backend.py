@@ -1,0 +1,74 @@
+"""The interface every backend implements (Grid Engine, TORQUE, native).
+
+The store is the truth; a backend only makes the batch system match it.
+Every method must be idempotent: the reconcile loop calls them again after
+a crash, and calling ``prepare`` on a prepared AR or ``teardown`` on one
+already gone must converge, not fail.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+
+from overlay.model import Node, Reservation
+
+
+@dataclass(frozen=True)
+class Job:
+    """A job the batch system is running, as far as reservations care."""
+
+    id: str
+    owner: str
+    nodes: tuple[str, ...]
+    reservation: int | None = None
+    runtime_limit_end: int | None = None
+
+
+class Backend(ABC):
+    """Enforces AR windows on one batch system."""
+
+    name = "abstract"
+
+    @abstractmethod
+    def nodes(self) -> list[Node]:
+        """Every node that could be reserved, with current attributes."""
+
+    def running_jobs(self) -> list[Job]:
+        """Jobs running now; reservability policies look at them."""
+        return []
+
+    @abstractmethod
+    def prepare(self, reservation: Reservation) -> None:
+        """At grant: create what the AR needs, unusable until the start."""
+
+    @abstractmethod
+    def activate(self, reservation: Reservation) -> None:
+        """At the window's start: make the AR usable, keep others off its nodes."""
+
+    @abstractmethod
+    def teardown(self, reservation: Reservation) -> None:
+        """At the end, or on destroy: remove the AR's jobs and objects."""
+
+    @abstractmethod
+    def release(self, reservation: Reservation) -> None:
+        """On cancel: give the nodes back, keep the record's objects (PluS 3.1.5)."""
+
+    def modify(self, before: Reservation, after: Reservation) -> None:
+        """Apply a changed window, node set or access list to the live
+        objects; the reconcile step that follows activates a running AR."""
+        self.release(before)
+        self.prepare(after)
+
+    def submit_hint(self, reservation: Reservation) -> str | None:
+        """How users submit jobs into the AR, for plus_status -r."""
+        return None
+
+    def health(self, reservation: Reservation) -> str | None:
+        """None when the AR's nodes are all usable, else the reason they aren't."""
+        down = {node.name for node in self.nodes() if not node.alive}
+        failed = [name for name in reservation.node_names if name in down]
+        return f"reserved host(s) down: {', '.join(failed)}" if failed else None
+
+    def close(self) -> None:
+        """Release connections at daemon shutdown."""

@@ -1,0 +1,1 @@
+"""Thin command-line clients; standard library only, so they start fast."""

@@ -1,0 +1,46 @@
+"""plus_modify: change a reservation's window, node count or users."""
+
+from __future__ import annotations
+
+import sys
+
+from overlay.cli import common
+from overlay.timespec import format_ctime
+
+
+def parser() -> common.Parser:
+    p = common.Parser("plus_modify", "Change a reservation. -s alone moves the window and keeps "
+                      "its length; -e or -D set the end.")
+    p.add_argument("-T", action="store_true", dest="transactional",
+                   help="hold the change until plus_commit or plus_abort")
+    p.add_argument("-r", metavar="rsvID", type=common.ar_id_arg, required=True, help="the AR")
+    p.add_argument("-s", metavar="startTime", type=common.time_arg, help="new start time")
+    p.add_argument("-e", metavar="endTime", type=common.time_arg, help="new end time")
+    p.add_argument("-D", metavar="duration", type=common.duration_arg, help="new duration")
+    p.add_argument("-n", metavar="numNodes", type=common.count_arg("-n", "the number of nodes"),
+                   help="new number of nodes")
+    p.add_argument("-U", metavar="users", type=common.names_arg("-U", groups=True),
+                   help="new access list (the owner stays included)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = parser()
+    args = p.parse_args(argv)
+    if all(value is None for value in (args.s, args.e, args.D, args.n, args.U)):
+        p.error("nothing to change: give at least one of -s, -e, -D, -n, -U")
+    view = common.call("plus_modify", "modify", {
+        "id": args.r, "start": args.s, "end": args.e, "duration": args.D, "nodes": args.n,
+        "users": list(args.U) if args.U is not None else None,
+        "transactional": args.transactional})
+    if view["pending"]:
+        print(f"The change of advance reservation {view['id']} is pending: run plus_commit -r "
+              f"{view['id']} or plus_abort -r {view['id']} before "
+              f"{format_ctime(view['pending']['expires'])}")
+    else:
+        print(f"Advance reservation {view['id']} has been modified")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,71 @@
+"""plus_reserve: make an advance reservation of nodes."""
+
+from __future__ import annotations
+
+import sys
+
+from overlay.cli import common, views
+from overlay.model import ReservationError, check_window
+from overlay.protocol import EXIT_USAGE
+from overlay.timespec import format_ctime
+
+
+def parser() -> common.Parser:
+    p = common.Parser("plus_reserve", "Reserve nodes for a time window. Prints the new AR's id.")
+    p.add_argument("-T", action="store_true", dest="transactional",
+                   help="hold the reservation until plus_commit or plus_abort")
+    p.add_argument("-s", metavar="startTime", type=common.time_arg, required=True, help="start time")
+    p.add_argument("-e", metavar="endTime", type=common.time_arg, help="end time")
+    p.add_argument("-D", metavar="duration", type=common.duration_arg, help="duration")
+    p.add_argument("-n", metavar="numNodes", type=common.count_arg("-n", "the number of nodes"),
+                   required=True, help="number of nodes")
+    p.add_argument("-U", metavar="users", type=common.names_arg("-U", groups=True),
+                   help="users (and @groups) who may use the AR; you are always included")
+    p.add_argument("-mem", metavar="memSize", type=common.memory_arg,
+                   help="minimum memory per node (MB, or with K/M/G suffix)")
+    p.add_argument("-ncpu", metavar="cpuNum", type=common.count_arg("-ncpu", "the number of CPUs"),
+                   help="minimum CPUs per node")
+    p.add_argument("-arch", metavar="arch", help="node architecture (wildcards allowed), e.g. lx-amd64")
+    p.add_argument("-os", metavar="os", help="node operating system (wildcards allowed), e.g. linux")
+    p.add_argument("-l", metavar="attr=value[,...]", type=common.attributes_arg,
+                   help="node attributes that must match (wildcards allowed in values)")
+    p.add_argument("-p", action="store_true", help="print the reserved nodes after the id")
+    p.add_argument("-sn", metavar="slotNum", type=common.count_arg("-sn", "the number of slots"),
+                   help="slots per node (default: every slot, so the nodes are not shared)")
+    p.add_argument("-sgeq", metavar="qNames", type=common.names_arg("-sgeq"),
+                   help="reserve only nodes of these queues")
+    p.add_argument("-N", metavar="name", type=common.name_arg("-N"), help="AR name (as qrsub -N)")
+    common.add_output_options(p, "print the new AR as XML (qrstat schema)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        end = check_window(args.s, args.e, args.D)
+    except ReservationError as exc:
+        common.fail("plus_reserve", str(exc), EXIT_USAGE)
+    view = common.call("plus_reserve", "reserve", {
+        "start": args.s, "end": end, "nodes": args.n, "users": list(args.U or ()),
+        "memory_mb": args.mem, "ncpus": args.ncpu, "arch": args.arch, "os": args.os,
+        "attributes": [list(pair) for pair in args.l or ()], "slots_per_node": args.sn,
+        "queues": list(args.sgeq or ()), "name": args.N,
+        "transactional": args.transactional})
+    if args.x:
+        print(views.status_xml([view]))
+    elif args.json:
+        common.print_json(view)
+    else:
+        if view["pending"]:
+            print(f"Your advance reservation {view['id']} is pending: run plus_commit -r "
+                  f"{view['id']} or plus_abort -r {view['id']} before "
+                  f"{format_ctime(view['pending']['expires'])}")
+        else:
+            print(f"Your advance reservation {view['id']} has been granted")
+        if args.p:
+            print("reserved nodes: " + ",".join(a["node"] for a in view["allocations"]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

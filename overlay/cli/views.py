@@ -1,0 +1,151 @@
+"""How ARs look on a terminal and in XML: qrstat's table and detail view,
+and XML valid against qrstat's schema (seed 000, Appendix 3) extended with
+PluS's fields (overlay/schemas/qrstat.xsd)."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+from overlay.timespec import format_ctime, format_duration, format_iso, format_time
+
+TABLE_HEADER = ("AR-ID   name       owner        state start at            "
+                "end at              duration")
+RULE = "-" * 87
+DETAIL_RULE = "=" * 62
+
+
+def queue_name(view: dict) -> str:
+    """The per-AR queue of PluS's queue-based mode: R<id>."""
+    return f"R{view['id']}"
+
+
+def granted_slots(view: dict) -> str:
+    return ",".join(f"{queue_name(view)}@{a['node']}={a['slots']}" for a in view["allocations"])
+
+
+def resource_pairs(view: dict) -> list[tuple[str, str]]:
+    """What the AR asked for, as name=value pairs (nodes always first)."""
+    request = view["request"]
+    pairs = [("nodes", str(request["nodes"]))]
+    for key, label in (("slots_per_node", "slots_per_node"), ("memory_mb", "mem_mb"),
+                       ("ncpus", "ncpu"), ("arch", "arch"), ("os", "os")):
+        if request.get(key) is not None:
+            pairs.append((label, str(request[key])))
+    pairs += [(name, value) for name, value in request.get("attributes", [])]
+    if request.get("queues"):
+        pairs.append(("sgeq", ",".join(request["queues"])))
+    return pairs
+
+
+def table(views: list[dict], show_nodes: bool = False) -> str:
+    header = TABLE_HEADER + ("  nodes" if show_nodes else "")
+    lines = [header, RULE + ("-" * 7 if show_nodes else "")]
+    for view in views:
+        line = (f"{view['id']:>7} {view['name'][:10]:<10} {view['owner'][:12]:<12} "
+                f"{view['state']:<5} {format_time(view['start'])} {format_time(view['end'])} "
+                f"{format_duration(view['duration'])}")
+        if show_nodes:
+            line += "  " + ",".join(a["node"] for a in view["allocations"])
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def detail(view: dict) -> str:
+    """qrstat -ar's block, with PluS's additions after Grid Engine's fields."""
+    fields = [
+        ("id", view["id"]), ("ar_name", view["name"]),
+        ("submission_time", format_ctime(view["submission_time"])),
+        ("owner", view["owner"]), ("group", view["group"]), ("state", view["state"]),
+        ("acl_list", ",".join(view["acl"])),
+        ("start_time", format_ctime(view["start"])), ("end_time", format_ctime(view["end"])),
+        ("duration", format_duration(view["duration"])),
+        ("granted_slots", granted_slots(view)),
+        ("resource_list", ",".join(f"{k}={v}" for k, v in resource_pairs(view))),
+        ("reserved_nodes", ",".join(a["node"] for a in view["allocations"])),
+        ("job_runtime_limit", format_duration(view["job_runtime_limit"])),
+    ]
+    if view.get("message"):
+        fields.append(("message", view["message"]))
+    if view.get("submit_hint"):
+        fields.append(("submit", view["submit_hint"]))
+    pending = view.get("pending")
+    if pending:
+        fields.append(("pending_operation", f"{pending['operation']} (plus_commit or plus_abort "
+                                            f"before {format_ctime(pending['expires'])})"))
+        if pending.get("start") is not None:
+            fields.append(("pending_window", f"{format_ctime(pending['start'])} - "
+                                             f"{format_ctime(pending['end'])}"))
+            fields.append(("pending_nodes", ",".join(a["node"] for a in pending["allocations"])))
+    return "\n".join([DETAIL_RULE] + [f"{label + ':':<28}{value}" for label, value in fields])
+
+
+def _text(parent: ET.Element, tag: str, value: object) -> ET.Element:
+    element = ET.SubElement(parent, tag)
+    element.text = str(value)
+    return element
+
+
+def summary_element(view: dict) -> ET.Element:
+    """One <ar_summary> in ar_summary_t's element order, then PluS's fields."""
+    ar = ET.Element("ar_summary")
+    _text(ar, "id", view["id"])
+    if view["name"]:
+        _text(ar, "name", view["name"])
+    if view["account"]:
+        _text(ar, "account", view["account"])
+    _text(ar, "owner", view["owner"])
+    _text(ar, "submission_time", format_iso(view["submission_time"]))
+    _text(ar, "start_time", format_iso(view["start"]))
+    _text(ar, "end_time", format_iso(view["end"]))
+    _text(ar, "duration", view["duration"])
+    _text(ar, "state", view["state"])
+    if view.get("message"):
+        _text(ar, "message", view["message"])
+    resources = ET.SubElement(ar, "resource_list")
+    for name, value in resource_pairs(view):
+        ET.SubElement(resources, "resource", name=name, type=value)
+    slots = ET.SubElement(ar, "granted_slots")
+    for allocation in view["allocations"]:
+        ET.SubElement(slots, "granted_slots", queue_instance=f"{queue_name(view)}@{allocation['node']}",
+                      slots=str(allocation["slots"]))
+    _text(ar, "mail_options", "n")
+    if view["acl"]:
+        acl = ET.SubElement(ar, "acl_list")
+        for user in view["acl"]:
+            ET.SubElement(acl, "acl", user=user)
+    _text(ar, "group", view["group"])
+    nodes = ET.SubElement(ar, "reserved_nodes")
+    for allocation in view["allocations"]:
+        _text(nodes, "node", allocation["node"])
+    _text(ar, "job_runtime_limit", view["job_runtime_limit"])
+    pending = view.get("pending")
+    if pending:
+        element = ET.SubElement(ar, "pending_operation", operation=pending["operation"],
+                                expires=format_iso(pending["expires"]))
+        if pending.get("start") is not None:
+            element.set("start_time", format_iso(pending["start"]))
+            element.set("end_time", format_iso(pending["end"]))
+            for allocation in pending["allocations"]:
+                _text(element, "node", allocation["node"])
+    return ar
+
+
+def _document(root: ET.Element) -> str:
+    ET.indent(root)
+    return "<?xml version='1.0' encoding='UTF-8'?>\n" + ET.tostring(root, encoding="unicode")
+
+
+def status_xml(views: list[dict]) -> str:
+    root = ET.Element("qrstat")
+    root.extend(summary_element(view) for view in views)
+    return _document(root)
+
+
+def availnodes_xml(data: dict) -> str:
+    root = ET.Element("plus_availnodes")
+    _text(root, "start_time", format_iso(data["start"]))
+    _text(root, "end_time", format_iso(data["end"]))
+    _text(root, "count", data["count"])
+    for name in data["nodes"]:
+        _text(root, "node", name)
+    return _document(root)

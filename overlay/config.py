@@ -1,0 +1,178 @@
+"""The daemon's configuration: one YAML file, validated key by key.
+
+A malformed file stops plus_scheduler with a message naming the key and
+what it accepts; unknown keys are errors too, because a misspelt limit that
+is silently ignored is worse than no start at all.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from overlay import protocol
+from overlay.request import NAME_PATTERN
+
+NODE_SORT_KEYS = ("NodeName", "LowestLoadAverage", "LongestIdleTime", "LargestPhysicalMemory")
+
+
+class ConfigError(Exception):
+    """The configuration cannot be used; the text names the key."""
+
+
+@dataclass
+class Config:
+    path: str
+    backend: str = "native"
+    state_dir: str = protocol.DEFAULT_STATE_DIR
+    socket: str = protocol.DEFAULT_SOCKET
+    store: str = ""
+    managers: list[str] = field(default_factory=lambda: ["root"])
+    arusers: list[str] = field(default_factory=lambda: ["*"])
+    max_advance_reservations: int = 0
+    duration_offset: int = 60
+    reconcile_interval: int = 30
+    commit_timeout: int = 300
+    expiry: int = 86400
+    max_expired: int = 100
+    node_order: list[str] = field(default_factory=lambda: ["NodeName"])
+    sge_queues: list[str] = field(default_factory=list)
+    accounting_file: str = "reporting"
+    plugins: list[str] = field(default_factory=list)
+    backends: dict[str, dict] = field(default_factory=dict)
+    policies: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def state_path(self) -> str:
+        return os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(self.path)), self.state_dir))
+
+    @property
+    def socket_path(self) -> str:
+        return protocol.socket_path(self.path, self.state_dir, self.socket)
+
+    @property
+    def store_url(self) -> str:
+        """sqlite:///<state_dir>/plus.db unless ``store`` names a URL or a file."""
+        if not self.store:
+            return "sqlite:///" + os.path.join(self.state_path, "plus.db")
+        if "://" in self.store:
+            return self.store
+        return "sqlite:///" + os.path.join(self.state_path, self.store)
+
+    @property
+    def accounting_path(self) -> str:
+        return os.path.join(self.state_path, self.accounting_file)
+
+    def backend_options(self) -> dict:
+        """The section named after the backend (e.g. ``native:``), or {}."""
+        return self.backends.get(self.backend, {})
+
+    def relative(self, path: str) -> str:
+        """A path from the configuration, taken from the file's folder."""
+        return os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(self.path)), path))
+
+
+def _name_list(key: str, value: Any, groups: bool = False, star: bool = False) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{key}: expected a list of names, got {value!r}")
+    for item in value:
+        bare = item[1:] if groups and item.startswith("@") else item
+        if not (star and item == "*") and not NAME_PATTERN.match(bare):
+            accepted = "user names and @group names" if groups else "names"
+            raise ConfigError(f"{key}: invalid entry {item!r}; accepted: {accepted}"
+                              + (" or '*' for everyone" if star else ""))
+    return value
+
+
+def _non_negative(key: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ConfigError(f"{key}: expected a whole number of 0 or more, got {value!r}")
+    return value
+
+
+def _positive(key: str, value: Any) -> int:
+    if _non_negative(key, value) == 0:
+        raise ConfigError(f"{key}: expected a whole number of 1 or more, got 0")
+    return value
+
+
+def _text(key: str, value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(f"{key}: expected a non-empty string, got {value!r}")
+    return value
+
+
+def _node_order(key: str, value: Any) -> list[str]:
+    keys = value if isinstance(value, list) else [value]
+    for item in keys:
+        if item not in NODE_SORT_KEYS:
+            raise ConfigError(f"{key}: unknown sort key {item!r}; accepted: {', '.join(NODE_SORT_KEYS)}")
+    return keys
+
+
+def _mapping(key: str, value: Any) -> dict:
+    if not isinstance(value, dict):
+        raise ConfigError(f"{key}: expected a mapping, got {value!r}")
+    return value
+
+
+_VALIDATORS = {
+    "backend": _text,
+    "state_dir": _text,
+    "socket": _text,
+    "store": _text,
+    "managers": _name_list,
+    "arusers": lambda k, v: _name_list(k, v, groups=True, star=True),
+    "max_advance_reservations": _non_negative,
+    "duration_offset": _non_negative,
+    "reconcile_interval": _positive,
+    "commit_timeout": _positive,
+    "expiry": _non_negative,
+    "max_expired": _non_negative,
+    "node_order": _node_order,
+    "sge_queues": _name_list,
+    "accounting_file": _text,
+    "plugins": _name_list,
+    "policies": _mapping,
+}
+
+
+def load(path: str, overrides: dict[str, Any] | None = None) -> Config:
+    """Read and validate the configuration; ``overrides`` come from the
+    command line and are validated the same way."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            raw = yaml.safe_load(handle)
+    except OSError as exc:
+        raise ConfigError(f"cannot read configuration {path}: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+    raw = {} if raw is None else raw
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: expected a mapping of settings at the top level")
+    raw.update(overrides or {})
+    config = Config(path=path)
+    for key, value in raw.items():
+        validator = _VALIDATORS.get(key)
+        if validator is not None:
+            setattr(config, key, validator(key, value))
+        elif isinstance(value, dict) and key.isidentifier():
+            config.backends[key] = value
+        else:
+            raise ConfigError(f"{path}: unknown setting {key!r}; known: {', '.join(sorted(_VALIDATORS))}"
+                              " or a mapping named after a backend")
+    _check_client_view(config, path, overrides or {})
+    return config
+
+
+def _check_client_view(config: Config, path: str, overrides: dict) -> None:
+    """Clients read state_dir and socket with a line reader; refuse a file
+    where it would find another socket than the daemon uses."""
+    if "state_dir" in overrides or "socket" in overrides:
+        return
+    if protocol.client_socket_path(path) != config.socket_path:
+        raise ConfigError(f"{path}: state_dir and socket must be plain one-line scalars at the "
+                          "top level, so that the commands find the same socket as plus_scheduler")

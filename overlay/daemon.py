@@ -1,0 +1,360 @@
+"""plus_scheduler: owns the store, the planner, the backend and the timers,
+and serves the commands on a Unix socket.
+
+The caller's identity comes from the socket's peer credentials
+(SO_PEERCRED), never from anything the client sends.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import grp
+import logging
+import os
+import pwd
+import signal
+import socket
+import socketserver
+import struct
+import sys
+import threading
+from typing import Any, Callable
+
+from overlay import config as config_module
+from overlay import plugins, protocol
+from overlay.accounting import ReportingWriter
+from overlay.config import NODE_SORT_KEYS, Config, ConfigError
+from overlay.lifecycle import Lifecycle
+from overlay.manager import Caller, Manager
+from overlay.model import Request, Reservation, ReservationError
+from overlay.request import RequestError, parse_name_list
+from overlay.store import Store
+
+log = logging.getLogger("plus.daemon")
+
+
+class BadArguments(Exception):
+    """A message from a client with missing or mistyped arguments."""
+
+
+def _arg(args: dict, key: str, kind: type | tuple, required: bool = False) -> Any:
+    value = args.get(key)
+    if value is None:
+        if required:
+            raise BadArguments(f"missing argument {key!r}")
+        return None
+    if isinstance(value, bool) and kind is int or not isinstance(value, kind):
+        raise BadArguments(f"argument {key!r} has the wrong type")
+    return value
+
+
+def _names(args: dict, key: str) -> tuple[str, ...] | None:
+    value = _arg(args, key, list)
+    if value is None:
+        return None
+    if not all(isinstance(v, str) for v in value):
+        raise BadArguments(f"argument {key!r} must be a list of names")
+    return tuple(value)
+
+
+def reservation_view(ar: Reservation, manager: Manager) -> dict:
+    """An AR as the commands print it (JSON-ready)."""
+    request = ar.request
+    view = {
+        "id": ar.id, "name": ar.name, "owner": ar.owner, "group": ar.group,
+        "state": ar.state.value, "submission_time": ar.submission_time,
+        "start": ar.start, "end": ar.end, "duration": request.duration,
+        "acl": list(ar.acl), "account": ar.account, "message": ar.message,
+        "allocations": [{"node": a.node, "slots": a.slots} for a in ar.allocations],
+        "request": {"nodes": request.nodes, "slots_per_node": request.slots_per_node,
+                    "memory_mb": request.memory_mb, "ncpus": request.ncpus,
+                    "arch": request.arch, "os": request.os,
+                    "attributes": [list(p) for p in request.attributes],
+                    "queues": list(request.queues)},
+        "job_runtime_limit": max(0, request.duration - manager.config.duration_offset),
+        "submit_hint": manager.backend.submit_hint(ar),
+        "pending": None,
+    }
+    if ar.pending is not None:
+        view["pending"] = {
+            "operation": ar.pending.value, "since": ar.pending_since,
+            "expires": ar.pending_since + manager.config.commit_timeout,
+            "start": ar.pending_request.start if ar.pending_request else None,
+            "end": ar.pending_request.end if ar.pending_request else None,
+            "allocations": [{"node": a.node, "slots": a.slots} for a in ar.pending_allocations],
+        }
+    return view
+
+
+class Service:
+    """The operations clients may call, by name."""
+
+    def __init__(self, manager: Manager, on_change: Callable[[], None],
+                 on_shutdown: Callable[[], None]) -> None:
+        self.manager = manager
+        self.on_change = on_change
+        self.on_shutdown = on_shutdown
+        self.daemon_uid = os.getuid()
+
+    def caller(self, uid: int, gid: int) -> Caller:
+        try:
+            entry = pwd.getpwuid(uid)
+        except KeyError:
+            raise ReservationError(f"uid {uid} has no user name on this host") from None
+        groups = []
+        for group_id in [gid] + os.getgrouplist(entry.pw_name, gid):
+            try:
+                name = grp.getgrgid(group_id).gr_name
+            except KeyError:
+                continue
+            if name not in groups:
+                groups.append(name)
+        manager = uid in (0, self.daemon_uid) or entry.pw_name in self.manager.config.managers
+        return Caller(uid=uid, user=entry.pw_name, groups=tuple(groups), is_manager=manager)
+
+    def handle(self, caller: Caller, op: str, args: dict) -> Any:
+        method = getattr(self, f"op_{op}", None)
+        if method is None:
+            raise BadArguments(f"unknown operation {op!r}")
+        return method(caller, args)
+
+    def _views(self, ars: list[Reservation]) -> list[dict]:
+        return [reservation_view(ar, self.manager) for ar in ars]
+
+    def op_ping(self, caller: Caller, args: dict) -> dict:
+        return {"user": caller.user, "manager": caller.is_manager}
+
+    def op_reserve(self, caller: Caller, args: dict) -> dict:
+        attributes = _arg(args, "attributes", list) or []
+        request = Request(
+            start=_arg(args, "start", int, True), end=_arg(args, "end", int, True),
+            nodes=_arg(args, "nodes", int, True), users=_names(args, "users") or (),
+            slots_per_node=_arg(args, "slots_per_node", int),
+            memory_mb=_arg(args, "memory_mb", int), ncpus=_arg(args, "ncpus", int),
+            arch=_arg(args, "arch", str), os=_arg(args, "os", str),
+            attributes=tuple((str(k), str(v)) for k, v in attributes),
+            queues=_names(args, "queues") or (), name=_arg(args, "name", str) or "")
+        ar = self.manager.reserve(caller, request, bool(args.get("transactional")))
+        self.on_change()
+        return reservation_view(ar, self.manager)
+
+    def op_modify(self, caller: Caller, args: dict) -> dict:
+        ar = self.manager.modify(
+            caller, _arg(args, "id", int, True), start=_arg(args, "start", int),
+            end=_arg(args, "end", int), duration=_arg(args, "duration", int),
+            nodes=_arg(args, "nodes", int), users=_names(args, "users"),
+            transactional=bool(args.get("transactional")))
+        self.on_change()
+        return reservation_view(ar, self.manager)
+
+    def _select_op(self, caller: Caller, args: dict, operation: Callable) -> list[dict]:
+        ars = operation(caller, _arg(args, "id", int), _arg(args, "owner", str),
+                        bool(args.get("transactional")))
+        self.on_change()
+        return self._views(ars)
+
+    def op_cancel(self, caller: Caller, args: dict) -> list[dict]:
+        return self._select_op(caller, args, self.manager.cancel)
+
+    def op_destroy(self, caller: Caller, args: dict) -> list[dict]:
+        return self._select_op(caller, args, self.manager.destroy)
+
+    def op_commit(self, caller: Caller, args: dict) -> dict:
+        ar = self.manager.commit(caller, _arg(args, "id", int, True))
+        self.on_change()
+        return reservation_view(ar, self.manager)
+
+    def op_abort(self, caller: Caller, args: dict) -> dict:
+        ar = self.manager.abort(caller, _arg(args, "id", int, True))
+        self.on_change()
+        return reservation_view(ar, self.manager)
+
+    def op_status(self, caller: Caller, args: dict) -> list[dict]:
+        return self._views(self.manager.status(
+            ar_id=_arg(args, "id", int), owner=_arg(args, "owner", str),
+            start=_arg(args, "start", int), end=_arg(args, "end", int),
+            expired=_arg(args, "expired", int) or 0))
+
+    def op_availnodes(self, caller: Caller, args: dict) -> dict:
+        start, end = _arg(args, "start", int, True), _arg(args, "end", int, True)
+        nodes = self.manager.available_nodes(start, end)
+        return {"start": start, "end": end, "count": len(nodes), "nodes": nodes}
+
+    def op_shutdown(self, caller: Caller, args: dict) -> dict:
+        if caller.uid != self.daemon_uid and not caller.is_manager:
+            raise ReservationError("only the owner of plus_scheduler or a manager may stop it")
+        threading.Timer(0.2, self.on_shutdown).start()  # after this reply is sent
+        return {"stopping": os.getpid()}
+
+
+class _Handler(socketserver.StreamRequestHandler):
+    def handle(self) -> None:
+        service: Service = self.server.service  # type: ignore[attr-defined]
+        sock: socket.socket = self.request
+        try:
+            message = protocol.receive_message(sock)
+            pid, uid, gid = struct.unpack("3i", sock.getsockopt(
+                socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
+            caller = service.caller(uid, gid)
+            args = message.get("args") or {}
+            if not isinstance(args, dict):
+                raise BadArguments("args must be an object")
+            data = service.handle(caller, str(message.get("op")), args)
+            reply = {"ok": True, "data": data}
+        except ReservationError as exc:
+            reply = {"ok": False, "error": str(exc), "status": exc.exit_status}
+        except (BadArguments, RequestError, protocol.ProtocolError) as exc:
+            reply = {"ok": False, "error": f"bad request: {exc}", "status": protocol.EXIT_USAGE}
+        except Exception as exc:
+            log.exception("request failed")
+            reply = {"ok": False, "error": f"internal error in plus_scheduler: {exc}",
+                     "status": protocol.EXIT_REFUSED}
+        try:
+            protocol.send_message(sock, reply)
+        except OSError:
+            pass
+
+
+class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    daemon_threads = True
+
+
+class PidLock:
+    """One daemon per state directory: an flock'ed pid file."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.handle = open(path, "a+")
+        try:
+            fcntl.flock(self.handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            self.handle.seek(0)
+            other = self.handle.read().strip() or "?"
+            self.handle.close()
+            raise ConfigError(f"plus_scheduler is already running (pid {other}) for {os.path.dirname(path)}")
+        self.handle.seek(0)
+        self.handle.truncate()
+        self.handle.write(f"{os.getpid()}\n")
+        self.handle.flush()
+
+    def release(self) -> None:
+        self.handle.close()
+
+
+class Daemon:
+    """Everything plus_scheduler runs, started and stopped as one."""
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        os.makedirs(config.state_path, mode=0o755, exist_ok=True)
+        self.pid_lock = PidLock(os.path.join(config.state_path, "plus_scheduler.pid"))
+        try:
+            self.pm = plugins.plugin_manager(config.plugins)
+            self.backend = plugins.build_backend(self.pm, config.backend, config,
+                                                 config.backend_options())
+            self.store = Store(config.store_url)
+            self.manager = Manager(config, self.store, self.backend, self.pm,
+                                   ReportingWriter(config.accounting_path))
+        except Exception:
+            self.pid_lock.release()
+            raise
+        self.lifecycle = Lifecycle(self.manager, config.reconcile_interval)
+        self.service = Service(self.manager, self.lifecycle.schedule_next, self.stop)
+        self.server: _Server | None = None
+
+    def serve(self) -> None:
+        path = self.config.socket_path
+        if os.path.exists(path):
+            os.unlink(path)  # stale: the pid lock proves no daemon owns it
+        self.server = _Server(path, _Handler, bind_and_activate=True)
+        self.server.service = self.service  # type: ignore[attr-defined]
+        os.chmod(path, 0o666)
+        self.lifecycle.start()
+        log.info("plus_scheduler %d serving %s (backend %s, store %s)", os.getpid(), path,
+                 self.config.backend, self.config.store_url)
+        try:
+            self.server.serve_forever(poll_interval=0.5)
+        finally:
+            self._cleanup()
+
+    def stop(self, *_ignored) -> None:
+        """Safe from a signal handler: shutdown() waits for serve_forever,
+        which runs in the main thread, so it must be called from another."""
+        if self.server is not None:
+            threading.Thread(target=self.server.shutdown, daemon=True).start()
+
+    def _cleanup(self) -> None:
+        self.lifecycle.stop()
+        if self.server is not None:
+            self.server.server_close()
+        try:
+            os.unlink(self.config.socket_path)
+        except FileNotFoundError:
+            pass
+        self.backend.close()
+        self.store.close()
+        self.pid_lock.release()
+        log.info("plus_scheduler stopped")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="plus_scheduler", allow_abbrev=False,
+        description="The PluS reservation daemon. Commands find it through PLUS_CONF "
+                    f"(default {protocol.DEFAULT_CONF}).")
+    parser.add_argument("-t", metavar="target", help="backend to enforce reservations on "
+                        "(native, sge, torque, ...); overrides 'backend'")
+    parser.add_argument("-a", metavar="algo", help="node allocation order: Sort (the "
+                        "configuration's node_order, the default) or a comma list of "
+                        f"{', '.join(NODE_SORT_KEYS)}")
+    parser.add_argument("-c", metavar="conffile", help="configuration file (default: $PLUS_CONF "
+                        f"or {protocol.DEFAULT_CONF}); point PLUS_CONF at it for the commands")
+    parser.add_argument("-r", metavar="rsvFilePath", help="reservation store: a SQLite file "
+                        "or a database URL; overrides 'store'")
+    parser.add_argument("-ne", metavar="maxExpired", type=int,
+                        help="keep at most this many expired reservations; overrides 'max_expired'")
+    parser.add_argument("-sgeq", metavar="qNames", help="reserve only nodes of these queues "
+                        "(comma list); overrides 'sge_queues'")
+    parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING or ERROR")
+    return parser
+
+
+def _overrides(args: argparse.Namespace) -> dict:
+    overrides: dict[str, Any] = {}
+    if args.t:
+        overrides["backend"] = args.t
+    if args.r:
+        overrides["store"] = args.r if "://" in args.r else os.path.abspath(args.r)
+    if args.ne is not None:
+        overrides["max_expired"] = args.ne
+    if args.sgeq:
+        overrides["sge_queues"] = list(parse_name_list(args.sgeq, "-sgeq"))
+    if args.a and args.a != "Sort":
+        overrides["node_order"] = [key.strip() for key in args.a.split(",")]
+    return overrides
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=getattr(logging, args.log_level.upper(), logging.INFO),
+                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    logging.getLogger("apscheduler").setLevel(logging.WARNING)
+    path = args.c or protocol.conf_path()
+    try:
+        config = config_module.load(path, _overrides(args))
+        daemon = Daemon(config)
+    except (ConfigError, RequestError, plugins.PluginError, ValueError) as exc:
+        print(f"plus_scheduler: {exc}", file=sys.stderr)
+        return 1
+    except Exception as exc:  # a store or backend that cannot be reached
+        print(f"plus_scheduler: cannot start: {exc}", file=sys.stderr)
+        return 1
+    signal.signal(signal.SIGTERM, daemon.stop)
+    signal.signal(signal.SIGINT, daemon.stop)
+    daemon.serve()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,76 @@
+"""Every extension point of the overlay, in one file, one docstring each.
+
+Plugins implement these with ``@overlay.hookspecs.hookimpl`` and register
+through the ``plus_overlay`` entry point group; built-in plugins do exactly
+the same. Arguments are passed by keyword and a plugin may accept any
+subset of them.
+"""
+
+from __future__ import annotations
+
+import pluggy
+
+PROJECT = "plus_overlay"
+hookspec = pluggy.HookspecMarker(PROJECT)
+hookimpl = pluggy.HookimplMarker(PROJECT)
+
+
+# -- backends -----------------------------------------------------------------
+
+@hookspec
+def plus_backends():
+    """Return a mapping of backend name to a factory ``f(config, options)``
+    that builds an ``overlay.backend.Backend`` (the backend interface:
+    nodes, running jobs, prepare, activate, teardown, release, health).
+    ``options`` is the configuration section named after the backend."""
+
+
+# -- policy ---------------------------------------------------------------------
+
+@hookspec
+def plus_validate_request(request, owner, groups, operation, context):
+    """Check a reservation request before any planning (limits, windows,
+    quotas). Return None to accept or a string saying why it is refused.
+    ``operation`` is "reserve" or "modify"; ``context`` is a
+    ``overlay.policy.PolicyContext`` (now, usage of owners, all nodes)."""
+
+
+@hookspec
+def plus_node_reservable(node, request, owner, allocated, context):
+    """PluS's PLUS_NODE_RESERVABLE: may ``owner`` reserve ``node`` for
+    ``request``? Called for each candidate in allocation order, with the
+    nodes ``allocated`` so far to this request and ``context`` (all nodes,
+    now, the usage function). Return False to refuse, True or None to allow."""
+
+
+@hookspec(firstresult=True)
+def plus_node_order(nodes, request, owner):
+    """Return the candidate nodes in the order they should be allocated, or
+    None to keep the configured NodeSortKey order. The first answer wins."""
+
+
+# -- lifecycle events -----------------------------------------------------------
+
+@hookspec
+def plus_reservation_granted(reservation):
+    """An AR was granted (committed, for -T)."""
+
+
+@hookspec
+def plus_reservation_started(reservation):
+    """An AR's window opened."""
+
+
+@hookspec
+def plus_reservation_ended(reservation):
+    """An AR's window closed."""
+
+
+@hookspec
+def plus_reservation_cancelled(reservation):
+    """An AR was cancelled (plus_cancel) or destroyed (plus_destroy)."""
+
+
+@hookspec
+def plus_reservation_error(reservation, reason):
+    """An AR entered W or E (``reason`` says why) or, with reason None, left it."""

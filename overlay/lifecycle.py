@@ -1,0 +1,61 @@
+"""Time: window starts and ends, commit time-outs and expiry (apscheduler).
+
+Two jobs drive the manager's tick: a periodic reconcile (PluS's 30-second
+check) that also catches whatever a down daemon missed, and one date job
+set to the next instant an AR changes state, so transitions happen on the
+second instead of up to an interval late.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import threading
+
+from apscheduler.schedulers.background import BackgroundScheduler
+
+from overlay.manager import Manager
+
+log = logging.getLogger("plus.lifecycle")
+
+_NEXT_JOB = "next-transition"
+_RECONCILE_JOB = "reconcile"
+
+
+class Lifecycle:
+    def __init__(self, manager: Manager, interval: int) -> None:
+        self.manager = manager
+        self.interval = interval
+        self.scheduler = BackgroundScheduler(timezone=dt.timezone.utc)
+        self._run_lock = threading.Lock()
+
+    def start(self) -> None:
+        self.scheduler.add_job(self.run, "interval", seconds=self.interval, id=_RECONCILE_JOB,
+                               max_instances=1, coalesce=True)
+        self.scheduler.start()
+        self.run()
+
+    def stop(self) -> None:
+        self.scheduler.shutdown(wait=True)
+
+    def run(self) -> None:
+        """One reconcile pass, then aim the date job at the next transition."""
+        with self._run_lock:
+            try:
+                self.manager.tick()
+            except Exception:
+                log.exception("reconcile pass failed; the periodic reconcile retries")
+                return
+            self.schedule_next()
+
+    def schedule_next(self) -> None:
+        """Call after any change to the ARs: the next transition may be sooner."""
+        due = self.manager.next_due()
+        if due is None:
+            if self.scheduler.get_job(_NEXT_JOB):
+                self.scheduler.remove_job(_NEXT_JOB)
+            return
+        # a hair after the second, so that the tick's whole-second clock has reached it
+        when = dt.datetime.fromtimestamp(due + 0.05, dt.timezone.utc)
+        self.scheduler.add_job(self.run, "date", run_date=when, id=_NEXT_JOB,
+                               replace_existing=True, misfire_grace_time=None)

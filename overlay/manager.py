@@ -1,0 +1,603 @@
+"""The use cases: reserve, modify, cancel, destroy, commit, abort, status,
+availnodes, and the clock-driven transitions the lifecycle asks for.
+
+The manager keeps the ARs and a planner in memory for speed; every change
+goes to the store first (which re-checks capacity under its lock), then to
+memory, then to the backend. A backend failure never loses an AR: the
+reconcile loop applies the store's state again until the backend agrees.
+"""
+
+from __future__ import annotations
+
+import grp
+import logging
+import pwd
+import threading
+import time
+from dataclasses import dataclass, replace
+from typing import Callable, Iterable
+
+import pluggy
+
+from overlay import plugins
+from overlay.accounting import (EVENT_CREATED, EVENT_DELETED, EVENT_END, EVENT_MODIFIED,
+                                EVENT_SATISFIED, EVENT_START, EVENT_TERMINATED,
+                                EVENT_UNSATISFIED, ReportingWriter)
+from overlay.backend import Backend
+from overlay.config import Config
+from overlay.model import (FINISHED_STATES, Allocation, LimitExceeded, Node, Operation,
+                           PermissionDenied, Request, Reservation, ReservationError, State)
+from overlay.planner import Planner
+from overlay.policy import PolicyContext, Usage
+from overlay.request import access_list, node_satisfies
+from overlay.store import Store
+
+log = logging.getLogger("plus.manager")
+
+START_GRACE = 60
+"""A start this many seconds in the past still counts as now (clock skew, typing time)."""
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who is asking, as the socket's peer credentials say."""
+
+    uid: int
+    user: str
+    groups: tuple[str, ...]
+    is_manager: bool
+
+
+def _pending_key(ar_id: int) -> tuple[int, str]:
+    return (ar_id, "pending")
+
+
+class Manager:
+    """All ARs of one daemon and the operations on them; thread-safe."""
+
+    def __init__(self, config: Config, store: Store, backend: Backend,
+                 plugin_manager: pluggy.PluginManager, reporting: ReportingWriter,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.config = config
+        self.store = store
+        self.backend = backend
+        self.pm = plugin_manager
+        self.reporting = reporting
+        self.clock = clock
+        self.lock = threading.RLock()
+        self.planner = Planner()
+        self.nodes: dict[str, Node] = {}
+        self.ars: dict[int, Reservation] = {ar.id: ar for ar in store.load_all()}
+        self.refresh_nodes()
+        for ar in self.ars.values():
+            self._book(ar)
+
+    # -- helpers ---------------------------------------------------------------
+
+    def now(self) -> int:
+        return int(self.clock())
+
+    def refresh_nodes(self) -> None:
+        """Take the backend's current node list into the planner."""
+        with self.lock:
+            self.nodes = {node.name: node for node in self.backend.nodes()}
+            for node in self.nodes.values():
+                self.planner.set_capacity(node.name, node.slots)
+
+    def capacity(self) -> dict[str, int]:
+        return {name: node.slots for name, node in self.nodes.items()}
+
+    def _book(self, ar: Reservation) -> None:
+        self.planner.unbook(ar.id)
+        self.planner.unbook(_pending_key(ar.id))
+        if ar.holds_resources:
+            for a in ar.allocations:
+                self.planner.book(ar.id, a.node, ar.start, ar.end, a.slots)
+        if ar.pending_request is not None:
+            for a in ar.pending_allocations:
+                self.planner.book(_pending_key(ar.id), a.node, ar.pending_request.start,
+                                  ar.pending_request.end, a.slots)
+
+    def _unbook(self, ar_id: int) -> None:
+        self.planner.unbook(ar_id)
+        self.planner.unbook(_pending_key(ar_id))
+
+    def _get(self, ar_id: int) -> Reservation:
+        ar = self.ars.get(ar_id)
+        if ar is None:
+            raise ReservationError(f"AR {ar_id} does not exist")
+        return ar
+
+    def _check_owner(self, caller: Caller, ar: Reservation, action: str) -> None:
+        if caller.user != ar.owner and not caller.is_manager:
+            raise PermissionDenied(f"AR {ar.id} belongs to {ar.owner}; only its owner "
+                                   f"or a manager may {action} it")
+
+    def _check_no_pending(self, ar: Reservation) -> None:
+        if ar.pending is not None:
+            raise ReservationError(f"AR {ar.id} has an uncommitted {ar.pending.value}; "
+                                   f"run plus_commit -r {ar.id} or plus_abort -r {ar.id} first")
+
+    def _may_create(self, caller: Caller) -> bool:
+        if caller.is_manager:
+            return True
+        for entry in self.config.arusers:
+            if entry == "*" or entry == caller.user:
+                return True
+            if entry.startswith("@") and entry[1:] in caller.groups:
+                return True
+        return False
+
+    def usage(self, owner: str, start: int, end: int) -> Usage:
+        """plus_rsvutil: the owner's ARs (not cancelled) overlapping [start, end)."""
+        count, seconds, node_hours = 0, 0, 0.0
+        for ar in self.ars.values():
+            if ar.owner != owner or ar.state == State.DELETED or ar.end <= start or ar.start >= end:
+                continue
+            count += 1
+            seconds += ar.request.duration
+            node_hours += len(ar.allocations) * ar.request.duration / 3600
+        return Usage(count, seconds, node_hours)
+
+    def _context(self) -> PolicyContext:
+        return PolicyContext(now=self.now(), all_nodes=tuple(self.nodes.values()), usage=self.usage)
+
+    def _validate_users(self, users: Iterable[str]) -> None:
+        for entry in users:
+            try:
+                if entry.startswith("@"):
+                    grp.getgrnam(entry[1:])
+                else:
+                    pwd.getpwnam(entry)
+            except KeyError:
+                kind = "group" if entry.startswith("@") else "user"
+                raise ReservationError(f"-U: unknown {kind} '{entry.lstrip('@')}'") from None
+
+    def _validate_request(self, caller: Caller, request: Request, operation: str,
+                          started: bool = False) -> None:
+        now = self.now()
+        if request.nodes < 1:
+            raise ReservationError(f"-n: the number of nodes must be at least 1, got {request.nodes}")
+        if request.slots_per_node is not None and request.slots_per_node < 1:
+            raise ReservationError(f"-sn: slots per node must be at least 1, got {request.slots_per_node}")
+        if request.end <= request.start:
+            raise ReservationError("the end time must be later than the start time")
+        if not started and request.start < now - START_GRACE:
+            raise ReservationError("the start time is in the past; give a start at or after now")
+        if request.end <= now:
+            raise ReservationError("the end time is in the past")
+        if request.duration <= self.config.duration_offset:
+            raise ReservationError(
+                f"the duration ({request.duration} s) must exceed DURATION_OFFSET "
+                f"({self.config.duration_offset} s), the time reserved for job start and cleanup")
+        self._validate_users(request.users)
+        refusal = plugins.first_refusal(self.pm, "plus_validate_request", request=request,
+                                        owner=caller.user, groups=caller.groups,
+                                        operation=operation, context=self._context())
+        if refusal:
+            raise ReservationError(refusal)
+
+    def _eligible(self, request: Request) -> list[Node]:
+        """Live nodes that can hold the request, in the configured NodeSortKey order."""
+        allowed = self.config.sge_queues
+        nodes = [n for n in self.nodes.values()
+                 if n.alive and node_satisfies(n, request)
+                 and (not allowed or any(q in allowed for q in n.queues))]
+        return sort_nodes(nodes, self.config.node_order, self.now())
+
+    def _allocate(self, caller: Caller, request: Request, ignore: Iterable = (),
+                  prefer: Iterable[str] = ()) -> list[Allocation]:
+        """Choose ``request.nodes`` nodes free over the window, asking the
+        reservability hooks node by node (PluS's PLUS_NODE_RESERVABLE)."""
+        candidates = self._eligible(request)
+        ordered = self.pm.hook.plus_node_order(nodes=candidates, request=request, owner=caller.user)
+        if ordered is not None:
+            candidates = list(ordered)
+        preferred = set(prefer)
+        if preferred:
+            candidates.sort(key=lambda n: n.name not in preferred)
+        by_name = {n.name: n for n in candidates}
+        free = self.planner.free_nodes([n.name for n in candidates],
+                                       lambda name: request.slots_on(by_name[name]),
+                                       request.start, request.end, ignore)
+        context = self._context()
+        chosen: list[Node] = []
+        refusals: dict[str, int] = {}
+        for name in free:
+            node = by_name[name]
+            refusal = plugins.first_refusal(self.pm, "plus_node_reservable", node=node,
+                                            request=request, owner=caller.user,
+                                            allocated=tuple(chosen), context=context)
+            if refusal:
+                refusals[refusal] = refusals.get(refusal, 0) + 1
+                continue
+            chosen.append(node)
+            if len(chosen) == request.nodes:
+                return [Allocation(n.name, request.slots_on(n)) for n in chosen]
+        reason = (f"only {len(chosen)} of the {request.nodes} requested nodes can be reserved "
+                  f"for this window ({len(self.nodes)} nodes known, {len(candidates)} match the "
+                  f"request, {len(free)} free)")
+        if refusals:
+            reason += "; " + "; ".join(f"{text} ({count} nodes)" for text, count in refusals.items())
+        raise ReservationError(reason)
+
+    def _log(self, ar: Reservation, event: str, message: str) -> None:
+        self.reporting.ar_log(self.now(), ar, event, message)
+
+    # -- reserve ---------------------------------------------------------------
+
+    def reserve(self, caller: Caller, request: Request, transactional: bool = False) -> Reservation:
+        with self.lock:
+            if not self._may_create(caller):
+                raise PermissionDenied(f"{caller.user} may not create advance reservations: "
+                                       "only managers and members of the arusers list may")
+            limit = self.config.max_advance_reservations
+            active = sum(1 for ar in self.ars.values() if ar.state not in FINISHED_STATES)
+            if limit and active >= limit:
+                raise LimitExceeded(f"the number of advance reservations would exceed "
+                                    f"max_advance_reservations ({limit})")
+            now = self.now()
+            if request.start < now:
+                request = replace(request, start=now)
+            self._validate_request(caller, request, "reserve")
+            request = replace(request, users=access_list(caller.user, request.users))
+            allocations = self._allocate(caller, request)
+            ar = Reservation(
+                id=0, owner=caller.user, group=caller.groups[0] if caller.groups else "",
+                request=request, state=State.PENDING if transactional else State.WAITING,
+                submission_time=now, allocations=allocations, acl=request.users,
+                pending=Operation.RESERVE if transactional else None,
+                pending_since=now if transactional else None)
+            self.store.create(ar, self.capacity())
+            self.ars[ar.id] = ar
+            self._book(ar)
+            if not transactional:
+                self._granted(ar)
+            return ar
+
+    def _granted(self, ar: Reservation) -> None:
+        """A reservation became real: report it and prepare the backend."""
+        now = self.now()
+        self.reporting.new_ar(now, ar)
+        self.reporting.ar_attribute(now, ar)
+        self._log(ar, EVENT_CREATED, "AR granted")
+        self.pm.hook.plus_reservation_granted(reservation=ar)
+        self._apply(ar)
+
+    # -- modify ----------------------------------------------------------------
+
+    def modify(self, caller: Caller, ar_id: int, start: int | None, end: int | None,
+               duration: int | None, nodes: int | None, users: tuple[str, ...] | None,
+               transactional: bool = False) -> Reservation:
+        with self.lock:
+            ar = self._get(ar_id)
+            self._check_owner(caller, ar, "modify")
+            self._check_no_pending(ar)
+            if ar.state in FINISHED_STATES:
+                raise ReservationError(f"AR {ar_id} has already ended (state {ar.state.value})")
+            now = self.now()
+            started = now >= ar.start
+            if started and start is not None and start != ar.start:
+                raise ReservationError(f"AR {ar_id} has started; its start time can no longer change")
+            request = self._modified_request(ar.request, start, end, duration, nodes, users, caller)
+            self._validate_request(caller, request, "modify", started=started)
+            allocations = self._allocate(caller, request, ignore=(ar.id, _pending_key(ar.id)),
+                                         prefer=ar.node_names)
+            if transactional:
+                ar.pending, ar.pending_since = Operation.MODIFY, now
+                ar.pending_request, ar.pending_allocations = request, allocations
+                self.store.save(ar, self.capacity())
+                self._book(ar)
+                return ar
+            updated = replace(ar, request=request, allocations=allocations, acl=request.users)
+            self.store.save(updated, self.capacity())
+            self._replace(ar, updated)
+            return updated
+
+    def _modified_request(self, old: Request, start, end, duration, nodes, users, caller) -> Request:
+        """-s alone moves the window (same length); -e or -D set its end."""
+        new_start = old.start if start is None else start
+        if end is None and duration is None:
+            new_end = new_start + old.duration
+        elif end is not None and duration is not None and end - new_start != duration:
+            raise ReservationError("dissonant time window: start + duration differs from the end; "
+                                   "give -e or -D, or values that agree")
+        else:
+            new_end = end if end is not None else new_start + duration
+        owner = old.users[0] if old.users else caller.user
+        return replace(old, start=new_start, end=new_end,
+                       nodes=old.nodes if nodes is None else nodes,
+                       users=old.users if users is None else access_list(owner, users))
+
+    def _replace(self, before: Reservation, after: Reservation) -> None:
+        """Memory and backend follow a stored modification."""
+        now = self.now()
+        after.pending = None
+        after.pending_since = None
+        after.pending_request = None
+        after.pending_allocations = []
+        self.ars[after.id] = after
+        self._book(after)
+        self.reporting.ar_attribute(now, after)
+        self._log(after, EVENT_MODIFIED, "AR modified")
+        try:
+            self.backend.modify(before, after)
+        except Exception as exc:  # the reconcile loop retries
+            log.warning("backend modify of AR %s failed: %s", after.id, exc)
+        self._apply(after)
+
+    # -- cancel, destroy -------------------------------------------------------
+
+    def select(self, caller: Caller, ar_id: int | None, owner: str | None, action: str,
+               transactional: bool) -> list[Reservation]:
+        """The ARs a cancel or destroy names by -r and/or -o, checked for rights."""
+        if ar_id is None and owner is None:
+            raise ReservationError(f"{action}: give -r rsvID or -o owner")
+        if owner is not None and transactional:
+            raise ReservationError(f"{action}: -T cannot be used with -o owner")
+        if owner is not None and owner != caller.user and not caller.is_manager:
+            raise PermissionDenied(f"only a manager may {action} the ARs of another user ({owner})")
+        if ar_id is not None:
+            ar = self._get(ar_id)
+            if owner is not None and ar.owner != owner:
+                raise ReservationError(f"AR {ar_id} belongs to {ar.owner}, not {owner}")
+            self._check_owner(caller, ar, action)
+            return [ar]
+        return [ar for ar in sorted(self.ars.values(), key=lambda a: a.id) if ar.owner == owner]
+
+    def cancel(self, caller: Caller, ar_id: int | None, owner: str | None,
+               transactional: bool = False) -> list[Reservation]:
+        with self.lock:
+            selected = self.select(caller, ar_id, owner, "cancel", transactional)
+            if ar_id is not None and selected[0].state in FINISHED_STATES:
+                raise ReservationError(f"AR {ar_id} has already ended (state {selected[0].state.value})")
+            selected = [ar for ar in selected if ar.state not in FINISHED_STATES]
+            for ar in selected:
+                self._check_no_pending(ar)
+            for ar in selected:
+                if transactional:
+                    self._set_pending(ar, Operation.CANCEL)
+                else:
+                    self._cancel_now(ar)
+            return selected
+
+    def _set_pending(self, ar: Reservation, operation: Operation) -> None:
+        ar.pending, ar.pending_since = operation, self.now()
+        self.store.save(ar)
+
+    def _cancel_now(self, ar: Reservation) -> None:
+        now = self.now()
+        ar.state, ar.finished_time, ar.message = State.DELETED, now, "cancelled"
+        ar.pending = ar.pending_since = None
+        self.store.save(ar)
+        self._unbook(ar.id)
+        self.reporting.ar_acct(now, ar)
+        self._log(ar, EVENT_DELETED, "AR cancelled")
+        self.pm.hook.plus_reservation_cancelled(reservation=ar)
+        self._apply(ar)
+
+    def destroy(self, caller: Caller, ar_id: int | None, owner: str | None,
+                transactional: bool = False) -> list[Reservation]:
+        with self.lock:
+            selected = self.select(caller, ar_id, owner, "destroy", transactional)
+            for ar in selected:
+                self._check_no_pending(ar)
+            for ar in selected:
+                if transactional:
+                    self._set_pending(ar, Operation.DESTROY)
+                else:
+                    self._destroy_now(ar)
+            return selected
+
+    def _destroy_now(self, ar: Reservation) -> None:
+        now = self.now()
+        if ar.holds_resources:
+            self.reporting.ar_acct(now, ar)
+        self.store.remove(ar.id)
+        self._unbook(ar.id)
+        del self.ars[ar.id]
+        self._log(ar, EVENT_TERMINATED, "AR destroyed")
+        if ar.state not in FINISHED_STATES:
+            self.pm.hook.plus_reservation_cancelled(reservation=ar)
+        try:
+            self.backend.teardown(ar)
+        except Exception as exc:
+            log.warning("backend teardown of destroyed AR %s failed: %s", ar.id, exc)
+
+    # -- commit, abort ---------------------------------------------------------
+
+    def _pending_ar(self, caller: Caller, ar_id: int, action: str) -> Reservation:
+        ar = self._get(ar_id)
+        self._check_owner(caller, ar, action)
+        if ar.pending is None:
+            raise ReservationError(f"AR {ar_id} has no operation waiting for plus_commit or plus_abort")
+        return ar
+
+    def commit(self, caller: Caller, ar_id: int) -> Reservation:
+        with self.lock:
+            return self._commit(self._pending_ar(caller, ar_id, "commit"))
+
+    def _commit(self, ar: Reservation) -> Reservation:
+        operation = ar.pending
+        if operation == Operation.RESERVE:
+            ar.pending = ar.pending_since = None
+            ar.state = ar.window_state(self.now())
+            if ar.state == State.EXITED:
+                ar.state, ar.finished_time = State.EXITED, self.now()
+            self.store.save(ar)
+            self._book(ar)
+            self._granted(ar)
+        elif operation == Operation.MODIFY:
+            updated = replace(ar, request=ar.pending_request, allocations=ar.pending_allocations,
+                              acl=ar.pending_request.users)
+            updated.pending = updated.pending_since = updated.pending_request = None
+            updated.pending_allocations = []
+            self.store.save(updated)
+            self._replace(ar, updated)
+            ar = updated
+        elif operation == Operation.CANCEL:
+            self._cancel_now(ar)
+        elif operation == Operation.DESTROY:
+            self._destroy_now(ar)
+        return ar
+
+    def abort(self, caller: Caller, ar_id: int) -> Reservation:
+        with self.lock:
+            return self._abort(self._pending_ar(caller, ar_id, "abort"), "aborted")
+
+    def _abort(self, ar: Reservation, why: str) -> Reservation:
+        log.info("AR %s: %s %s", ar.id, ar.pending.value, why)
+        if ar.pending == Operation.RESERVE:
+            self.store.remove(ar.id)
+            self._unbook(ar.id)
+            del self.ars[ar.id]
+            return ar
+        ar.pending = ar.pending_since = ar.pending_request = None
+        ar.pending_allocations = []
+        self.store.save(ar)
+        self._book(ar)
+        return ar
+
+    # -- queries ---------------------------------------------------------------
+
+    def status(self, ar_id: int | None = None, owner: str | None = None,
+               start: int | None = None, end: int | None = None,
+               expired: int = 0) -> list[Reservation]:
+        """ARs by id, owner and window overlap; finished ones only by -r or,
+        the most recent ``expired`` of them, by -ne."""
+        with self.lock:
+            if ar_id is not None:
+                return [self._get(ar_id)]
+            chosen = [ar for ar in self.ars.values()
+                      if (owner is None or ar.owner == owner)
+                      and (start is None or ar.end > start)
+                      and (end is None or ar.start < end)]
+            live = [ar for ar in chosen if ar.state not in FINISHED_STATES]
+            done = sorted((ar for ar in chosen if ar.state in FINISHED_STATES),
+                          key=lambda ar: (ar.finished_time or 0, ar.id))
+            shown = live + (done[-expired:] if expired > 0 else [])
+            return sorted(shown, key=lambda ar: ar.id)
+
+    def available_nodes(self, start: int, end: int) -> list[str]:
+        """Live nodes wholly free over [start, end), in allocation order."""
+        if end <= start:
+            raise ReservationError("the end time must be later than the start time")
+        with self.lock:
+            allowed = self.config.sge_queues
+            nodes = [n for n in self.nodes.values()
+                     if n.alive and (not allowed or any(q in allowed for q in n.queues))]
+            ordered = sort_nodes(nodes, self.config.node_order, self.now())
+            return self.planner.free_nodes([n.name for n in ordered],
+                                           lambda name: self.nodes[name].slots, start, end)
+
+    # -- time ------------------------------------------------------------------
+
+    def tick(self) -> int | None:
+        """Bring every AR to the state the clock and the backend's health
+        give it; returns the next time something is due, or None."""
+        with self.lock:
+            now = self.now()
+            self.refresh_nodes()
+            for ar in list(self.ars.values()):
+                self._advance(ar, now)
+            self._expire(now)
+            for ar in list(self.ars.values()):
+                self._apply(ar)
+            return self.next_due()
+
+    def _advance(self, ar: Reservation, now: int) -> None:
+        if ar.pending is not None and ar.pending_since + self.config.commit_timeout <= now:
+            self._abort(ar, f"automatically: not committed within {self.config.commit_timeout} s")
+            if ar.id not in self.ars:
+                return
+        if ar.state in FINISHED_STATES or ar.state == State.PENDING:
+            return
+        if now >= ar.end:
+            ar.state, ar.finished_time, ar.message = State.EXITED, now, ""
+            self.store.save(ar)
+            self._unbook(ar.id)
+            self.reporting.ar_acct(now, ar)
+            self._log(ar, EVENT_END, "end time of AR reached")
+            self.pm.hook.plus_reservation_ended(reservation=ar)
+            return
+        reason = self._health(ar)
+        target = ar.error_state(now) if reason else ar.window_state(now)
+        if target == ar.state and (reason or "") == ar.message:
+            return
+        before, ar.state, ar.message = ar.state, target, reason or ""
+        self.store.save(ar)
+        if before in (State.WAITING, State.WARNING) and target in (State.RUNNING, State.ERROR):
+            self._log(ar, EVENT_START, "start time of AR reached")
+            self.pm.hook.plus_reservation_started(reservation=ar)
+        if reason and before not in (State.WARNING, State.ERROR):
+            self._log(ar, EVENT_UNSATISFIED, reason)
+            self.pm.hook.plus_reservation_error(reservation=ar, reason=reason)
+        elif not reason and before in (State.WARNING, State.ERROR):
+            self._log(ar, EVENT_SATISFIED, "AR resources satisfied again")
+            self.pm.hook.plus_reservation_error(reservation=ar, reason=None)
+
+    def _health(self, ar: Reservation) -> str | None:
+        try:
+            return self.backend.health(ar)
+        except Exception as exc:
+            return f"backend health check failed: {exc}"
+
+    def _expire(self, now: int) -> None:
+        """Forget finished ARs after ``expiry`` seconds, and beyond the
+        ``max_expired`` most recent ones."""
+        done = sorted((ar for ar in self.ars.values() if ar.state in FINISHED_STATES),
+                      key=lambda ar: (ar.finished_time or 0, ar.id))
+        surplus = len(done) - self.config.max_expired
+        for index, ar in enumerate(done):
+            if index < surplus or (ar.finished_time or 0) + self.config.expiry <= now:
+                self.store.remove(ar.id)
+                del self.ars[ar.id]
+                self._teardown(ar)
+
+    def _teardown(self, ar: Reservation) -> None:
+        try:
+            self.backend.teardown(ar)
+        except Exception as exc:
+            log.warning("backend teardown of AR %s failed: %s", ar.id, exc)
+
+    def _apply(self, ar: Reservation) -> None:
+        """Make the backend match one AR's stored state (idempotent)."""
+        try:
+            if ar.state in (State.WAITING, State.WARNING):
+                self.backend.prepare(ar)
+            elif ar.state in (State.RUNNING, State.ERROR):
+                self.backend.prepare(ar)
+                self.backend.activate(ar)
+            elif ar.state == State.EXITED:
+                self.backend.teardown(ar)
+            elif ar.state == State.DELETED:
+                self.backend.release(ar)
+        except Exception as exc:
+            log.warning("backend could not apply state %s of AR %s (will retry): %s",
+                        ar.state.value, ar.id, exc)
+
+    def next_due(self) -> int | None:
+        """The next instant at which an AR changes state by the clock."""
+        times = []
+        for ar in self.ars.values():
+            if ar.pending is not None:
+                times.append(ar.pending_since + self.config.commit_timeout)
+            if ar.state in (State.WAITING, State.WARNING):
+                times.append(ar.start)
+            if ar.state not in FINISHED_STATES:
+                times.append(ar.end)
+            elif ar.finished_time is not None:
+                times.append(ar.finished_time + self.config.expiry)
+        return min(times) if times else None
+
+
+def sort_nodes(nodes: list[Node], keys: list[str], now: int) -> list[Node]:
+    """PluS NodeSortKey: NodeName, LowestLoadAverage, LongestIdleTime,
+    LargestPhysicalMemory; earlier keys dominate, the name breaks ties."""
+    extractors = {
+        "NodeName": lambda n: n.name,
+        "LowestLoadAverage": lambda n: n.load,
+        "LongestIdleTime": lambda n: n.idle_since if n.idle_since else now,
+        "LargestPhysicalMemory": lambda n: -n.memory_mb,
+    }
+    return sorted(nodes, key=lambda n: tuple(extractors[k](n) for k in keys) + (n.name,))

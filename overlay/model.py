@@ -1,0 +1,185 @@
+"""The domain: nodes, reservation requests, reservations and their states; no I/O."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from enum import Enum
+
+MAX_AR_ID = 9_999_999
+
+
+class State(str, Enum):
+    """AR states of Grid Engine 6.2 (seed 000, 5.2.3.1), plus PENDING for -T."""
+
+    WAITING = "w"   # granted, start time not reached
+    RUNNING = "r"   # start time reached
+    EXITED = "x"    # end time reached
+    DELETED = "d"   # cancelled by plus_cancel
+    WARNING = "W"   # invalid (a reserved node failed) before the start
+    ERROR = "E"     # invalid after the start
+    PENDING = "p"   # created with -T, waiting for plus_commit or plus_abort
+
+
+HOLDING_STATES = frozenset({State.WAITING, State.RUNNING, State.WARNING,
+                            State.ERROR, State.PENDING})
+"""States in which an AR holds its nodes."""
+
+FINISHED_STATES = frozenset({State.EXITED, State.DELETED})
+
+
+class Operation(str, Enum):
+    """Operations that -T leaves waiting for plus_commit or plus_abort."""
+
+    RESERVE = "reserve"
+    MODIFY = "modify"
+    CANCEL = "cancel"
+    DESTROY = "destroy"
+
+
+class ReservationError(Exception):
+    """A request refused for a reason the user can act on; the text says which."""
+
+    exit_status = 1
+
+
+class LimitExceeded(ReservationError):
+    """max_advance_reservations reached: qrsub's exit status 25 (seed 000, 5.1.3.9)."""
+
+    exit_status = 25
+
+
+class PermissionDenied(ReservationError):
+    """The caller may not do this (not the owner, not a manager, not in arusers)."""
+
+
+@dataclass(frozen=True)
+class Node:
+    """A host that can be reserved, as a backend reports it."""
+
+    name: str
+    slots: int = 1
+    memory_mb: int = 0
+    ncpus: int = 1
+    arch: str = ""
+    os: str = ""
+    properties: dict[str, str] = field(default_factory=dict)
+    queues: tuple[str, ...] = ()
+    alive: bool = True
+    load: float = 0.0
+    idle_since: int = 0
+    running_jobs: int = 0
+
+
+@dataclass(frozen=True)
+class Request:
+    """What plus_reserve (or plus_modify) asks for; times are UTC epoch seconds.
+
+    ``slots_per_node`` None means whole nodes (every slot), PluS's default.
+    ``memory_mb`` and ``ncpus`` are minimums per node; ``arch``, ``os``,
+    ``attributes`` and ``queues`` restrict which nodes qualify.
+    """
+
+    start: int
+    end: int
+    nodes: int
+    users: tuple[str, ...] = ()
+    slots_per_node: int | None = None
+    memory_mb: int | None = None
+    ncpus: int | None = None
+    arch: str | None = None
+    os: str | None = None
+    attributes: tuple[tuple[str, str], ...] = ()
+    queues: tuple[str, ...] = ()
+    name: str = ""
+
+    @property
+    def duration(self) -> int:
+        return self.end - self.start
+
+    def slots_on(self, node: Node) -> int:
+        """Slots this request needs on ``node``."""
+        return node.slots if self.slots_per_node is None else self.slots_per_node
+
+    def with_changes(self, **changes) -> "Request":
+        return replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class Allocation:
+    """Slots of one node held by an AR over its window."""
+
+    node: str
+    slots: int
+
+
+@dataclass
+class Reservation:
+    """A stored AR. ``pending`` names a -T operation awaiting commit or abort;
+    for a pending modify, ``pending_request`` and ``pending_allocations`` hold
+    the new window and nodes while the old ones stay held too."""
+
+    id: int
+    owner: str
+    group: str
+    request: Request
+    state: State
+    submission_time: int
+    allocations: list[Allocation] = field(default_factory=list)
+    acl: tuple[str, ...] = ()
+    account: str = ""
+    message: str = ""
+    finished_time: int | None = None
+    pending: Operation | None = None
+    pending_since: int | None = None
+    pending_request: Request | None = None
+    pending_allocations: list[Allocation] = field(default_factory=list)
+
+    @property
+    def start(self) -> int:
+        return self.request.start
+
+    @property
+    def end(self) -> int:
+        return self.request.end
+
+    @property
+    def name(self) -> str:
+        return self.request.name
+
+    @property
+    def holds_resources(self) -> bool:
+        return self.state in HOLDING_STATES
+
+    @property
+    def node_names(self) -> list[str]:
+        return [a.node for a in self.allocations]
+
+    def window_state(self, now: int) -> State:
+        """The state the clock alone gives a granted, healthy AR."""
+        if now >= self.end:
+            return State.EXITED
+        return State.RUNNING if now >= self.start else State.WAITING
+
+    def error_state(self, now: int) -> State:
+        """W before the start, E after it (seed 000, 5.2.3.1)."""
+        return State.ERROR if now >= self.start else State.WARNING
+
+
+def check_window(start: int, end: int | None, duration: int | None) -> int:
+    """The end time of a window given as start plus end and/or duration.
+
+    Rejects windows whose start, end and duration disagree (seed 000,
+    5.2.2.1.1 "dissonant time window values") and empty or inverted ones.
+    """
+    if end is None and duration is None:
+        raise ReservationError("the window needs an end: give -e endTime or -D duration")
+    if duration is not None and duration <= 0:
+        raise ReservationError(f"duration must be positive, got {duration} s")
+    if end is not None and duration is not None and end - start != duration:
+        raise ReservationError(
+            f"dissonant time window: start + duration ({start + duration}) "
+            f"differs from the end ({end}); give -e or -D, or values that agree")
+    final_end = end if end is not None else start + duration
+    if final_end <= start:
+        raise ReservationError("the end time must be later than the start time")
+    return final_end

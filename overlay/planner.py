@@ -1,0 +1,186 @@
+"""Time x resource availability: which nodes are free over a window, the
+earliest start, and the ranges of feasible start times (GGF RESQUERY).
+
+One model for everything that books capacity over time: each node keeps a
+timeline of bookings (slots held over [start, end)), and every question is
+answered from those timelines. Bookings carry a key (an AR id) so a
+modification can be planned while ignoring the AR's own current booking.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+from typing import Callable, Iterable
+
+INFINITY = 2 ** 62
+
+
+@dataclass
+class _Timeline:
+    """The bookings of one node, sorted by start time."""
+
+    capacity: int
+    starts: list[int] = field(default_factory=list)
+    items: list[tuple[int, int, int, object]] = field(default_factory=list)
+    longest: int = 0
+
+    def add(self, start: int, end: int, slots: int, key: object) -> None:
+        index = bisect.bisect_right(self.starts, start)
+        self.starts.insert(index, start)
+        self.items.insert(index, (start, end, slots, key))
+        self.longest = max(self.longest, end - start)
+
+    def remove(self, key: object) -> None:
+        kept = [item for item in self.items if item[3] != key]
+        self.items = kept
+        self.starts = [item[0] for item in kept]
+
+    def overlapping(self, start: int, end: int, ignore: frozenset) -> list[tuple[int, int, int]]:
+        """Bookings intersecting [start, end), clipped to it."""
+        first = bisect.bisect_left(self.starts, start - self.longest)
+        last = bisect.bisect_left(self.starts, end)
+        return [(max(s, start), min(e, end), n)
+                for s, e, n, key in self.items[first:last]
+                if e > start and key not in ignore]
+
+    def peak(self, start: int, end: int, ignore: frozenset) -> int:
+        """The most slots in use at any instant of [start, end)."""
+        return _peak(self.overlapping(start, end, ignore))
+
+    def free_spans(self, need: int, start: int, end: int, ignore: frozenset) -> list[tuple[int, int]]:
+        """Maximal spans within [start, end) where ``need`` slots stay free."""
+        if need > self.capacity:
+            return []
+        limit = self.capacity - need
+        spans, span_start = [], start
+        for time, usage in _usage_steps(self.overlapping(start, end, ignore)):
+            if usage > limit and span_start is not None:
+                if time > span_start:
+                    spans.append((span_start, time))
+                span_start = None
+            elif usage <= limit and span_start is None:
+                span_start = time
+        if span_start is not None and end > span_start:
+            spans.append((span_start, end))
+        return spans
+
+
+def _usage_steps(intervals: list[tuple[int, int, int]]) -> list[tuple[int, int]]:
+    """(time, slots in use from then on) at each change, in time order."""
+    events: dict[int, int] = {}
+    for start, end, slots in intervals:
+        events[start] = events.get(start, 0) + slots
+        events[end] = events.get(end, 0) - slots
+    steps, usage = [], 0
+    for time in sorted(events):
+        usage += events[time]
+        steps.append((time, usage))
+    return steps
+
+
+def _peak(intervals: list[tuple[int, int, int]]) -> int:
+    if not intervals:
+        return 0
+    if len(intervals) == 1:
+        return intervals[0][2]
+    return max(usage for _, usage in _usage_steps(intervals))
+
+
+def covered_ranges(ranges: Iterable[tuple[int, int]], count: int) -> list[tuple[int, int]]:
+    """Maximal closed ranges of integer times lying in at least ``count``
+    of the given closed ranges: where ``count`` nodes could all start."""
+    events: dict[int, int] = {}
+    for first, last in ranges:
+        events[first] = events.get(first, 0) + 1
+        events[last + 1] = events.get(last + 1, 0) - 1
+    result, depth, opened = [], 0, None
+    for time in sorted(events):
+        depth += events[time]
+        if depth >= count and opened is None:
+            opened = time
+        elif depth < count and opened is not None:
+            result.append((opened, time - 1))
+            opened = None
+    return result
+
+
+class Planner:
+    """Availability of named nodes over time."""
+
+    def __init__(self) -> None:
+        self._nodes: dict[str, _Timeline] = {}
+        self._keys: dict[object, set[str]] = {}
+
+    def set_capacity(self, node: str, slots: int) -> None:
+        """Declare a node (or change its slot count), keeping its bookings."""
+        timeline = self._nodes.get(node)
+        if timeline is None:
+            self._nodes[node] = _Timeline(slots)
+        else:
+            timeline.capacity = slots
+
+    def capacity(self, node: str) -> int:
+        return self._nodes[node].capacity if node in self._nodes else 0
+
+    def book(self, key: object, node: str, start: int, end: int, slots: int) -> None:
+        if node not in self._nodes:
+            self._nodes[node] = _Timeline(0)
+        self._nodes[node].add(start, end, slots, key)
+        self._keys.setdefault(key, set()).add(node)
+
+    def unbook(self, key: object) -> None:
+        for node in self._keys.pop(key, ()):
+            self._nodes[node].remove(key)
+
+    def peak(self, node: str, start: int, end: int, ignore: Iterable = ()) -> int:
+        """Most slots of ``node`` booked at once during [start, end)."""
+        timeline = self._nodes.get(node)
+        return timeline.peak(start, end, frozenset(ignore)) if timeline else 0
+
+    def fits(self, node: str, slots: int, start: int, end: int, ignore: Iterable = ()) -> bool:
+        timeline = self._nodes.get(node)
+        if timeline is None:
+            return False
+        return timeline.peak(start, end, frozenset(ignore)) + slots <= timeline.capacity
+
+    def free_nodes(self, nodes: Iterable[str], need: Callable[[str], int],
+                   start: int, end: int, ignore: Iterable = ()) -> list[str]:
+        """The given nodes (order kept) with ``need(node)`` slots free over [start, end)."""
+        skip = frozenset(ignore)
+        free = []
+        for name in nodes:
+            timeline = self._nodes.get(name)
+            if timeline is not None and timeline.peak(start, end, skip) + need(name) <= timeline.capacity:
+                free.append(name)
+        return free
+
+    def start_ranges(self, nodes: Iterable[str], need: Callable[[str], int], count: int,
+                     duration: int, first: int, last: int,
+                     ignore: Iterable = ()) -> list[tuple[int, int]]:
+        """Closed ranges of start times in [first, last] at which ``count`` of
+        the nodes each have ``need(node)`` slots free for ``duration`` seconds."""
+        skip = frozenset(ignore)
+        ranges = []
+        for name in nodes:
+            timeline = self._nodes.get(name)
+            if timeline is None:
+                continue
+            for span_start, span_end in timeline.free_spans(need(name), first, last + duration, skip):
+                if span_end - span_start >= duration:
+                    ranges.append((span_start, span_end - duration))
+        return covered_ranges(ranges, count)
+
+    def earliest_start(self, nodes: Iterable[str], need: Callable[[str], int], count: int,
+                       duration: int, after: int, ignore: Iterable = ()) -> int | None:
+        """The first time at or after ``after`` when ``count`` nodes are free
+        together for ``duration``; None when not enough nodes could ever be."""
+        names = list(nodes)
+        horizon = max([after] + [self.last_end(name) for name in names])
+        ranges = self.start_ranges(names, need, count, duration, after, horizon, ignore)
+        return ranges[0][0] if ranges else None
+
+    def last_end(self, node: str) -> int:
+        """When the last booking of ``node`` ends (0 without bookings)."""
+        timeline = self._nodes.get(node)
+        return max((item[1] for item in timeline.items), default=0) if timeline else 0

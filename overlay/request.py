@@ -1,0 +1,109 @@
+"""The request language: -l lists, -U access lists, memory sizes, queue
+lists, and whether a node satisfies a request.
+
+Standard library only: clients use it to reject bad input before they
+connect, and the daemon uses the same functions to validate again.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+
+from overlay.model import Node, Request
+
+NAME_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
+_MEMORY = re.compile(r"^(\d+(?:\.\d+)?)([kKmMgGtT]?)$")
+_MEMORY_FACTOR_MB = {"": 1.0, "k": 1 / 1000 / 1.048576, "K": 1 / 1024,
+                     "m": 1 / 1.048576, "M": 1.0, "g": 1000 / 1.048576,
+                     "G": 1024.0, "t": 1e6 / 1.048576, "T": 1024.0 ** 2}
+MEMORY_FORMS = ("a number of megabytes, or a number with a Grid Engine "
+                "multiplier k K m M g G t T (e.g. 512, 4G)")
+
+
+class RequestError(ValueError):
+    """Malformed request syntax; the text names the option and accepted form."""
+
+
+def parse_memory_mb(text: str, option: str = "-mem") -> int:
+    """Megabytes (MiB) in a memory size: plain numbers are MB as in PluS,
+    suffixed ones follow Grid Engine (lower case powers of 1000, upper 1024)."""
+    match = _MEMORY.match(text.strip())
+    if not match:
+        raise RequestError(f"{option}: invalid memory size '{text}': accepted forms are {MEMORY_FORMS}")
+    megabytes = int(float(match.group(1)) * _MEMORY_FACTOR_MB[match.group(2)])
+    if megabytes <= 0:
+        raise RequestError(f"{option}: memory size must be positive, got '{text}'")
+    return megabytes
+
+
+def parse_positive_int(text: str, option: str, what: str) -> int:
+    """A count that must be a whole number of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise RequestError(f"{option}: {what} must be a whole number of at least 1, got '{text}'") from None
+    if value < 1:
+        raise RequestError(f"{option}: {what} must be at least 1, got {value}")
+    return value
+
+
+def parse_attribute_list(text: str, option: str = "-l") -> tuple[tuple[str, str], ...]:
+    """attr=value[,attr=value...] as qsub -l writes it."""
+    pairs = []
+    for item in text.split(","):
+        name, sep, value = item.partition("=")
+        name, value = name.strip(), value.strip()
+        if not sep or not NAME_PATTERN.match(name) or not value:
+            raise RequestError(f"{option}: invalid resource '{item}': accepted form is attr=value[,attr=value...]")
+        pairs.append((name, value))
+    return tuple(pairs)
+
+
+def parse_name(text: str, option: str) -> str:
+    """One name (AR name, user): letters, digits, _ . - and no leading digit."""
+    if not NAME_PATTERN.match(text):
+        raise RequestError(f"{option}: invalid name '{text}': use letters, digits, _ . - "
+                           "starting with a letter or _")
+    return text
+
+
+def parse_name_list(text: str, option: str, groups: bool = False) -> tuple[str, ...]:
+    """A comma-separated list of user (or, with groups, @group) or queue names."""
+    names = []
+    for item in text.split(","):
+        item = item.strip()
+        bare = item[1:] if groups and item.startswith("@") else item
+        if not NAME_PATTERN.match(bare):
+            form = "user[,@group,...]" if groups else "name[,name...]"
+            raise RequestError(f"{option}: invalid name '{item}' in '{text}': accepted form is {form}")
+        if item not in names:
+            names.append(item)
+    return tuple(names)
+
+
+def access_list(owner: str, users: tuple[str, ...]) -> tuple[str, ...]:
+    """The AR's users: the owner first, always included (qrsub -u)."""
+    return (owner,) + tuple(u for u in users if u != owner)
+
+
+def node_satisfies(node: Node, request: Request) -> bool:
+    """Whether ``node`` can ever hold ``request`` (its static attributes)."""
+    if request.slots_per_node is not None and request.slots_per_node > node.slots:
+        return False
+    if request.memory_mb is not None and node.memory_mb < request.memory_mb:
+        return False
+    if request.ncpus is not None and node.ncpus < request.ncpus:
+        return False
+    if request.arch is not None and not fnmatch.fnmatchcase(node.arch, request.arch):
+        return False
+    if request.os is not None and not fnmatch.fnmatchcase(node.os, request.os):
+        return False
+    if request.queues and not any(fnmatch.fnmatchcase(q, pattern)
+                                  for q in node.queues for pattern in request.queues):
+        return False
+    for name, wanted in request.attributes:
+        have = node.properties.get(name)
+        if have is None or not fnmatch.fnmatchcase(str(have), wanted):
+            return False
+    return True

@@ -1,0 +1,238 @@
+"""Persistence of ARs (sqlmodel): SQLite in WAL mode by default,
+PostgreSQL by URL. The store is the single source of truth.
+
+Every write runs in a transaction that first takes the store's write lock
+(SQLite: BEGIN IMMEDIATE; PostgreSQL: a transaction-level advisory lock)
+and re-checks node capacity against the database itself, so two daemons
+on one database, or any number of concurrent requests, can never book the
+same slots twice.
+"""
+
+from __future__ import annotations
+
+import json
+from contextlib import contextmanager
+from dataclasses import asdict
+from typing import Iterator, Mapping
+
+from sqlalchemy import event, text
+from sqlmodel import Field, Session, SQLModel, create_engine, delete, select
+
+from overlay.model import (MAX_AR_ID, Allocation, Operation, Request, Reservation,
+                           ReservationError, State)
+from overlay.planner import Planner
+
+_ADVISORY_LOCK = 0x504C5553  # "PLUS"
+
+
+class Conflict(ReservationError):
+    """The database shows the slots as taken (another request won the race)."""
+
+
+class ReservationRow(SQLModel, table=True):
+    __tablename__ = "reservation"
+
+    id: int = Field(primary_key=True)
+    owner: str = Field(index=True)
+    owner_group: str
+    state: str = Field(index=True)
+    submission_time: int
+    start_time: int = Field(index=True)
+    end_time: int = Field(index=True)
+    acl: str = ""
+    account: str = ""
+    message: str = ""
+    request: str
+    finished_time: int | None = None
+    pending: str | None = None
+    pending_since: int | None = None
+    pending_request: str | None = None
+
+
+class AllocationRow(SQLModel, table=True):
+    __tablename__ = "allocation"
+
+    id: int | None = Field(default=None, primary_key=True)
+    reservation_id: int = Field(index=True, foreign_key="reservation.id")
+    node: str = Field(index=True)
+    slots: int
+    start_time: int = Field(index=True)
+    end_time: int = Field(index=True)
+    pending: bool = False
+
+
+class CounterRow(SQLModel, table=True):
+    __tablename__ = "counter"
+
+    name: str = Field(primary_key=True)
+    value: int
+
+
+def _encode_request(request: Request) -> str:
+    return json.dumps(asdict(request), separators=(",", ":"))
+
+
+def _decode_request(raw: str) -> Request:
+    data = json.loads(raw)
+    for key in ("users", "queues"):
+        data[key] = tuple(data[key])
+    data["attributes"] = tuple(tuple(pair) for pair in data["attributes"])
+    return Request(**data)
+
+
+def _to_row(ar: Reservation) -> ReservationRow:
+    return ReservationRow(
+        id=ar.id, owner=ar.owner, owner_group=ar.group, state=ar.state.value,
+        submission_time=ar.submission_time, start_time=ar.start, end_time=ar.end,
+        acl=",".join(ar.acl), account=ar.account, message=ar.message,
+        request=_encode_request(ar.request), finished_time=ar.finished_time,
+        pending=ar.pending.value if ar.pending else None, pending_since=ar.pending_since,
+        pending_request=_encode_request(ar.pending_request) if ar.pending_request else None)
+
+
+def _allocation_rows(ar: Reservation) -> list[AllocationRow]:
+    rows = []
+    if ar.holds_resources:
+        rows += [AllocationRow(reservation_id=ar.id, node=a.node, slots=a.slots,
+                               start_time=ar.start, end_time=ar.end) for a in ar.allocations]
+    if ar.pending_request is not None:
+        rows += [AllocationRow(reservation_id=ar.id, node=a.node, slots=a.slots,
+                               start_time=ar.pending_request.start,
+                               end_time=ar.pending_request.end, pending=True)
+                 for a in ar.pending_allocations]
+    return rows
+
+
+def _from_rows(row: ReservationRow, allocations: list[AllocationRow]) -> Reservation:
+    return Reservation(
+        id=row.id, owner=row.owner, group=row.owner_group, request=_decode_request(row.request),
+        state=State(row.state), submission_time=row.submission_time,
+        allocations=[Allocation(a.node, a.slots) for a in allocations if not a.pending],
+        acl=tuple(filter(None, row.acl.split(","))), account=row.account, message=row.message,
+        finished_time=row.finished_time,
+        pending=Operation(row.pending) if row.pending else None, pending_since=row.pending_since,
+        pending_request=_decode_request(row.pending_request) if row.pending_request else None,
+        pending_allocations=[Allocation(a.node, a.slots) for a in allocations if a.pending])
+
+
+class Store:
+    """ARs in a database; one instance per daemon."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.is_sqlite = url.startswith("sqlite")
+        if self.is_sqlite:
+            self.engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
+            event.listen(self.engine, "connect", self._sqlite_connect)
+            event.listen(self.engine, "begin", self._sqlite_begin)
+        else:
+            self.engine = create_engine(url, pool_pre_ping=True)
+        SQLModel.metadata.create_all(self.engine)
+
+    @staticmethod
+    def _sqlite_connect(dbapi_connection, _record) -> None:
+        dbapi_connection.isolation_level = None  # we issue BEGIN ourselves
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.close()
+
+    @staticmethod
+    def _sqlite_begin(connection) -> None:
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+    @contextmanager
+    def _write(self) -> Iterator[Session]:
+        """A transaction holding the store's write lock until it ends."""
+        with Session(self.engine, expire_on_commit=False) as session:
+            with session.begin():
+                if not self.is_sqlite:
+                    session.exec(text(f"SELECT pg_advisory_xact_lock({_ADVISORY_LOCK})"))
+                yield session
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    # -- reading ---------------------------------------------------------------
+
+    def load_all(self) -> list[Reservation]:
+        with Session(self.engine) as session:
+            rows = session.exec(select(ReservationRow).order_by(ReservationRow.id)).all()
+            allocations: dict[int, list[AllocationRow]] = {}
+            for alloc in session.exec(select(AllocationRow)).all():
+                allocations.setdefault(alloc.reservation_id, []).append(alloc)
+        return [_from_rows(row, allocations.get(row.id, [])) for row in rows]
+
+    def get(self, ar_id: int) -> Reservation | None:
+        with Session(self.engine) as session:
+            row = session.get(ReservationRow, ar_id)
+            if row is None:
+                return None
+            allocs = session.exec(select(AllocationRow).where(AllocationRow.reservation_id == ar_id)).all()
+            return _from_rows(row, list(allocs))
+
+    # -- writing ---------------------------------------------------------------
+
+    def create(self, ar: Reservation, capacity: Mapping[str, int]) -> Reservation:
+        """Store a new AR under the next free id (1..9999999, wrapping,
+        skipping ids in use), after checking its slots are still free."""
+        with self._write() as session:
+            self._check_capacity(session, ar, capacity)
+            ar.id = self._next_id(session)
+            session.add(_to_row(ar))
+            session.flush()
+            session.add_all(_allocation_rows(ar))
+        return ar
+
+    def save(self, ar: Reservation, capacity: Mapping[str, int] | None = None) -> None:
+        """Replace a stored AR; with ``capacity``, re-check its slots first."""
+        with self._write() as session:
+            if capacity is not None:
+                self._check_capacity(session, ar, capacity)
+            session.merge(_to_row(ar))
+            session.exec(delete(AllocationRow).where(AllocationRow.reservation_id == ar.id))
+            session.add_all(_allocation_rows(ar))
+
+    def remove(self, ar_id: int) -> None:
+        with self._write() as session:
+            session.exec(delete(AllocationRow).where(AllocationRow.reservation_id == ar_id))
+            session.exec(delete(ReservationRow).where(ReservationRow.id == ar_id))
+
+    def _next_id(self, session: Session) -> int:
+        counter = session.get(CounterRow, "arseqnum")
+        if counter is None:
+            counter = CounterRow(name="arseqnum", value=0)
+        used = set(session.exec(select(ReservationRow.id)).all())
+        if len(used) >= MAX_AR_ID:
+            raise ReservationError("no AR id is free: all ids up to 9999999 are in use")
+        candidate = counter.value
+        while True:
+            candidate = candidate % MAX_AR_ID + 1
+            if candidate not in used:
+                break
+        counter.value = candidate
+        session.add(counter)
+        return candidate
+
+    def _check_capacity(self, session: Session, ar: Reservation, capacity: Mapping[str, int]) -> None:
+        """Refuse if the AR's bookings would overfill a node in the database."""
+        wanted = _allocation_rows(ar)
+        if not wanted:
+            return
+        nodes = sorted({row.node for row in wanted})
+        first = min(row.start_time for row in wanted)
+        last = max(row.end_time for row in wanted)
+        query = select(AllocationRow).where(
+            AllocationRow.node.in_(nodes), AllocationRow.start_time < last,
+            AllocationRow.end_time > first, AllocationRow.reservation_id != ar.id)
+        planner = Planner()
+        for node in nodes:
+            planner.set_capacity(node, capacity.get(node, 0))
+        for row in session.exec(query).all():
+            planner.book(row.reservation_id, row.node, row.start_time, row.end_time, row.slots)
+        for row in wanted:
+            if not planner.fits(row.node, row.slots, row.start_time, row.end_time):
+                raise Conflict(f"node {row.node} is no longer free for the requested window "
+                               "(another reservation took it); try again")
+            planner.book(ar.id, row.node, row.start_time, row.end_time, row.slots)

@@ -1,0 +1,1 @@
+"""The native backend: the built-in cluster (and, later, batch scheduler)."""
