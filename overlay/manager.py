@@ -142,8 +142,12 @@ class Manager:
     def _context(self) -> PolicyContext:
         return PolicyContext(now=self.now(), all_nodes=tuple(self.nodes.values()), usage=self.usage)
 
-    def _validate_users(self, users: Iterable[str]) -> None:
+    def _validate_users(self, users: Iterable[str], owner: str) -> None:
+        """Every -U entry must name a known user or @group; the owner is known
+        (the peer credentials named it) and needs no lookup."""
         for entry in users:
+            if entry == owner:
+                continue
             try:
                 if entry.startswith("@"):
                     grp.getgrnam(entry[1:])
@@ -154,7 +158,7 @@ class Manager:
                 raise ReservationError(f"-U: unknown {kind} '{entry.lstrip('@')}'") from None
 
     def _validate_request(self, caller: Caller, request: Request, operation: str,
-                          started: bool = False) -> None:
+                          owner: str, started: bool = False) -> None:
         now = self.now()
         if request.nodes < 1:
             raise ReservationError(f"-n: the number of nodes must be at least 1, got {request.nodes}")
@@ -170,7 +174,7 @@ class Manager:
             raise ReservationError(
                 f"the duration ({request.duration} s) must exceed DURATION_OFFSET "
                 f"({self.config.duration_offset} s), the time reserved for job start and cleanup")
-        self._validate_users(request.users)
+        self._validate_users(request.users, owner)
         refusal = plugins.first_refusal(self.pm, "plus_validate_request", request=request,
                                         owner=caller.user, groups=caller.groups,
                                         operation=operation, context=self._context())
@@ -237,10 +241,9 @@ class Manager:
                 raise LimitExceeded(f"the number of advance reservations would exceed "
                                     f"max_advance_reservations ({limit})")
             now = self.now()
-            if request.start < now:
-                request = replace(request, start=now)
-            self._validate_request(caller, request, "reserve")
-            request = replace(request, users=access_list(caller.user, request.users))
+            self._validate_request(caller, request, "reserve", caller.user)
+            request = replace(request, start=max(request.start, now),
+                              users=access_list(caller.user, request.users))
             allocations = self._allocate(caller, request)
             ar = Reservation(
                 id=0, owner=caller.user, group=caller.groups[0] if caller.groups else "",
@@ -280,7 +283,7 @@ class Manager:
             if started and start is not None and start != ar.start:
                 raise ReservationError(f"AR {ar_id} has started; its start time can no longer change")
             request = self._modified_request(ar.request, start, end, duration, nodes, users, caller)
-            self._validate_request(caller, request, "modify", started=started)
+            self._validate_request(caller, request, "modify", ar.owner, started=started)
             allocations = self._allocate(caller, request, ignore=(ar.id, _pending_key(ar.id)),
                                          prefer=ar.node_names)
             if transactional:

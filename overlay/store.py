@@ -11,11 +11,12 @@ same slots twice.
 from __future__ import annotations
 
 import json
+import os
 from contextlib import contextmanager
 from dataclasses import asdict
 from typing import Iterator, Mapping
 
-from sqlalchemy import event, text
+from sqlalchemy import event, make_url, text
 from sqlmodel import Field, Session, SQLModel, create_engine, delete, select
 
 from overlay.model import (MAX_AR_ID, Allocation, Operation, Request, Reservation,
@@ -122,6 +123,9 @@ class Store:
         self.url = url
         self.is_sqlite = url.startswith("sqlite")
         if self.is_sqlite:
+            database = make_url(url).database
+            if database and database != ":memory:":
+                os.makedirs(os.path.dirname(os.path.abspath(database)), exist_ok=True)
             self.engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
             event.listen(self.engine, "connect", self._sqlite_connect)
             event.listen(self.engine, "begin", self._sqlite_begin)
@@ -216,7 +220,8 @@ class Store:
         return candidate
 
     def _check_capacity(self, session: Session, ar: Reservation, capacity: Mapping[str, int]) -> None:
-        """Refuse if the AR's bookings would overfill a node in the database."""
+        """Refuse if the AR's bookings would overfill a node in the database.
+        Its current and pending bookings are alternatives, never summed."""
         wanted = _allocation_rows(ar)
         if not wanted:
             return
@@ -235,4 +240,3 @@ class Store:
             if not planner.fits(row.node, row.slots, row.start_time, row.end_time):
                 raise Conflict(f"node {row.node} is no longer free for the requested window "
                                "(another reservation took it); try again")
-            planner.book(ar.id, row.node, row.start_time, row.end_time, row.slots)

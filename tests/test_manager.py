@@ -1,0 +1,514 @@
+"""The use cases in-process, with a clock the tests move by hand."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from overlay import config as config_module
+from overlay import plugins
+from overlay.accounting import ReportingWriter
+from overlay.hookspecs import hookimpl
+from overlay.manager import Caller, Manager
+from overlay.model import (LimitExceeded, Operation, PermissionDenied, Request,
+                           ReservationError, State)
+from overlay.store import Store
+
+T0 = 1_800_000_000
+HOUR = 3600
+
+ALICE = Caller(uid=5001, user="alice", groups=("staff",), is_manager=False)
+BOB = Caller(uid=5002, user="bob", groups=("other",), is_manager=False)
+ADMIN = Caller(uid=0, user="root", groups=("root",), is_manager=True)
+
+CLUSTER = """\
+nodes:
+  - {name: "n[01-04]", slots: 4, memory: 16G, arch: lx-amd64, queues: [all.q]}
+  - {name: big, slots: 16, memory: 256G, ncpus: 32, arch: lx-amd64, queues: [all.q, big.q],
+     properties: {gpu: "yes"}}
+"""
+
+
+class Clock:
+    def __init__(self, now: int) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class Env:
+    """A manager on a five-node embedded cluster, a SQLite store and a fake clock."""
+
+    def __init__(self, tmp_path, settings: str = "", cluster: str = CLUSTER) -> None:
+        self.dir = tmp_path
+        self.cluster_file = tmp_path / "cluster.yaml"
+        self.cluster_file.write_text(cluster)
+        self.conf = tmp_path / "plus.yaml"
+        self.conf.write_text(textwrap.dedent(f"""\
+            state_dir: state
+            duration_offset: 60
+            commit_timeout: 300
+            expiry: 3600
+            native: {{cluster: cluster.yaml, local_host: false}}
+            """) + settings)
+        self.config = config_module.load(str(self.conf))
+        self.clock = Clock(T0)
+        self.pm = plugins.plugin_manager()
+        self.manager = self.restart()
+
+    def restart(self) -> Manager:
+        """A new manager on the same store, as after a daemon restart."""
+        self.backend = plugins.build_backend(self.pm, "native", self.config,
+                                             self.config.backend_options())
+        self.store = Store(self.config.store_url)
+        self.manager = Manager(self.config, self.store, self.backend, self.pm,
+                               ReportingWriter(self.config.accounting_path), clock=self.clock)
+        return self.manager
+
+    def request(self, start: int = T0 + HOUR, hours: float = 1, nodes: int = 1, **extra) -> Request:
+        return Request(start=start, end=start + int(hours * HOUR), nodes=nodes, **extra)
+
+    def reserve(self, caller: Caller = ALICE, transactional: bool = False, **kwargs):
+        return self.manager.reserve(caller, self.request(**kwargs), transactional)
+
+    def stored_ids(self) -> list[int]:
+        return [ar.id for ar in Store(self.config.store_url).load_all()]
+
+    def reporting(self) -> str:
+        path = self.dir / "state" / "reporting"
+        return path.read_text() if path.exists() else ""
+
+
+def _with_alive(cluster: str, name: str, alive: bool) -> str:
+    """The cluster text with node ``name`` (one of n01..n04) split out and marked."""
+    others = [n for n in ("n01", "n02", "n03", "n04") if n != name]
+    lines = [f'  - {{name: {n}, slots: 4, memory: 16G, queues: [all.q]}}' for n in others]
+    lines.append(f'  - {{name: {name}, slots: 4, memory: 16G, queues: [all.q], alive: {str(alive).lower()}}}')
+    rest = cluster.split("\n", 2)[2]
+    return "nodes:\n" + "\n".join(lines) + "\n" + rest
+
+
+@pytest.fixture
+def env(tmp_path):
+    return Env(tmp_path)
+
+
+# -- reserve ---------------------------------------------------------------------
+
+def test_reserve_grants_whole_nodes_in_name_order(env):
+    ar = env.reserve(nodes=2)
+    assert ar.state == State.WAITING
+    assert ar.node_names == ["big", "n01"]
+    assert [a.slots for a in ar.allocations] == [16, 4]
+    assert ar.acl == ("alice",)
+    assert env.stored_ids() == [ar.id]
+    assert "new_ar" in env.reporting() and ":ar_log:" in env.reporting()
+    assert env.backend.prepared[ar.id] == ("big", "n01")
+
+
+def test_overlapping_reservations_get_other_nodes_and_touching_ones_reuse(env):
+    first = env.reserve(nodes=2)
+    second = env.reserve(nodes=2, start=T0 + HOUR + 1800)
+    assert not set(first.node_names) & set(second.node_names)
+    touching = env.reserve(nodes=5, start=T0 + 3 * HOUR)  # starts when the second ends
+    assert len(touching.node_names) == 5
+
+
+def test_too_many_nodes_is_refused_and_nothing_stored(env):
+    env.reserve(nodes=3)
+    with pytest.raises(ReservationError, match=r"only 2 of the 3 requested nodes"):
+        env.reserve(nodes=3)
+    assert len(env.stored_ids()) == 1
+
+
+def test_partial_slots_let_reservations_share_a_node(env):
+    env.reserve(nodes=5, slots_per_node=2)
+    shared = env.reserve(nodes=5, slots_per_node=2)
+    assert sorted(shared.node_names) == ["big", "n01", "n02", "n03", "n04"]
+    with pytest.raises(ReservationError):
+        env.reserve(nodes=4, slots_per_node=1)  # only big has slots left
+    assert env.reserve(nodes=1, slots_per_node=12).node_names == ["big"]
+
+
+@pytest.mark.parametrize("extra, expected", [
+    ({"memory_mb": 100_000}, ["big"]),
+    ({"ncpus": 8}, ["big"]),
+    ({"attributes": (("gpu", "yes"),)}, ["big"]),
+    ({"queues": ("big.q",)}, ["big"]),
+    ({"arch": "lx-*"}, ["big", "n01", "n02", "n03", "n04"]),
+])
+def test_node_filters(env, extra, expected):
+    ar = env.reserve(nodes=len(expected), **extra)
+    assert sorted(ar.node_names) == expected
+    with pytest.raises(ReservationError, match="requested nodes"):
+        env.reserve(nodes=len(expected) + 1, start=T0 + 10 * HOUR, **extra)
+
+
+def test_window_rules(env):
+    with pytest.raises(ReservationError, match="in the past"):
+        env.reserve(start=T0 - 120)
+    with pytest.raises(ReservationError, match="DURATION_OFFSET"):
+        env.reserve(hours=60 / HOUR)
+    with pytest.raises(ReservationError, match="later than the start"):
+        env.manager.reserve(ALICE, Request(start=T0 + 100, end=T0 + 100, nodes=1))
+    late = env.reserve(start=T0 - 30)  # within the grace: taken as now
+    assert late.start == T0
+    assert env.manager.tick() is not None
+    assert env.manager.ars[late.id].state == State.RUNNING
+
+
+def test_unknown_user_in_access_list(env):
+    with pytest.raises(ReservationError, match="unknown user 'no_such_user_x'"):
+        env.reserve(users=("no_such_user_x",))
+    with pytest.raises(ReservationError, match="unknown group 'no_such_group_x'"):
+        env.reserve(users=("@no_such_group_x",))
+    ar = env.reserve(users=("root", "@root", "alice"))
+    assert ar.acl == ("alice", "root", "@root")
+
+
+def test_max_advance_reservations_exit_status_25(tmp_path):
+    env = Env(tmp_path, "max_advance_reservations: 2\n")
+    env.reserve()
+    second = env.reserve()
+    with pytest.raises(LimitExceeded, match=r"max_advance_reservations \(2\)") as refused:
+        env.reserve()
+    assert refused.value.exit_status == 25
+    env.manager.cancel(ALICE, second.id, None)  # finished ARs do not count
+    env.reserve()
+
+
+def test_only_managers_and_arusers_may_reserve(tmp_path):
+    env = Env(tmp_path, 'arusers: ["@staff", carol]\n')
+    env.reserve(ALICE)
+    env.reserve(ADMIN)
+    with pytest.raises(PermissionDenied, match="arusers"):
+        env.reserve(BOB)
+    assert len(env.stored_ids()) == 2
+
+
+# -- modify ------------------------------------------------------------------------
+
+def test_modify_moves_the_window_and_keeps_its_length(env):
+    ar = env.reserve(nodes=2)
+    moved = env.manager.modify(ALICE, ar.id, start=T0 + 5 * HOUR, end=None, duration=None,
+                               nodes=None, users=None)
+    assert (moved.start, moved.end) == (T0 + 5 * HOUR, T0 + 6 * HOUR)
+    assert moved.node_names == ar.node_names
+    assert env.store.get(ar.id).start == T0 + 5 * HOUR
+    assert len(env.reserve(nodes=5).node_names) == 5  # the old window is free again
+
+
+def test_modify_grows_on_its_own_nodes_first(env):
+    ar = env.reserve(nodes=1, start=T0 + HOUR)
+    env.reserve(nodes=1, start=T0 + HOUR)
+    grown = env.manager.modify(ALICE, ar.id, None, None, 2 * HOUR, 3, ("root",))
+    assert grown.node_names[0] == ar.node_names[0]
+    assert len(grown.node_names) == 3 and grown.end == T0 + 3 * HOUR
+    assert grown.acl == ("alice", "root")
+
+
+def test_modify_refusals_leave_the_ar_unchanged(env):
+    ar = env.reserve(nodes=2)
+    other = env.reserve(BOB, nodes=3)
+    with pytest.raises(ReservationError, match="only 2 of the 4"):
+        env.manager.modify(ALICE, ar.id, None, None, None, 4, None)
+    with pytest.raises(ReservationError, match="dissonant"):
+        env.manager.modify(ALICE, ar.id, T0 + 2 * HOUR, T0 + 3 * HOUR, 2 * HOUR, None, None)
+    with pytest.raises(PermissionDenied, match="belongs to bob"):
+        env.manager.modify(ALICE, other.id, None, None, 2 * HOUR, None, None)
+    with pytest.raises(ReservationError, match="does not exist"):
+        env.manager.modify(ALICE, 999, None, None, 2 * HOUR, None, None)
+    stored = env.store.get(ar.id)
+    assert (stored.start, stored.end, stored.node_names) == (ar.start, ar.end, ar.node_names)
+
+
+def test_started_ar_keeps_its_start_but_may_be_extended(env):
+    ar = env.reserve()
+    env.clock.now = ar.start + 10
+    env.manager.tick()
+    with pytest.raises(ReservationError, match="has started"):
+        env.manager.modify(ALICE, ar.id, ar.start + 600, None, None, None, None)
+    extended = env.manager.modify(ALICE, ar.id, None, ar.end + HOUR, None, None, None)
+    assert extended.end == ar.end + HOUR and extended.state == State.RUNNING
+
+
+# -- cancel and destroy ------------------------------------------------------------
+
+def test_cancel_releases_nodes_and_keeps_the_record(env):
+    ar = env.reserve(nodes=5)
+    [cancelled] = env.manager.cancel(ALICE, ar.id, None)
+    assert cancelled.state == State.DELETED
+    assert env.store.get(ar.id).state == State.DELETED
+    assert len(env.reserve(nodes=5).node_names) == 5
+    assert ar.id not in env.backend.prepared
+    with pytest.raises(ReservationError, match="already ended"):
+        env.manager.cancel(ALICE, ar.id, None)
+    assert ":ar_acct:" in env.reporting()
+
+
+def test_cancel_by_owner_and_permissions(env):
+    mine = [env.reserve().id, env.reserve().id]
+    theirs = env.reserve(BOB).id
+    with pytest.raises(PermissionDenied, match="only its owner or a manager"):
+        env.manager.cancel(ALICE, theirs, None)
+    with pytest.raises(PermissionDenied, match="only a manager"):
+        env.manager.cancel(ALICE, None, "bob")
+    with pytest.raises(ReservationError, match="-T cannot be used with -o"):
+        env.manager.cancel(ALICE, None, "alice", transactional=True)
+    assert [ar.id for ar in env.manager.cancel(ALICE, None, "alice")] == mine
+    assert env.manager.ars[theirs].state == State.WAITING
+    assert [ar.id for ar in env.manager.cancel(ADMIN, None, "bob")] == [theirs]
+
+
+def test_destroy_removes_everything(env):
+    ar = env.reserve(nodes=5)
+    env.manager.cancel(ALICE, ar.id, None)
+    env.manager.destroy(ALICE, ar.id, None)
+    assert env.stored_ids() == []
+    with pytest.raises(ReservationError, match="does not exist"):
+        env.manager.status(ar_id=ar.id)
+
+
+# -- two-phase operations (-T) -------------------------------------------------------
+
+def test_pending_reserve_holds_nodes_until_commit(env):
+    ar = env.reserve(nodes=5, transactional=True)
+    assert ar.state == State.PENDING and ar.pending == Operation.RESERVE
+    assert ar.id not in env.backend.prepared
+    with pytest.raises(ReservationError):
+        env.reserve(BOB)
+    committed = env.manager.commit(ALICE, ar.id)
+    assert committed.state == State.WAITING and committed.pending is None
+    assert env.store.get(ar.id).state == State.WAITING
+    assert ar.id in env.backend.prepared
+
+
+def test_abort_of_pending_reserve_forgets_it(env):
+    ar = env.reserve(nodes=5, transactional=True)
+    with pytest.raises(PermissionDenied):
+        env.manager.abort(BOB, ar.id)
+    env.manager.abort(ALICE, ar.id)
+    assert env.stored_ids() == []
+    assert len(env.reserve(BOB, nodes=5).node_names) == 5
+    assert "new_ar" in env.reporting()  # only Bob's
+    assert env.reporting().count("new_ar") == 1
+
+
+def test_pending_operations_time_out(env):
+    ar = env.reserve(nodes=5, transactional=True)
+    env.clock.now = T0 + 299
+    env.manager.tick()
+    assert ar.id in env.manager.ars
+    env.clock.now = T0 + 300
+    assert env.manager.next_due() is not None
+    env.manager.tick()
+    assert ar.id not in env.manager.ars and env.stored_ids() == []
+
+
+def test_pending_modify_holds_old_and_new_until_commit(env):
+    ar = env.reserve(nodes=2)
+    pending = env.manager.modify(ALICE, ar.id, T0 + 3 * HOUR, None, None, None, None,
+                                 transactional=True)
+    assert pending.pending == Operation.MODIFY and pending.start == T0 + HOUR
+    with pytest.raises(ReservationError):  # the old window is still held
+        env.reserve(BOB, nodes=4)
+    with pytest.raises(ReservationError):  # and so is the new one
+        env.reserve(BOB, nodes=4, start=T0 + 3 * HOUR)
+    with pytest.raises(ReservationError, match="uncommitted modify"):
+        env.manager.cancel(ALICE, ar.id, None)
+    committed = env.manager.commit(ALICE, ar.id)
+    assert committed.start == T0 + 3 * HOUR and committed.pending is None
+    assert env.store.get(ar.id).start == T0 + 3 * HOUR
+    assert len(env.reserve(BOB, nodes=5).node_names) == 5
+
+
+def test_aborted_modify_restores_the_ar(env):
+    ar = env.reserve(nodes=2)
+    env.manager.modify(ALICE, ar.id, None, None, None, 4, None, transactional=True)
+    env.manager.abort(ALICE, ar.id)
+    stored = env.store.get(ar.id)
+    assert stored.pending is None and stored.pending_allocations == []
+    assert len(stored.allocations) == 2
+    assert len(env.reserve(BOB, nodes=3).node_names) == 3
+
+
+def test_pending_cancel_keeps_nodes_until_commit(env):
+    ar = env.reserve(nodes=5)
+    env.manager.cancel(ALICE, ar.id, None, transactional=True)
+    assert env.manager.ars[ar.id].state == State.WAITING
+    with pytest.raises(ReservationError):
+        env.reserve(BOB)
+    env.manager.commit(ALICE, ar.id)
+    assert env.manager.ars[ar.id].state == State.DELETED
+    env.reserve(BOB)
+
+
+def test_pending_destroy_and_commit_without_pending(env):
+    ar = env.reserve()
+    with pytest.raises(ReservationError, match="no operation waiting"):
+        env.manager.commit(ALICE, ar.id)
+    env.manager.destroy(ALICE, ar.id, None, transactional=True)
+    assert env.stored_ids() == [ar.id]
+    env.manager.commit(ALICE, ar.id)
+    assert env.stored_ids() == []
+
+
+def test_pending_operation_survives_restart(env):
+    ar = env.reserve(nodes=5, transactional=True)
+    modified = env.reserve(nodes=0 + 1, start=T0 + 5 * HOUR)
+    env.manager.modify(ALICE, modified.id, None, None, 2 * HOUR, None, None, transactional=True)
+    manager = env.restart()
+    assert manager.ars[ar.id].pending == Operation.RESERVE
+    assert manager.ars[modified.id].pending_request.end == T0 + 7 * HOUR
+    with pytest.raises(ReservationError):
+        env.reserve(BOB)
+    manager.commit(ALICE, ar.id)
+    manager.commit(ALICE, modified.id)
+    assert env.store.get(modified.id).end == T0 + 7 * HOUR
+
+
+# -- time ---------------------------------------------------------------------------
+
+def test_window_transitions_and_expiry(env):
+    ar = env.reserve(nodes=2)
+    assert env.manager.next_due() == ar.start
+    env.clock.now = ar.start
+    env.manager.tick()
+    assert env.manager.ars[ar.id].state == State.RUNNING
+    assert ar.id in env.backend.active
+    assert env.manager.next_due() == ar.end
+    env.clock.now = ar.end
+    env.manager.tick()
+    assert env.manager.ars[ar.id].state == State.EXITED
+    assert ar.id not in env.backend.prepared
+    assert env.store.get(ar.id).finished_time == ar.end
+    log = env.reporting()
+    assert "START TIME REACHED" in log and "END TIME REACHED" in log
+    env.clock.now = ar.end + 3599
+    env.manager.tick()
+    assert ar.id in env.manager.ars
+    env.clock.now = ar.end + 3600
+    env.manager.tick()
+    assert ar.id not in env.manager.ars and env.stored_ids() == []
+
+
+def test_max_expired_keeps_the_most_recent(tmp_path):
+    env = Env(tmp_path, "max_expired: 2\n")
+    ids = [env.reserve().id for _ in range(4)]
+    for ar_id in ids:
+        env.clock.now += 1
+        env.manager.cancel(ALICE, ar_id, None)
+    env.manager.tick()
+    assert sorted(env.manager.ars) == ids[2:]
+    assert [ar.id for ar in env.manager.status(expired=5)] == ids[2:]
+
+
+def test_restart_catches_up_missed_transitions(env):
+    ended = env.reserve()
+    started = env.reserve(start=T0 + 2 * HOUR, hours=5)
+    env.clock.now = T0 + 3 * HOUR
+    manager = env.restart()
+    manager.tick()
+    assert manager.ars[ended.id].state == State.EXITED
+    assert manager.ars[started.id].state == State.RUNNING
+    assert started.id in env.backend.active
+
+
+def test_node_failure_puts_ar_in_warning_then_error(env):
+    ar = env.reserve(nodes=2, attributes=())
+    failed = [n for n in ar.node_names if n.startswith("n")][0]
+    env.cluster_file.write_text(_with_alive(CLUSTER, failed, False))
+    env.manager.tick()
+    assert env.manager.ars[ar.id].state == State.WARNING
+    assert failed in env.manager.ars[ar.id].message
+    env.clock.now = ar.start
+    env.manager.tick()
+    assert env.manager.ars[ar.id].state == State.ERROR
+    env.cluster_file.write_text(_with_alive(CLUSTER, failed, True))
+    env.manager.tick()
+    assert env.manager.ars[ar.id].state == State.RUNNING
+    assert env.manager.ars[ar.id].message == ""
+    log = env.reporting()
+    assert "RESOURCES UNSATISFIED" in log and "RESOURCES SATISFIED" in log
+
+
+def test_dead_nodes_are_not_reserved(env):
+    env.cluster_file.write_text(_with_alive(CLUSTER, "n01", False))
+    env.manager.refresh_nodes()
+    assert "n01" not in env.reserve(nodes=4).node_names
+    assert "n01" not in env.manager.available_nodes(T0, T0 + HOUR)
+
+
+# -- queries -------------------------------------------------------------------------
+
+def test_status_filters(env):
+    a = env.reserve(nodes=1, start=T0 + HOUR)
+    b = env.reserve(BOB, nodes=1, start=T0 + 5 * HOUR)
+    c = env.reserve(nodes=1, start=T0 + 10 * HOUR)
+    env.manager.cancel(ALICE, c.id, None)
+    status = env.manager.status
+    assert [ar.id for ar in status()] == [a.id, b.id]
+    assert [ar.id for ar in status(owner="bob")] == [b.id]
+    assert [ar.id for ar in status(start=T0 + 3 * HOUR)] == [b.id]
+    assert [ar.id for ar in status(end=T0 + 3 * HOUR)] == [a.id]
+    assert [ar.id for ar in status(expired=1)] == [a.id, b.id, c.id]
+    assert [ar.id for ar in status(ar_id=c.id)] == [c.id]
+
+
+def test_available_nodes(env):
+    env.reserve(nodes=1)
+    env.reserve(nodes=1, slots_per_node=1)
+    assert env.manager.available_nodes(T0 + HOUR, T0 + 2 * HOUR) == ["n02", "n03", "n04"]
+    assert len(env.manager.available_nodes(T0 + 2 * HOUR, T0 + 3 * HOUR)) == 5
+
+
+def test_usage_counts_like_plus_rsvutil(env):
+    env.reserve(nodes=2, hours=2)
+    env.reserve(nodes=1, hours=1, start=T0 + 5 * HOUR)
+    cancelled = env.reserve(nodes=1, start=T0 + 8 * HOUR)
+    env.manager.cancel(ALICE, cancelled.id, None)
+    usage = env.manager.usage("alice", T0, T0 + 24 * HOUR)
+    assert usage == (2, 3 * HOUR, 5.0)
+    assert env.manager.usage("alice", T0 + 4 * HOUR, T0 + 24 * HOUR).count == 1
+
+
+# -- policy hooks ------------------------------------------------------------------
+
+class RefuseLongWindows:
+    @hookimpl
+    def plus_validate_request(self, request):
+        if request.duration > 2 * HOUR:
+            return "windows longer than 2 hours are not allowed"
+
+
+class NoBigForAlice:
+    @hookimpl
+    def plus_node_reservable(self, node, owner, allocated):
+        if node.name == "big" and owner == "alice":
+            return False
+        return len(allocated) < 3
+
+
+class Reversed:
+    @hookimpl
+    def plus_node_order(self, nodes):
+        return list(reversed(nodes))
+
+
+def test_validation_hook_refusal_names_the_policy(env):
+    env.pm.register(RefuseLongWindows(), name="max-window")
+    with pytest.raises(ReservationError, match="policy max-window: windows longer than 2 hours"):
+        env.reserve(hours=3)
+    assert env.stored_ids() == []
+    env.reserve(hours=2)
+
+
+def test_node_hook_vetoes_and_order_hook(env):
+    env.pm.register(NoBigForAlice(), name="nobig")
+    assert "big" not in env.reserve(nodes=3).node_names
+    with pytest.raises(ReservationError, match="policy nobig: refused"):
+        env.reserve(nodes=2)
+    env.pm.register(Reversed(), name="reversed")
+    assert env.reserve(BOB, nodes=1, start=T0 + 9 * HOUR).node_names == ["n04"]
