@@ -1,0 +1,110 @@
+"""A real plus_scheduler in a world-readable folder, and the installed
+commands run as real users (runuser), as a site would run them."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+VENV = os.environ.get("PLUS_VENV", "/opt/plus-venv")
+BIN = Path(VENV) / "bin"
+CLUSTER = """\
+nodes:
+  - {name: "n[01-04]", slots: 4, memory: 16G, ncpus: 4, arch: lx-amd64, os: linux, queues: [all.q]}
+  - {name: big, slots: 16, memory: 256G, ncpus: 32, arch: lx-amd64, os: linux,
+     queues: [all.q, big.q], properties: {gpu: "yes"}}
+"""
+BASE_SETTINGS = """\
+state_dir: state
+managers: [root, plusmgr]
+arusers: ["@plusgrp", plusmgr]
+duration_offset: 1
+reconcile_interval: 1
+native: {cluster: cluster.yaml, local_host: false}
+"""
+
+
+class Daemon:
+    """One plus_scheduler process and its configuration."""
+
+    def __init__(self, settings: str = "", store: str | None = None) -> None:
+        self.dir = Path(tempfile.mkdtemp(prefix="plus-test-", dir="/tmp"))
+        os.chmod(self.dir, 0o755)
+        (self.dir / "cluster.yaml").write_text(CLUSTER)
+        self.conf = self.dir / "plus.yaml"
+        text = BASE_SETTINGS + textwrap.dedent(settings)
+        if store:
+            text += f"store: {store}\n"
+        self.conf.write_text(text)
+        self.process: subprocess.Popen | None = None
+        self.log = self.dir / "daemon.log"
+
+    @property
+    def env(self) -> dict:
+        return {**os.environ, "PLUS_CONF": str(self.conf)}
+
+    @property
+    def socket(self) -> Path:
+        return self.dir / "state" / "plus.sock"
+
+    def start(self, *options: str, wait: bool = True) -> "Daemon":
+        with open(self.log, "a") as log:
+            self.process = subprocess.Popen([str(BIN / "plus_scheduler"), *options], env=self.env,
+                                            stdout=log, stderr=subprocess.STDOUT, cwd="/")
+        if wait:
+            self.wait_ready()
+        return self
+
+    def wait_ready(self, timeout: float = 30) -> None:
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"plus_scheduler exited: {self.log.read_text()}")
+            if self.socket.exists() and self.run("root", "plus_status").returncode == 0:
+                return
+            time.sleep(0.05)
+        raise RuntimeError(f"plus_scheduler did not start: {self.log.read_text()}")
+
+    def kill9(self) -> None:
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait()
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.kill9()
+
+    def cleanup(self) -> None:
+        self.stop()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def run(self, user: str, command: str, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+        """An installed command as ``user``, with PLUS_CONF naming this daemon."""
+        argv = [str(BIN / command), *args]
+        extra = [f"{k}={v}" for k, v in (env or {}).items()]
+        if user != "root":
+            argv = ["runuser", "-u", user, "--", "env", f"PLUS_CONF={self.conf}", *extra, *argv]
+        elif extra:
+            argv = ["env", *extra, *argv]
+        return subprocess.run(argv, env=self.env, capture_output=True, text=True, cwd="/", timeout=60)
+
+    def ok(self, user: str, command: str, *args: str) -> str:
+        result = self.run(user, command, *args)
+        assert result.returncode == 0, f"{command} {args}: {result.returncode} {result.stderr}"
+        return result.stdout
+
+    def status(self, *args: str) -> list[dict]:
+        return json.loads(self.ok("root", "plus_status", "--json", *args) or "[]")
+
+    def reserve(self, user: str, *args: str) -> dict:
+        return json.loads(self.ok(user, "plus_reserve", "--json", *args))
