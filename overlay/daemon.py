@@ -204,7 +204,9 @@ class _Handler(socketserver.StreamRequestHandler):
             reply = {"ok": True, "data": data}
         except ReservationError as exc:
             reply = {"ok": False, "error": str(exc), "status": exc.exit_status}
-        except (BadArguments, RequestError, protocol.ProtocolError) as exc:
+        except RequestError as exc:
+            reply = {"ok": False, "error": str(exc), "status": protocol.EXIT_USAGE}
+        except (BadArguments, protocol.ProtocolError) as exc:
             reply = {"ok": False, "error": f"bad request: {exc}", "status": protocol.EXIT_USAGE}
         except Exception as exc:
             log.exception("request failed")

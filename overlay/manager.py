@@ -29,7 +29,7 @@ from overlay.model import (FINISHED_STATES, Allocation, LimitExceeded, Node, Ope
                            PermissionDenied, Request, Reservation, ReservationError, State)
 from overlay.planner import Planner
 from overlay.policy import PolicyContext, Usage
-from overlay.request import access_list, node_satisfies
+from overlay.request import access_list, node_satisfies, window_end
 from overlay.store import Store
 
 log = logging.getLogger("plus.manager")
@@ -301,12 +301,8 @@ class Manager:
         """-s alone moves the window (same length); -e or -D set its end."""
         new_start = old.start if start is None else start
         if end is None and duration is None:
-            new_end = new_start + old.duration
-        elif end is not None and duration is not None and end - new_start != duration:
-            raise ReservationError("dissonant time window: start + duration differs from the end; "
-                                   "give -e or -D, or values that agree")
-        else:
-            new_end = end if end is not None else new_start + duration
+            duration = old.duration
+        new_end = window_end(new_start, end, duration)
         owner = old.users[0] if old.users else caller.user
         return replace(old, start=new_start, end=new_end,
                        nodes=old.nodes if nodes is None else nodes,

@@ -5,8 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from enum import Enum
 
-MAX_AR_ID = 9_999_999
-
 
 class State(str, Enum):
     """AR states of Grid Engine 6.2 (seed 000, 5.2.3.1), plus PENDING for -T."""
@@ -163,23 +161,3 @@ class Reservation:
     def error_state(self, now: int) -> State:
         """W before the start, E after it (seed 000, 5.2.3.1)."""
         return State.ERROR if now >= self.start else State.WARNING
-
-
-def check_window(start: int, end: int | None, duration: int | None) -> int:
-    """The end time of a window given as start plus end and/or duration.
-
-    Rejects windows whose start, end and duration disagree (seed 000,
-    5.2.2.1.1 "dissonant time window values") and empty or inverted ones.
-    """
-    if end is None and duration is None:
-        raise ReservationError("the window needs an end: give -e endTime or -D duration")
-    if duration is not None and duration <= 0:
-        raise ReservationError(f"duration must be positive, got {duration} s")
-    if end is not None and duration is not None and end - start != duration:
-        raise ReservationError(
-            f"dissonant time window: start + duration ({start + duration}) "
-            f"differs from the end ({end}); give -e or -D, or values that agree")
-    final_end = end if end is not None else start + duration
-    if final_end <= start:
-        raise ReservationError("the end time must be later than the start time")
-    return final_end

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import fnmatch
 import re
+from typing import TYPE_CHECKING
 
-from overlay.model import Node, Request
+if TYPE_CHECKING:
+    from overlay.model import Node, Request
 
+MAX_AR_ID = 9_999_999
 NAME_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
 _MEMORY = re.compile(r"^(\d+(?:\.\d+)?)([kKmMgGtT]?)$")
 _MEMORY_FACTOR_MB = {"": 1.0, "k": 1 / 1000 / 1.048576, "K": 1 / 1024,
@@ -35,6 +38,34 @@ def parse_memory_mb(text: str, option: str = "-mem") -> int:
     if megabytes <= 0:
         raise RequestError(f"{option}: memory size must be positive, got '{text}'")
     return megabytes
+
+
+def parse_ar_id(text: str) -> int:
+    """An AR id as PluS (R123) or Grid Engine (123) writes it."""
+    digits = text[1:] if text[:1] in ("R", "r") else text
+    if not digits.isdigit() or not 1 <= int(digits) <= MAX_AR_ID:
+        raise RequestError(f"invalid reservation id '{text}': accepted forms are 123 or R123 "
+                           f"(1 to {MAX_AR_ID})")
+    return int(digits)
+
+
+def window_end(start: int, end: int | None, duration: int | None) -> int:
+    """The end of a window given by its start and an end and/or duration.
+
+    Rejects windows whose start, end and duration disagree (seed 000,
+    5.2.2.1.1 "dissonant time window values"), and empty or inverted ones.
+    """
+    if end is None and duration is None:
+        raise RequestError("the window needs an end: give -e endTime or -D duration")
+    if duration is not None and duration <= 0:
+        raise RequestError(f"-D: the duration must be positive, got {duration} s")
+    if end is not None and duration is not None and end - start != duration:
+        raise RequestError(f"dissonant time window: start + duration ({start + duration}) differs "
+                           f"from the end ({end}); give -e or -D, or values that agree")
+    final_end = end if end is not None else start + duration
+    if final_end <= start:
+        raise RequestError("the end time must be later than the start time")
+    return final_end
 
 
 def parse_positive_int(text: str, option: str, what: str) -> int:

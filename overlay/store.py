@@ -19,9 +19,9 @@ from typing import Iterator, Mapping
 from sqlalchemy import event, make_url, text
 from sqlmodel import Field, Session, SQLModel, create_engine, delete, select
 
-from overlay.model import (MAX_AR_ID, Allocation, Operation, Request, Reservation,
-                           ReservationError, State)
+from overlay.model import Allocation, Operation, Request, Reservation, ReservationError, State
 from overlay.planner import Planner
+from overlay.request import MAX_AR_ID
 
 _ADVISORY_LOCK = 0x504C5553  # "PLUS"
 

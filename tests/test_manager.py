@@ -13,6 +13,7 @@ from overlay.hookspecs import hookimpl
 from overlay.manager import Caller, Manager
 from overlay.model import (LimitExceeded, Operation, PermissionDenied, Request,
                            ReservationError, State)
+from overlay.request import RequestError
 from overlay.store import Store
 
 T0 = 1_800_000_000
@@ -214,7 +215,7 @@ def test_modify_refusals_leave_the_ar_unchanged(env):
     other = env.reserve(BOB, nodes=3)
     with pytest.raises(ReservationError, match="only 2 of the 4"):
         env.manager.modify(ALICE, ar.id, None, None, None, 4, None)
-    with pytest.raises(ReservationError, match="dissonant"):
+    with pytest.raises(RequestError, match="dissonant"):
         env.manager.modify(ALICE, ar.id, T0 + 2 * HOUR, T0 + 3 * HOUR, 2 * HOUR, None, None)
     with pytest.raises(PermissionDenied, match="belongs to bob"):
         env.manager.modify(ALICE, other.id, None, None, 2 * HOUR, None, None)

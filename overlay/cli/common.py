@@ -6,12 +6,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any, Callable, NoReturn
+from typing import TYPE_CHECKING
 
 from overlay import protocol
-from overlay.model import MAX_AR_ID
-from overlay.request import (RequestError, parse_attribute_list, parse_memory_mb, parse_name,
-                             parse_name_list, parse_positive_int)
+from overlay.request import (RequestError, parse_ar_id, parse_attribute_list, parse_memory_mb,
+                             parse_name, parse_name_list, parse_positive_int)
+
+if TYPE_CHECKING:
+    from typing import Any, Callable, NoReturn
 from overlay.timespec import DURATION_FORMS, TIME_FORMS, TimeSpecError, parse_duration, parse_time
 
 EXIT_STATUS_HELP = ("exit status: 0 done, 1 refused by plus_scheduler, 2 bad command line, "
@@ -42,20 +44,11 @@ def _typed(convert: Callable[[str], Any]) -> Callable[[str], Any]:
     return parse
 
 
-def _ar_id(text: str) -> int:
-    """An AR id as PluS (R123) or Grid Engine (123) writes it."""
-    digits = text[1:] if text[:1] in ("R", "r") else text
-    if not digits.isdigit() or not 1 <= int(digits) <= MAX_AR_ID:
-        raise RequestError(f"invalid reservation id '{text}': accepted forms are 123 or R123 "
-                           f"(1 to {MAX_AR_ID})")
-    return int(digits)
-
-
 time_arg = _typed(parse_time)
 duration_arg = _typed(parse_duration)
 memory_arg = _typed(parse_memory_mb)
 attributes_arg = _typed(parse_attribute_list)
-ar_id_arg = _typed(_ar_id)
+ar_id_arg = _typed(parse_ar_id)
 
 
 def count_arg(option: str, what: str) -> Callable[[str], int]:

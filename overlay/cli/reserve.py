@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 from overlay.cli import common, views
-from overlay.model import ReservationError, check_window
+from overlay.request import RequestError, window_end
 from overlay.protocol import EXIT_USAGE
 from overlay.timespec import format_ctime
 
@@ -42,8 +42,8 @@ def parser() -> common.Parser:
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
-        end = check_window(args.s, args.e, args.D)
-    except ReservationError as exc:
+        end = window_end(args.s, args.e, args.D)
+    except RequestError as exc:
         common.fail("plus_reserve", str(exc), EXIT_USAGE)
     view = common.call("plus_reserve", "reserve", {
         "start": args.s, "end": end, "nodes": args.n, "users": list(args.U or ()),

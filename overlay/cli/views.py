@@ -4,9 +4,12 @@ PluS's fields (overlay/schemas/qrstat.xsd)."""
 
 from __future__ import annotations
 
-import xml.etree.ElementTree as ET
+from typing import TYPE_CHECKING
 
 from overlay.timespec import format_ctime, format_duration, format_iso, format_time
+
+if TYPE_CHECKING:
+    import xml.etree.ElementTree as ET
 
 TABLE_HEADER = ("AR-ID   name       owner        state start at            "
                 "end at              duration")
@@ -79,14 +82,16 @@ def detail(view: dict) -> str:
     return "\n".join([DETAIL_RULE] + [f"{label + ':':<28}{value}" for label, value in fields])
 
 
-def _text(parent: ET.Element, tag: str, value: object) -> ET.Element:
+def _text(parent: "ET.Element", tag: str, value: object) -> "ET.Element":
+    import xml.etree.ElementTree as ET  # only XML output pays for it
     element = ET.SubElement(parent, tag)
     element.text = str(value)
     return element
 
 
-def summary_element(view: dict) -> ET.Element:
+def summary_element(view: dict) -> "ET.Element":
     """One <ar_summary> in ar_summary_t's element order, then PluS's fields."""
+    import xml.etree.ElementTree as ET
     ar = ET.Element("ar_summary")
     _text(ar, "id", view["id"])
     if view["name"]:
@@ -130,18 +135,21 @@ def summary_element(view: dict) -> ET.Element:
     return ar
 
 
-def _document(root: ET.Element) -> str:
+def _document(root: "ET.Element") -> str:
+    import xml.etree.ElementTree as ET
     ET.indent(root)
     return "<?xml version='1.0' encoding='UTF-8'?>\n" + ET.tostring(root, encoding="unicode")
 
 
 def status_xml(views: list[dict]) -> str:
+    import xml.etree.ElementTree as ET
     root = ET.Element("qrstat")
     root.extend(summary_element(view) for view in views)
     return _document(root)
 
 
 def availnodes_xml(data: dict) -> str:
+    import xml.etree.ElementTree as ET
     root = ET.Element("plus_availnodes")
     _text(root, "start_time", format_iso(data["start"]))
     _text(root, "end_time", format_iso(data["end"]))
