@@ -34,6 +34,18 @@ _plus_test_env() (
         t_last=$now
     }
 
+    # Run a command with only fds 0-2 open. For whatever may start the server
+    # (apt's postinst, pg_ctlcluster): it outlives us and must not hold the
+    # lock (fd 9) nor a pipe whose reader waits for EOF (fd 3, or one a CI
+    # runner passed down), or our caller would hang.
+    no_fds() (
+        for fd in /proc/$BASHPID/fd/*; do
+            fd=${fd##*/}
+            if ((fd > 2)); then eval "exec $fd>&-"; fi
+        done
+        exec "$@" </dev/null
+    )
+
     # --- Debian packages: apt-get update only when something is missing (slow).
     # python3-dev is not needed: every dependency ships binary wheels.
     # runuser and setpriv come with util-linux, which is always installed.
@@ -44,7 +56,7 @@ _plus_test_env() (
     if ((${#missing[@]})); then
         echo "test-env: installing ${missing[*]}" >&2
         apt-get update -qq
-        apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+        no_fds apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
     fi
     phase packages
 
@@ -70,8 +82,10 @@ _plus_test_env() (
     # already satisfied are left alone. setuptools builds in-tree and would
     # copy stale files (deleted or renamed modules) from an old build/ into
     # the wheel, so that goes first.
+    # -qq: errors only; this machine's pip.conf and setuptools' deprecation
+    # notices would otherwise print dozens of warnings on every run.
     rm -rf "$repo/build"
-    "$PLUS_VENV/bin/python" -m pip install --quiet "$repo[test]"
+    "$PLUS_VENV/bin/python" -m pip install -qq "$repo[test]"
     chmod -R a+rX "$PLUS_VENV"
     phase install
 
@@ -96,11 +110,12 @@ _plus_test_env() (
     # As the postgres user over the Unix socket (peer auth); cd / because the
     # caller's directory may be under /root, which postgres cannot enter.
     pg() { (cd / && runuser -u postgres -- psql -X -q -At -v ON_ERROR_STOP=1 -p "$port" "$@"); }
+    pg_cluster() { no_fds pg_ctlcluster "$ver" main "$1"; }
     state=$(pg_lsclusters -h | awk -v v="$ver" '$1 == v && $2 == "main" {print $4}')
     if [[ $state != online* ]]; then
-        pg_ctlcluster "$ver" main start
+        pg_cluster start
     elif [[ $(pg -d postgres -c 'SHOW listen_addresses') != 127.0.0.1 ]]; then
-        pg_ctlcluster "$ver" main restart    # was started with other settings
+        pg_cluster restart    # was started with other settings
     fi
     pg -d postgres <<'SQL'
 DO $$ BEGIN
@@ -124,6 +139,7 @@ if _plus_pg_port=$(_plus_test_env 3>&1 1>&2); then
     export PLUS_VENV
     export PLUS_TEST_PG_URL="postgresql+psycopg://plus:plus@127.0.0.1:${_plus_pg_port}/plus_test"
     unset _plus_pg_port
+    unset -f _plus_test_env
     if ! (return 0 2>/dev/null); then    # executed, not sourced
         printf 'export PLUS_VENV=%q\nexport PLUS_TEST_PG_URL=%q\n' "$PLUS_VENV" "$PLUS_TEST_PG_URL"
     fi
