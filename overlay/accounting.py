@@ -3,8 +3,8 @@ their aggregation for plus_account.
 
 Each line is ``time:record_type:fields...``:
   new_ar        submission_time:ar_number:ar_owner
-  ar_attribute  submission_time:ar_number:ar_name:ar_account:ar_start_time:
-                ar_end_time:ar_granted_pe:ar_granted_resources
+  ar_attribute  event_time:submission_time:ar_number:ar_name:ar_account:
+                ar_start_time:ar_end_time:ar_granted_pe:ar_granted_resources
   ar_log        state_change_time:submission_time:ar_number:ar_state:ar_event:ar_message
   ar_acct       ar_termination_time:submission_time:ar_number:ar_qname:ar_hostname:ar_slots
 
@@ -51,7 +51,7 @@ class ReportingWriter:
 
     def ar_attribute(self, time: int, ar) -> None:
         resources = ",".join(f"{a.node}={a.slots}" for a in ar.allocations)
-        self.write(time, "ar_attribute", ar.submission_time, ar.id, ar.name, ar.account,
+        self.write(time, "ar_attribute", time, ar.submission_time, ar.id, ar.name, ar.account,
                    ar.start, ar.end, "NONE", resources)
 
     def ar_log(self, time: int, ar, event: str, message: str) -> None:
@@ -123,16 +123,18 @@ def collect(lines: Iterable[str]) -> list[ARUsage]:
     finished: list[ARUsage] = []
     for time, kind, fields in read_records(lines):
         try:
-            number = int(fields[1])
             if kind == "new_ar":
+                number = int(fields[1])
                 if number in ars:
                     finished.append(ars[number])
                 ars[number] = ARUsage(id=number, owner=fields[2])
                 continue
+            # the other AR records start with their event time, then submission_time
+            number = int(fields[2])
             ar = ars.setdefault(number, ARUsage(id=number))
             if kind == "ar_attribute":
-                ar.name, ar.start, ar.end = fields[2], int(fields[4]), int(fields[5])
-                ar.hosts = _granted(fields[7])
+                ar.name, ar.start, ar.end = fields[3], int(fields[5]), int(fields[6])
+                ar.hosts = _granted(fields[8])
             elif kind == "ar_log":
                 ar.last_state = fields[3]
             elif kind == "ar_acct":

@@ -170,11 +170,18 @@ class Service:
         self.on_change()
         return reservation_view(ar, self.manager)
 
-    def op_status(self, caller: Caller, args: dict) -> list[dict]:
-        return self._views(self.manager.status(
+    def op_status(self, caller: Caller, args: dict) -> list:
+        """Full views, or with ``summary`` only the table's columns as lists
+        (a tenth of the bytes: listings of many ARs stay fast)."""
+        ars = self.manager.status(
             ar_id=_arg(args, "id", int), owner=_arg(args, "owner", str),
             start=_arg(args, "start", int), end=_arg(args, "end", int),
-            expired=_arg(args, "expired", int) or 0))
+            expired=_arg(args, "expired", int) or 0)
+        if args.get("summary"):
+            with_nodes = bool(args.get("nodes"))
+            return [[ar.id, ar.name, ar.owner, ar.state.value, ar.start, ar.end,
+                     ",".join(ar.node_names) if with_nodes else ""] for ar in ars]
+        return self._views(ars)
 
     def op_availnodes(self, caller: Caller, args: dict) -> dict:
         start, end = _arg(args, "start", int, True), _arg(args, "end", int, True)

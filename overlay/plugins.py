@@ -33,11 +33,21 @@ def plugin_manager(extra_modules: list[str] = ()) -> pluggy.PluginManager:
     return manager
 
 
-def build_backend(manager: pluggy.PluginManager, name: str, config: Any, options: dict) -> Backend:
-    """The backend called ``name``, from whichever plugin offers it."""
+def backend_factories(manager: pluggy.PluginManager) -> dict[str, Any]:
+    """Backend name -> factory, from every plugin that offers backends."""
     factories: dict[str, Any] = {}
     for offered in manager.hook.plus_backends():
         factories.update(offered or {})
+    return factories
+
+
+def build_backend(manager: pluggy.PluginManager, name: str, config: Any, options: dict) -> Backend:
+    """The backend called ``name``, from whichever plugin offers it."""
+    factories = backend_factories(manager)
+    for section in getattr(config, "backends", {}):
+        if section not in factories:
+            raise PluginError(f"{config.path}: unknown setting {section!r}: neither a setting nor "
+                              f"an installed backend ({', '.join(sorted(factories))})")
     if name not in factories:
         known = ", ".join(sorted(factories)) or "none installed"
         raise PluginError(f"backend: unknown backend {name!r}; installed backends: {known}")

@@ -17,9 +17,8 @@ if TYPE_CHECKING:
 MAX_AR_ID = 9_999_999
 NAME_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
 _MEMORY = re.compile(r"^(\d+(?:\.\d+)?)([kKmMgGtT]?)$")
-_MEMORY_FACTOR_MB = {"": 1.0, "k": 1 / 1000 / 1.048576, "K": 1 / 1024,
-                     "m": 1 / 1.048576, "M": 1.0, "g": 1000 / 1.048576,
-                     "G": 1024.0, "t": 1e6 / 1.048576, "T": 1024.0 ** 2}
+_MEMORY_BYTES = {"": 2 ** 20, "k": 10 ** 3, "K": 2 ** 10, "m": 10 ** 6, "M": 2 ** 20,
+                 "g": 10 ** 9, "G": 2 ** 30, "t": 10 ** 12, "T": 2 ** 40}
 MEMORY_FORMS = ("a number of megabytes, or a number with a Grid Engine "
                 "multiplier k K m M g G t T (e.g. 512, 4G)")
 
@@ -34,7 +33,11 @@ def parse_memory_mb(text: str, option: str = "-mem") -> int:
     match = _MEMORY.match(text.strip())
     if not match:
         raise RequestError(f"{option}: invalid memory size '{text}': accepted forms are {MEMORY_FORMS}")
-    megabytes = int(float(match.group(1)) * _MEMORY_FACTOR_MB[match.group(2)])
+    # exact integer arithmetic; a minimum rounds up (4g = 4e9 bytes is 3815 MiB, not 3814)
+    whole, _, fraction = match.group(1).partition(".")
+    scale = 10 ** len(fraction)
+    numerator = int(whole + fraction) * _MEMORY_BYTES[match.group(2)]
+    megabytes = -(-numerator // (scale * 2 ** 20))
     if megabytes <= 0:
         raise RequestError(f"{option}: memory size must be positive, got '{text}'")
     return megabytes
@@ -85,7 +88,7 @@ def parse_attribute_list(text: str, option: str = "-l") -> tuple[tuple[str, str]
     for item in text.split(","):
         name, sep, value = item.partition("=")
         name, value = name.strip(), value.strip()
-        if not sep or not NAME_PATTERN.match(name) or not value:
+        if not sep or not NAME_PATTERN.match(name) or not value or value.startswith("="):
             raise RequestError(f"{option}: invalid resource '{item}': accepted form is attr=value[,attr=value...]")
         pairs.append((name, value))
     return tuple(pairs)
@@ -114,8 +117,8 @@ def parse_name_list(text: str, option: str, groups: bool = False) -> tuple[str, 
 
 
 def access_list(owner: str, users: tuple[str, ...]) -> tuple[str, ...]:
-    """The AR's users: the owner first, always included (qrsub -u)."""
-    return (owner,) + tuple(u for u in users if u != owner)
+    """The AR's users: the owner first, always included (qrsub -u), each once."""
+    return tuple(dict.fromkeys((owner,) + tuple(users)))
 
 
 def node_satisfies(node: Node, request: Request) -> bool:

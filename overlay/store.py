@@ -60,6 +60,7 @@ class AllocationRow(SQLModel, table=True):
     start_time: int = Field(index=True)
     end_time: int = Field(index=True)
     pending: bool = False
+    held: bool = True  # False once the AR ended or was cancelled: a record, not a booking
 
 
 class CounterRow(SQLModel, table=True):
@@ -92,10 +93,8 @@ def _to_row(ar: Reservation) -> ReservationRow:
 
 
 def _allocation_rows(ar: Reservation) -> list[AllocationRow]:
-    rows = []
-    if ar.holds_resources:
-        rows += [AllocationRow(reservation_id=ar.id, node=a.node, slots=a.slots,
-                               start_time=ar.start, end_time=ar.end) for a in ar.allocations]
+    rows = [AllocationRow(reservation_id=ar.id, node=a.node, slots=a.slots, start_time=ar.start,
+                          end_time=ar.end, held=ar.holds_resources) for a in ar.allocations]
     if ar.pending_request is not None:
         rows += [AllocationRow(reservation_id=ar.id, node=a.node, slots=a.slots,
                                start_time=ar.pending_request.start,
@@ -122,6 +121,7 @@ class Store:
     def __init__(self, url: str) -> None:
         self.url = url
         self.is_sqlite = url.startswith("sqlite")
+        self._read_engine = None
         if self.is_sqlite:
             database = make_url(url).database
             if database and database != ":memory:":
@@ -131,7 +131,15 @@ class Store:
             event.listen(self.engine, "begin", self._sqlite_begin)
         else:
             self.engine = create_engine(url, pool_pre_ping=True)
-        SQLModel.metadata.create_all(self.engine)
+        self._create_tables()
+
+    def _create_tables(self) -> None:
+        """Under the write lock: daemons starting together on a fresh
+        PostgreSQL database would otherwise race to create the same types."""
+        with self.engine.begin() as connection:
+            if not self.is_sqlite:
+                connection.execute(text(f"SELECT pg_advisory_xact_lock({_ADVISORY_LOCK})"))
+            SQLModel.metadata.create_all(connection)
 
     @staticmethod
     def _sqlite_connect(dbapi_connection, _record) -> None:
@@ -160,8 +168,19 @@ class Store:
 
     # -- reading ---------------------------------------------------------------
 
+    @contextmanager
+    def _read(self) -> Iterator[Session]:
+        """A session that sees one committed state across its statements
+        (PostgreSQL: REPEATABLE READ; SQLite reads see one snapshot anyway)."""
+        engine = self.engine
+        if not self.is_sqlite:
+            engine = self.engine.execution_options(isolation_level="REPEATABLE READ")
+        with Session(engine, expire_on_commit=False) as session:
+            with session.begin():
+                yield session
+
     def load_all(self) -> list[Reservation]:
-        with Session(self.engine) as session:
+        with self._read() as session:
             rows = session.exec(select(ReservationRow).order_by(ReservationRow.id)).all()
             allocations: dict[int, list[AllocationRow]] = {}
             for alloc in session.exec(select(AllocationRow)).all():
@@ -169,7 +188,7 @@ class Store:
         return [_from_rows(row, allocations.get(row.id, [])) for row in rows]
 
     def get(self, ar_id: int) -> Reservation | None:
-        with Session(self.engine) as session:
+        with self._read() as session:
             row = session.get(ReservationRow, ar_id)
             if row is None:
                 return None
@@ -182,7 +201,7 @@ class Store:
         """Store a new AR under the next free id (1..9999999, wrapping,
         skipping ids in use), after checking its slots are still free."""
         with self._write() as session:
-            self._check_capacity(session, ar, capacity)
+            self._check_capacity(session, ar, capacity, own_id=None)
             ar.id = self._next_id(session)
             session.add(_to_row(ar))
             session.flush()
@@ -193,7 +212,7 @@ class Store:
         """Replace a stored AR; with ``capacity``, re-check its slots first."""
         with self._write() as session:
             if capacity is not None:
-                self._check_capacity(session, ar, capacity)
+                self._check_capacity(session, ar, capacity, own_id=ar.id)
             session.merge(_to_row(ar))
             session.exec(delete(AllocationRow).where(AllocationRow.reservation_id == ar.id))
             session.add_all(_allocation_rows(ar))
@@ -219,10 +238,12 @@ class Store:
         session.add(counter)
         return candidate
 
-    def _check_capacity(self, session: Session, ar: Reservation, capacity: Mapping[str, int]) -> None:
+    def _check_capacity(self, session: Session, ar: Reservation, capacity: Mapping[str, int],
+                        own_id: int | None) -> None:
         """Refuse if the AR's bookings would overfill a node in the database.
-        Its current and pending bookings are alternatives, never summed."""
-        wanted = _allocation_rows(ar)
+        Rows of ``own_id`` (the AR being changed) are not counted, and its
+        current and pending bookings are alternatives, never summed."""
+        wanted = [row for row in _allocation_rows(ar) if row.held]
         if not wanted:
             return
         nodes = sorted({row.node for row in wanted})
@@ -230,7 +251,9 @@ class Store:
         last = max(row.end_time for row in wanted)
         query = select(AllocationRow).where(
             AllocationRow.node.in_(nodes), AllocationRow.start_time < last,
-            AllocationRow.end_time > first, AllocationRow.reservation_id != ar.id)
+            AllocationRow.end_time > first, AllocationRow.held)
+        if own_id is not None:
+            query = query.where(AllocationRow.reservation_id != own_id)
         planner = Planner()
         for node in nodes:
             planner.set_capacity(node, capacity.get(node, 0))

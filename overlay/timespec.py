@@ -15,7 +15,7 @@ import datetime as _dt
 import re
 import time as _time
 
-TIME_FORMS = ("[[CC]YY]MMDDhhmm[.SS], YYYY-MM-DDThh:mm[:ss], "
+TIME_FORMS = ("[[CC]YY]MMDDhhmm[.SS], YYYY-MM-DDThh:mm[:ss][Z|+hh:mm], "
               "now, now+<duration> (e.g. now+10m, now+1:30:00)")
 DURATION_FORMS = "h:m:s, seconds, or <n>s/<n>m/<n>h/<n>d (e.g. 2:00:00, 90m, 1d)"
 
@@ -68,7 +68,7 @@ def parse_time(text: str, now: float | None = None) -> int:
         if _ISO_TIME.match(value):
             return _parse_iso(value)
     except ValueError as exc:
-        raise TimeSpecError(f"invalid time '{text}': {exc}") from None
+        raise TimeSpecError(f"invalid time '{text}': {exc}; accepted forms are {TIME_FORMS}") from None
     raise TimeSpecError(f"invalid time '{text}': accepted forms are {TIME_FORMS}")
 
 
@@ -103,8 +103,8 @@ def format_time(epoch: int) -> str:
 
 
 def format_ctime(epoch: int) -> str:
-    """qrstat -ar's detail time: Mon Dec 18 10:00:00 2006 in local time."""
-    return _time.strftime("%a %b %d %H:%M:%S %Y", _time.localtime(epoch))
+    """qrstat -ar's detail time, as ctime(3) writes it: Mon Dec  5 10:00:00 2006."""
+    return _time.ctime(epoch)
 
 
 def format_iso(epoch: int) -> str:

@@ -271,3 +271,13 @@ def test_scheduler_options():
         wait_for(lambda: len(daemon.status("-ne", "10")) == 1)
     finally:
         daemon.cleanup()
+
+
+def test_misspelt_section_is_refused():
+    daemon = Daemon("polices: {max: 1}\n")
+    try:
+        result = daemon.run("root", "plus_scheduler")
+        assert result.returncode == 1
+        assert "unknown setting 'polices'" in result.stderr and "native" in result.stderr
+    finally:
+        daemon.cleanup()

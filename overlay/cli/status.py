@@ -29,8 +29,10 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"-ne: numShowExpired must be 0 or more, got {args.ne}")
     if args.s is not None and args.e is not None and args.e <= args.s:
         p.error("-e: the end time must be later than the start time given with -s")
+    summary = not (args.x or args.json or args.r is not None)
     shown = common.call("plus_status", "status", {
-        "id": args.r, "owner": args.o, "start": args.s, "end": args.e, "expired": args.ne})
+        "id": args.r, "owner": args.o, "start": args.s, "end": args.e, "expired": args.ne,
+        "summary": summary, "nodes": args.n})
     if args.x:
         print(views.status_xml(shown))
     elif args.json:

@@ -40,16 +40,14 @@ def resource_pairs(view: dict) -> list[tuple[str, str]]:
     return pairs
 
 
-def table(views: list[dict], show_nodes: bool = False) -> str:
+def table(rows: list[list], show_nodes: bool = False) -> str:
+    """qrstat's table from summary rows [id, name, owner, state, start, end, nodes]."""
     header = TABLE_HEADER + ("  nodes" if show_nodes else "")
     lines = [header, RULE + ("-" * 7 if show_nodes else "")]
-    for view in views:
-        line = (f"{view['id']:>7} {view['name'][:10]:<10} {view['owner'][:12]:<12} "
-                f"{view['state']:<5} {format_time(view['start'])} {format_time(view['end'])} "
-                f"{format_duration(view['duration'])}")
-        if show_nodes:
-            line += "  " + ",".join(a["node"] for a in view["allocations"])
-        lines.append(line)
+    for ar_id, name, owner, state, start, end, nodes in rows:
+        line = (f"{ar_id:>7} {name[:10]:<10} {owner[:12]:<12} {state:<5} "
+                f"{format_time(start)} {format_time(end)} {format_duration(end - start)}")
+        lines.append(line + "  " + nodes if show_nodes else line)
     return "\n".join(lines)
 
 

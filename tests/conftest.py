@@ -1,0 +1,66 @@
+"""Shared fixtures: a store URL on SQLite or on PostgreSQL, and a Store on it.
+
+PostgreSQL tests need a running server named by PLUS_TEST_PG_URL, which the
+project's test command (bash scripts/test.sh) sets up and exports. Each
+PostgreSQL test gets its own freshly created schema, first (and only) in the
+search_path of every connection made through its URL, so no test sees
+another's rows; the schema is dropped afterwards.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+
+import pytest
+from sqlalchemy import make_url
+
+from overlay.store import Store
+
+PG_URL_VARIABLE = "PLUS_TEST_PG_URL"
+
+
+def _pg_admin_connect(url: str):
+    """A plain psycopg connection (autocommit) to the database of ``url``."""
+    import psycopg
+
+    parsed = make_url(url)
+    return psycopg.connect(
+        host=parsed.host or "127.0.0.1", port=parsed.port or 5432, user=parsed.username,
+        password=parsed.password, dbname=parsed.database, connect_timeout=10, autocommit=True)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request, tmp_path):
+    """A URL for an empty store database: a SQLite file in tmp_path, or a
+    fresh PostgreSQL schema of its own (dropped when the test ends)."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'plus.db'}"
+        return
+
+    base = os.environ.get(PG_URL_VARIABLE)
+    if not base:
+        pytest.fail(f"{PG_URL_VARIABLE} is unset, so the PostgreSQL tests cannot run: run the "
+                    "tests with the project's test command, bash scripts/test.sh, which starts "
+                    f"PostgreSQL and sets {PG_URL_VARIABLE}", pytrace=False)
+    schema = f"plus_test_{uuid.uuid4().hex[:12]}"
+    with _pg_admin_connect(base) as conn:
+        conn.execute(f'CREATE SCHEMA "{schema}"')
+    url = make_url(base).update_query_dict({"options": f"-csearch_path={schema}"})
+    try:
+        yield url.render_as_string(hide_password=False)
+    finally:
+        with _pg_admin_connect(base) as conn:
+            # A test that leaked an open transaction must not hang the run.
+            conn.execute("SET lock_timeout = '10s'")
+            conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
+
+
+@pytest.fixture
+def store(store_url):
+    """A Store on ``store_url`` (its tables created), closed afterwards."""
+    instance = Store(store_url)
+    try:
+        yield instance
+    finally:
+        instance.close()

@@ -1,0 +1,373 @@
+"""overlay/planner.py: free nodes over a window, start-time ranges (GGF
+RESQUERY, seed 003) and the earliest start, on hand-built scenarios whose
+answers are worked out below, plus a seeded random cross-check against a
+brute-force search over every integer start time."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from overlay.planner import Planner, covered_ranges
+
+H = 3600
+
+
+def whole(planner: Planner):
+    """need() for whole-node requests: every slot of the node."""
+    return lambda name: planner.capacity(name)
+
+
+def slots(n: int):
+    return lambda name: n
+
+
+# --- free_nodes and peak ------------------------------------------------------------------
+
+@pytest.fixture
+def three():
+    """Nodes a, b, c with 4 slots; a booked whole [100, 200), b [150, 300)."""
+    p = Planner()
+    for name in ("a", "b", "c"):
+        p.set_capacity(name, 4)
+    p.book(1, "a", 100, 200, 4)
+    p.book(2, "b", 150, 300, 4)
+    return p
+
+
+def test_free_nodes_whole_node_bookings(three):
+    need = whole(three)
+    assert three.free_nodes(["a", "b", "c"], need, 0, 100) == ["a", "b", "c"]
+    assert three.free_nodes(["a", "b", "c"], need, 0, 101) == ["b", "c"]
+    assert three.free_nodes(["a", "b", "c"], need, 120, 160) == ["c"]
+    assert three.free_nodes(["a", "b", "c"], need, 200, 300) == ["a", "c"]
+    assert three.free_nodes(["a", "b", "c"], need, 300, 400) == ["a", "b", "c"]
+
+
+def test_free_nodes_keeps_the_given_order_and_skips_unknown_nodes(three):
+    assert three.free_nodes(["c", "zz", "a", "b"], whole(three), 300, 400) == ["c", "a", "b"]
+    assert three.free_nodes([], whole(three), 0, 10) == []
+
+
+@pytest.mark.parametrize("start,end,free", [
+    (0, 100, True),      # [0,100) then [100,200): touching, no overlap
+    (200, 300, True),    # [100,200) then [200,300)
+    (0, 101, False),
+    (199, 300, False),
+    (100, 200, False),
+    (120, 130, False),   # inside
+    (50, 250, False),    # around
+])
+def test_touching_intervals_do_not_overlap(start, end, free):
+    p = Planner()
+    p.set_capacity("n", 1)
+    p.book("k", "n", 100, 200, 1)
+    assert (p.free_nodes(["n"], slots(1), start, end) == ["n"]) is free
+    assert p.fits("n", 1, start, end) is free
+    assert (p.peak("n", start, end) == 0) is free
+
+
+def test_partial_slot_bookings():
+    p = Planner()
+    p.set_capacity("n", 4)
+    p.book("x", "n", 100, 200, 2)
+    p.book("y", "n", 150, 250, 1)
+    # usage: [100,150) 2, [150,200) 3, [200,250) 1
+    assert p.peak("n", 0, 100) == 0
+    assert p.peak("n", 100, 150) == 2
+    assert p.peak("n", 0, 1000) == 3
+    assert p.peak("n", 200, 250) == 1
+    assert p.peak("n", 149, 151) == 3
+    assert p.free_nodes(["n"], slots(1), 0, 1000) == ["n"]
+    assert p.free_nodes(["n"], slots(2), 0, 1000) == []
+    assert p.free_nodes(["n"], slots(2), 100, 150) == ["n"]
+    assert p.free_nodes(["n"], slots(2), 200, 300) == ["n"]
+    assert p.free_nodes(["n"], slots(3), 200, 300) == ["n"]
+    assert p.free_nodes(["n"], slots(4), 250, 300) == ["n"]
+    assert p.free_nodes(["n"], slots(4), 249, 300) == []
+    assert p.free_nodes(["n"], slots(5), 1000, 2000) == []      # more than the node has
+
+
+def test_peak_of_stacked_and_separate_bookings():
+    p = Planner()
+    p.set_capacity("n", 8)
+    p.book(1, "n", 0, 100, 1)
+    p.book(2, "n", 0, 100, 2)       # same interval: 3
+    p.book(3, "n", 100, 200, 4)     # touching: not added to the first two
+    p.book(4, "n", 500, 600, 1)
+    assert p.peak("n", 0, 200) == 4
+    assert p.peak("n", 0, 100) == 3
+    assert p.peak("n", 200, 500) == 0
+    assert p.peak("n", 0, 1000) == 4
+    assert p.peak("unknown", 0, 1000) == 0
+
+
+def test_a_long_booking_found_behind_many_short_ones():
+    p = Planner()
+    p.set_capacity("n", 2)
+    p.book("long", "n", 0, 10_000, 1)
+    for i in range(50):
+        p.book(("short", i), "n", 100 * i + 1, 100 * i + 2, 1)
+    assert p.peak("n", 9_000, 9_001) == 1
+    assert p.peak("n", 1001, 1002) == 2
+    assert p.free_nodes(["n"], slots(2), 9_000, 9_500) == []
+    assert p.free_nodes(["n"], slots(1), 9_000, 9_500) == ["n"]
+
+
+def test_ignore_keys(three):
+    need = whole(three)
+    assert three.free_nodes(["a", "b"], need, 120, 160) == []
+    assert three.free_nodes(["a", "b"], need, 120, 160, ignore=[1]) == ["a"]
+    assert three.free_nodes(["a", "b"], need, 120, 160, ignore={1, 2}) == ["a", "b"]
+    assert three.peak("a", 0, 1000, ignore=[1]) == 0
+    assert three.peak("a", 0, 1000, ignore=[2]) == 4
+    assert three.fits("b", 4, 0, 1000, ignore=(2,))
+
+
+def test_one_key_on_several_nodes_and_unbook():
+    p = Planner()
+    for name in ("a", "b"):
+        p.set_capacity(name, 2)
+    p.book("ar", "a", 0, 100, 2)
+    p.book("ar", "b", 0, 100, 1)
+    p.book("other", "b", 50, 150, 1)
+    assert p.free_nodes(["a", "b"], slots(1), 0, 100) == []
+    assert p.free_nodes(["a", "b"], slots(1), 0, 100, ignore=["ar"]) == ["a", "b"]
+    p.unbook("ar")
+    assert p.peak("a", 0, 1000) == 0
+    assert p.peak("b", 0, 1000) == 1          # the other key stays
+    assert p.last_end("b") == 150
+    p.unbook("ar")                            # unknown key: nothing happens
+    p.unbook("other")
+    assert p.peak("b", 0, 1000) == 0
+
+
+def test_capacity_fits_and_last_end():
+    p = Planner()
+    assert p.capacity("n") == 0
+    assert not p.fits("n", 1, 0, 10)
+    assert p.last_end("n") == 0
+    p.set_capacity("n", 4)
+    assert p.capacity("n") == 4
+    assert p.last_end("n") == 0
+    p.book(1, "n", 0, 100, 3)
+    p.book(2, "n", 10, 50, 1)
+    assert p.last_end("n") == 100
+    assert not p.fits("n", 1, 0, 100)         # 4 slots in use over [10, 50)
+    assert p.fits("n", 1, 50, 100)
+    assert not p.fits("n", 2, 50, 100)
+    p.set_capacity("n", 8)                    # bookings are kept
+    assert p.capacity("n") == 8
+    assert p.peak("n", 0, 100) == 4
+    assert p.fits("n", 4, 0, 100)
+    assert not p.fits("n", 5, 20, 30)
+
+
+def test_booking_an_undeclared_node_gives_it_no_capacity():
+    p = Planner()
+    p.book(1, "ghost", 0, 10, 1)
+    assert p.capacity("ghost") == 0
+    assert p.free_nodes(["ghost"], slots(1), 100, 200) == []
+    p.set_capacity("ghost", 2)
+    assert p.free_nodes(["ghost"], slots(1), 0, 10) == ["ghost"]
+    assert p.free_nodes(["ghost"], slots(2), 0, 10) == []
+
+
+# --- start_ranges and earliest_start ------------------------------------------------------
+#
+# The ``three`` scenario, duration 100, starts in [0, 400]:
+#   a is free for 100 s starting in [0, 0] and [200, 400]
+#   b in [0, 50] and [300, 400]
+#   c in [0, 400]
+# Nodes free at once: t=0: a b c; 1..50: b c; 51..199: c; 200..299: a c; 300..400: a b c.
+
+def test_start_ranges_two_of_three(three):
+    ranges = three.start_ranges(["a", "b", "c"], whole(three), 2, 100, 0, 400)
+    assert ranges == [(0, 50), (200, 400)]
+
+
+def test_start_ranges_all_three(three):
+    ranges = three.start_ranges(["a", "b", "c"], whole(three), 3, 100, 0, 400)
+    assert ranges == [(0, 0), (300, 400)]
+
+
+def test_start_ranges_one_node(three):
+    assert three.start_ranges(["a", "b", "c"], whole(three), 1, 100, 0, 400) == [(0, 400)]
+    assert three.start_ranges(["a"], whole(three), 1, 100, 0, 400) == [(0, 0), (200, 400)]
+    assert three.start_ranges(["b"], whole(three), 1, 100, 0, 400) == [(0, 50), (300, 400)]
+
+
+def test_start_ranges_clip_to_the_query(three):
+    assert three.start_ranges(["a", "b", "c"], whole(three), 2, 100, 10, 250) == [(10, 50), (200, 250)]
+    assert three.start_ranges(["a", "b", "c"], whole(three), 2, 100, 60, 150) == []
+    assert three.start_ranges(["a", "b", "c"], whole(three), 3, 100, 300, 300) == [(300, 300)]
+
+
+def test_start_ranges_longer_duration(three):
+    # 200 s: a free from 200 on; b from 300 on (its [0,150) is too short); c always.
+    assert three.start_ranges(["a", "b", "c"], whole(three), 2, 200, 0, 400) == [(200, 400)]
+    assert three.start_ranges(["a", "b", "c"], whole(three), 3, 200, 0, 400) == [(300, 400)]
+
+
+def test_start_ranges_with_ignore(three):
+    # Ignoring b's booking (as when b's own AR is modified): b free everywhere.
+    ranges = three.start_ranges(["a", "b", "c"], whole(three), 3, 100, 0, 400, ignore=[2])
+    assert ranges == [(0, 0), (200, 400)]
+
+
+def test_count_larger_than_the_nodes(three):
+    assert three.start_ranges(["a", "b", "c"], whole(three), 4, 100, 0, 10_000) == []
+    assert three.earliest_start(["a", "b", "c"], whole(three), 4, 100, 0) is None
+    assert three.earliest_start(["a", "zz"], whole(three), 2, 100, 0) is None
+
+
+def test_need_larger_than_any_node(three):
+    assert three.start_ranges(["a", "b", "c"], slots(5), 1, 100, 0, 400) == []
+    assert three.earliest_start(["a", "b", "c"], slots(5), 1, 100, 0) is None
+
+
+@pytest.mark.parametrize("count,after,expected", [
+    (2, 0, 0),
+    (2, 10, 10),
+    (2, 50, 50),
+    (2, 51, 200),
+    (2, 250, 250),
+    (3, 0, 0),
+    (3, 1, 300),
+    (1, 120, 120),
+    (3, 10_000, 10_000),     # after every booking
+])
+def test_earliest_start(three, count, after, expected):
+    assert three.earliest_start(["a", "b", "c"], whole(three), count, 100, after) == expected
+
+
+def test_earliest_start_partial_slots():
+    # n: 4 slots; in use 3 over [100, 200), 4 over [200, 300), 3 over [300, 400).
+    # One slot is free over [0, 200) and from 300; two slots before 100 and from 400.
+    p = Planner()
+    p.set_capacity("n", 4)
+    p.book(1, "n", 100, 400, 3)
+    p.book(2, "n", 200, 300, 1)
+    assert p.earliest_start(["n"], slots(1), 1, 100, 0) == 0
+    assert p.earliest_start(["n"], slots(1), 1, 200, 0) == 0
+    assert p.earliest_start(["n"], slots(1), 1, 201, 0) == 300      # [0,200) too short
+    assert p.earliest_start(["n"], slots(1), 1, 100, 150) == 300
+    assert p.earliest_start(["n"], slots(2), 1, 100, 50) == 400
+    assert p.earliest_start(["n"], slots(2), 1, 100, 0) == 0
+    assert p.start_ranges(["n"], slots(1), 1, 100, 0, 500) == [(0, 100), (300, 500)]
+    assert p.start_ranges(["n"], slots(2), 1, 100, 0, 500) == [(0, 0), (400, 500)]
+    assert p.earliest_start(["n"], slots(1), 1, 100, 150, ignore=[2]) == 150
+
+
+def test_earliest_start_without_bookings_is_after():
+    p = Planner()
+    p.set_capacity("a", 2)
+    assert p.earliest_start(["a"], slots(2), 1, H, 12345) == 12345
+
+
+def test_start_ranges_merge_neighbouring_nodes():
+    # a free from 0 to 100, b from 100: one node is free to start anywhere in [0, 500].
+    p = Planner()
+    p.set_capacity("a", 1)
+    p.set_capacity("b", 1)
+    p.book(1, "a", 150, 1000, 1)
+    p.book(2, "b", 0, 100, 1)
+    assert p.start_ranges(["a", "b"], slots(1), 1, 50, 0, 500) == [(0, 500)]
+
+
+# --- covered_ranges -----------------------------------------------------------------------
+
+@pytest.mark.parametrize("ranges,count,expected", [
+    ([], 1, []),
+    ([(0, 10)], 1, [(0, 10)]),
+    ([(0, 10)], 2, []),
+    ([(0, 10), (5, 15)], 1, [(0, 15)]),
+    ([(0, 10), (5, 15)], 2, [(5, 10)]),
+    ([(0, 4), (5, 9)], 1, [(0, 9)]),          # integer times: 4 and 5 are neighbours
+    ([(0, 4), (6, 9)], 1, [(0, 4), (6, 9)]),
+    ([(0, 10), (10, 20)], 2, [(10, 10)]),     # closed ranges share the instant 10
+    ([(0, 0), (0, 0), (0, 0)], 3, [(0, 0)]),
+    ([(0, 100), (20, 30), (25, 80), (70, 90)], 3, [(25, 30), (70, 80)]),
+    ([(5, 6), (0, 10)], 2, [(5, 6)]),         # input order does not matter
+])
+def test_covered_ranges(ranges, count, expected):
+    assert covered_ranges(ranges, count) == expected
+
+
+# --- randomized cross-check against brute force -------------------------------------------
+
+def _brute_feasible(bookings, capacity, need, count, duration, t):
+    """Whether ``count`` nodes each have need[node] slots free at every
+    integer instant of [t, t + duration)."""
+    ok = 0
+    for node, cap in capacity.items():
+        if need[node] > cap:
+            continue
+        if all(sum(n for (k, s, e, n) in bookings[node] if s <= u < e) + need[node] <= cap
+               for u in range(t, t + duration)):
+            ok += 1
+    return ok >= count
+
+
+def _scenario(rng: random.Random):
+    p = Planner()
+    capacity, bookings = {}, {}
+    for index in range(rng.randint(1, 4)):
+        name = f"n{index}"
+        cap = rng.randint(1, 4)
+        capacity[name] = cap
+        p.set_capacity(name, cap)
+        bookings[name] = []
+        for _ in range(rng.randint(0, 5)):
+            key = rng.randint(0, 6)
+            start = rng.randint(0, 60)
+            end = start + rng.randint(1, 25)
+            n = rng.randint(1, cap)
+            p.book(key, name, start, end, n)
+            bookings[name].append((key, start, end, n))
+    return p, capacity, bookings
+
+
+def test_earliest_start_matches_brute_force():
+    rng = random.Random(20240611)
+    checked = 0
+    for _ in range(250):
+        p, capacity, bookings = _scenario(rng)
+        names = list(capacity)
+        whole_nodes = rng.random() < 0.5
+        k = rng.randint(1, 4)
+        need = {name: capacity[name] if whole_nodes else k for name in names}
+        count = rng.randint(1, len(names) + 1)
+        duration = rng.randint(1, 20)
+        after = rng.randint(0, 70)
+        horizon = max([after] + [e for b in bookings.values() for (_, _, e, _) in b])
+        expected = next((t for t in range(after, horizon + 1)
+                         if _brute_feasible(bookings, capacity, need, count, duration, t)), None)
+        got = p.earliest_start(names, need.__getitem__, count, duration, after)
+        assert got == expected, (bookings, capacity, need, count, duration, after)
+        checked += expected is not None
+    assert checked > 50   # the cases are not all impossible
+
+
+def test_start_ranges_match_brute_force():
+    rng = random.Random(77)
+    for _ in range(150):
+        p, capacity, bookings = _scenario(rng)
+        names = list(capacity)
+        k = rng.randint(1, 4)
+        need = {name: min(k, capacity[name]) for name in names}
+        count = rng.randint(1, len(names))
+        duration = rng.randint(1, 15)
+        first = rng.randint(0, 50)
+        last = first + rng.randint(0, 40)
+        ignore = {rng.randint(0, 6)} if rng.random() < 0.3 else set()
+        visible = {name: [b for b in bookings[name] if b[0] not in ignore] for name in names}
+        expected = {t for t in range(first, last + 1)
+                    if _brute_feasible(visible, capacity, need, count, duration, t)}
+        ranges = p.start_ranges(names, need.__getitem__, count, duration, first, last, ignore)
+        got = {t for lo, hi in ranges for t in range(lo, hi + 1)}
+        assert got == expected, (bookings, capacity, need, count, duration, first, last, ignore)
+        # maximal, sorted and disjoint ranges
+        assert ranges == sorted(ranges)
+        assert all(hi + 1 < lo2 for (_, hi), (lo2, _) in zip(ranges, ranges[1:]))
