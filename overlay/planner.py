@@ -5,6 +5,11 @@ One model for everything that books capacity over time: each node keeps a
 timeline of bookings (slots held over [start, end)), and every question is
 answered from those timelines. Bookings carry a key (an AR id) so a
 modification can be planned while ignoring the AR's own current booking.
+
+Whole-node questions (PluS's default: an AR takes every slot of its nodes)
+are answered from a free-span index over all nodes, vectorised with numpy
+and rebuilt only after bookings change; requests for some slots per node
+walk the timelines node by node.
 """
 
 from __future__ import annotations
@@ -12,6 +17,8 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
+
+import numpy as np
 
 INFINITY = 2 ** 62
 
@@ -48,9 +55,22 @@ class _Timeline:
         """The most slots in use at any instant of [start, end)."""
         return _peak(self.overlapping(start, end, ignore))
 
+    def whole_free_spans(self) -> list[tuple[int, int]]:
+        """Spans with no booking at all, from 0 to INFINITY."""
+        spans, cursor = [], 0
+        for start, end, slots, _ in self.items:
+            if slots <= 0:
+                continue
+            if start > cursor:
+                spans.append((cursor, start))
+            cursor = max(cursor, end)
+        spans.append((cursor, INFINITY))
+        return spans
+
     def free_spans(self, need: int, start: int, end: int, ignore: frozenset) -> list[tuple[int, int]]:
-        """Maximal spans within [start, end) where ``need`` slots stay free."""
-        if need > self.capacity:
+        """Maximal spans within [start, end) where ``need`` slots stay free;
+        a node without slots is never free."""
+        if need > self.capacity or self.capacity <= 0:
             return []
         limit = self.capacity - need
         spans, span_start = [], start
@@ -105,20 +125,88 @@ def covered_ranges(ranges: Iterable[tuple[int, int]], count: int) -> list[tuple[
     return result
 
 
+class _FreeSpanIndex:
+    """Every node's booking-free spans in three arrays sorted by span start."""
+
+    def __init__(self, nodes: dict[str, _Timeline]) -> None:
+        self.position = {name: i for i, name in enumerate(nodes)}
+        starts, ends, owners = [], [], []
+        for i, timeline in enumerate(nodes.values()):
+            if timeline.capacity <= 0:
+                continue
+            for span_start, span_end in timeline.whole_free_spans():
+                starts.append(span_start)
+                ends.append(span_end)
+                owners.append(i)
+        order = np.argsort(np.asarray(starts, dtype=np.int64), kind="stable")
+        self.starts = np.asarray(starts, dtype=np.int64)[order]
+        self.ends = np.asarray(ends, dtype=np.int64)[order]
+        self.owners = np.asarray(owners, dtype=np.int64)[order]
+
+    def start_candidates(self, names: Iterable[str], duration: int,
+                         after: int) -> tuple[np.ndarray, np.ndarray]:
+        """Per free span of the named nodes long enough for ``duration``:
+        its first and last feasible start at or after ``after``; the first
+        starts come out sorted."""
+        wanted = np.zeros(len(self.position), dtype=bool)
+        wanted[[self.position[n] for n in names if n in self.position]] = True
+        first = np.maximum(self.starts, after)
+        last = self.ends - duration
+        keep = (last >= first) & wanted[self.owners]
+        return first[keep], last[keep]
+
+
+def _first_covered(first: np.ndarray, last: np.ndarray, count: int) -> int | None:
+    """The earliest time in at least ``count`` of the closed ranges
+    [first[i], last[i]], with ``first`` sorted. Such a time is some first[j];
+    try the earliest candidates in growing blocks (cheap when the answer is
+    near, as it usually is), then all of them at once."""
+    total = len(first)
+    block = 256
+    while block < 4096 and block < total:
+        candidates = first[:block]
+        prefix = int(np.searchsorted(first, candidates[-1], side="right"))
+        covering = (first[:prefix, None] <= candidates) & (last[:prefix, None] >= candidates)
+        hits = np.flatnonzero(covering.sum(axis=0) >= count)
+        if hits.size:
+            return int(candidates[hits[0]])
+        block *= 4
+    if total == 0:
+        return None
+    depth = np.searchsorted(first, first, side="right") - np.searchsorted(np.sort(last), first, side="left")
+    hits = np.flatnonzero(depth >= count)
+    return int(first[hits[0]]) if hits.size else None
+
+
 class Planner:
-    """Availability of named nodes over time."""
+    """Availability of named nodes over time.
+
+    ``need(node)`` gives the slots a request wants on a node; None means
+    whole nodes, which takes the vectorised path."""
 
     def __init__(self) -> None:
         self._nodes: dict[str, _Timeline] = {}
         self._keys: dict[object, set[str]] = {}
+        self._index: _FreeSpanIndex | None = None
+
+    def _changed(self) -> None:
+        self._index = None
+
+    def _free_span_index(self) -> _FreeSpanIndex:
+        if self._index is None:
+            self._index = _FreeSpanIndex(self._nodes)
+        return self._index
 
     def set_capacity(self, node: str, slots: int) -> None:
         """Declare a node (or change its slot count), keeping its bookings."""
         timeline = self._nodes.get(node)
         if timeline is None:
             self._nodes[node] = _Timeline(slots)
-        else:
+        elif timeline.capacity != slots:
             timeline.capacity = slots
+        else:
+            return
+        self._changed()
 
     def capacity(self, node: str) -> int:
         return self._nodes[node].capacity if node in self._nodes else 0
@@ -128,10 +216,17 @@ class Planner:
             self._nodes[node] = _Timeline(0)
         self._nodes[node].add(start, end, slots, key)
         self._keys.setdefault(key, set()).add(node)
+        self._changed()
 
     def unbook(self, key: object) -> None:
-        for node in self._keys.pop(key, ()):
+        nodes = self._keys.pop(key, ())
+        for node in nodes:
             self._nodes[node].remove(key)
+        if nodes:
+            self._changed()
+
+    def _slots(self, need: Callable[[str], int] | None) -> Callable[[str], int]:
+        return need if need is not None else (lambda name: self._nodes[name].capacity)
 
     def peak(self, node: str, start: int, end: int, ignore: Iterable = ()) -> int:
         """Most slots of ``node`` booked at once during [start, end)."""
@@ -144,23 +239,31 @@ class Planner:
             return False
         return timeline.peak(start, end, frozenset(ignore)) + slots <= timeline.capacity
 
-    def free_nodes(self, nodes: Iterable[str], need: Callable[[str], int],
+    def free_nodes(self, nodes: Iterable[str], need: Callable[[str], int] | None,
                    start: int, end: int, ignore: Iterable = ()) -> list[str]:
         """The given nodes (order kept) with ``need(node)`` slots free over [start, end)."""
         skip = frozenset(ignore)
+        need = self._slots(need)
         free = []
         for name in nodes:
             timeline = self._nodes.get(name)
-            if timeline is not None and timeline.peak(start, end, skip) + need(name) <= timeline.capacity:
+            if timeline is not None and timeline.capacity > 0 and \
+                    timeline.peak(start, end, skip) + need(name) <= timeline.capacity:
                 free.append(name)
         return free
 
-    def start_ranges(self, nodes: Iterable[str], need: Callable[[str], int], count: int,
+    def start_ranges(self, nodes: Iterable[str], need: Callable[[str], int] | None, count: int,
                      duration: int, first: int, last: int,
                      ignore: Iterable = ()) -> list[tuple[int, int]]:
         """Closed ranges of start times in [first, last] at which ``count`` of
         the nodes each have ``need(node)`` slots free for ``duration`` seconds."""
         skip = frozenset(ignore)
+        if need is None and not skip:
+            starts, ends = self._free_span_index().start_candidates(nodes, duration, first)
+            keep = starts <= last
+            return covered_ranges(zip(starts[keep].tolist(), np.minimum(ends[keep], last).tolist()),
+                                  count)
+        need = self._slots(need)
         ranges = []
         for name in nodes:
             timeline = self._nodes.get(name)
@@ -171,10 +274,13 @@ class Planner:
                     ranges.append((span_start, span_end - duration))
         return covered_ranges(ranges, count)
 
-    def earliest_start(self, nodes: Iterable[str], need: Callable[[str], int], count: int,
+    def earliest_start(self, nodes: Iterable[str], need: Callable[[str], int] | None, count: int,
                        duration: int, after: int, ignore: Iterable = ()) -> int | None:
         """The first time at or after ``after`` when ``count`` nodes are free
         together for ``duration``; None when not enough nodes could ever be."""
+        if need is None and not ignore:
+            starts, ends = self._free_span_index().start_candidates(nodes, duration, after)
+            return _first_covered(starts, ends, count)
         names = list(nodes)
         horizon = max([after] + [self.last_end(name) for name in names])
         ranges = self.start_ranges(names, need, count, duration, after, horizon, ignore)

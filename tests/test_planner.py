@@ -371,3 +371,43 @@ def test_start_ranges_match_brute_force():
         # maximal, sorted and disjoint ranges
         assert ranges == sorted(ranges)
         assert all(hi + 1 < lo2 for (_, hi), (lo2, _) in zip(ranges, ranges[1:]))
+
+
+# --- the vectorised whole-node path agrees with the node-by-node one ---------------------
+
+@pytest.mark.parametrize("seed", range(25))
+def test_whole_node_index_agrees_with_the_timelines(seed):
+    rng = random.Random(1000 + seed)
+    planner = Planner()
+    names = [f"n{i}" for i in range(rng.randint(1, 40))]
+    for name in names:
+        planner.set_capacity(name, rng.choice([0, 1, 4, 8]))
+    for key in range(rng.randint(0, 300)):
+        node = rng.choice(names)
+        start = rng.randrange(0, 20_000)
+        planner.book(key, node, start, start + rng.randint(1, 3_000), rng.randint(1, 8))
+    whole = lambda name: planner.capacity(name)  # noqa: E731 - the node-by-node path
+    asked = rng.sample(names + ["unknown"], k=rng.randint(1, len(names) + 1))
+    for _ in range(10):
+        count = rng.randint(1, len(names) + 1)
+        duration = rng.randint(1, 4_000)
+        after = rng.randrange(0, 25_000)
+        assert planner.earliest_start(asked, None, count, duration, after) == \
+            planner.earliest_start(asked, whole, count, duration, after)
+        last = after + rng.randint(0, 10_000)
+        assert planner.start_ranges(asked, None, count, duration, after, last) == \
+            planner.start_ranges(asked, whole, count, duration, after, last)
+    assert planner.free_nodes(asked, None, 5_000, 6_000) == planner.free_nodes(asked, whole, 5_000, 6_000)
+
+
+def test_whole_node_index_follows_bookings_and_scales_past_its_blocks():
+    planner = Planner()
+    for i in range(5_000):
+        planner.set_capacity(f"n{i}", 1)
+        planner.book(i, f"n{i}", 0, 100 + i, 1)  # node i frees at 100 + i
+    names = [f"n{i}" for i in range(5_000)]
+    assert planner.earliest_start(names, None, 4_500, 10, 0) == 100 + 4_499
+    planner.unbook(4_499)
+    assert planner.earliest_start(names, None, 4_500, 10, 0) == 100 + 4_498  # n4499 is free now
+    planner.book("late", "n0", 150, 10_000, 1)
+    assert planner.earliest_start(names, None, 5_000, 10, 0) == 10_000
