@@ -351,18 +351,21 @@ class Manager:
             if ar_id is not None and selected[0].state in FINISHED_STATES:
                 raise ReservationError(f"AR {ar_id} has already ended (state {selected[0].state.value})")
             selected = [ar for ar in selected if ar.state not in FINISHED_STATES]
-            for ar in selected:
-                self._check_no_pending(ar)
-            for ar in selected:
-                if transactional:
-                    self._set_pending(ar, Operation.CANCEL)
-                else:
-                    self._cancel_now(ar)
-            return selected
+            return self._now_or_pending(selected, Operation.CANCEL, transactional, self._cancel_now)
 
-    def _set_pending(self, ar: Reservation, operation: Operation) -> None:
-        ar.pending, ar.pending_since = operation, self.now()
-        self.store.save(ar)
+    def _now_or_pending(self, selected: list[Reservation], operation: Operation,
+                        transactional: bool, act: Callable[[Reservation], None]) -> list[Reservation]:
+        """Act on every selected AR now, or with -T mark it pending; none
+        may already have a pending operation."""
+        for ar in selected:
+            self._check_no_pending(ar)
+        for ar in selected:
+            if transactional:
+                ar.pending, ar.pending_since = operation, self.now()
+                self.store.save(ar)
+            else:
+                act(ar)
+        return selected
 
     def _cancel_now(self, ar: Reservation) -> None:
         now = self.now()
@@ -379,14 +382,7 @@ class Manager:
                 transactional: bool = False) -> list[Reservation]:
         with self.lock:
             selected = self.select(caller, ar_id, owner, "destroy", transactional)
-            for ar in selected:
-                self._check_no_pending(ar)
-            for ar in selected:
-                if transactional:
-                    self._set_pending(ar, Operation.DESTROY)
-                else:
-                    self._destroy_now(ar)
-            return selected
+            return self._now_or_pending(selected, Operation.DESTROY, transactional, self._destroy_now)
 
     def _destroy_now(self, ar: Reservation) -> None:
         now = self.now()

@@ -4,6 +4,13 @@
 #
 #   bash scripts/install.sh [extras]      e.g. bash scripts/install.sh test
 #
+# Optional settings, from the environment:
+#   PLUS_VENV=DIR              the venv (default /opt/plus-venv)
+#   PLUS_EXTRA_PACKAGES="..."  more Debian packages to install if missing
+#   PLUS_LINK_COMMANDS=no      leave /usr/local/bin alone (scripts/test-env.sh)
+#   PLUS_LOG_TAG=NAME          how messages on stderr begin (default "install")
+#   PLUS_PHASE_TIMES=yes       a timing line on stderr after each phase
+#
 # Debian's /usr/bin/python3 is used (not a pyenv under /root, which other
 # users cannot reach): the commands run as every user of the site.
 set -euo pipefail
@@ -12,8 +19,12 @@ export DEBIAN_FRONTEND=noninteractive
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PLUS_VENV=${PLUS_VENV:-/opt/plus-venv}
 extras=${1:+[$1]}
+PLUS_LOG_TAG=${PLUS_LOG_TAG:-install}
+tag=$PLUS_LOG_TAG
 
-[[ $EUID -eq 0 ]] || { echo "install: must run as root" >&2; exit 1; }
+[[ $EUID -eq 0 ]] || { echo "$tag: must run as root" >&2; exit 1; }
+
+source "$repo/scripts/lib.sh"
 
 # apt-get update only when a package is missing: it is the slow part.
 missing=()
@@ -21,30 +32,42 @@ for pkg in python3-venv ${PLUS_EXTRA_PACKAGES:-}; do
     [[ $(dpkg-query -W -f='${db:Status-Status}' "$pkg" 2>/dev/null) == installed ]] || missing+=("$pkg")
 done
 if ((${#missing[@]})); then
-    echo "install: installing ${missing[*]}" >&2
+    echo "$tag: installing ${missing[*]}" >&2
     apt-get update -qq
-    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    no_fds apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
+phase packages
 
-# Rebuild the venv unless it is a working venv of /usr/bin/python3.
+# Rebuild the venv unless it is a working venv of /usr/bin/python3 (an older
+# one made from the pyenv Python under /root looks fine to root but is
+# unusable for everyone else).
 if ! grep -qx 'home = /usr/bin' "$PLUS_VENV/pyvenv.cfg" 2>/dev/null ||
    ! "$PLUS_VENV/bin/python" -c '' 2>/dev/null; then
     if [[ -e $PLUS_VENV && ! -e $PLUS_VENV/pyvenv.cfg ]]; then
-        echo "install: $PLUS_VENV exists and is not a venv; not touching it" >&2
+        echo "$tag: $PLUS_VENV exists and is not a venv; not touching it" >&2
         exit 1
     fi
-    echo "install: creating venv $PLUS_VENV" >&2
+    echo "$tag: creating venv $PLUS_VENV" >&2
     rm -rf "$PLUS_VENV"
     /usr/bin/python3 -m venv "$PLUS_VENV"
-    "$PLUS_VENV/bin/python" -m pip install --quiet --upgrade pip
+    # Only on creation: repeat runs should not pay for a network look-up.
+    "$PLUS_VENV/bin/python" -m pip install -qq --upgrade pip
 fi
+phase venv
 
-# pip rebuilds a local directory every time, so the current code is what is
-# installed; a stale build/ would smuggle deleted modules into the wheel.
+# pip always rebuilds and reinstalls a local directory, so the current code is
+# what gets installed; dependencies already satisfied are left alone.
+# setuptools builds in-tree and would copy stale files (deleted or renamed
+# modules) from an old build/ into the wheel, so that goes first.
+# -qq (here and above): errors only; this machine's pip.conf and setuptools'
+# deprecation notices would otherwise print dozens of warnings on every run.
 rm -rf "$repo/build"
-"$PLUS_VENV/bin/python" -m pip install --quiet "$repo$extras"
+"$PLUS_VENV/bin/python" -m pip install -qq "$repo$extras"
 chmod -R a+rX "$PLUS_VENV"
 
-for command in "$PLUS_VENV"/bin/plus_*; do
-    ln -sf "$command" /usr/local/bin/
-done
+if [[ ${PLUS_LINK_COMMANDS:-yes} != no ]]; then
+    for command in "$PLUS_VENV"/bin/plus_*; do
+        ln -sf "$command" /usr/local/bin/
+    done
+fi
+phase install

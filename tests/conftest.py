@@ -10,6 +10,7 @@ another's rows; the schema is dropped afterwards.
 from __future__ import annotations
 
 import os
+import time
 import uuid
 
 import pytest
@@ -64,3 +65,14 @@ def store(store_url):
         yield instance
     finally:
         instance.close()
+
+
+@pytest.fixture
+def zone(monkeypatch):
+    """Set the local time zone for the test; restores the previous one after."""
+    def set_zone(name: str) -> None:
+        monkeypatch.setenv("TZ", name)
+        time.tzset()
+    yield set_zone
+    monkeypatch.undo()
+    time.tzset()

@@ -35,14 +35,6 @@ def lines(path: Path) -> list[str]:
     return path.read_text(encoding="utf-8").splitlines()
 
 
-@pytest.fixture
-def zone(monkeypatch):
-    def set_zone(name: str) -> None:
-        monkeypatch.setenv("TZ", name)
-        time.tzset()
-    yield set_zone
-    monkeypatch.undo()
-    time.tzset()
 
 
 # --- ReportingWriter: the record formats --------------------------------------------------

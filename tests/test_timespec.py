@@ -30,15 +30,6 @@ def utc(*fields: int) -> int:
 NOW = utc(2026, 6, 15, 12, 0, 0)
 
 
-@pytest.fixture
-def zone(monkeypatch):
-    """Set the local time zone for the test; restores the previous one after."""
-    def set_zone(name: str) -> None:
-        monkeypatch.setenv("TZ", name)
-        time.tzset()
-    yield set_zone
-    monkeypatch.undo()
-    time.tzset()
 
 
 # --- Grid Engine form [[CC]YY]MMDDhhmm[.SS] -------------------------------------------
