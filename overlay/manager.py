@@ -236,8 +236,7 @@ class Manager:
                 raise PermissionDenied(f"{caller.user} may not create advance reservations: "
                                        "only managers and members of the arusers list may")
             limit = self.config.max_advance_reservations
-            active = sum(1 for ar in self.ars.values() if ar.state not in FINISHED_STATES)
-            if limit and active >= limit:
+            if limit and sum(ar.state not in FINISHED_STATES for ar in self.ars.values()) >= limit:
                 raise LimitExceeded(f"the number of advance reservations would exceed "
                                     f"max_advance_reservations ({limit})")
             now = self.now()

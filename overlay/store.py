@@ -226,14 +226,13 @@ class Store:
         counter = session.get(CounterRow, "arseqnum")
         if counter is None:
             counter = CounterRow(name="arseqnum", value=0)
-        used = set(session.exec(select(ReservationRow.id)).all())
-        if len(used) >= MAX_AR_ID:
-            raise ReservationError("no AR id is free: all ids up to 9999999 are in use")
         candidate = counter.value
-        while True:
+        for _ in range(MAX_AR_ID):
             candidate = candidate % MAX_AR_ID + 1
-            if candidate not in used:
+            if session.get(ReservationRow, candidate) is None:
                 break
+        else:
+            raise ReservationError(f"no AR id is free: all ids up to {MAX_AR_ID} are in use")
         counter.value = candidate
         session.add(counter)
         return candidate

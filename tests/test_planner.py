@@ -398,6 +398,15 @@ def test_whole_node_index_agrees_with_the_timelines(seed):
         assert planner.start_ranges(asked, None, count, duration, after, last) == \
             planner.start_ranges(asked, whole, count, duration, after, last)
     assert planner.free_nodes(asked, None, 5_000, 6_000) == planner.free_nodes(asked, whole, 5_000, 6_000)
+    for step in range(30):  # the index follows bookings and releases between queries
+        if step % 3 == 0:
+            planner.unbook(rng.randrange(0, 300))
+        else:
+            start = rng.randrange(0, 20_000)
+            planner.book(("later", step), rng.choice(names), start, start + rng.randint(1, 3_000), 1)
+        count, duration, after = rng.randint(1, len(names)), rng.randint(1, 4_000), rng.randrange(0, 25_000)
+        assert planner.earliest_start(asked, None, count, duration, after) == \
+            planner.earliest_start(asked, whole, count, duration, after)
 
 
 def test_whole_node_index_follows_bookings_and_scales_past_its_blocks():
