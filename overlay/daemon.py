@@ -227,6 +227,7 @@ class _Handler(socketserver.StreamRequestHandler):
 
 class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     daemon_threads = True
+    request_queue_size = 256  # a burst of commands must queue, not fail with EAGAIN
 
 
 class PidLock:

@@ -18,6 +18,7 @@ import json
 import os
 import re
 import socket
+import time
 
 DEFAULT_CONF = "/etc/plus/plus.yaml"
 DEFAULT_STATE_DIR = "/var/lib/plus"
@@ -93,12 +94,25 @@ def receive_message(sock: socket.socket) -> dict:
     return message
 
 
+def _connect(sock: socket.socket, path: str, timeout: float) -> None:
+    """Connect, waiting while the daemon's listen queue is full (EAGAIN)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            sock.connect(path)
+            return
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
+
+
 def call(path: str, op: str, args: dict, timeout: float = 120.0) -> dict:
     """One request to the daemon at ``path``; returns its reply object."""
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         sock.settimeout(timeout)
         try:
-            sock.connect(path)
+            _connect(sock, path, timeout)
         except OSError as exc:
             raise ProtocolError(
                 f"cannot reach plus_scheduler at {path} ({exc.strerror or exc}); "
