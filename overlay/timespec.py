@@ -97,9 +97,19 @@ def format_duration(seconds: int) -> str:
     return f"{seconds // 3600}:{seconds % 3600 // 60}:{seconds % 60}"
 
 
+_minutes: dict[tuple, dict[int, str]] = {}
+
+
 def format_time(epoch: int) -> str:
-    """qrstat's table time: MM/DD/YYYY hh:mm:ss in local time."""
-    return _time.strftime("%m/%d/%Y %H:%M:%S", _time.localtime(epoch))
+    """qrstat's table time: MM/DD/YYYY hh:mm:ss in local time. Listings of
+    thousands of ARs repeat minutes, and zone offsets are whole minutes, so
+    each minute is formatted once."""
+    minute, second = divmod(int(epoch), 60)
+    cache = _minutes.setdefault(_time.tzname, {})  # per zone: tests and tzset() change it
+    text = cache.get(minute)
+    if text is None:
+        text = cache[minute] = _time.strftime("%m/%d/%Y %H:%M", _time.localtime(minute * 60))
+    return f"{text}:{second:02d}"
 
 
 def format_ctime(epoch: int) -> str:

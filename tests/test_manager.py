@@ -513,3 +513,49 @@ def test_node_hook_vetoes_and_order_hook(env):
         env.reserve(nodes=2)
     env.pm.register(Reversed(), name="reversed")
     assert env.reserve(BOB, nodes=1, start=T0 + 9 * HOUR).node_names == ["n04"]
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.events: list[tuple] = []
+
+    @hookimpl
+    def plus_reservation_granted(self, reservation):
+        self.events.append(("granted", reservation.id))
+
+    @hookimpl
+    def plus_reservation_started(self, reservation):
+        self.events.append(("started", reservation.id))
+
+    @hookimpl
+    def plus_reservation_ended(self, reservation):
+        self.events.append(("ended", reservation.id))
+
+    @hookimpl
+    def plus_reservation_cancelled(self, reservation):
+        self.events.append(("cancelled", reservation.id))
+
+    @hookimpl
+    def plus_reservation_error(self, reservation, reason):
+        self.events.append(("error", reservation.id, reason is not None))
+
+
+def test_lifecycle_events_reach_plugins(env):
+    recorder = Recorder()
+    env.pm.register(recorder, name="recorder")
+    first = env.reserve(nodes=1)
+    second = env.reserve(nodes=1, transactional=True)
+    assert recorder.events == [("granted", first.id)]
+    env.manager.commit(ALICE, second.id)
+    env.cluster_file.write_text(_with_alive(CLUSTER, second.node_names[0], False))
+    env.manager.tick()
+    env.cluster_file.write_text(CLUSTER)
+    env.clock.now = first.start
+    env.manager.tick()
+    env.manager.cancel(ALICE, second.id, None)
+    env.clock.now = first.end
+    env.manager.tick()
+    assert recorder.events == [
+        ("granted", first.id), ("granted", second.id), ("error", second.id, True),
+        ("started", first.id), ("started", second.id), ("error", second.id, False),
+        ("cancelled", second.id), ("ended", first.id)]
