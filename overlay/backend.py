@@ -64,11 +64,17 @@ class Backend(ABC):
         """How users submit jobs into the AR, for plus_status -r."""
         return None
 
-    def health(self, reservation: Reservation) -> str | None:
-        """None when the AR's nodes are all usable, else the reason they aren't."""
+    def health(self, reservations: list[Reservation]) -> dict[int, str]:
+        """Why ARs cannot be honoured, by AR id; the ARs missing are healthy.
+        One call per reconcile pass for all ARs, so a backend can ask its
+        batch system once."""
         down = {node.name for node in self.nodes() if not node.alive}
-        failed = [name for name in reservation.node_names if name in down]
-        return f"reserved host(s) down: {', '.join(failed)}" if failed else None
+        problems = {}
+        for reservation in reservations:
+            failed = [name for name in reservation.node_names if name in down]
+            if failed:
+                problems[reservation.id] = f"reserved host(s) down: {', '.join(failed)}"
+        return problems
 
     def close(self) -> None:
         """Release connections at daemon shutdown."""

@@ -90,7 +90,7 @@ def reservation_view(ar: Reservation, manager: Manager) -> dict:
 class Service:
     """The operations clients may call, by name."""
 
-    def __init__(self, manager: Manager, on_change: Callable[[], None],
+    def __init__(self, manager: Manager, on_change: Callable[[list[Reservation]], None],
                  on_shutdown: Callable[[], None]) -> None:
         self.manager = manager
         self.on_change = on_change
@@ -136,7 +136,7 @@ class Service:
             attributes=tuple((str(k), str(v)) for k, v in attributes),
             queues=_names(args, "queues") or (), name=_arg(args, "name", str) or "")
         ar = self.manager.reserve(caller, request, bool(args.get("transactional")))
-        self.on_change()
+        self.on_change([ar])
         return reservation_view(ar, self.manager)
 
     def op_modify(self, caller: Caller, args: dict) -> dict:
@@ -145,13 +145,13 @@ class Service:
             end=_arg(args, "end", int), duration=_arg(args, "duration", int),
             nodes=_arg(args, "nodes", int), users=_names(args, "users"),
             transactional=bool(args.get("transactional")))
-        self.on_change()
+        self.on_change([ar])
         return reservation_view(ar, self.manager)
 
     def _select_op(self, caller: Caller, args: dict, operation: Callable) -> list[dict]:
         ars = operation(caller, _arg(args, "id", int), _arg(args, "owner", str),
                         bool(args.get("transactional")))
-        self.on_change()
+        self.on_change(ars)
         return self._views(ars)
 
     def op_cancel(self, caller: Caller, args: dict) -> list[dict]:
@@ -162,12 +162,12 @@ class Service:
 
     def op_commit(self, caller: Caller, args: dict) -> dict:
         ar = self.manager.commit(caller, _arg(args, "id", int, True))
-        self.on_change()
+        self.on_change([ar])
         return reservation_view(ar, self.manager)
 
     def op_abort(self, caller: Caller, args: dict) -> dict:
         ar = self.manager.abort(caller, _arg(args, "id", int, True))
-        self.on_change()
+        self.on_change([ar])
         return reservation_view(ar, self.manager)
 
     def op_status(self, caller: Caller, args: dict) -> list:
@@ -270,7 +270,7 @@ class Daemon:
             self.pid_lock.release()
             raise
         self.lifecycle = Lifecycle(self.manager, config.reconcile_interval)
-        self.service = Service(self.manager, self.lifecycle.schedule_next, self.stop)
+        self.service = Service(self.manager, self.lifecycle.notice, self.stop)
         self.server: _Server | None = None
 
     def serve(self) -> None:

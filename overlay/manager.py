@@ -492,14 +492,15 @@ class Manager:
         with self.lock:
             now = self.now()
             self.refresh_nodes()
+            problems = self._health([ar for ar in self.ars.values() if ar.holds_resources])
             for ar in list(self.ars.values()):
-                self._advance(ar, now)
+                self._advance(ar, now, problems.get(ar.id))
             self._expire(now)
             for ar in list(self.ars.values()):
                 self._apply(ar)
             return self.next_due()
 
-    def _advance(self, ar: Reservation, now: int) -> None:
+    def _advance(self, ar: Reservation, now: int, reason: str | None) -> None:
         if ar.pending is not None and ar.pending_since + self.config.commit_timeout <= now:
             self._abort(ar, f"automatically: not committed within {self.config.commit_timeout} s")
             if ar.id not in self.ars:
@@ -514,7 +515,6 @@ class Manager:
             self._log(ar, EVENT_END, "end time of AR reached")
             self.pm.hook.plus_reservation_ended(reservation=ar)
             return
-        reason = self._health(ar)
         target = ar.error_state(now) if reason else ar.window_state(now)
         if target == ar.state and (reason or "") == ar.message:
             return
@@ -530,11 +530,11 @@ class Manager:
             self._log(ar, EVENT_SATISFIED, "AR resources satisfied again")
             self.pm.hook.plus_reservation_error(reservation=ar, reason=None)
 
-    def _health(self, ar: Reservation) -> str | None:
+    def _health(self, ars: list[Reservation]) -> dict[int, str]:
         try:
-            return self.backend.health(ar)
+            return self.backend.health(ars)
         except Exception as exc:
-            return f"backend health check failed: {exc}"
+            return {ar.id: f"backend health check failed: {exc}" for ar in ars}
 
     def _expire(self, now: int) -> None:
         """Forget finished ARs after ``expiry`` seconds, and beyond the
@@ -570,19 +570,22 @@ class Manager:
             log.warning("backend could not apply state %s of AR %s (will retry): %s",
                         ar.state.value, ar.id, exc)
 
-    def next_due(self) -> int | None:
-        """The next instant at which an AR changes state by the clock."""
+    def due_times(self, ar: Reservation) -> list[int]:
+        """When the clock alone changes this AR: commit time-out, start, end, expiry."""
         times = []
-        for ar in self.ars.values():
-            if ar.pending is not None:
-                times.append(ar.pending_since + self.config.commit_timeout)
-            if ar.state in (State.WAITING, State.WARNING):
-                times.append(ar.start)
-            if ar.state not in FINISHED_STATES:
-                times.append(ar.end)
-            elif ar.finished_time is not None:
-                times.append(ar.finished_time + self.config.expiry)
-        return min(times) if times else None
+        if ar.pending is not None:
+            times.append(ar.pending_since + self.config.commit_timeout)
+        if ar.state in (State.WAITING, State.WARNING):
+            times.append(ar.start)
+        if ar.state not in FINISHED_STATES:
+            times.append(ar.end)
+        elif ar.finished_time is not None:
+            times.append(ar.finished_time + self.config.expiry)
+        return times
+
+    def next_due(self) -> int | None:
+        """The next instant at which any AR changes state by the clock."""
+        return min((t for ar in self.ars.values() for t in self.due_times(ar)), default=None)
 
 
 def sort_nodes(nodes: list[Node], keys: list[str], now: int) -> list[Node]:
