@@ -99,6 +99,9 @@ def test_modify_options_and_transactions(daemon):
     assert daemon.status("-r", str(ar_id))[0]["end"] > changed["end"]
     out = daemon.ok("plusu1", "plus_modify", "-T", "-r", str(ar_id), "-n", "5")
     assert "pending" in out
+    xml = daemon.ok("plusu1", "plus_status", "-x")
+    SCHEMA.validate(xml)
+    assert '<pending_operation operation="modify"' in xml
     assert daemon.run("plusu2", "plus_reserve", "-s", "now+5h", "-D", "1h", "-n", "1").returncode == 1
     daemon.ok("plusu1", "plus_abort", "-r", str(ar_id))
     assert len(daemon.status("-r", str(ar_id))[0]["allocations"]) == 3

@@ -43,12 +43,11 @@ def resource_pairs(view: dict) -> list[tuple[str, str]]:
 def table(rows: list[list], show_nodes: bool = False) -> str:
     """qrstat's table from summary rows [id, name, owner, state, start, end, nodes]."""
     header = TABLE_HEADER + ("  nodes" if show_nodes else "")
-    lines = [header, RULE + ("-" * 7 if show_nodes else "")]
-    for ar_id, name, owner, state, start, end, nodes in rows:
-        line = (f"{ar_id:>7} {name[:10]:<10} {owner[:12]:<12} {state:<5} "
-                f"{format_time(start)} {format_time(end)} {format_duration(end - start)}")
-        lines.append(line + "  " + nodes if show_nodes else line)
-    return "\n".join(lines)
+    when, length = format_time, format_duration  # local names: this loop runs per AR
+    lines = [f"{ar_id:>7} {name[:10]:<10} {owner[:12]:<12} {state:<5} "
+             f"{when(start)} {when(end)} {length(end - start)}{'  ' + nodes if show_nodes else ''}"
+             for ar_id, name, owner, state, start, end, nodes in rows]
+    return "\n".join([header, RULE + ("-" * 7 if show_nodes else "")] + lines)
 
 
 def detail(view: dict) -> str:
