@@ -226,6 +226,8 @@ class Manager:
         raise ReservationError(reason)
 
     def _log(self, ar: Reservation, event: str, message: str) -> None:
+        """An ar_log record, and the same line in the daemon's log."""
+        log.info("AR %d (%s, state %s): %s: %s", ar.id, ar.owner, ar.state.value, event, message)
         self.reporting.ar_log(self.now(), ar, event, message)
 
     # -- reserve ---------------------------------------------------------------
