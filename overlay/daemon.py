@@ -243,7 +243,8 @@ class PidLock:
             self.handle.seek(0)
             other = self.handle.read().strip() or "?"
             self.handle.close()
-            raise ConfigError(f"plus_scheduler is already running (pid {other}) for {os.path.dirname(path)}")
+            raise ConfigError(f"plus_scheduler is already running (pid {other}) for "
+                              f"{os.path.dirname(path)}") from None
         self.handle.seek(0)
         self.handle.truncate()
         self.handle.write(f"{os.getpid()}\n")

@@ -47,12 +47,12 @@ class Env:
         self.cluster_file = tmp_path / "cluster.yaml"
         self.cluster_file.write_text(cluster)
         self.conf = tmp_path / "plus.yaml"
-        self.conf.write_text(textwrap.dedent(f"""\
+        self.conf.write_text(textwrap.dedent("""\
             state_dir: state
             duration_offset: 60
             commit_timeout: 300
             expiry: 3600
-            native: {{cluster: cluster.yaml, local_host: false}}
+            native: {cluster: cluster.yaml, local_host: false}
             """) + settings)
         self.config = config_module.load(str(self.conf))
         self.clock = Clock(T0)
