@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from dataclasses import asdict
 from typing import Iterator, Mapping
 
-from sqlalchemy import event, make_url, text
+from sqlalchemy import event, inspect, make_url, text
 from sqlmodel import Field, Session, SQLModel, create_engine, delete, select
 
 from overlay.model import Allocation, Operation, Request, Reservation, ReservationError, State
@@ -24,6 +24,10 @@ from overlay.planner import Planner
 from overlay.request import MAX_AR_ID
 
 _ADVISORY_LOCK = 0x504C5553  # "PLUS"
+
+
+class StoreError(Exception):
+    """The database cannot serve as this version's store."""
 
 
 class Conflict(ReservationError):
@@ -140,6 +144,15 @@ class Store:
             if not self.is_sqlite:
                 connection.execute(text(f"SELECT pg_advisory_xact_lock({_ADVISORY_LOCK})"))
             SQLModel.metadata.create_all(connection)
+            inspector = inspect(connection)
+            for table in SQLModel.metadata.sorted_tables:
+                present = {column["name"] for column in inspector.get_columns(table.name)}
+                missing = [column.name for column in table.columns if column.name not in present]
+                if missing:
+                    raise StoreError(
+                        f"the store {make_url(self.url).render_as_string()} was made by another "
+                        f"version: table {table.name} lacks {', '.join(missing)}; migrate it or "
+                        "give plus_scheduler a new store (-r)")
 
     @staticmethod
     def _sqlite_connect(dbapi_connection, _record) -> None:

@@ -571,3 +571,16 @@ def test_fixture_databases_start_empty(store):
     assert counter(store) is None
     store.create(new_ar(), CAPACITY)
     assert counter(store) == 1
+
+
+def test_a_store_from_another_version_is_refused_with_the_missing_columns(store_url):
+    from sqlalchemy import create_engine, text as sql
+
+    from overlay.store import StoreError
+
+    engine = create_engine(store_url)
+    with engine.begin() as connection:
+        connection.execute(sql("CREATE TABLE allocation (id INTEGER PRIMARY KEY, reservation_id INTEGER)"))
+    engine.dispose()
+    with pytest.raises(StoreError, match=r"table allocation lacks node, slots, start_time"):
+        Store(store_url)
