@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
+import time
 from contextlib import contextmanager
 from dataclasses import asdict
 from typing import Iterator, Mapping
@@ -158,7 +160,16 @@ class Store:
     def _sqlite_connect(dbapi_connection, _record) -> None:
         dbapi_connection.isolation_level = None  # we issue BEGIN ourselves
         cursor = dbapi_connection.cursor()
-        cursor.execute("PRAGMA journal_mode=WAL")
+        # Switching a new file to WAL can meet SQLITE_BUSY at once, without
+        # the busy timeout, while other daemons open it too: retry a while.
+        for attempt in range(300):
+            try:
+                cursor.execute("PRAGMA journal_mode=WAL")
+                break
+            except sqlite3.OperationalError:
+                if attempt == 299:
+                    raise
+                time.sleep(0.1)
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.close()
