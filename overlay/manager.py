@@ -181,13 +181,17 @@ class Manager:
         if refusal:
             raise ReservationError(refusal)
 
-    def _eligible(self, request: Request) -> list[Node]:
-        """Live nodes that can hold the request, in the configured NodeSortKey order."""
+    def _reservable(self) -> list[Node]:
+        """Live nodes of the reservable queues (sge_queues, -sgeq), in the
+        configured NodeSortKey order."""
         allowed = self.config.sge_queues
         nodes = [n for n in self.nodes.values()
-                 if n.alive and node_satisfies(n, request)
-                 and (not allowed or any(q in allowed for q in n.queues))]
+                 if n.alive and (not allowed or any(q in allowed for q in n.queues))]
         return sort_nodes(nodes, self.config.node_order, self.now())
+
+    def _eligible(self, request: Request) -> list[Node]:
+        """Reservable nodes that can hold the request, in allocation order."""
+        return [n for n in self._reservable() if node_satisfies(n, request)]
 
     def _allocate(self, caller: Caller, request: Request, ignore: Iterable = (),
                   prefer: Iterable[str] = ()) -> list[Allocation]:
@@ -418,8 +422,8 @@ class Manager:
         if operation == Operation.RESERVE:
             ar.pending = ar.pending_since = None
             ar.state = ar.window_state(self.now())
-            if ar.state == State.EXITED:
-                ar.state, ar.finished_time = State.EXITED, self.now()
+            if ar.state == State.EXITED:  # a short window that ended while pending
+                ar.finished_time = self.now()
             self.store.save(ar)
             self._book(ar)
             self._granted(ar)
@@ -479,12 +483,7 @@ class Manager:
         if end <= start:
             raise ReservationError("the end time must be later than the start time")
         with self.lock:
-            allowed = self.config.sge_queues
-            nodes = [n for n in self.nodes.values()
-                     if n.alive and (not allowed or any(q in allowed for q in n.queues))]
-            ordered = sort_nodes(nodes, self.config.node_order, self.now())
-            return self.planner.free_nodes([n.name for n in ordered],
-                                           lambda name: self.nodes[name].slots, start, end)
+            return self.planner.free_nodes([n.name for n in self._reservable()], None, start, end)
 
     # -- time ------------------------------------------------------------------
 
