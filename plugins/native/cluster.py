@@ -131,15 +131,15 @@ class Cluster:
 
     def nodes(self) -> list[Node]:
         if self.path:
-            stamp = os.stat(self.path).st_mtime_ns
-            if stamp != self._stamp:
-                try:
+            try:
+                stamp = os.stat(self.path).st_mtime_ns
+                if stamp != self._stamp:
                     self._file_nodes = load_cluster_file(self.path)
-                except ClusterError as exc:
-                    if self._stamp is None:
-                        raise
-                    log.error("keeping the previous nodes: %s", exc)
-                self._stamp = stamp
+                    self._stamp = stamp
+            except (OSError, ClusterError) as exc:
+                if self._stamp is None:
+                    raise ClusterError(str(exc)) from None
+                log.error("keeping the previous nodes: %s", exc)
         nodes = ([local_node()] if self.include_local else []) + self._file_nodes
         _check_unique(nodes, self.path or "cluster")
         return nodes
