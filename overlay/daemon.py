@@ -71,7 +71,9 @@ def reservation_view(ar: Reservation, manager: Manager) -> dict:
                     "memory_mb": request.memory_mb, "ncpus": request.ncpus,
                     "arch": request.arch, "os": request.os,
                     "attributes": [list(p) for p in request.attributes],
-                    "queues": list(request.queues)},
+                    "queues": list(request.queues), "hard_error": request.hard_error,
+                    "mail_options": request.mail_options or "n",
+                    "mail_list": list(request.mail_list)},
         "job_runtime_limit": max(0, request.duration - manager.config.duration_offset),
         "submit_hint": manager.backend.submit_hint(ar),
         "pending": None,
@@ -134,7 +136,10 @@ class Service:
             memory_mb=_arg(args, "memory_mb", int), ncpus=_arg(args, "ncpus", int),
             arch=_arg(args, "arch", str), os=_arg(args, "os", str),
             attributes=tuple((str(k), str(v)) for k, v in attributes),
-            queues=_names(args, "queues") or (), name=_arg(args, "name", str) or "")
+            queues=_names(args, "queues") or (), name=_arg(args, "name", str) or "",
+            hard_error=bool(_arg(args, "hard_error", bool)),
+            mail_options=_arg(args, "mail_options", str) or "",
+            mail_list=_names(args, "mail_list") or ())
         ar = self.manager.reserve(caller, request, bool(args.get("transactional")))
         self.on_change([ar])
         return reservation_view(ar, self.manager)

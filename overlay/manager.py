@@ -29,7 +29,8 @@ from overlay.model import (FINISHED_STATES, Allocation, LimitExceeded, Node, Ope
                            PermissionDenied, Request, Reservation, ReservationError, State)
 from overlay.planner import Planner
 from overlay.policy import PolicyContext, Usage
-from overlay.request import access_list, node_satisfies, window_end
+from overlay.request import (RequestError, access_list, node_satisfies, parse_mail_list,
+                             parse_mail_options, window_end)
 from overlay.store import Store
 
 log = logging.getLogger("plus.manager")
@@ -175,6 +176,13 @@ class Manager:
                 f"the duration ({request.duration} s) must exceed DURATION_OFFSET "
                 f"({self.config.duration_offset} s), the time reserved for job start and cleanup")
         self._validate_users(request.users, owner)
+        try:  # clients checked them; a hand-made call may not have
+            if request.mail_options:
+                parse_mail_options(request.mail_options)
+            if request.mail_list:
+                parse_mail_list(",".join(request.mail_list))
+        except RequestError as exc:
+            raise ReservationError(str(exc)) from None
         refusal = plugins.first_refusal(self.pm, "plus_validate_request", request=request,
                                         owner=caller.user, groups=caller.groups,
                                         operation=operation, context=self._context())

@@ -75,6 +75,9 @@ class Request:
     ``slots_per_node`` None means whole nodes (every slot), PluS's default.
     ``memory_mb`` and ``ncpus`` are minimums per node; ``arch``, ``os``,
     ``attributes`` and ``queues`` restrict which nodes qualify.
+    ``hard_error`` (qrsub -he yes) keeps the AR unusable while it is in
+    error; ``mail_options`` (-m, letters of "bea" or "n") and ``mail_list``
+    (-M) say who hears of which events.
     """
 
     start: int
@@ -89,6 +92,9 @@ class Request:
     attributes: tuple[tuple[str, str], ...] = ()
     queues: tuple[str, ...] = ()
     name: str = ""
+    hard_error: bool = False
+    mail_options: str = ""
+    mail_list: tuple[str, ...] = ()
 
     @property
     def duration(self) -> int:

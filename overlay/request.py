@@ -19,6 +19,8 @@ NAME_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
 _MEMORY = re.compile(r"^(\d+(?:\.\d+)?)([kKmMgGtT]?)$")
 _MEMORY_BYTES = {"": 2 ** 20, "k": 10 ** 3, "K": 2 ** 10, "m": 10 ** 6, "M": 2 ** 20,
                  "g": 10 ** 9, "G": 2 ** 30, "t": 10 ** 12, "T": 2 ** 40}
+MAIL_EVENTS = "bea"
+_MAIL_ADDRESS = re.compile(r"^[A-Za-z0-9_.+%-]+(@[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?)?$")
 MEMORY_FORMS = ("a number of megabytes, or a number with a Grid Engine "
                 "multiplier k K m M g G t T (e.g. 512, 4G)")
 
@@ -114,6 +116,38 @@ def parse_name_list(text: str, option: str, groups: bool = False) -> tuple[str, 
         if item not in names:
             names.append(item)
     return tuple(names)
+
+
+def parse_yes_no(text: str, option: str) -> bool:
+    """y[es] or n[o], as qrsub -he takes them."""
+    answer = {"y": True, "yes": True, "n": False, "no": False}.get(text.strip().lower())
+    if answer is None:
+        raise RequestError(f"{option}: expected y[es] or n[o], got '{text}'")
+    return answer
+
+
+def parse_mail_options(text: str, option: str = "-m") -> str:
+    """qrsub -m: any of b (begin), e (end), a (error state), or n alone."""
+    letters = "".join(dict.fromkeys(text.strip()))
+    if letters == "n":
+        return "n"
+    if not letters or any(c not in MAIL_EVENTS for c in letters):
+        raise RequestError(f"{option}: invalid mail options '{text}': accepted are letters of "
+                           "b (begin), e (end), a (error state), or n (no mail)")
+    return "".join(c for c in MAIL_EVENTS if c in letters)
+
+
+def parse_mail_list(text: str, option: str = "-M") -> tuple[str, ...]:
+    """qrsub -M: user[@host][,user[@host]...]."""
+    addresses = []
+    for item in text.split(","):
+        item = item.strip()
+        if not _MAIL_ADDRESS.match(item):
+            raise RequestError(f"{option}: invalid mail address '{item}' in '{text}': accepted "
+                               "form is user[@host][,user[@host]...]")
+        if item not in addresses:
+            addresses.append(item)
+    return tuple(addresses)
 
 
 def access_list(owner: str, users: tuple[str, ...]) -> tuple[str, ...]:

@@ -82,7 +82,9 @@ def _encode_request(request: Request) -> str:
 
 def _decode_request(raw: str) -> Request:
     data = json.loads(raw)
-    for key in ("users", "queues"):
+    for key in ("users", "queues", "mail_list"):
+        if key not in data:  # stored before the field existed: the default
+            continue
         data[key] = tuple(data[key])
     data["attributes"] = tuple(tuple(pair) for pair in data["attributes"])
     return Request(**data)

@@ -66,8 +66,18 @@ def test_reserve_status_availnodes_cancel_destroy(daemon):
 def test_every_reserve_option(daemon):
     view = daemon.reserve("plusu1", "-s", "now+1h", "-e", "now+3h", "-n", "1", "-U", "plusu2,@plusgrp",
                           "-mem", "100G", "-ncpu", "8", "-arch", "lx-*", "-os", "linux",
-                          "-l", "gpu=yes", "-sn", "4", "-sgeq", "big.q", "-N", "myrun")
+                          "-l", "gpu=yes", "-sn", "4", "-sgeq", "big.q", "-N", "myrun",
+                          "-he", "yes", "-m", "ea", "-M", "plusu2,ops@example.org")
     assert [a["node"] for a in view["allocations"]] == ["big"]
+    assert view["request"]["hard_error"] is True and view["request"]["mail_options"] == "ea"
+    assert view["request"]["mail_list"] == ["plusu2", "ops@example.org"]
+    detail = daemon.ok("plusu1", "plus_status", "-r", str(view["id"]))
+    assert "error_handling:             hard" in detail
+    assert "mail_options:               ea" in detail
+    assert "mail_list:                  plusu2,ops@example.org" in detail
+    xml = daemon.ok("plusu1", "plus_status", "-r", str(view["id"]), "-x")
+    SCHEMA.validate(xml)
+    assert '<mail user="ops" host="example.org" />' in xml
     assert view["allocations"][0]["slots"] == 4
     assert view["acl"] == ["plusu1", "plusu2", "@plusgrp"]
     assert view["name"] == "myrun" and view["duration"] == 7200
@@ -143,6 +153,9 @@ BAD_INPUT = [
     ("plusu1", ["plus_reserve", "-s", "2020-01-01T00:00", "-D", "1h", "-n", "1"], 1, r"end time is in the past|start time is in the past"),
     ("plusu1", ["plus_reserve", "-s", "now+1h", "-D", "1s", "-n", "1"], 1, r"DURATION_OFFSET"),
     ("plusu3", ["plus_reserve", "-s", "now+1h", "-D", "1h", "-n", "1"], 1, r"plusu3 may not create.*arusers"),
+    ("plusu1", ["plus_reserve", "-s", "now+1h", "-D", "1h", "-n", "1", "-he", "maybe"], 2, r"-he: expected y\[es\] or n\[o\], got 'maybe'"),
+    ("plusu1", ["plus_reserve", "-s", "now+1h", "-D", "1h", "-n", "1", "-m", "bx"], 2, r"-m: invalid mail options 'bx'"),
+    ("plusu1", ["plus_reserve", "-s", "now+1h", "-D", "1h", "-n", "1", "-M", "a b@c"], 2, r"-M: invalid mail address 'a b@c'"),
     ("plusu1", ["plus_status", "-r", "99999"], 1, r"AR 99999 does not exist"),
     ("plusu1", ["plus_status", "-r", "abc"], 2, r"invalid reservation id 'abc'"),
     ("plusu1", ["plus_status", "-ne", "-1"], 2, r"-ne: numShowExpired must be 0 or more"),

@@ -8,8 +8,9 @@ import pytest
 
 from overlay.model import Node, Request
 from overlay.request import (MAX_AR_ID, MEMORY_FORMS, RequestError, access_list, node_satisfies,
-                             parse_ar_id, parse_attribute_list, parse_memory_mb, parse_name,
-                             parse_name_list, parse_positive_int, window_end)
+                             parse_ar_id, parse_attribute_list, parse_mail_list, parse_mail_options,
+                             parse_memory_mb, parse_name, parse_name_list, parse_positive_int,
+                             parse_yes_no, window_end)
 
 # --- parse_memory_mb ----------------------------------------------------------------------
 
@@ -322,3 +323,39 @@ def test_arch_and_os_filters_against_empty_node_values():
     assert not node_satisfies(bare, req(arch="lx-*"))
     assert node_satisfies(bare, req(arch="*"))
     assert not node_satisfies(bare, req(os="linux"))
+
+
+# --- -he, -m, -M (qrsub's error handling and mail options) ------------------------------------
+
+@pytest.mark.parametrize("text,value", [("y", True), ("yes", True), ("YES", True), ("n", False),
+                                        ("no", False), (" No ", False)])
+def test_yes_no(text, value):
+    assert parse_yes_no(text, "-he") is value
+
+
+@pytest.mark.parametrize("text", ["", "ye", "true", "1", "nope"])
+def test_bad_yes_no_names_option_and_forms(text):
+    with pytest.raises(RequestError, match=r"^-he: expected y\[es\] or n\[o\], got"):
+        parse_yes_no(text, "-he")
+
+
+@pytest.mark.parametrize("text,value", [("a", "a"), ("eab", "bea"), ("bb", "b"), ("n", "n"),
+                                        ("nn", "n")])
+def test_mail_options_are_normalised(text, value):
+    assert parse_mail_options(text) == value
+
+
+@pytest.mark.parametrize("text", ["", "x", "bn", "na", "b e", "B"])
+def test_bad_mail_options(text):
+    with pytest.raises(RequestError, match=r"^-m: invalid mail options .*b \(begin\).*n \(no mail\)"):
+        parse_mail_options(text)
+
+
+def test_mail_list():
+    assert parse_mail_list("alice,bob@example.org, alice") == ("alice", "bob@example.org")
+
+
+@pytest.mark.parametrize("text", ["", "a b", "bob@", "@host", "a,,b", "bob@-x.org", "x;rm"])
+def test_bad_mail_list(text):
+    with pytest.raises(RequestError, match=r"^-M: invalid mail address .*user\[@host\]"):
+        parse_mail_list(text)

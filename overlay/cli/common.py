@@ -9,8 +9,9 @@ import sys
 from typing import TYPE_CHECKING
 
 from overlay import protocol
-from overlay.request import (RequestError, parse_ar_id, parse_attribute_list, parse_memory_mb,
-                             parse_name, parse_name_list, parse_positive_int)
+from overlay.request import (RequestError, parse_ar_id, parse_attribute_list, parse_mail_list,
+                             parse_mail_options, parse_memory_mb, parse_name, parse_name_list,
+                             parse_positive_int, parse_yes_no)
 
 if TYPE_CHECKING:
     from typing import Any, Callable, NoReturn
@@ -49,6 +50,12 @@ duration_arg = _typed(parse_duration)
 memory_arg = _typed(parse_memory_mb)
 attributes_arg = _typed(parse_attribute_list)
 ar_id_arg = _typed(parse_ar_id)
+mail_options_arg = _typed(parse_mail_options)
+mail_list_arg = _typed(parse_mail_list)
+
+
+def yes_no_arg(option: str) -> Callable[[str], bool]:
+    return _typed(lambda text: parse_yes_no(text, option))
 
 
 def count_arg(option: str, what: str) -> Callable[[str], int]:

@@ -34,6 +34,13 @@ def parser() -> common.Parser:
                    help="slots per node (default: every slot, so the nodes are not shared)")
     p.add_argument("-sgeq", metavar="qNames", type=common.names_arg("-sgeq"),
                    help="reserve only nodes of these queues")
+    p.add_argument("-he", metavar="y|n", type=common.yes_no_arg("-he"),
+                   help="hard error handling (as qrsub): while a reserved node is down or in error, "
+                        "the AR runs no jobs at all; default n: it stays usable on the other nodes")
+    p.add_argument("-m", metavar="b|e|a|n", type=common.mail_options_arg,
+                   help="mail at the AR's begin (b), end (e), error state and recovery (a); n: none")
+    p.add_argument("-M", metavar="user[@host],...", type=common.mail_list_arg,
+                   help="mail these addresses (default: the owner)")
     p.add_argument("-N", metavar="name", type=common.name_arg("-N"), help="AR name (as qrsub -N)")
     common.add_output_options(p, "print the new AR as XML (qrstat schema)")
     return p
@@ -49,7 +56,8 @@ def main(argv: list[str] | None = None) -> int:
         "start": args.s, "end": end, "nodes": args.n, "users": list(args.U or ()),
         "memory_mb": args.mem, "ncpus": args.ncpu, "arch": args.arch, "os": args.os,
         "attributes": [list(pair) for pair in args.l or ()], "slots_per_node": args.sn,
-        "queues": list(args.sgeq or ()), "name": args.N,
+        "queues": list(args.sgeq or ()), "name": args.N, "hard_error": args.he,
+        "mail_options": args.m, "mail_list": list(args.M or ()),
         "transactional": args.transactional})
     if args.x:
         print(views.status_xml([view]))

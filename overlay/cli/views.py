@@ -63,7 +63,11 @@ def detail(view: dict) -> str:
         ("resource_list", ",".join(f"{k}={v}" for k, v in resource_pairs(view))),
         ("reserved_nodes", ",".join(a["node"] for a in view["allocations"])),
         ("job_runtime_limit", format_duration(view["job_runtime_limit"])),
+        ("error_handling", "hard" if view["request"].get("hard_error") else "soft"),
+        ("mail_options", view["request"].get("mail_options", "n")),
     ]
+    if view["request"].get("mail_list"):
+        fields.append(("mail_list", ",".join(view["request"]["mail_list"])))
     if view.get("message"):
         fields.append(("message", view["message"]))
     if view.get("submit_hint"):
@@ -110,7 +114,12 @@ def summary_element(view: dict) -> "ET.Element":
     for allocation in view["allocations"]:
         ET.SubElement(slots, "granted_slots", queue_instance=f"{queue_name(view)}@{allocation['node']}",
                       slots=str(allocation["slots"]))
-    _text(ar, "mail_options", "n")
+    _text(ar, "mail_options", view["request"].get("mail_options", "n"))
+    if view["request"].get("mail_list"):
+        mails = ET.SubElement(ar, "mail_list")
+        for address in view["request"]["mail_list"]:
+            user, _, host = address.partition("@")
+            ET.SubElement(mails, "mail", user=user, host=host or "NONE")
     if view["acl"]:
         acl = ET.SubElement(ar, "acl_list")
         for user in view["acl"]:
