@@ -42,7 +42,7 @@ class Config:
     sge_queues: list[str] = field(default_factory=list)
     accounting_file: str = "reporting"
     plugins: list[str] = field(default_factory=list)
-    backends: dict[str, dict] = field(default_factory=dict)
+    sections: dict[str, dict] = field(default_factory=dict)
     policies: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -68,7 +68,7 @@ class Config:
 
     def backend_options(self) -> dict:
         """The section named after the backend (e.g. ``native:``), or {}."""
-        return self.backends.get(self.backend, {})
+        return self.sections.get(self.backend, {})
 
     def relative(self, path: str) -> str:
         """A path from the configuration, taken from the file's folder."""
@@ -160,10 +160,10 @@ def load(path: str, overrides: dict[str, Any] | None = None) -> Config:
         if validator is not None:
             setattr(config, key, validator(key, value))
         elif isinstance(value, dict) and key.isidentifier():
-            config.backends[key] = value
+            config.sections[key] = value
         else:
             raise ConfigError(f"{path}: unknown setting {key!r}; known: {', '.join(sorted(_VALIDATORS))}"
-                              " or a mapping named after a backend")
+                              " or a mapping named after a backend or plugin")
     _check_client_view(config, path, overrides or {})
     return config
 

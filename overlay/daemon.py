@@ -268,8 +268,9 @@ class Daemon:
         self.pid_lock = PidLock(os.path.join(config.state_path, "plus_scheduler.pid"))
         try:
             self.pm = plugins.plugin_manager(config.plugins)
+            claimed = plugins.configure(self.pm, config)
             self.backend = plugins.build_backend(self.pm, config.backend, config,
-                                                 config.backend_options())
+                                                 config.backend_options(), claimed)
             self.store = Store(config.store_url)
             self.manager = Manager(config, self.store, self.backend, self.pm,
                                    ReportingWriter(config.accounting_path))

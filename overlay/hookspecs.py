@@ -15,6 +15,18 @@ hookspec = pluggy.HookspecMarker(PROJECT)
 hookimpl = pluggy.HookimplMarker(PROJECT)
 
 
+# -- start-up -------------------------------------------------------------------
+
+@hookspec
+def plus_configure(config, plugin_manager):
+    """plus_scheduler is starting with ``config`` (``overlay.config.Config``).
+    Read and check your section (``config.sections.get(name)``), raising
+    ValueError with a message that names the key; register objects that
+    implement further hooks with ``plugin_manager.register``. Return the
+    names of the top-level sections you read: any other mapping that no
+    backend claims is an error, so typos stop the daemon."""
+
+
 # -- backends -----------------------------------------------------------------
 
 @hookspec

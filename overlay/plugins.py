@@ -41,13 +41,26 @@ def backend_factories(manager: pluggy.PluginManager) -> dict[str, Any]:
     return factories
 
 
-def build_backend(manager: pluggy.PluginManager, name: str, config: Any, options: dict) -> Backend:
-    """The backend called ``name``, from whichever plugin offers it."""
+def configure(manager: pluggy.PluginManager, config: Any) -> set[str]:
+    """Give every plugin the configuration (plus_configure); the section
+    names they read. A plugin's ValueError becomes a PluginError."""
+    try:
+        answers = manager.hook.plus_configure(config=config, plugin_manager=manager)
+    except ValueError as exc:
+        raise PluginError(f"{config.path}: {exc}") from None
+    return {name for names in answers for name in names or ()}
+
+
+def build_backend(manager: pluggy.PluginManager, name: str, config: Any, options: dict,
+                  claimed: set[str] = frozenset()) -> Backend:
+    """The backend called ``name``, from whichever plugin offers it;
+    ``claimed`` are the sections other plugins read (plus_configure)."""
     factories = backend_factories(manager)
-    for section in getattr(config, "backends", {}):
-        if section not in factories:
-            raise PluginError(f"{config.path}: unknown setting {section!r}: neither a setting nor "
-                              f"an installed backend ({', '.join(sorted(factories))})")
+    for section in getattr(config, "sections", {}):
+        if section not in factories and section not in claimed:
+            raise PluginError(f"{config.path}: unknown setting {section!r}: neither a setting, "
+                              f"an installed backend ({', '.join(sorted(factories))}) nor a "
+                              "plugin's section")
     if name not in factories:
         known = ", ".join(sorted(factories)) or "none installed"
         raise PluginError(f"backend: unknown backend {name!r}; installed backends: {known}")

@@ -42,7 +42,7 @@ def test_empty_file_gives_the_defaults(tmp_path):
     assert config.sge_queues == []
     assert config.accounting_file == "reporting"
     assert config.plugins == []
-    assert config.backends == {}
+    assert config.sections == {}
     assert config.policies == {}
     assert config.socket_path == os.path.join(protocol.DEFAULT_STATE_DIR, protocol.DEFAULT_SOCKET)
     assert config.store_url == "sqlite:///" + os.path.join(protocol.DEFAULT_STATE_DIR, "plus.db")
@@ -89,7 +89,7 @@ sge:
     assert config.accounting_path == "/srv/plus/acct/reporting"
     assert config.plugins == ["my_site.plugin"]
     assert config.policies == {"reservable": "arch == 'x'"}
-    assert config.backends == {"sge": {"cell": "default"}}
+    assert config.sections == {"sge": {"cell": "default"}}
     assert config.backend_options() == {"cell": "default"}
 
 
@@ -112,7 +112,7 @@ def test_node_order_may_be_a_single_key(tmp_path):
 def test_backend_options_default_to_empty(tmp_path):
     config = load(write(tmp_path, "backend: torque\nnative: {cluster: c.yaml}\n"))
     assert config.backend_options() == {}
-    assert config.backends == {"native": {"cluster": "c.yaml"}}
+    assert config.sections == {"native": {"cluster": "c.yaml"}}
 
 
 # --- relative paths -----------------------------------------------------------------------
