@@ -75,6 +75,5 @@ phase postgres
 
 # --- a real sshd on 127.0.0.1:2222 for the SSH runner (keys in /etc/plus-test)
 bash "$repo/scripts/test-sshd.sh"
-phase sshd
 
 echo "$port" >&3
