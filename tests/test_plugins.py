@@ -42,7 +42,7 @@ def test_a_plugins_section_is_claimed_and_its_objects_registered(tmp_path):
     manager.register(site_plugin(seen), name="site")
     config = make_config(tmp_path, "quota:\n  limit: 3\n")
     claimed = plugins.configure(manager, config)
-    assert claimed == {"quota"}
+    assert "quota" in claimed
     backend = plugins.build_backend(manager, "native", config, {}, claimed)
     assert backend.name == "native"
     manager.hook.plus_reservation_granted(reservation="ar")

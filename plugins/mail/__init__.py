@@ -1,0 +1,1 @@
+"""Mail notifications for ARs, as Grid Engine sends them for qrsub -m/-M."""
