@@ -60,6 +60,17 @@ class Backend(ABC):
         self.release(before)
         self.prepare(after)
 
+    def blocked_nodes(self, start: int) -> dict[str, str]:
+        """Nodes an AR starting at ``start`` must not get, with the reason:
+        for a backend that never preempts, hosts whose running jobs would
+        still be there at the start (Grid Engine 6.2's rule)."""
+        return {}
+
+    def reconcile(self, reservations: list[Reservation]) -> None:
+        """After each pass, with every AR the store holds: undo what the
+        backend did for ARs that are gone (a crash between the store and
+        the batch system leaves such traces)."""
+
     def submit_hint(self, reservation: Reservation) -> str | None:
         """How users submit jobs into the AR, for plus_status -r."""
         return None

@@ -212,13 +212,19 @@ class Manager:
         preferred = set(prefer)
         if preferred:
             candidates.sort(key=lambda n: n.name not in preferred)
+        blocked = self.backend.blocked_nodes(request.start)
+        refusals: dict[str, int] = {}
+        if blocked:
+            for node in candidates:
+                if node.name in blocked:
+                    refusals[blocked[node.name]] = refusals.get(blocked[node.name], 0) + 1
+            candidates = [n for n in candidates if n.name not in blocked]
         by_name = {n.name: n for n in candidates}
         free = self.planner.free_nodes([n.name for n in candidates],
                                        lambda name: request.slots_on(by_name[name]),
                                        request.start, request.end, ignore)
         context = self._context()
         chosen: list[Node] = []
-        refusals: dict[str, int] = {}
         for name in free:
             node = by_name[name]
             refusal = plugins.first_refusal(self.pm, "plus_node_reservable", node=node,
@@ -507,6 +513,10 @@ class Manager:
             self._expire(now)
             for ar in list(self.ars.values()):
                 self._apply(ar)
+            try:
+                self.backend.reconcile(list(self.ars.values()))
+            except Exception as exc:
+                log.warning("backend reconcile failed (will retry): %s", exc)
             return self.next_due()
 
     def _advance(self, ar: Reservation, now: int, reason: str | None) -> None:

@@ -1,0 +1,1 @@
+"""Grid Engine backend: PluS queue-based mode (seed 004, 3.1)."""

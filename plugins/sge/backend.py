@@ -1,0 +1,403 @@
+"""Enforces AR windows on Grid Engine, PluS's queue-based way (seed 004, 3.1).
+
+At grant the AR gets a hostgroup, a userset and a queue, suspended; at the
+start the normal queue instances on its hosts are suspended, foreign jobs
+there are dealt with by the site's conflict policy, and the AR queue is
+resumed; at the end its jobs and objects go and the normal queues resume.
+Every step is idempotent and derived from the store's state, and what the
+store cannot tell (objects created, queues suspended, requeues half done)
+is in the ledger, so a daemon killed between two commands converges.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+
+from overlay.backend import Backend, Job
+from overlay.model import Node, Reservation, State
+from overlay.remote import runner_from_options
+from overlay_sge import objects, settings
+from overlay_sge.gridengine import GridEngine, GridEngineError
+from overlay_sge.ledger import Ledger, Requeue
+from overlay_sge.status import GridJob, Observation
+
+log = logging.getLogger("plus.sge")
+
+_OPEN = (State.RUNNING, State.ERROR)
+_PROBLEM_STATES = {"u": "unknown (host down or execd unreachable)", "E": "in error",
+                   "d": "disabled", "o": "orphaned"}
+_OBSERVATION_AGE = 2.0
+"""Seconds one qstat answers for: a pass asks once, not once per AR."""
+
+
+class SgeBackend(Backend):
+    """Grid Engine through qconf/qmod/qstat/qdel/qresub, locally or over SSH."""
+
+    name = "sge"
+
+    def __init__(self, engine: GridEngine, ledger: Ledger, config: settings.Settings,
+                 duration_offset: int) -> None:
+        self.engine = engine
+        self.ledger = ledger
+        self.settings = config
+        self.duration_offset = duration_offset
+        self.lock = threading.RLock()
+        self._applied: dict[int, tuple] = {}
+        self._complex_ready = False
+        self._observed: tuple[float, Observation] | None = None
+
+    @classmethod
+    def from_config(cls, config, options: dict) -> "SgeBackend":
+        chosen = settings.load({k: v for k, v in options.items() if k != "ssh"})
+        runner = runner_from_options({k: v for k, v in options.items() if k == "ssh"},
+                                     chosen.environment)
+        ledger_path = os.path.join(config.state_path, chosen.ledger)
+        return cls(GridEngine(runner, chosen.timeout), Ledger(ledger_path), chosen,
+                   config.duration_offset)
+
+    def close(self) -> None:
+        self.engine.runner.close()
+
+    # -- what Grid Engine has ------------------------------------------------------
+
+    def _is_ar_queue(self, queue: str | None) -> bool:
+        ar_id = objects.ar_id_of(queue or "")
+        return ar_id is not None and self.ledger.owns(ar_id)
+
+    def observe(self, fresh: bool = False) -> Observation:
+        """qstat -f of every queue instance and job, at most a moment old."""
+        now = time.monotonic()
+        if not fresh and self._observed and now - self._observed[0] < _OBSERVATION_AGE:
+            return self._observed[1]
+        observation = self.engine.observe()
+        self._observed = (now, observation)
+        return observation
+
+    def _changed(self) -> None:
+        self._observed = None
+
+    def nodes(self) -> list[Node]:
+        """Execution hosts as qhost reports them; slots are those of the
+        largest normal queue on the host, the queues exclude AR queues."""
+        nodes = []
+        for host in self.engine.hosts():
+            queues = {q: s for q, s in host.queues.items() if not self._is_ar_queue(q)}
+            nodes.append(Node(
+                name=host.name, slots=max(queues.values(), default=0), memory_mb=host.memory_mb,
+                ncpus=host.ncpus, arch=host.arch, os=host.os, properties=dict(host.resources),
+                queues=tuple(sorted(queues)), alive=host.alive, load=host.load or 0.0))
+        return nodes
+
+    def running_jobs(self) -> list[Job]:
+        jobs: dict[str, Job] = {}
+        for job in self.observe().running:
+            previous = jobs.get(job.id)
+            hosts = (previous.nodes if previous else ()) + ((job.host,) if job.host else ())
+            end = job.start + job.h_rt if job.start is not None and job.h_rt is not None else None
+            jobs[job.id] = Job(job.id, job.owner, tuple(dict.fromkeys(hosts)),
+                               objects.ar_id_of(job.queue or "") if self._is_ar_queue(job.queue) else None,
+                               end)
+        return list(jobs.values())
+
+    def blocked_nodes(self, start: int) -> dict[str, str]:
+        """With ``conflict: avoid``, hosts running a normal job without h_rt
+        or with one that ends after ``start`` (Grid Engine 6.2's rule)."""
+        if self.settings.conflict != "avoid":
+            return {}
+        blocked = {}
+        for job in self.observe(fresh=True).running:
+            if self._is_ar_queue(job.queue) or job.host is None:
+                continue
+            if job.h_rt is None:
+                blocked[job.host] = f"host busy: job {job.id} of {job.owner} has no h_rt"
+            elif (job.start or 0) + job.h_rt > start:
+                blocked[job.host] = f"host busy: job {job.id} of {job.owner} runs past the start"
+        return blocked
+
+    def submit_hint(self, reservation: Reservation) -> str:
+        queue = objects.queue_name(reservation.id)
+        return f"qsub -q {queue} -l {self.settings.complex}={queue} job.sh"
+
+    # -- grant: objects, queue suspended ---------------------------------------------
+
+    def _ensure_complex(self) -> None:
+        """The FORCED complex that keeps every job without -l <complex>=R<id>
+        out of AR queues (a userset alone would let any member's job in)."""
+        if self._complex_ready:
+            return
+        text = self.engine.complexes()
+        name = self.settings.complex
+        for line in text.splitlines():
+            fields = line.split()
+            if fields and fields[0] == name:
+                if fields[2:5] != ["STRING", "==", "FORCED"]:
+                    raise GridEngineError(f"complex {name} exists but is not a FORCED STRING "
+                                          f"with relop == ({line.strip()}); set sge.complex to "
+                                          "another name")
+                break
+        else:
+            self.engine.set_complexes(text.rstrip("\n") + f"\n{name} {name} STRING == FORCED NO NONE 0\n")
+            log.info("added the FORCED complex %s that AR jobs request", name)
+        self._complex_ready = True
+
+    def _wanted(self, ar: Reservation, template: dict[str, str]) -> dict[str, dict[str, str]]:
+        runtime = max(0, ar.request.duration - self.duration_offset)
+        return {
+            "hostgroup": objects.hostgroup(ar.id, ar.node_names),
+            "userset": objects.userset(ar.id, ar.acl),
+            "queue": objects.queue(ar.id, template, ar.allocations, self.settings.complex, runtime),
+        }
+
+    def _template(self) -> dict[str, str]:
+        template = self.engine.show("queue", self.settings.template_queue)
+        if template is None:
+            raise GridEngineError(f"template queue {self.settings.template_queue} does not exist; "
+                                  "set sge.template_queue to a queue whose settings AR queues copy")
+        return template
+
+    def prepare(self, reservation: Reservation) -> None:
+        with self.lock:
+            key = ("prepared", tuple(sorted(reservation.node_names)), reservation.acl,
+                   tuple((a.node, a.slots) for a in reservation.allocations), reservation.end)
+            if self._applied.get(reservation.id) in (key, ("open",) + key[1:]):
+                return
+            self._ensure_complex()
+            self.ledger.claim(reservation.id)
+            wanted = self._wanted(reservation, self._template())
+            self._put("userset", objects.userset_name(reservation.id), wanted["userset"])
+            self._put_queue_and_hosts(reservation, wanted)
+            if reservation.state not in _OPEN:
+                self.engine.qmod("-sq", [objects.queue_name(reservation.id)])
+            self._changed()
+            self._applied[reservation.id] = key
+
+    def _put(self, kind: str, name: str, wanted: dict[str, str]) -> bool:
+        """Create or correct one object; True if it had to change."""
+        current = self.engine.show(kind, name)
+        if current is not None and all(current.get(k, "").replace(" ", "") == v.replace(" ", "")
+                                       for k, v in wanted.items()):
+            return False
+        self.engine.put(kind, wanted, exists=current is not None)
+        return True
+
+    def _put_queue_and_hosts(self, ar: Reservation, wanted: dict[str, dict[str, str]]) -> None:
+        """Hostgroup and queue such that no instance is ever usable early: a
+        new instance (a new queue, or a host added) starts disabled
+        (initial_state), is suspended, then enabled (a queue cannot be
+        created suspended)."""
+        queue = objects.queue_name(ar.id)
+        current = self.engine.show("queue", queue)
+        group = self.engine.show("hostgroup", objects.hostgroup_name(ar.id))
+        hosts_change = group is None or group.get("hostlist", "").split() != wanted["hostgroup"]["hostlist"].split()
+        new_instances = current is None or (hosts_change and ar.state not in _OPEN)
+        if current is not None and new_instances:
+            self.engine.set_attribute("queue", "initial_state", "disabled", queue)
+        if hosts_change:
+            self.engine.put("hostgroup", wanted["hostgroup"], exists=group is not None)
+        queue_file = dict(wanted["queue"], initial_state="disabled" if new_instances else "default")
+        if current is None:
+            self.engine.put("queue", queue_file, exists=False)
+        elif objects.differences(current, queue_file) or current.get("initial_state") != queue_file["initial_state"]:
+            self.engine.put("queue", queue_file, exists=True)
+        if new_instances:
+            if ar.state not in _OPEN:
+                self.engine.qmod("-sq", [queue])
+            self.engine.qmod("-e", [queue])
+            self.engine.set_attribute("queue", "initial_state", "default", queue)
+
+    # -- window open: others off the hosts, the AR queue resumed -----------------------
+
+    def activate(self, reservation: Reservation) -> None:
+        with self.lock:
+            hosts = sorted(reservation.node_names)
+            held = reservation.state == State.ERROR and reservation.request.hard_error
+            key = ("open", tuple(hosts), reservation.acl,
+                   tuple((a.node, a.slots) for a in reservation.allocations), reservation.end)
+            phase = key + (held,)
+            self.ledger.set_active(reservation.id, hosts)
+            observation = self.observe()
+            self._suspend_normal(observation, hosts)
+            self._clear_hosts(observation, hosts)
+            if self._applied.get(reservation.id) != phase:
+                self.engine.qmod("-sq" if held else "-usq", [objects.queue_name(reservation.id)])
+                self._changed()
+            self._applied[reservation.id] = phase
+
+    def _suspend_normal(self, observation: Observation, hosts: list[str]) -> None:
+        """Suspend the normal queue instances on ``hosts``; those an
+        administrator had already suspended are left for them to resume."""
+        ours = self.ledger.suspended()
+        targets = [i.name for i in observation.instances
+                   if i.host in hosts and not self._is_ar_queue(i.queue)
+                   and ("s" not in i.state or i.name in ours)]
+        fresh = [name for name in targets if name not in ours or
+                 "s" not in next(i.state for i in observation.instances if i.name == name)]
+        if fresh:
+            self.ledger.note_suspended(fresh)
+            self.engine.qmod("-sq", fresh)
+            self._changed()
+
+    def _clear_hosts(self, observation: Observation, hosts: list[str]) -> None:
+        """Foreign jobs still on the AR's hosts, by the conflict policy."""
+        foreign = {job.id: job for job in observation.running
+                   if job.host in hosts and not self._is_ar_queue(job.queue)}
+        if not foreign or self.settings.conflict == "avoid":
+            return
+        if self.settings.conflict == "kill":
+            log.info("killing job(s) %s on reserved hosts", ", ".join(sorted(foreign)))
+            self.engine.delete_jobs(foreign)
+        else:
+            for job in foreign.values():
+                self._requeue(job, observation)
+        self._changed()
+
+    def _requeue(self, job: GridJob, observation: Observation) -> None:
+        """PluS's way: suspend, resubmit as the owner (qresub makes a copy
+        that belongs to whoever runs it), delete. The ledger records each
+        step, so a crash after qresub does not make a second copy."""
+        requeue = self.ledger.requeues().get(job.id)
+        if requeue is None:
+            requeue = Requeue(job.id, job.owner, int(time.time()))
+            self.ledger.note_requeue(requeue)
+        elif requeue.copy is None:
+            requeue.copy = _find_copy(observation, job, requeue.since)
+        self.engine.suspend_job(job.id)
+        if requeue.copy is None:
+            requeue.copy = self.engine.resubmit(job.id, job.owner)
+            self.ledger.note_requeue(requeue)
+        self.engine.delete_jobs([job.id])
+        self.ledger.end_requeue(job.id)
+        log.info("requeued job %s of %s from a reserved host as job %s", job.id, job.owner,
+                 requeue.copy)
+
+    # -- window closed, cancel, forget --------------------------------------------------
+
+    def teardown(self, reservation: Reservation) -> None:
+        with self.lock:
+            self._remove(reservation.id)
+
+    def _remove(self, ar_id: int) -> None:
+        """Jobs first (qdel -f is immediate in the master), then the normal
+        queues back, then queue, userset and hostgroup, in the order Grid
+        Engine accepts (a referenced userset or hostgroup cannot go)."""
+        if not self.ledger.owns(ar_id):
+            return
+        self._delete_ar_jobs(ar_id)
+        self.ledger.set_active(ar_id, None)
+        self._resume_normal()
+        self.engine.delete("queue", objects.queue_name(ar_id))
+        self.engine.delete("userset", objects.userset_name(ar_id))
+        self.engine.delete("hostgroup", objects.hostgroup_name(ar_id))
+        self.ledger.forget(ar_id)
+        self._applied.pop(ar_id, None)
+        self._changed()
+
+    def release(self, reservation: Reservation) -> None:
+        """plus_cancel: the AR's jobs go and its queue's hostlist becomes NONE
+        (PluS 3.1.5); the queue stays with the record until plus_destroy or
+        expiry."""
+        with self.lock:
+            if not self.ledger.owns(reservation.id) or self._applied.get(reservation.id) == ("released",):
+                return
+            self._delete_ar_jobs(reservation.id)
+            self.ledger.set_active(reservation.id, None)
+            self._resume_normal()
+            queue = objects.queue_name(reservation.id)
+            current = self.engine.show("queue", queue)
+            if current is not None and current.get("hostlist") != "NONE":
+                self.engine.set_attribute("queue", "hostlist", "NONE", queue)
+            self._applied[reservation.id] = ("released",)
+            self._changed()
+
+    def modify(self, before: Reservation, after: Reservation) -> None:
+        """prepare() corrects every live object to the new AR; the reconcile
+        step after it opens or closes the window as the new times say."""
+        with self.lock:
+            self._applied.pop(after.id, None)
+            self.prepare(after)
+
+    def _delete_ar_jobs(self, ar_id: int) -> None:
+        queue = objects.queue_name(ar_id)
+        observation = self.observe(fresh=True)
+        jobs = [j.id for j in observation.running if j.queue == queue]
+        jobs += [j.id for j in observation.pending
+                 if j.requests.get(self.settings.complex) == queue or queue in j.queue_requests]
+        if jobs:
+            log.info("deleting job(s) %s of AR %d", ", ".join(sorted(set(jobs))), ar_id)
+            self.engine.delete_jobs(jobs)
+
+    def _resume_normal(self) -> None:
+        """Resume the normal queue instances this overlay suspended on hosts
+        that no open AR holds any more."""
+        held = self.ledger.active_hosts()
+        resume = [name for name in self.ledger.suspended() if name.split("@", 1)[1] not in held]
+        if resume:
+            self.engine.qmod("-usq", resume)
+            self.ledger.note_resumed(resume)
+            self._changed()
+
+    def reconcile(self, reservations: list[Reservation]) -> None:
+        """Remove the objects of ARs the store no longer has, close ARs the
+        store says are not open, and resume what nothing holds."""
+        with self.lock:
+            known = {ar.id: ar for ar in reservations}
+            for ar_id in self.ledger.owned():
+                if ar_id not in known:
+                    self._remove(ar_id)
+            for ar_id in self.ledger.active_ids():
+                ar = known.get(ar_id)
+                if ar is None or ar.state not in _OPEN:
+                    self.ledger.set_active(ar_id, None)
+            self._resume_normal()
+
+    # -- health --------------------------------------------------------------------------
+
+    def health(self, reservations: list[Reservation]) -> dict[int, str]:
+        """A reserved host down or an AR queue instance in error, disabled or
+        orphaned makes the AR W or E (seed 000, 5.2.2.2.1). Also notices
+        drift (a queue deleted or resumed by hand) so the next apply fixes it."""
+        with self.lock:
+            observation = self.observe(fresh=True)
+            instances = {i.name: i for i in observation.instances}
+            problems = {}
+            for ar in reservations:
+                queue = objects.queue_name(ar.id)
+                failures = []
+                for host in sorted(ar.node_names):
+                    instance = instances.get(f"{queue}@{host}")
+                    if instance is None:
+                        if self.ledger.owns(ar.id):
+                            self._applied.pop(ar.id, None)
+                        continue
+                    bad = [text for letter, text in _PROBLEM_STATES.items() if letter in instance.state]
+                    if bad:
+                        failures.append(f"{instance.name} {', '.join(bad)}")
+                    if self._drifted(ar, instance.state):
+                        self._applied.pop(ar.id, None)
+                if failures:
+                    problems[ar.id] = "; ".join(failures)
+            return problems
+
+    def _drifted(self, ar: Reservation, state: str) -> bool:
+        applied = self._applied.get(ar.id)
+        if applied is None:
+            return False
+        suspended = "s" in state
+        if applied[0] == "prepared":
+            return not suspended
+        if applied[0] == "open":
+            return suspended != applied[-1]
+        return False
+
+
+def _find_copy(observation: Observation, job: GridJob, since: int) -> str | None:
+    """After a crash between qresub and the ledger: the copy qresub made, if
+    any (same owner and name, newer id, submitted since)."""
+    for candidate in observation.pending:
+        if (candidate.owner == job.owner and candidate.name == job.name
+                and int(candidate.id) > int(job.id)):
+            return candidate.id
+    return None
