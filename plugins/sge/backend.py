@@ -119,7 +119,7 @@ class SgeBackend(Backend):
 
     def submit_hint(self, reservation: Reservation) -> str:
         queue = objects.queue_name(reservation.id)
-        return f"qsub -q {queue} -l {self.settings.complex}={queue} job.sh"
+        return f"qsub -w e -q {queue} -l {self.settings.complex}={queue} job.sh"
 
     # -- grant: objects, queue suspended ---------------------------------------------
 

@@ -72,7 +72,7 @@ def parse_config(text: str) -> dict[str, str]:
     for line in joined.splitlines():
         key, _, value = line.strip().partition(" ")
         if key and not key.startswith("#"):
-            attributes[key] = " ".join(value.split())
+            attributes[key] = re.sub(r"\s*,\s*", ",", " ".join(value.split()))
     return attributes
 
 
