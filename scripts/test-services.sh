@@ -73,6 +73,11 @@ SQL
 pg -d plus_test -c 'GRANT ALL ON SCHEMA public TO plus'
 phase postgres
 
+# --- a real Grid Engine: qmaster and execd on this host, and three more
+# execution hosts node1..node3 in network namespaces (each times itself)
+bash "$repo/scripts/sge-setup.sh"
+bash "$repo/scripts/sge-hosts.sh" up
+
 # --- a real sshd on 127.0.0.1:2222 for the SSH runner (keys in /etc/plus-test)
 bash "$repo/scripts/test-sshd.sh"
 

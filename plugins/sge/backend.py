@@ -187,13 +187,15 @@ class SgeBackend(Backend):
         """Hostgroup and queue such that no instance is ever usable early: a
         new instance (a new queue, or a host added) starts disabled
         (initial_state), is suspended, then enabled (a queue cannot be
-        created suspended)."""
+        created suspended). Finding initial_state disabled means that
+        sequence was cut short: it is finished now."""
         queue = objects.queue_name(ar.id)
         current = self.engine.show("queue", queue)
         group = self.engine.show("hostgroup", objects.hostgroup_name(ar.id))
         hosts_change = group is None or group.get("hostlist", "").split() != wanted["hostgroup"]["hostlist"].split()
-        new_instances = current is None or (hosts_change and ar.state not in _OPEN)
-        if current is not None and new_instances:
+        interrupted = current is not None and current.get("initial_state") == "disabled"
+        new_instances = current is None or interrupted or (hosts_change and ar.state not in _OPEN)
+        if current is not None and new_instances and not interrupted:
             self.engine.set_attribute("queue", "initial_state", "disabled", queue)
         if hosts_change:
             self.engine.put("hostgroup", wanted["hostgroup"], exists=group is not None)
@@ -396,7 +398,7 @@ class SgeBackend(Backend):
 def _find_copy(observation: Observation, job: GridJob, since: int) -> str | None:
     """After a crash between qresub and the ledger: the copy qresub made, if
     any (same owner and name, newer id, submitted since)."""
-    for candidate in observation.pending:
+    for candidate in observation.pending + observation.running:
         if (candidate.owner == job.owner and candidate.name == job.name
                 and int(candidate.id) > int(job.id)):
             return candidate.id

@@ -1,0 +1,113 @@
+"""End to end on the real Grid Engine: plus_scheduler with the sge backend,
+the commands run as real users, jobs really running on node1..node3."""
+
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+
+from daemon_harness import Daemon
+from sge_cluster import (clean, instance_states, job_states, names, require, sh, submit,
+                         wait_for)
+
+SETTINGS = """\
+backend: sge
+sge: {conflict: %s}
+"""
+
+
+@pytest.fixture
+def daemon(request):
+    require()
+    clean()
+    conflict = getattr(request, "param", "requeue")
+    d = Daemon(SETTINGS % conflict).start()
+    yield d
+    d.cleanup()
+    clean()
+
+
+def reserve(daemon: Daemon, *args: str) -> dict:
+    return daemon.reserve("plusu1", *args)
+
+
+def test_an_ar_window_on_grid_engine_from_grant_to_end(daemon):
+    foreign = submit("plusu2", "-l", "h=node1", "-N", "longrun", "sleep", "600")
+    wait_for(lambda: job_states().get(foreign, ("",))[0] == "r", 20, "the foreign job to run")
+
+    view = reserve(daemon, "-s", "now+30s", "-D", "60s", "-n", "1")
+    ar_id, queue = view["id"], f"R{view['id']}"
+    assert [a["node"] for a in view["allocations"]] == ["node1"]
+    assert instance_states()[f"{queue}@node1"] == "s"          # prepared before plus_reserve returned
+    detail = daemon.ok("plusu1", "plus_status", "-r", str(ar_id))
+    hint = f"qsub -w e -q {queue} -l plus_rsv={queue} job.sh"
+    assert re.search(rf"submit: +{re.escape(hint)}", detail)
+
+    ar_job = submit("plusu1", "-w", "e", "-q", queue, "-l", f"plus_rsv={queue}", "sleep", "300")
+    stranger = sh("qsub", "-w", "e", "-q", queue, "-l", f"plus_rsv={queue}", "-b", "y", "true",
+                  user="plusu3")
+    assert stranger.returncode != 0 and "no suitable queues" in stranger.stdout + stranger.stderr
+    time.sleep(8)
+    assert job_states()[ar_job][0] == "qw"                      # nobody runs before the start
+
+    start = view["start"]
+    wait_for(lambda: instance_states()[f"{queue}@node1"] == "", start + 5 - time.time(),
+             "the AR queue to be resumed at the start")
+    assert time.time() < start + 3
+    assert instance_states()["all.q@node1"] == "s"
+    jobs = job_states("plusu2")
+    assert foreign not in jobs                                  # requeued as plusu2
+    [copy] = list(jobs)
+    wait_for(lambda: job_states()[ar_job] == ("r", f"{queue}@node1"), 20, "the AR job to run")
+    normal = submit("plusu1", "-l", "h=node1", "sleep", "300")
+    time.sleep(8)
+    assert job_states()[normal] == ("qw", "")                   # the owner's normal job stays out
+    on_node1 = [job for job, (state, where) in job_states().items() if where.endswith("@node1")]
+    assert on_node1 == [ar_job]
+    assert daemon.status("-r", str(ar_id))[0]["state"] == "r"
+
+    end = view["end"]
+    wait_for(lambda: queue not in names("-sql"), end + 5 - time.time(), "teardown at the end")
+    assert ar_job not in job_states()
+    assert f"{queue}_users" not in names("-sul") and f"@{queue}_hosts" not in names("-shgrpl")
+    assert instance_states()["all.q@node1"] == ""
+    wait_for(lambda: job_states("plusu2").get(copy, ("",))[0] == "r", 20, "the requeued job to run")
+    assert daemon.status("-ne", "1")[0]["state"] == "x"
+
+
+def test_a_daemon_killed_during_the_window_converges_after_a_restart(daemon):
+    view = reserve(daemon, "-s", "now+3s", "-D", "12s", "-n", "2")
+    queue = f"R{view['id']}"
+    hosts = [a["node"] for a in view["allocations"]]
+    wait_for(lambda: all(instance_states()[f"all.q@{h}"] == "s" for h in hosts), 10,
+             "the window to open")
+    daemon.kill9()
+    time.sleep(max(0, view["end"] - time.time()) + 1)
+    assert queue in names("-sql")                               # nobody cleaned up yet
+    daemon.start()
+    wait_for(lambda: queue not in names("-sql"), 10, "the restarted daemon to tear down")
+    assert all(instance_states()[f"all.q@{h}"] == "" for h in hosts)
+    assert daemon.status("-ne", "1")[0]["state"] == "x"
+
+
+@pytest.mark.parametrize("daemon", ["avoid"], indirect=True)
+def test_avoid_refuses_hosts_whose_jobs_would_outlast_the_start(daemon):
+    endless = submit("plusu2", "-l", "h=node1", "sleep", "600")
+    wait_for(lambda: job_states().get(endless, ("",))[0] == "r", 20, "the job to run")
+    result = daemon.run("plusu1", "plus_reserve", "-s", "now+1h", "-D", "1h", "-n", "4")
+    assert result.returncode == 1
+    assert f"host busy: job {endless} of plusu2 has no h_rt" in result.stderr
+    view = reserve(daemon, "-s", "now+1h", "-D", "1h", "-n", "3")
+    assert "node1" not in [a["node"] for a in view["allocations"]]
+
+
+def test_cancel_and_destroy(daemon):
+    view = reserve(daemon, "-s", "now+1h", "-D", "1h", "-n", "1")
+    queue = f"R{view['id']}"
+    daemon.ok("plusu1", "plus_cancel", "-r", str(view["id"]))
+    config = sh("qconf", "-sq", queue, check=True).stdout
+    assert re.search(r"^hostlist +NONE$", config, re.MULTILINE)
+    daemon.ok("plusu1", "plus_destroy", "-r", str(view["id"]))
+    assert queue not in names("-sql")
