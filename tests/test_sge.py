@@ -5,7 +5,9 @@ health, and convergence after a crash between any two commands."""
 from __future__ import annotations
 
 import json
+import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
@@ -224,6 +226,22 @@ def test_health_reports_instances_in_error_or_disabled(tmp_path):
     assert sge.health([ar]) == {114: "R114@node2 disabled"}
     sh("qmod", "-e", "R114@node2", check=True)
     assert sge.health([ar]) == {}
+
+
+def test_a_reserved_host_going_down_is_an_error_until_it_comes_back(tmp_path):
+    sge = backend(tmp_path)
+    ar = reservation(122, ("node3",))
+    sge.prepare(ar)
+    sh("qconf", "-ke", "node3", check=True)                   # its execd stops
+    try:
+        wait_for(lambda: "u" in instance_states().get("R122@node3", ""), 20, "node3 to be unknown")
+        assert sge.health([ar]) == {122: "R122@node3 unknown (host down or execd unreachable)"}
+        assert not {n.name: n for n in sge.nodes()}["node3"].alive
+    finally:
+        subprocess.run(["bash", str(Path(__file__).parents[1] / "scripts" / "sge-hosts.sh"), "up"],
+                       capture_output=True, check=True)
+    wait_for(lambda: sge.health([ar]) == {}, 60, "node3 to come back")
+    assert instance_states()["R122@node3"] == "s"
 
 
 def test_nodes_come_from_qhost(tmp_path):
