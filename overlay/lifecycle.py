@@ -31,6 +31,7 @@ class Lifecycle:
         self._run_lock = threading.Lock()
         self._aim_lock = threading.RLock()
         self._aimed: int | None = None
+        self._stopping = False
 
     def start(self) -> None:
         self.scheduler.add_job(self.run, "interval", seconds=self.interval, id=_RECONCILE_JOB,
@@ -39,6 +40,10 @@ class Lifecycle:
         self.run()
 
     def stop(self) -> None:
+        """Wait for a pass under way; APScheduler's shutdown holds the lock
+        that add_job takes, so a pass must not aim the date job any more."""
+        with self._aim_lock:
+            self._stopping = True
         self.scheduler.shutdown(wait=True)
 
     def run(self) -> None:
@@ -65,6 +70,8 @@ class Lifecycle:
 
     def _aim(self, due: int | None) -> None:
         with self._aim_lock:
+            if self._stopping:
+                return
             self._aimed = due
             if due is None:
                 if self.scheduler.get_job(_NEXT_JOB):
