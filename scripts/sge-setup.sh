@@ -214,11 +214,12 @@ if changed "$tmp/global" "$tmp/global.new"; then
 fi
 
 # Scheduler: a pass 1 s after a submit or a job end, else every 4 s; the
-# reasons why jobs wait kept for qstat -j.
+# reasons why jobs wait kept for qstat -j; max_reservation above 0 so that it
+# looks ahead at queue calendars (the sge backend's "conflict: avoid").
 dump "$tmp/sconf" -ssconf
 cp "$tmp/sconf" "$tmp/sconf.new"
 set_params "$tmp/sconf.new" schedule_interval 0:0:4 flush_submit_sec 1 flush_finish_sec 1 \
-    schedd_job_info true
+    schedd_job_info true max_reservation 10
 if changed "$tmp/sconf" "$tmp/sconf.new"; then
     quiet qconf -Msconf "$tmp/sconf.new"
 fi

@@ -100,6 +100,11 @@ def clean() -> None:
     for group in names("-shgrpl"):
         if re.fullmatch(r"@R\d+_hosts", group):
             sh("qconf", "-dhgrp", group)
+    for host in HOSTS:
+        sh("qconf", "-purge", "queue", "calendar", f"all.q@{host}")
+    for calendar in names("-scall"):
+        if calendar.startswith("plus_"):
+            sh("qconf", "-dcal", calendar)
     sh("qmod", "-usq", "all.q")
     sh("qmod", "-e", "all.q")
 

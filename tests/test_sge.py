@@ -203,6 +203,26 @@ def test_avoid_blocks_hosts_whose_jobs_outlast_the_start(tmp_path):
     assert backend(tmp_path).blocked_nodes(int(time.time()) + 30) == {}   # requeue: nothing blocked
 
 
+def test_avoid_keeps_jobs_that_would_overrun_the_window_off_its_hosts(tmp_path):
+    sge = backend(tmp_path, conflict="avoid")
+    ar = reservation(124, ("node2",), start_in=300, duration=300)
+    sge.prepare(ar)
+    assert objects.parse_config(sh("qconf", "-sq", "all.q@node2").stdout)["calendar"] == "plus_node2"
+    assert "=off" in objects.parse_config(sh("qconf", "-scal", "plus_node2", check=True).stdout)["year"]
+    endless = submit("plusu2", "-l", "h=node2", "sleep", "600")
+    fits = submit("plusu2", "-l", "h=node2,h_rt=60", "sleep", "4")
+    overruns = submit("plusu2", "-l", "h=node2,h_rt=600", "sleep", "60")
+    wait_for(lambda: job_states().get(fits, ("ran",))[0] in ("r", "ran"), SCHEDULE,
+             "the job that ends in time to run")
+    time.sleep(5)
+    assert job_states()[endless][0] == "qw" and job_states()[overruns][0] == "qw"
+    sge.teardown(ar)
+    assert "plus_node2" not in names("-scall")
+    assert objects.parse_config(sh("qconf", "-sq", "all.q@node2").stdout)["calendar"] == "NONE"
+    wait_for(lambda: all(job_states()[j][0] == "r" for j in (endless, overruns)), SCHEDULE,
+             "the held-off jobs to run once the AR is gone")
+
+
 def test_hard_error_keeps_the_ar_queue_suspended_soft_does_not(tmp_path):
     sge = backend(tmp_path)
     hard = reservation(112, ("node1",), state=State.ERROR, start_in=-5, hard_error=True)

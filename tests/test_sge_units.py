@@ -40,8 +40,15 @@ def test_bad_user_entries_never_reach_qconf(user):
 def test_hostgroup_and_userset_files():
     assert objects.render(objects.hostgroup(7, ["node2", "node1"])) == \
         "group_name @R7_hosts\nhostlist node1 node2\n"
-    assert objects.render(objects.userset(7, ["plusu1", "@plusgrp"])) == \
-        "name R7_users\ntype ACL\nfshare 0\noticket 0\nentries plusu1,@plusgrp\n"
+    assert objects.render(objects.userset(7, ["plusu1", "@nosuchgroup9"])) == \
+        "name R7_users\ntype ACL\nfshare 0\noticket 0\nentries plusu1,@nosuchgroup9\n"
+
+
+def test_a_groups_supplementary_members_are_named(monkeypatch):
+    class Group:
+        gr_mem = ["carol", "bob"]
+    monkeypatch.setattr(objects.grp, "getgrnam", lambda name: Group)
+    assert objects.userset(7, ["bob", "@staff"])["entries"] == "bob,@staff,carol"
 
 
 def test_parse_config_joins_continued_lines():
@@ -125,7 +132,8 @@ def test_ledger_survives_a_restart(tmp_path):
     again.end_requeue("42")
     again.forget(5)
     final = json.loads(Path(path).read_text())
-    assert final == {"ars": [], "active": {}, "suspended": ["all.q@node2"], "requeues": {}}
+    assert final == {"ars": [], "active": {}, "suspended": ["all.q@node2"], "requeues": {},
+                     "calendars": {}}
 
 
 def test_a_corrupt_ledger_is_named(tmp_path):

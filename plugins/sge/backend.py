@@ -19,7 +19,7 @@ import time
 from overlay.backend import Backend, Job
 from overlay.model import Node, Reservation, State
 from overlay.remote import runner_from_options
-from overlay_sge import objects, settings
+from overlay_sge import calendars, objects, settings
 from overlay_sge.gridengine import GridEngine, GridEngineError
 from overlay_sge.ledger import Ledger, Requeue
 from overlay_sge.status import GridJob, Observation
@@ -48,6 +48,9 @@ class SgeBackend(Backend):
         self._applied: dict[int, tuple] = {}
         self._complex_ready = False
         self._observed: tuple[float, Observation] | None = None
+        self._windows: dict[int, tuple[tuple[str, ...], int, int]] = {}
+        self._calendar_years: dict[str, str] = {}
+        self._warned: set[str] = set()
 
     @classmethod
     def from_config(cls, config, options: dict) -> "SgeBackend":
@@ -173,6 +176,9 @@ class SgeBackend(Backend):
                 self.engine.qmod("-sq", [objects.queue_name(reservation.id)])
             self._changed()
             self._applied[reservation.id] = key
+            self._windows[reservation.id] = (tuple(reservation.node_names), reservation.start,
+                                             reservation.end)
+            self._sync_calendars()
 
     def _put(self, kind: str, name: str, wanted: dict[str, str]) -> bool:
         """Create or correct one object; True if it had to change."""
@@ -295,6 +301,8 @@ class SgeBackend(Backend):
         self.engine.delete("hostgroup", objects.hostgroup_name(ar_id))
         self.ledger.forget(ar_id)
         self._applied.pop(ar_id, None)
+        self._windows.pop(ar_id, None)
+        self._sync_calendars()
         self._changed()
 
     def release(self, reservation: Reservation) -> None:
@@ -312,6 +320,8 @@ class SgeBackend(Backend):
             if current is not None and current.get("hostlist") != "NONE":
                 self.engine.set_attribute("queue", "hostlist", "NONE", queue)
             self._applied[reservation.id] = ("released",)
+            self._windows.pop(reservation.id, None)
+            self._sync_calendars()
             self._changed()
 
     def modify(self, before: Reservation, after: Reservation) -> None:
@@ -354,6 +364,65 @@ class SgeBackend(Backend):
                 if ar is None or ar.state not in _OPEN:
                     self.ledger.set_active(ar_id, None)
             self._resume_normal()
+            self._windows = {ar.id: (tuple(ar.node_names), ar.start, ar.end) for ar in reservations
+                             if ar.holds_resources and ar.state != State.PENDING
+                             and self.ledger.owns(ar.id)}
+            self._sync_calendars()
+
+    # -- conflict: avoid -----------------------------------------------------------------
+
+    def _sync_calendars(self) -> None:
+        """With ``conflict: avoid``, each host with AR windows ahead gets a
+        calendar switching its normal queue instances off over them, so the
+        scheduler keeps jobs that would overrun a window (and jobs without
+        h_rt) off the host; hosts without windows get theirs back."""
+        if self.settings.conflict != "avoid":
+            return
+        self._check_lookahead()
+        windows: dict[str, list[tuple[int, int]]] = {}
+        for hosts, start, end in self._windows.values():
+            for host in hosts:
+                windows.setdefault(host, []).append((start, end))
+        attached = self.ledger.calendars()
+        for instance, name in attached.items():
+            if instance.split("@", 1)[1] not in windows:
+                self.engine.purge_instance_attribute("calendar", instance)
+                self.ledger.note_calendar(instance, None)
+        for host in set(self._calendar_years) | {i.split("@", 1)[1] for i in attached}:
+            if host not in windows:
+                self.engine.delete("calendar", calendars.calendar_name(host))
+                self._calendar_years.pop(host, None)
+        now = int(time.time())
+        for host, spans in windows.items():
+            wanted = calendars.calendar(host, spans, now)
+            if self._calendar_years.get(host) != wanted["year"]:
+                self._put("calendar", wanted["calendar_name"], wanted)
+                self._calendar_years[host] = wanted["year"]
+            for instance in self.observe().instances:
+                if instance.host == host and not self._is_ar_queue(instance.queue):
+                    self._attach_calendar(instance.name, wanted["calendar_name"], attached)
+
+    def _attach_calendar(self, instance: str, name: str, attached: dict[str, str]) -> None:
+        if attached.get(instance) == name:
+            return
+        current = (self.engine.show("queue", instance) or {}).get("calendar", "NONE")
+        if current not in ("NONE", name):
+            if instance not in self._warned:
+                self._warned.add(instance)
+                log.warning("%s has calendar %s of its own: conflict avoid cannot keep long "
+                            "jobs off it before AR windows", instance, current)
+            return
+        self.ledger.note_calendar(instance, name)
+        self.engine.set_instance_attribute("calendar", name, instance)
+
+    def _check_lookahead(self) -> None:
+        if "lookahead" in self._warned:
+            return
+        self._warned.add("lookahead")
+        if self.engine.scheduler_setting("max_reservation") in (None, "0"):
+            log.warning("conflict avoid: max_reservation is 0 in the scheduler configuration, so "
+                        "Grid Engine ignores calendars when it dispatches; set it above 0 "
+                        "(qconf -msconf) to keep jobs that would overrun AR windows off their hosts")
 
     # -- health --------------------------------------------------------------------------
 

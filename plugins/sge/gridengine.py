@@ -17,14 +17,15 @@ from overlay_sge.status import HostInfo, Observation, parse_hosts, parse_observa
 
 _UNREACHABLE = re.compile(r"commlib error|unable to (send|contact) .*qmaster|cannot reach qmaster"
                           r"|unable to receive message from qmaster", re.IGNORECASE)
-_MISSING = re.compile(r"does not exist|No cluster queue or queue instance matches", re.IGNORECASE)
+_MISSING = re.compile(r"does not exist|No cluster queue or queue instance matches|is not a calendar",
+                      re.IGNORECASE)
 _SUBMITTED = re.compile(r"Your job (\d+)")
 
-SHOW = {"queue": "-sq", "hostgroup": "-shgrp", "userset": "-su"}
-ADD = {"queue": "-Aq", "hostgroup": "-Ahgrp", "userset": "-Au"}
-MODIFY = {"queue": "-Mq", "hostgroup": "-Mhgrp", "userset": "-Mu"}
-DELETE = {"queue": "-dq", "hostgroup": "-dhgrp", "userset": "-dul"}
-LIST = {"queue": "-sql", "hostgroup": "-shgrpl", "userset": "-sul"}
+SHOW = {"queue": "-sq", "hostgroup": "-shgrp", "userset": "-su", "calendar": "-scal"}
+ADD = {"queue": "-Aq", "hostgroup": "-Ahgrp", "userset": "-Au", "calendar": "-Acal"}
+MODIFY = {"queue": "-Mq", "hostgroup": "-Mhgrp", "userset": "-Mu", "calendar": "-Mcal"}
+DELETE = {"queue": "-dq", "hostgroup": "-dhgrp", "userset": "-dul", "calendar": "-dcal"}
+LIST = {"queue": "-sql", "hostgroup": "-shgrpl", "userset": "-sul", "calendar": "-scall"}
 
 
 class GridEngineError(Exception):
@@ -88,6 +89,21 @@ class GridEngine:
     def set_attribute(self, kind: str, attribute: str, value: str, name: str) -> None:
         """qconf -rattr: replace one attribute's whole value (overrides too)."""
         self.checked(["qconf", "-rattr", kind, attribute, value, name])
+
+    def set_instance_attribute(self, attribute: str, value: str, instance: str) -> None:
+        """qconf -mattr on queue@host: a [host=value] override."""
+        self.checked(["qconf", "-mattr", "queue", attribute, value, instance])
+
+    def purge_instance_attribute(self, attribute: str, instance: str) -> None:
+        """qconf -purge: drop a [host=value] override (none there is fine)."""
+        self.checked(["qconf", "-purge", "queue", attribute, instance])
+
+    def scheduler_setting(self, name: str) -> str | None:
+        for line in self.checked(["qconf", "-ssconf"]).stdout.splitlines():
+            key, _, value = line.partition(" ")
+            if key == name:
+                return value.strip()
+        return None
 
     def complexes(self) -> str:
         return self.checked(["qconf", "-sc"]).stdout

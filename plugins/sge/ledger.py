@@ -3,8 +3,8 @@
 The store says which ARs exist and which are open; it cannot say which AR
 objects were already created in Grid Engine, which normal queue instances
 this overlay suspended (and must resume, as opposed to ones an
-administrator suspended), or that a job was half-way through being
-requeued. Each change is written here *before* the Grid Engine command
+administrator suspended), which instances got its calendars (conflict:
+avoid), or that a job was half-way through being requeued. Each change is written here *before* the Grid Engine command
 that makes it, so after a crash the reconcile pass knows what to undo.
 """
 
@@ -33,6 +33,7 @@ class LedgerData:
     active: dict[str, list[str]] = field(default_factory=dict)
     suspended: list[str] = field(default_factory=list)
     requeues: dict[str, Requeue] = field(default_factory=dict)
+    calendars: dict[str, str] = field(default_factory=dict)
 
 
 class Ledger:
@@ -53,7 +54,8 @@ class Ledger:
             raise ValueError(f"cannot read the Grid Engine ledger {self.path}: {exc}") from None
         return LedgerData(ars=raw.get("ars", []), active=raw.get("active", {}),
                           suspended=raw.get("suspended", []),
-                          requeues={k: Requeue(**v) for k, v in raw.get("requeues", {}).items()})
+                          requeues={k: Requeue(**v) for k, v in raw.get("requeues", {}).items()},
+                          calendars=raw.get("calendars", {}))
 
     def save(self) -> None:
         with self.lock:
@@ -144,3 +146,20 @@ class Ledger:
         with self.lock:
             if self.data.requeues.pop(job, None) is not None:
                 self.save()
+
+    # -- calendars attached to normal queue instances (conflict: avoid) -------------
+
+    def calendars(self) -> dict[str, str]:
+        """Queue instance -> the calendar this overlay attached to it."""
+        with self.lock:
+            return dict(self.data.calendars)
+
+    def note_calendar(self, instance: str, calendar: str | None) -> None:
+        with self.lock:
+            if self.data.calendars.get(instance) == calendar:
+                return
+            if calendar is None:
+                del self.data.calendars[instance]
+            else:
+                self.data.calendars[instance] = calendar
+            self.save()
