@@ -44,15 +44,9 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 apt=(apt-get -o DPkg::Lock::Timeout=600)
 
-# --- test users (scripts/test-services.sh makes them too; this is for a
-# stand-alone run): plusu1, plusu2 in plusgrp; plusu3; plusmgr.
-getent group plusgrp >/dev/null || groupadd plusgrp
-for u in plusu1 plusu2 plusu3 plusmgr; do
-    id -u "$u" >/dev/null 2>&1 || useradd --create-home --shell /bin/bash "$u"
-done
-for u in plusu1 plusu2; do
-    [[ " $(id -nG "$u") " == *" plusgrp "* ]] || usermod -aG plusgrp "$u"
-done
+# --- test users (scripts/test-services.sh makes them first; this is for a
+# stand-alone run)
+bash "$repo/scripts/test-users.sh"
 phase users
 
 # --- packages. Our host name must resolve before anything starts.

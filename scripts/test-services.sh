@@ -32,14 +32,7 @@ PLUS_VENV=$PLUS_VENV PLUS_EXTRA_PACKAGES=postgresql PLUS_LINK_COMMANDS=no \
 t_last=${EPOCHREALTIME//[.,]/}    # install.sh timed its own phases
 
 # --- test users: plusu1, plusu2 in plusgrp; plusu3 not; plusmgr. No passwords.
-getent group plusgrp >/dev/null || groupadd plusgrp
-for u in plusu1 plusu2 plusu3 plusmgr; do
-    id -u "$u" >/dev/null 2>&1 || useradd --create-home --shell /bin/bash "$u"
-done
-for u in plusu1 plusu2; do
-    [[ " $(id -nG "$u") " == *" plusgrp "* ]] || usermod -aG plusgrp "$u"
-done
-if [[ " $(id -nG plusu3) " == *" plusgrp "* ]]; then gpasswd -d plusu3 plusgrp >/dev/null; fi
+bash "$repo/scripts/test-users.sh"
 phase users
 
 # --- PostgreSQL: Debian's "main" cluster of the newest installed server.

@@ -4,13 +4,15 @@ Son of Grid Engine 8.1.9), settings and the crash ledger."""
 
 from __future__ import annotations
 
+import calendar
 import json
+import time
 from pathlib import Path
 
 import pytest
 
 from overlay.model import Allocation
-from overlay_sge import objects, settings
+from overlay_sge import calendars, objects, settings
 from overlay_sge.ledger import Ledger, Requeue
 from overlay_sge.status import parse_hosts, parse_observation
 
@@ -141,3 +143,22 @@ def test_a_corrupt_ledger_is_named(tmp_path):
     path.write_text("{not json")
     with pytest.raises(ValueError, match=f"cannot read the Grid Engine ledger {path}"):
         Ledger(str(path))
+
+
+@pytest.fixture
+def utc(monkeypatch):
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+def test_calendar_switches_off_over_each_window_day_by_day(utc):
+    ten = calendar.timegm((2026, 11, 22, 10, 0, 0))
+    windows = [(ten, ten + 3600), (ten + 13 * 3600, ten + 39 * 3600), (ten - 7200, ten - 3600)]
+    assert calendars.year_field(windows, now=ten - 60) == (
+        "22.11.2026=10:00:00-11:00:00=off 22.11.2026=23:00:00-24:00:00=off "
+        "23.11.2026=00:00:00-24:00:00=off 24.11.2026=00:00:00-01:00:00=off")   # the past one dropped
+    assert calendars.year_field([], now=ten) == "NONE"
+    assert calendars.calendar("n1.example.org", [], ten)["calendar_name"] == "plus_n1_example_org"

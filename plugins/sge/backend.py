@@ -45,7 +45,7 @@ class SgeBackend(Backend):
         self.settings = config
         self.duration_offset = duration_offset
         self.lock = threading.RLock()
-        self._applied: dict[int, tuple] = {}
+        self._applied: dict[int, tuple] = {}   # AR id -> (phase, fingerprint, held)
         self._complex_ready = False
         self._observed: tuple[float, Observation] | None = None
         self._windows: dict[int, tuple[tuple[str, ...], int, int]] = {}
@@ -163,9 +163,9 @@ class SgeBackend(Backend):
 
     def prepare(self, reservation: Reservation) -> None:
         with self.lock:
-            key = ("prepared", tuple(sorted(reservation.node_names)), reservation.acl,
-                   tuple((a.node, a.slots) for a in reservation.allocations), reservation.end)
-            if self._applied.get(reservation.id) in (key, ("open",) + key[1:]):
+            fingerprint = _fingerprint(reservation)
+            applied = self._applied.get(reservation.id)
+            if applied and applied[0] in ("prepared", "open") and applied[1] == fingerprint:
                 return
             self._ensure_complex()
             self.ledger.claim(reservation.id)
@@ -175,7 +175,7 @@ class SgeBackend(Backend):
             if reservation.state not in _OPEN:
                 self.engine.qmod("-sq", [objects.queue_name(reservation.id)])
             self._changed()
-            self._applied[reservation.id] = key
+            self._applied[reservation.id] = ("prepared", fingerprint, False)
             self._windows[reservation.id] = (tuple(reservation.node_names), reservation.start,
                                              reservation.end)
             self._sync_calendars()
@@ -222,9 +222,7 @@ class SgeBackend(Backend):
         with self.lock:
             hosts = sorted(reservation.node_names)
             held = reservation.state == State.ERROR and reservation.request.hard_error
-            key = ("open", tuple(hosts), reservation.acl,
-                   tuple((a.node, a.slots) for a in reservation.allocations), reservation.end)
-            phase = key + (held,)
+            phase = ("open", _fingerprint(reservation), held)
             self.ledger.set_active(reservation.id, hosts)
             observation = self.observe()
             self._suspend_normal(observation, hosts)
@@ -310,7 +308,7 @@ class SgeBackend(Backend):
         (PluS 3.1.5); the queue stays with the record until plus_destroy or
         expiry."""
         with self.lock:
-            if not self.ledger.owns(reservation.id) or self._applied.get(reservation.id) == ("released",):
+            if not self.ledger.owns(reservation.id) or self._applied.get(reservation.id, ("",))[0] == "released":
                 return
             self._delete_ar_jobs(reservation.id)
             self.ledger.set_active(reservation.id, None)
@@ -319,7 +317,7 @@ class SgeBackend(Backend):
             current = self.engine.show("queue", queue)
             if current is not None and current.get("hostlist") != "NONE":
                 self.engine.set_attribute("queue", "hostlist", "NONE", queue)
-            self._applied[reservation.id] = ("released",)
+            self._applied[reservation.id] = ("released", None, False)
             self._windows.pop(reservation.id, None)
             self._sync_calendars()
             self._changed()
@@ -384,7 +382,7 @@ class SgeBackend(Backend):
             for host in hosts:
                 windows.setdefault(host, []).append((start, end))
         attached = self.ledger.calendars()
-        for instance, name in attached.items():
+        for instance in attached:
             if instance.split("@", 1)[1] not in windows:
                 self.engine.purge_instance_attribute("calendar", instance)
                 self.ledger.note_calendar(instance, None)
@@ -460,8 +458,14 @@ class SgeBackend(Backend):
         if applied[0] == "prepared":
             return not suspended
         if applied[0] == "open":
-            return suspended != applied[-1]
+            return suspended != applied[2]
         return False
+
+
+def _fingerprint(ar: Reservation) -> tuple:
+    """What the AR's objects are made from: a change means they need work."""
+    return (tuple(sorted(ar.node_names)), ar.acl, tuple((a.node, a.slots) for a in ar.allocations),
+            ar.end)
 
 
 def _find_copy(observation: Observation, job: GridJob, since: int) -> str | None:

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# The test users, idempotent (root): plusu1 and plusu2 in group plusgrp,
+# plusu3 not in it, plusmgr. No passwords; uids from 1000 up, as Grid
+# Engine's min_uid wants for job owners.
+set -euo pipefail
+getent group plusgrp >/dev/null || groupadd plusgrp
+for u in plusu1 plusu2 plusu3 plusmgr; do
+    id -u "$u" >/dev/null 2>&1 || useradd --create-home --shell /bin/bash "$u"
+done
+for u in plusu1 plusu2; do
+    [[ " $(id -nG "$u") " == *" plusgrp "* ]] || usermod -aG plusgrp "$u"
+done
+if [[ " $(id -nG plusu3) " == *" plusgrp "* ]]; then gpasswd -d plusu3 plusgrp >/dev/null; fi
