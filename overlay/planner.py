@@ -314,3 +314,71 @@ class Planner:
         """When the last booking of ``node`` ends (0 without bookings)."""
         timeline = self._nodes.get(node)
         return max((item[1] for item in timeline.items), default=0) if timeline else 0
+
+
+class UsageProfile:
+    """One resource's usage over time, the resource utilization diagram of
+    seed 001: sorted breakpoints and the usage from each one on, updated per
+    booking and queried with numpy. The scheduler asks it, for every job of
+    a pass, whether an amount fits now and when it fits earliest."""
+
+    def __init__(self, capacity: float) -> None:
+        self.capacity = capacity
+        self.times = np.zeros(1, dtype=np.int64)
+        self.usage = np.zeros(1, dtype=np.float64)
+
+    def _breakpoint(self, time: int) -> int:
+        """The index of a breakpoint at ``time``, inserted if missing."""
+        index = int(np.searchsorted(self.times, time, side="right")) - 1
+        if self.times[index] == time:
+            return index
+        self.times = np.insert(self.times, index + 1, time)
+        self.usage = np.insert(self.usage, index + 1, self.usage[index])
+        return index + 1
+
+    def add(self, start: int, end: int, amount: float) -> None:
+        """Book ``amount`` over [start, end); a negative amount releases."""
+        if end <= start:
+            return
+        first = self._breakpoint(start)
+        last = self._breakpoint(end)
+        self.usage[first:last] += amount
+
+    def prune(self, before: int) -> None:
+        """Forget the past: breakpoints before ``before`` collapse into one."""
+        index = int(np.searchsorted(self.times, before, side="right")) - 1
+        if index > 0:
+            self.times = self.times[index:].copy()
+            self.usage = self.usage[index:].copy()
+
+    def peak(self, start: int, end: int) -> float:
+        """The most in use at any instant of [start, end)."""
+        first = int(np.searchsorted(self.times, start, side="right")) - 1
+        last = int(np.searchsorted(self.times, end, side="left"))
+        return float(self.usage[max(first, 0):max(last, first + 1)].max())
+
+    def free(self, at: int) -> float:
+        return self.capacity - float(self.usage[int(np.searchsorted(self.times, at, side="right")) - 1])
+
+    def fits(self, amount: float, start: int, end: int) -> bool:
+        return self.peak(start, end) + amount <= self.capacity
+
+    def earliest(self, amount: float, duration: int, after: int) -> int | None:
+        """The first time at or after ``after`` from which ``amount`` stays
+        free for ``duration``; None if it never fits."""
+        limit = self.capacity - amount
+        if limit < 0:
+            return None
+        first = max(int(np.searchsorted(self.times, after, side="right")) - 1, 0)
+        usage = self.usage[first:]
+        times = self.times[first:].copy()
+        times[0] = max(times[0], after)
+        bad = usage > limit
+        runs = np.flatnonzero(~bad & np.concatenate(([True], bad[:-1])))
+        blocked = np.flatnonzero(bad)
+        following = np.searchsorted(blocked, runs)
+        ends = np.full(len(runs), INFINITY, dtype=np.int64)
+        inside = following < len(blocked)
+        ends[inside] = times[blocked[following[inside]]]
+        long_enough = np.flatnonzero(ends - times[runs] >= duration)
+        return int(times[runs[long_enough[0]]]) if long_enough.size else None

@@ -9,7 +9,7 @@ import random
 
 import pytest
 
-from overlay.planner import Planner, covered_ranges
+from overlay.planner import Planner, UsageProfile, covered_ranges
 
 H = 3600
 
@@ -420,3 +420,49 @@ def test_whole_node_index_follows_bookings_and_scales_past_its_blocks():
     assert planner.earliest_start(names, None, 4_500, 10, 0) == 100 + 4_498  # n4499 is free now
     planner.book("late", "n0", 150, 10_000, 1)
     assert planner.earliest_start(names, None, 5_000, 10, 0) == 10_000
+
+
+# --- UsageProfile: the resource utilization diagram the native scheduler plans on ----------
+
+def test_usage_profile_books_releases_and_answers_peaks():
+    profile = UsageProfile(10)
+    profile.add(100, 200, 4)
+    profile.add(150, 300, 5)
+    assert profile.peak(0, 100) == 0 and profile.peak(100, 151) == 9 and profile.peak(200, 250) == 5
+    assert profile.free(160) == 1 and profile.free(300) == 10
+    assert profile.fits(1, 150, 200) and not profile.fits(2, 150, 200)
+    profile.add(150, 300, -5)
+    assert profile.peak(0, 1000) == 4
+
+
+def test_usage_profile_earliest_start():
+    profile = UsageProfile(10)
+    profile.add(0, 100, 8)
+    profile.add(150, 200, 10)
+    assert profile.earliest(2, 50, 0) == 0
+    assert profile.earliest(3, 50, 0) == 100          # fits 100..150
+    assert profile.earliest(3, 51, 0) == 200          # the gap is too short
+    assert profile.earliest(11, 1, 0) is None
+    assert profile.earliest(3, 10, 120) == 120
+    assert profile.earliest(3, 10, 160) == 200
+
+
+def test_usage_profile_agrees_with_brute_force():
+    rng = random.Random(7)
+    for _ in range(200):
+        capacity = rng.randint(1, 8)
+        profile = UsageProfile(capacity)
+        usage = [0] * 120
+        for _ in range(rng.randint(0, 8)):
+            start = rng.randint(0, 100)
+            end = start + rng.randint(1, 20)
+            amount = rng.randint(1, capacity)
+            profile.add(start, end, amount)
+            for t in range(start, end):
+                usage[t] += amount
+        amount, duration, after = rng.randint(1, capacity), rng.randint(1, 15), rng.randint(0, 60)
+        expected = next(t for t in range(after, 200)
+                        if all(usage[u] + amount <= capacity for u in range(t, min(t + duration, 120))))
+        assert profile.earliest(amount, duration, after) == expected
+        start, end = sorted(rng.sample(range(0, 121), 2))
+        assert profile.peak(start, end) == max(usage[start:end])
