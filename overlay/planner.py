@@ -327,14 +327,20 @@ class UsageProfile:
         self.times = np.zeros(1, dtype=np.int64)
         self.usage = np.zeros(1, dtype=np.float64)
 
+    def _index(self, time: int) -> int:
+        """The breakpoint whose segment holds ``time``."""
+        return int(self.times.searchsorted(time, "right")) - 1
+
     def _breakpoint(self, time: int) -> int:
-        """The index of a breakpoint at ``time``, inserted if missing."""
-        index = int(np.searchsorted(self.times, time, side="right")) - 1
+        """The index of a breakpoint at ``time``, inserted if missing
+        (concatenate: np.insert's generality costs more than the copy)."""
+        index = self._index(time)
         if self.times[index] == time:
             return index
-        self.times = np.insert(self.times, index + 1, time)
-        self.usage = np.insert(self.usage, index + 1, self.usage[index])
-        return index + 1
+        at = index + 1
+        self.times = np.concatenate((self.times[:at], (time,), self.times[at:]))
+        self.usage = np.concatenate((self.usage[:at], self.usage[index:at], self.usage[at:]))
+        return at
 
     def add(self, start: int, end: int, amount: float) -> None:
         """Book ``amount`` over [start, end); a negative amount releases."""
@@ -345,20 +351,21 @@ class UsageProfile:
         self.usage[first:last] += amount
 
     def prune(self, before: int) -> None:
-        """Forget the past: breakpoints before ``before`` collapse into one."""
-        index = int(np.searchsorted(self.times, before, side="right")) - 1
-        if index > 0:
-            self.times = self.times[index:].copy()
-            self.usage = self.usage[index:].copy()
+        """Forget the past (breakpoints before ``before`` collapse into one)
+        and the breakpoints released bookings left without a change."""
+        index = max(self._index(before), 0)
+        times, usage = self.times[index:], self.usage[index:]
+        keep = np.concatenate(((True,), usage[1:] != usage[:-1]))
+        self.times, self.usage = times[keep], usage[keep]
 
     def peak(self, start: int, end: int) -> float:
         """The most in use at any instant of [start, end)."""
-        first = int(np.searchsorted(self.times, start, side="right")) - 1
-        last = int(np.searchsorted(self.times, end, side="left"))
-        return float(self.usage[max(first, 0):max(last, first + 1)].max())
+        first = max(self._index(start), 0)
+        last = int(self.times.searchsorted(end, "left"))
+        return float(self.usage[first:max(last, first + 1)].max())
 
     def free(self, at: int) -> float:
-        return self.capacity - float(self.usage[int(np.searchsorted(self.times, at, side="right")) - 1])
+        return self.capacity - float(self.usage[self._index(at)])
 
     def fits(self, amount: float, start: int, end: int) -> bool:
         return self.peak(start, end) + amount <= self.capacity
@@ -369,7 +376,7 @@ class UsageProfile:
         limit = self.capacity - amount
         if limit < 0:
             return None
-        first = max(int(np.searchsorted(self.times, after, side="right")) - 1, 0)
+        first = max(self._index(after), 0)
         usage = self.usage[first:]
         times = self.times[first:].copy()
         times[0] = max(times[0], after)

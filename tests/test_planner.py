@@ -466,3 +466,19 @@ def test_usage_profile_agrees_with_brute_force():
         assert profile.earliest(amount, duration, after) == expected
         start, end = sorted(rng.sample(range(0, 121), 2))
         assert profile.peak(start, end) == max(usage[start:end])
+
+
+def test_usage_profile_prune_keeps_every_answer_from_then_on():
+    rng = random.Random(11)
+    profile = UsageProfile(6)
+    for _ in range(40):
+        start = rng.randint(0, 200)
+        profile.add(start, start + rng.randint(1, 50), rng.randint(1, 3))
+    profile.add(20, 60, -1)
+    before = [(profile.peak(t, t + d), profile.earliest(a, d, t))
+              for t in range(100, 260, 7) for d in (1, 9, 30) for a in (1, 4)]
+    size = len(profile.times)
+    profile.prune(100)
+    assert len(profile.times) < size
+    assert before == [(profile.peak(t, t + d), profile.earliest(a, d, t))
+                      for t in range(100, 260, 7) for d in (1, 9, 30) for a in (1, 4)]
