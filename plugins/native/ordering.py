@@ -1,0 +1,153 @@
+"""Job order of the native scheduler: PluS's JobSortKey with the owners',
+groups' and hosts' orders (seed 004, 3.2), the TORQUE fifo settings they
+stand for (3.3), and PluS's own sched_conf file read unchanged.
+
+Keys sort lexicographically, earlier keys dominating; jobs still tied go
+by submit time, then id (FIFO).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Hashable, Protocol, Sequence
+
+from overlay.config import NODE_SORT_KEYS
+
+JOB_SORT_KEYS = ("JobPriority", "SubmitTime", "LeastCPURequested", "MostCPURequested",
+                 "LeastNodeRequested", "MostNodeRequested", "LeastTimeRequested",
+                 "MostTimeRequested", "QueuePriority", "QueueRoundRobin", "ByQueue",
+                 "OwnersName", "OwnersGroup", "OwnersHost")
+DEFAULT_JOB_ORDER = ("QueuePriority", "ByQueue", "JobPriority")
+_NEEDS = {"OwnersName": "OwnersOrder", "OwnersGroup": "GroupsOrder", "OwnersHost": "HostsOrder"}
+
+
+class OrderError(ValueError):
+    """A sort setting that cannot be used; the text names it."""
+
+
+class Orderable(Protocol):
+    id: Hashable
+    priority: float          # Grid Engine's combined priority (qsub -p and urgency)
+    submit_time: int
+    queue: str
+    slots: int               # CPUs requested
+    nodes: int               # nodes requested
+    time: int                # run time requested
+    owner: str
+    group: str
+    host: str                # submit host
+
+
+@dataclass(frozen=True)
+class JobOrder:
+    """JobSortKey and the orders the Owners* keys need."""
+
+    keys: tuple[str, ...] = DEFAULT_JOB_ORDER
+    owners: tuple[str, ...] = ()
+    groups: tuple[str, ...] = ()
+    hosts: tuple[str, ...] = ()
+    queue_priority: dict[str, int] = field(default_factory=dict)   # higher first
+    queue_order: tuple[str, ...] = ()                             # as registered
+
+    def __post_init__(self) -> None:
+        for key in self.keys:
+            if key not in JOB_SORT_KEYS:
+                raise OrderError(f"JobSortKey: unknown key {key!r}; accepted: {', '.join(JOB_SORT_KEYS)}")
+        given = {"OwnersOrder": self.owners, "GroupsOrder": self.groups, "HostsOrder": self.hosts}
+        for key, needed in _NEEDS.items():
+            if key in self.keys and not given[needed]:
+                raise OrderError(f"JobSortKey {key} needs {needed}")
+        if "QueueRoundRobin" in self.keys and "ByQueue" in self.keys:
+            raise OrderError("JobSortKey: QueueRoundRobin and ByQueue exclude each other "
+                             "(round_robin and by_queue must not both be true)")
+
+
+def _listed(order: Sequence[str], value: str, suffix: bool = False) -> int:
+    """Position in an order list; unlisted values after all listed ones.
+    Host entries may be domains (apgrid.org matches node1.apgrid.org)."""
+    for index, entry in enumerate(order):
+        if value == entry or (suffix and value.endswith("." + entry)):
+            return index
+    return len(order)
+
+
+def order_jobs(jobs: Sequence[Orderable], order: JobOrder) -> list[Orderable]:
+    """The jobs in the order the scheduler considers them."""
+    queue_rank = {name: i for i, name in enumerate(order.queue_order)}
+
+    def queue_position(job: Orderable) -> tuple:
+        return (queue_rank.get(job.queue, len(queue_rank)), job.queue)
+
+    simple = {
+        "JobPriority": lambda j: -j.priority,
+        "SubmitTime": lambda j: j.submit_time,
+        "LeastCPURequested": lambda j: j.slots, "MostCPURequested": lambda j: -j.slots,
+        "LeastNodeRequested": lambda j: j.nodes, "MostNodeRequested": lambda j: -j.nodes,
+        "LeastTimeRequested": lambda j: j.time, "MostTimeRequested": lambda j: -j.time,
+        "QueuePriority": lambda j: -order.queue_priority.get(j.queue, 0),
+        "ByQueue": queue_position,
+        "OwnersName": lambda j: _listed(order.owners, j.owner),
+        "OwnersGroup": lambda j: _listed(order.groups, j.group),
+        "OwnersHost": lambda j: _listed(order.hosts, j.host, suffix=True),
+    }
+    tail = (lambda j: j.submit_time, lambda j: str(j.id))
+    parts: list = []
+    for index, key in enumerate(order.keys):
+        if key != "QueueRoundRobin":
+            parts.append(simple[key])
+            continue
+        # one job of each queue in turn: a job's turn is its place in its own
+        # queue by the keys after this one
+        within = [simple[k] for k in order.keys[index + 1:] if k != "QueueRoundRobin"] + list(tail)
+        turn: dict[Hashable, int] = {}
+        by_queue: dict[str, list[Orderable]] = {}
+        for job in jobs:
+            by_queue.setdefault(job.queue, []).append(job)
+        for members in by_queue.values():
+            members.sort(key=lambda j: tuple(f(j) for f in within))
+            turn.update({job.id: position for position, job in enumerate(members)})
+        parts.extend([lambda j, turn=turn: turn[j.id], queue_position])
+    parts.extend(tail)
+    return sorted(jobs, key=lambda j: tuple(f(j) for f in parts))
+
+
+def torque_job_order(round_robin: bool, by_queue: bool, sort_queues: bool,
+                     strict_fifo: bool) -> tuple[str, ...]:
+    """The JobSortKey standing for a TORQUE fifo sched_conf (seed 004, 3.3)."""
+    if round_robin and by_queue:
+        raise OrderError("round_robin and by_queue must not be true at the same time")
+    keys = ["QueuePriority"] if sort_queues else []
+    if round_robin:
+        keys.append("QueueRoundRobin")
+    elif by_queue:
+        keys.append("ByQueue")
+    keys.append("SubmitTime" if strict_fifo else "JobPriority")
+    return tuple(keys)
+
+
+_LINE = re.compile(r"^\s*(\w+)\s*:\s*(.*?)\s*$")
+
+
+def parse_sched_conf(text: str, path: str = "sched_conf") -> dict[str, tuple[str, ...]]:
+    """PluS's sched_conf (NodeSortKey, JobSortKey, OwnersOrder, GroupsOrder,
+    HostsOrder), as plus_scheduler -a Sort -c sched_conf read it."""
+    settings: dict[str, tuple[str, ...]] = {}
+    known = ("NodeSortKey", "JobSortKey", "OwnersOrder", "GroupsOrder", "HostsOrder")
+    for number, line in enumerate(text.splitlines(), 1):
+        content = line.split("#", 1)[0]
+        if not content.strip():
+            continue
+        match = _LINE.match(content)
+        if not match or match.group(1) not in known:
+            raise OrderError(f"{path}:{number}: expected 'Name: value, ...' with Name one of "
+                             f"{', '.join(known)}, got {line.strip()!r}")
+        values = tuple(v.strip() for v in match.group(2).split(",") if v.strip())
+        name = match.group(1)
+        accepted = {"NodeSortKey": NODE_SORT_KEYS, "JobSortKey": JOB_SORT_KEYS}.get(name)
+        for value in values if accepted else ():
+            if value not in accepted:
+                raise OrderError(f"{path}:{number}: {name}: unknown key {value!r}; accepted: "
+                                 f"{', '.join(accepted)}")
+        settings[name] = values
+    return settings
