@@ -123,7 +123,7 @@ def _report(policy: Policy, overrun: str, capacity: int, jobs: list[SimulatedJob
     last = max(j.start + j.run for j in jobs)
     makespan = max(last - first, 1)
     waits = [j.start - j.submit for j in jobs]
-    slowdowns = [max(1.0, (w + j.run) / max(j.run, 10)) for w, j in zip(waits, jobs)]
+    slowdowns = [max(1.0, (w + j.run) / max(j.run, 10)) for w, j in zip(waits, jobs, strict=True)]
     return Report(policy.name, overrun, capacity, len(jobs), dropped, makespan,
                   sum(j.run * j.slots for j in jobs) / (capacity * makespan),
                   sum(waits) / len(jobs), max(waits), sum(slowdowns) / len(jobs))
