@@ -332,34 +332,58 @@ class SshRunner(Runner):
 _SSH_KEYS = ("host", "port", "user", "key", "known_hosts", "accept_unknown_host")
 
 
+@dataclass(frozen=True)
+class SshSettings:
+    """Where and how to reach a host over SSH, checked (parse_ssh)."""
+
+    host: str
+    port: int = 22
+    user: str = "root"
+    key: str | None = None
+    known_hosts: str | None = None
+    accept_unknown_host: bool = False
+
+    def runner(self, env: Mapping[str, str] | None = None) -> SshRunner:
+        return SshRunner(self.host, self.port, self.user, key_file=self.key,
+                         known_hosts=self.known_hosts,
+                         accept_unknown_host=self.accept_unknown_host, env=env)
+
+
+def parse_ssh(ssh: Any, defaults: Mapping[str, Any] | None = None,
+              where: str = "ssh") -> SshSettings:
+    """SSH settings from a configuration mapping of host, port, user, key,
+    known_hosts and accept_unknown_host (``defaults`` fill what it leaves
+    out); ValueError names the key as ``where.key``."""
+    if not isinstance(ssh, Mapping):
+        raise ValueError(f"{where}: expected a mapping of {', '.join(_SSH_KEYS)}, got {ssh!r}")
+    unknown = sorted(str(key) for key in ssh if key not in _SSH_KEYS)
+    if unknown:
+        raise ValueError(f"{where}.{unknown[0]}: unknown key; accepted: {', '.join(_SSH_KEYS)}")
+    ssh = {**(defaults or {}), **ssh}
+    host = ssh.get("host")
+    if not isinstance(host, str) or not host or host.split() != [host]:
+        raise ValueError(f"{where}.host: expected a host name, got {host!r}")
+    port = ssh.get("port", 22)
+    if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
+        raise ValueError(f"{where}.port: expected a port number 1-65535, got {port!r}")
+    user = ssh.get("user", "root")
+    if not isinstance(user, str) or not USER_PATTERN.match(user):
+        raise ValueError(f"{where}.user: expected a user name, got {user!r}")
+    paths = {}
+    for key in ("key", "known_hosts"):
+        value = ssh.get(key)
+        if value is not None and (not isinstance(value, str) or not os.path.isabs(value)):
+            raise ValueError(f"{where}.{key}: expected an absolute file path, got {value!r}")
+        paths[key] = value
+    accept = ssh.get("accept_unknown_host", False)
+    if not isinstance(accept, bool):
+        raise ValueError(f"{where}.accept_unknown_host: expected true or false, got {accept!r}")
+    return SshSettings(host, port, user, paths["key"], paths["known_hosts"], accept)
+
+
 def runner_from_options(options: Mapping[str, Any], env: Mapping[str, str]) -> Runner:
     """The runner a backend's configuration section asks for: local unless
     it has ``ssh: {host: ..., port, user, key, known_hosts, accept_unknown_host}``."""
     if "ssh" not in options:
         return LocalRunner(env)
-    ssh = options["ssh"]
-    if not isinstance(ssh, Mapping):
-        raise ValueError(f"ssh: expected a mapping of {', '.join(_SSH_KEYS)}, got {ssh!r}")
-    unknown = sorted(str(key) for key in ssh if key not in _SSH_KEYS)
-    if unknown:
-        raise ValueError(f"ssh.{unknown[0]}: unknown key; accepted: {', '.join(_SSH_KEYS)}")
-    host = ssh.get("host")
-    if not isinstance(host, str) or not host or host.split() != [host]:
-        raise ValueError(f"ssh.host: expected a host name, got {host!r}")
-    port = ssh.get("port", 22)
-    if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
-        raise ValueError(f"ssh.port: expected a port number 1-65535, got {port!r}")
-    user = ssh.get("user", "root")
-    if not isinstance(user, str) or not USER_PATTERN.match(user):
-        raise ValueError(f"ssh.user: expected a user name, got {user!r}")
-    paths = {}
-    for key in ("key", "known_hosts"):
-        value = ssh.get(key)
-        if value is not None and (not isinstance(value, str) or not os.path.isabs(value)):
-            raise ValueError(f"ssh.{key}: expected an absolute file path, got {value!r}")
-        paths[key] = value
-    accept = ssh.get("accept_unknown_host", False)
-    if not isinstance(accept, bool):
-        raise ValueError(f"ssh.accept_unknown_host: expected true or false, got {accept!r}")
-    return SshRunner(host, port, user, key_file=paths["key"], known_hosts=paths["known_hosts"],
-                     accept_unknown_host=accept, env=env)
+    return parse_ssh(options["ssh"]).runner(env)
