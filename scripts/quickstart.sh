@@ -13,7 +13,7 @@ bash "$repo/scripts/install.sh"
 
 # Keep a site's own configuration; install the samples only where none exists.
 mkdir -p "$conf_dir"
-for file in plus.yaml cluster.yaml; do
+for file in plus.yaml cluster.yaml complexes.yaml; do
     [[ -e $conf_dir/$file ]] || install -m 0644 "$repo/conf/$file" "$conf_dir/$file"
 done
 

@@ -9,9 +9,13 @@ another's rows; the schema is dropped afterwards.
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import sys
 import time
+import tomllib
 import uuid
+from pathlib import Path
 
 import pytest
 from sqlalchemy import make_url
@@ -19,6 +23,24 @@ from sqlalchemy import make_url
 from overlay.store import Store
 
 PG_URL_VARIABLE = "PLUS_TEST_PG_URL"
+
+
+def _plugins_from_source() -> None:
+    """Import the plugin packages (overlay_native = plugins/native, ...) from
+    this tree, as pyproject.toml maps them, not from the installed copy."""
+    repo = Path(__file__).resolve().parent.parent
+    with open(repo / "pyproject.toml", "rb") as handle:
+        folders = tomllib.load(handle)["tool"]["setuptools"]["package-dir"]
+    for name, folder in folders.items():
+        path = repo / folder
+        spec = importlib.util.spec_from_file_location(
+            name, path / "__init__.py", submodule_search_locations=[str(path)])
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+
+
+_plugins_from_source()
 
 
 def _pg_admin_connect(url: str):

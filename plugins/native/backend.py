@@ -15,6 +15,7 @@ from overlay.model import Node, Reservation
 from overlay_native.cluster import Cluster
 
 log = logging.getLogger("plus.native")
+OPTIONS = ("cluster", "local_host", "ssh")
 
 
 class NativeBackend(Backend):
@@ -30,13 +31,18 @@ class NativeBackend(Backend):
 
     @classmethod
     def from_config(cls, config, options: dict) -> "NativeBackend":
-        unknown = set(options) - {"cluster", "local_host"}
+        unknown = set(options) - set(OPTIONS)
         if unknown:
             raise ValueError(f"native: unknown setting(s) {', '.join(sorted(unknown))}; "
-                             "known: cluster, local_host")
+                             f"known: {', '.join(OPTIONS)}")
+        ssh = options.get("ssh") or {}
+        if not isinstance(ssh, dict) or "host" in ssh:
+            raise ValueError("native.ssh: expected a mapping of port, user, key, known_hosts, "
+                             "accept_unknown_host (defaults for hosts with exec: ssh; the host "
+                             "is each node's name)")
         path = options.get("cluster")
         return cls(Cluster(config.relative(path) if path else None,
-                           bool(options.get("local_host", True))))
+                           bool(options.get("local_host", True)), ssh, config.duration_offset))
 
     def nodes(self) -> list[Node]:
         return self.cluster.nodes()
