@@ -134,9 +134,9 @@ def test_containers_hold_every_configured_value(tmp_path):
     assert instance.available("license") == 1 and instance.available("slots") == 4
     lic = parse_requests(config.table, "lic=1,arch=lx-amd64,num_proc=8,mem_total=64G")
     assert mismatch(lic, containers.instances[("all.q", "big")]) is None
-    assert "host big: num_proc=8 does not match the request num_proc=2" in \
-        mismatch(parse_requests(config.table, "num_proc=2"), instance)
-    assert "h_rt=8:0:0 does not match" in mismatch(
+    assert mismatch(parse_requests(config.table, "num_proc=2"), instance) == \
+        'cannot run at host "big" because it offers only hl:num_proc=8'
+    assert "because it offers only qf:h_rt=8:0:0" in mismatch(
         parse_requests(config.table, "h_rt=9:0:0"), containers.instances[("all.q", "n1")])
     assert mismatch(parse_requests(config.table, "mem_total=4G"),
                     containers.instances[("all.q", "n1")]) is None

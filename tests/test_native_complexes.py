@@ -387,7 +387,7 @@ def test_restring_requests_through_the_table():
     host.set("arch", "solaris", "load")
     assert mismatch(parse_requests(tab, 'arch="linux|solaris"'), queues["q"]) is None
     assert mismatch(parse_requests(tab, "a=lx*"), queues["q"]) == \
-        "host h-q: arch=solaris does not match the request arch=lx*"
+        'cannot run at host "h-q" because it offers only hl:arch=solaris'
 
 
 # --- requests ------------------------------------------------------------------------
@@ -434,8 +434,8 @@ def test_e1_fixed_values_are_per_slot():
     assert q1.available("slots") == 1
     assert mismatch(parse_requests(tab, "t01=20"), q1) is None
     assert mismatch(parse_requests(tab, "t01=21"), q1) == \
-        "queue q1@h-q1: t01=20 does not match the request t01=21"
-    assert mismatch(j1, q1, slots=2) == "queue q1@h-q1: slots has 1 left, the job needs 2"
+        'cannot run in queue "q1@h-q1" because it offers only qf:t01=20'
+    assert mismatch(j1, q1, slots=2) == 'cannot run in queue "q1@h-q1" because it offers only qc:slots=1.000000'
 
 
 def test_e2_consumables_are_debited_per_task():
@@ -453,7 +453,7 @@ def test_e2_consumables_are_debited_per_task():
     j2 = parse_requests(tab, "t02=20")
     assert [slots_fit(j2, queues[q], 4) for q in ("q2", "q3", "q4")] == [2, 1, 2]
     assert mismatch(j2, queues["q2"], slots=4) == \
-        "queue q2@h-q2: t02 has 40 left, the job needs 80"
+        'cannot run in queue "q2@h-q2" because it offers only qc:t02=40.000000'
     plan = assign(j2, list(queues.values()), 4)
     assert [(q.name, n) for q, n in plan] == [("q2@h-q2", 2), ("q3@h-q3", 1), ("q4@h-q4", 1)]
     consume(j2, plan)
@@ -501,7 +501,7 @@ def test_job_consumables_only_bind_the_master():
     assert top.available("matlab") == 0                    # once, not per task or queue
     assert slots_fit(job, top, 4) == 0                     # no master fits any more
     assert slots_fit(job, top, 4, master=False) == 4       # slave tasks need none
-    assert mismatch(job, queues["q4"]) == "global: matlab has 0 left, the job needs 1"
+    assert mismatch(job, queues["q4"]) == "cannot run globally because it offers only gc:matlab=0.000000"
     assert mismatch(job, queues["q4"], master=False) is None
     assert assign(job, list(queues.values()), 1) is None
 
@@ -522,8 +522,8 @@ def test_defaults_are_consumed_where_managed():
     job = parse_requests(tab, "h_rt=60")
     queues["q"].set("h_rt", "1:0:0", "limit")
     assert slots_fit(job, host, 8) == 3
-    assert mismatch(job, queues["q"], slots=4) == "host h-q: scratch has 3221225472 left, " \
-                                                  "the job needs 4294967296"
+    assert mismatch(job, queues["q"], slots=4) == \
+        'cannot run at host "h-q" because it offers only hc:scratch=3221225472.000000'
     consume(job, [(queues["q"], 3)])
     assert (host.available("scratch"), queues["q"].available("slots")) == (0, 5)
 
@@ -538,13 +538,14 @@ def test_hierarchy_global_then_host_then_queue():
     queue.set("h_vmem", "2G", "limit")
     assert mismatch(parse_requests(tab, "h_vmem=1G"), queue) is None
     assert mismatch(parse_requests(tab, "h_vmem=3G"), queue) == \
-        "queue q@h-q: h_vmem=2G does not match the request h_vmem=3G"
+        'cannot run in queue "q@h-q" because it offers only qf:h_vmem=2G'
     assert mismatch(parse_requests(tab, "h_vmem=5G"), queue) == \
-        "global: h_vmem=4G does not match the request h_vmem=5G"
+        "cannot run globally because it offers only gf:h_vmem=4G"
     # missing on a level: the next one decides; missing everywhere: no match
     assert mismatch(parse_requests(tab, "q=q"), queue) is None
     assert mismatch(parse_requests(tab, "h=H-Q"), queue) is None
-    assert mismatch(parse_requests(tab, "h_rt=60"), queue) == "queue q@h-q: no level offers h_rt"
+    assert mismatch(parse_requests(tab, "h_rt=60"), queue) == \
+        'cannot run in queue "q@h-q" because job requests unknown resource "h_rt"'
 
 
 def test_a_mismatch_aborts_even_if_a_lower_level_would_match():
@@ -555,7 +556,7 @@ def test_a_mismatch_aborts_even_if_a_lower_level_would_match():
     queue.parent.set("mem_free", "1G", "load")
     queue.set("mem_free", "8G")
     assert mismatch(parse_requests(tab, "mf=2G"), queue) == \
-        "host h-q: mem_free=1G does not match the request mem_free=2G"
+        'cannot run at host "h-q" because it offers only hl:mem_free=1G'
 
 
 def test_same_level_fixed_and_load():
@@ -567,16 +568,16 @@ def test_same_level_fixed_and_load():
     host.set("mem_free", "4G", "load")
     assert mismatch(parse_requests(tab, "mf=1G"), queue) is None
     assert mismatch(parse_requests(tab, "mf=1.5G"), queue) == \
-        "host h-q: mem_free=1G does not match the request mem_free=1.5G"
+        'cannot run at host "h-q" because it offers only hf:mem_free=1G'
     host.set("mem_free", "0.9G", "load")
     assert mismatch(parse_requests(tab, "mf=1G"), queue) == \
-        "host h-q: mem_free=0.9G does not match the request mem_free=1G"
+        'cannot run at host "h-q" because it offers only hl:mem_free=0.9G'
     # == and !=: the configured value overrides the load value on the same level
     host.set("arch", "lx-amd64", "load")
     host.set("arch", "linux")
     assert mismatch(parse_requests(tab, "a=linux"), queue) is None
     assert mismatch(parse_requests(tab, "a=lx-amd64"), queue) == \
-        "host h-q: arch=linux does not match the request arch=lx-amd64"
+        'cannot run at host "h-q" because it offers only hf:arch=linux'
 
 
 def test_load_values_are_per_job():
@@ -588,15 +589,14 @@ def test_load_values_are_per_job():
     queue.parent.set("mem_free", "4G", "load")
     job = parse_requests(tab, "mf=1G")
     assert mismatch(job, queue, slots=4) is None
-    assert mismatch(job, queue, slots=5) == ("host h-q: mem_free=4G does not match the request "
-                                             "mem_free=1G (times 5 slots, a per job value)")
+    assert mismatch(job, queue, slots=5) == \
+        'cannot run at host "h-q" because it offers only hl:mem_free=4G'
     queue.set("virtual_free", "4G")
     job = parse_requests(tab, "vf=1G")
     assert mismatch(job, queue, slots=5) is None          # fixed alone: per slot
     top.set("virtual_free", "100G", "load")
-    assert mismatch(job, queue, slots=5) == ("queue q@h-q: virtual_free=4G does not match the "
-                                             "request virtual_free=1G (times 5 slots, a per job "
-                                             "value)")
+    assert mismatch(job, queue, slots=5) == \
+        'cannot run in queue "q@h-q" because it offers only qf:virtual_free=4G'
 
 
 def test_equality_attributes_are_overridden_on_the_same_level_only():
@@ -678,11 +678,13 @@ def test_forced_complexes():
     _, queues = cluster(tab, {"R123": {"plus_rsv": "R123"}, "all.q": {}})
     reserved, normal = queues["R123"], queues["all.q"]
     plain, ar_job = parse_requests(tab, "h=h-R123"), parse_requests(tab, "plus_rsv=R123")
-    assert mismatch(plain, reserved) == "queue R123@h-R123: plus_rsv must be requested (FORCED)"
+    assert mismatch(plain, reserved) == \
+        "does not request 'forced' resource \"plus_rsv\" of queue instance R123@h-R123"
     assert mismatch(ar_job, reserved) is None
-    assert mismatch(ar_job, normal) == "queue all.q@h-all.q: no level offers plus_rsv"
+    assert mismatch(ar_job, normal) == \
+        'cannot run in queue "all.q@h-all.q" because job requests unknown resource "plus_rsv"'
     assert mismatch(parse_requests(tab, "plus_rsv=R124"), reserved) == \
-        "queue R123@h-R123: plus_rsv=R123 does not match the request plus_rsv=R124"
+        'cannot run in queue "R123@h-R123" because it offers only qf:plus_rsv=R123'
 
 
 def test_soft_violations():

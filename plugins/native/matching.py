@@ -16,7 +16,8 @@ Public API:
   ``hostname``, a queue container (named queue@host) ``qname``.
 - ``mismatch(requests, container, slots=1, master=True) -> str | None``:
   why ``slots`` tasks of a job cannot run in the container (walking global,
-  host, queue), or None.
+  host, queue), or None; in Grid Engine's words (``cannot run at host "h"
+  because it offers only hl:arch=lx-amd64``), as ``qstat -j`` shows them.
 - ``soft_violations(requests, container, slots=1) -> int``: soft requests missed.
 - ``debit(request, slots) -> float``: what a job with ``slots`` tasks consumes.
 - ``slots_fit(requests, container, limit, master=True) -> int``: how many
@@ -52,6 +53,7 @@ from overlay_native.complexes import (NUMERIC, Complex, ComplexError, ComplexTab
 
 LEVELS = ("global", "host", "queue")
 FIXED, LOAD, LIMIT = "fixed", "load", "limit"
+CONSUMABLE = "consumable"    # a consumable's amount left, in messages
 RESOURCE_LIMITS = ("s_rt", "h_rt", "s_cpu", "h_cpu", "s_fsize", "h_fsize", "s_data", "h_data",
                    "s_stack", "h_stack", "s_core", "h_core", "s_rss", "h_rss", "s_vmem", "h_vmem")
 _ORDERED = ("<=", "<", ">=", ">")
@@ -184,10 +186,11 @@ class ResourceContainer:
             amounts.append(float(values[LOAD][0]))
         return min(amounts)
 
-    def _offer(self, cx: Complex, kinds: Sequence[str]) -> tuple[float | str, str] | None:
-        """The value matched at this level: for == and != the configured one
-        (fixed before limit before load), else the most restrictive."""
-        values = [self._values[cx.name][kind] for kind in kinds
+    def _offer(self, cx: Complex, kinds: Sequence[str]) -> tuple[float | str, str, str] | None:
+        """The value matched at this level and its kind: for == and != the
+        configured one (fixed before limit before load), else the most
+        restrictive."""
+        values = [(*self._values[cx.name][kind], kind) for kind in kinds
                   if kind in self._values.get(cx.name, {})]
         if not values or cx.relop not in _ORDERED:
             return values[0] if values else None
@@ -196,6 +199,19 @@ class ResourceContainer:
             if _tight(float(value[0]), float(best[0]), cx.relop):
                 best = value
         return best
+
+    def cannot_run(self, why: str) -> str:
+        """Grid Engine's pending reason for this level: cannot run globally,
+        at host "h" or in queue "q@h", because ``why``."""
+        where = {"global": "globally", "host": f'at host "{self.name}"',
+                 "queue": f'in queue "{self.name}"'}[self.level]
+        return f"cannot run {where} because {why}"
+
+    def offers_only(self, name: str, kind: str, text: str) -> str:
+        """Grid Engine's 'it offers only' reason: level and kind letters (g/h/q,
+        l load, f fixed or limit, c consumable), then name=value."""
+        letter = {LOAD: "l", FIXED: "f", LIMIT: "f", CONSUMABLE: "c"}[kind]
+        return self.cannot_run(f"it offers only {self.level[0]}{letter}:{name}={text}")
 
 
 def debit(request: Request, slots: int) -> float:
@@ -251,8 +267,7 @@ def _check(request: Request, chain: Sequence[ResourceContainer], slots: int, mas
                 tasks = slots if cx.consumable == "YES" else 1
                 available = container.available(cx.name)
                 if _count(available, float(request.value)) < tasks:
-                    return (f"{container.label}: {cx.name} has {_show(available)} left, the job "
-                            f"needs {_show(debit(request, slots))}")
+                    return container.offers_only(cx.name, CONSUMABLE, f"{available:f}")
         elif LOAD in values and _scaled(cx):
             per_job = True
         offer = container._offer(cx, kinds)
@@ -262,10 +277,8 @@ def _check(request: Request, chain: Sequence[ResourceContainer], slots: int, mas
         if per_job:
             value = float(value) * slots
         if not compare(cx, value, offer[0]):
-            times = f" (times {slots} slots, a per job value)" if per_job and slots != 1 else ""
-            return (f"{container.label}: {cx.name}={offer[1]} does not match the request "
-                    f"{cx.name}={request.text}{times}")
-    return None if found else f"{chain[-1].label}: no level offers {cx.name}"
+            return container.offers_only(cx.name, offer[2], offer[1])
+    return None if found else chain[-1].cannot_run(f'job requests unknown resource "{cx.name}"')
 
 
 def mismatch(requests: Requests, container: ResourceContainer, slots: int = 1,
@@ -281,7 +294,10 @@ def mismatch(requests: Requests, container: ResourceContainer, slots: int = 1,
     for level in chain:
         for name in level._values:
             if level.table.find(name).requestable == "FORCED" and name not in requests:
-                return f"{level.label}: {name} must be requested (FORCED)"
+                return {"global": f"does not request globally 'forced' resource \"{name}\"",
+                        "host": f"does not request 'forced' resource \"{name}\" of host {level.name}",
+                        "queue": f"does not request 'forced' resource \"{name}\" of queue instance "
+                                 f"{level.name}"}[level.level]
     return None
 
 
