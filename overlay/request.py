@@ -15,7 +15,13 @@ if TYPE_CHECKING:
     from overlay.model import Node, Request
 
 MAX_AR_ID = 9_999_999
+MAX_SLOTS = 9_999_999
+"""Grid Engine's largest slot count: the end of an open PE range (n-)."""
 NAME_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
+_WILD = r"[A-Za-z0-9_.*?\[\]-]+"
+_QUEUE = re.compile(rf"^{_WILD}(@@?{_WILD})?$|^@@?{_WILD}$")
+_JOB_REFERENCE = re.compile(r"^[A-Za-z0-9_.*?\[\]-]+$")
+_PE_RANGE = re.compile(r"^(\d*)(-?)(\d*)$")
 _MEMORY = re.compile(r"^(\d+(?:\.\d+)?)([kKmMgGtT]?)$")
 _MEMORY_BYTES = {"": 2 ** 20, "k": 10 ** 3, "K": 2 ** 10, "m": 10 ** 6, "M": 2 ** 20,
                  "g": 10 ** 9, "G": 2 ** 30, "t": 10 ** 12, "T": 2 ** 40}
@@ -175,3 +181,61 @@ def node_satisfies(node: Node, request: Request) -> bool:
         if have is None or not fnmatch.fnmatchcase(str(have), wanted):
             return False
     return True
+
+
+def parse_pe_range(text: str, option: str = "-pe") -> tuple[tuple[int, int], ...]:
+    """A PE slot range list (seed 001, 3): n-m, m for m-m, -m for 1-m, n- for
+    n to infinity (MAX_SLOTS), comma-separated; merged and sorted."""
+    ranges = []
+    for item in text.split(","):
+        match = _PE_RANGE.match(item.strip())
+        low, dash, high = match.groups() if match else ("", "", "")
+        if not match or not (low or high) or (not dash and not low):
+            raise RequestError(f"{option}: invalid slot range '{item}' in '{text}': accepted forms "
+                               "are n, n-m, -m and n- (comma-separated), n and m at least 1")
+        first = int(low) if low else 1
+        last = int(high) if high else (MAX_SLOTS if dash else first)
+        if first < 1 or last < first or last > MAX_SLOTS:
+            raise RequestError(f"{option}: invalid slot range '{item}': the numbers must be 1 to "
+                               f"{MAX_SLOTS}, the first not above the second")
+        ranges.append((first, last))
+    merged: list[tuple[int, int]] = []
+    for first, last in sorted(ranges):
+        if merged and first <= merged[-1][1] + 1:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], last))
+        else:
+            merged.append((first, last))
+    return tuple(merged)
+
+
+def format_pe_range(ranges: tuple[tuple[int, int], ...]) -> str:
+    """A range list as Grid Engine writes it: 4, 2-8, 4- (open), comma-separated."""
+    return ",".join(str(a) if a == b else f"{a}-" if b == MAX_SLOTS else f"{a}-{b}"
+                    for a, b in ranges)
+
+
+def parse_queue_list(text: str, option: str) -> tuple[str, ...]:
+    """qsub -q/-masterq wc_queue_list: queue, queue@host, queue@@hostgroup,
+    @host, wildcards * ? [..] allowed; comma-separated."""
+    items = []
+    for item in text.split(","):
+        item = item.strip()
+        if not _QUEUE.match(item):
+            raise RequestError(f"{option}: invalid queue '{item}' in '{text}': accepted forms are "
+                               "queue, queue@host, queue@@hostgroup or @host, with wildcards * ? [ ]")
+        if item not in items:
+            items.append(item)
+    return tuple(items)
+
+
+def parse_job_references(text: str, option: str = "-hold_jid") -> tuple[str, ...]:
+    """Job ids or names (wildcards allowed), comma-separated."""
+    items = []
+    for item in text.split(","):
+        item = item.strip()
+        if not _JOB_REFERENCE.match(item):
+            raise RequestError(f"{option}: invalid job '{item}' in '{text}': accepted are job ids "
+                               "and job names (wildcards * ? [ ] allowed), comma-separated")
+        if item not in items:
+            items.append(item)
+    return tuple(items)

@@ -260,3 +260,14 @@ def test_a_host_may_override_its_own_load_value(tmp_path):
                              False)
     container = config.containers().hosts["a"]
     assert mismatch(parse_requests(config.table, "arch=sol-amd64"), container) is None
+
+
+def test_queue_lists_match_instances(tmp_path):
+    config, _ = load_cluster(write(tmp_path, FULL), False)
+    assert config.hostgroups["@all"] == ("n1", "n2", "big")
+    match = config.queue_matches
+    assert match(["all.q"], "all.q", "n1") and not match(["big.q"], "all.q", "n1")
+    assert match(["all.q@n1"], "all.q", "n1") and not match(["all.q@n1"], "all.q", "n2")
+    assert match(["*@big"], "big.q", "big") and match(["@n[12]"], "all.q", "n2")
+    assert match(["all.q@@small"], "all.q", "n2") and not match(["all.q@@small"], "all.q", "big")
+    assert match(["big.q", "a*.q"], "all.q", "n1")

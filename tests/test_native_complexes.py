@@ -544,8 +544,11 @@ def test_hierarchy_global_then_host_then_queue():
     # missing on a level: the next one decides; missing everywhere: no match
     assert mismatch(parse_requests(tab, "q=q"), queue) is None
     assert mismatch(parse_requests(tab, "h=H-Q"), queue) is None
-    assert mismatch(parse_requests(tab, "h_rt=60"), queue) == \
-        'cannot run in queue "q@h-q" because job requests unknown resource "h_rt"'
+    assert mismatch(parse_requests(tab, "mf=1G"), queue) == \
+        'cannot run in queue "q@h-q" because job requests unknown resource "mem_free"'
+    # a queue's resource limits are INFINITY unless set (queue_conf(5))
+    assert mismatch(parse_requests(tab, "h_rt=60"), queue) is None
+    assert mismatch(parse_requests(tab, "h_rt=60"), queue.parent) is not None
 
 
 def test_a_mismatch_aborts_even_if_a_lower_level_would_match():
@@ -691,8 +694,8 @@ def test_soft_violations():
     tab = ComplexTable()
     _, queues = cluster(tab, {"q": {}})
     queues["q"].parent.set("arch", "lx-amd64", "load")
-    soft = parse_requests(tab, "arch=lx-arm64,q=q,h_rt=60")
-    assert soft_violations(soft, queues["q"]) == 2
+    soft = parse_requests(tab, "arch=lx-arm64,q=q,h_rt=60,mf=1G")
+    assert soft_violations(soft, queues["q"]) == 2          # arch, and mem_free offered nowhere
 
 
 # --- seed 002, result caching: job categories ---------------------------------------------

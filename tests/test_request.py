@@ -359,3 +359,41 @@ def test_mail_list():
 def test_bad_mail_list(text):
     with pytest.raises(RequestError, match=r"^-M: invalid mail address .*user\[@host\]"):
         parse_mail_list(text)
+
+
+# -- qsub's -pe ranges, -q queue lists, -hold_jid job lists ---------------------------
+
+from overlay.request import (MAX_SLOTS, format_pe_range, parse_job_references,  # noqa: E402
+                             parse_pe_range, parse_queue_list)
+
+
+@pytest.mark.parametrize("text,ranges", [
+    ("4", ((4, 4),)), ("2-8", ((2, 8),)), ("-8", ((1, 8),)), ("4-", ((4, MAX_SLOTS),)),
+    ("8,2-4", ((2, 4), (8, 8))), ("2-4,3-6,7", ((2, 7),)), (" 1 , 3 ", ((1, 1), (3, 3))),
+])
+def test_pe_ranges(text, ranges):
+    assert parse_pe_range(text) == ranges
+
+
+@pytest.mark.parametrize("text", ["", "-", "a", "0", "4-2", "1-2-3", "2,,3", "0-4", "1-99999999"])
+def test_bad_pe_ranges_name_the_forms(text):
+    with pytest.raises(RequestError, match=r"^-pe: invalid slot range"):
+        parse_pe_range(text)
+
+
+def test_pe_ranges_print_as_grid_engine_writes_them():
+    assert format_pe_range(((2, 4), (8, 8), (16, MAX_SLOTS))) == "2-4,8,16-"
+
+
+def test_queue_lists():
+    assert parse_queue_list("all.q,big.q@node1,*@node[12],q@@allhosts,all.q", "-q") == \
+        ("all.q", "big.q@node1", "*@node[12]", "q@@allhosts")
+    for bad in ("", "all q", "q@", "a,b;c"):
+        with pytest.raises(RequestError, match=r"^-masterq: invalid queue"):
+            parse_queue_list(bad, "-masterq")
+
+
+def test_job_references():
+    assert parse_job_references("12,build*,12") == ("12", "build*")
+    with pytest.raises(RequestError, match=r"^-hold_jid: invalid job 'a b'"):
+        parse_job_references("a b")

@@ -13,6 +13,7 @@ documents every key.
 
 from __future__ import annotations
 
+import fnmatch
 import logging
 import os
 import platform
@@ -143,6 +144,7 @@ class ClusterConfig:
     userlists: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     global_values: Mapping[str, str] = field(default_factory=dict)
     scheduler: SchedulerConfig = field(default_factory=SchedulerConfig)
+    hostgroups: Mapping[str, tuple[str, ...]] = field(default_factory=dict)   # resolved
 
     def host_slots(self, host: str) -> int:
         """The slots an AR can hold on ``host``: its own limit, else the sum
@@ -193,6 +195,18 @@ class ClusterConfig:
                 instances[(queue.name, host_name)] = instance
         return Containers(top, hosts, instances)
 
+    def queue_matches(self, patterns: Iterable[str], queue: str, host: str) -> bool:
+        """Whether instance queue@host is in a -q/-masterq list: queue,
+        queue@host, queue@@hostgroup or @host, with wildcards."""
+        for pattern in patterns:
+            name, at, where = pattern.partition("@")
+            if name and not fnmatch.fnmatchcase(queue, name):
+                continue
+            if not at or (where.startswith("@") and host in self.hostgroups.get(where, ())) or \
+                    (not where.startswith("@") and fnmatch.fnmatchcase(host, where)):
+                return True
+        return False
+
     def is_member(self, user: str, groups: Iterable[str], lists: Iterable[str]) -> bool:
         """Whether ``user`` (or one of its ``groups``) is in one of the user lists."""
         groups = set(groups)
@@ -222,6 +236,7 @@ class _Reader:
         self.ssh_defaults = dict(ssh_defaults)
         self.duration_offset = duration_offset
         self.files: list[str] = []           # every file read, for change detection
+        self.default_queues = [DEFAULT_QUEUE]  # a node's queues when it names none
 
     def fail(self, where: str, message: str) -> ClusterError:
         return ClusterError(f"{self.path}: {where}: {message}")
@@ -349,7 +364,7 @@ class _Reader:
         load = entry.get("load", 0.0)
         if isinstance(load, bool) or not isinstance(load, (int, float)) or load < 0:
             raise self.fail(where, f"load must be a number of 0 or more, got {load!r}")
-        queues = self.names(where, "queues", entry.get("queues", [DEFAULT_QUEUE]))
+        queues = self.names(where, "queues", entry.get("queues", self.default_queues))
         hosts = []
         for name in expand_names(entry["name"]):
             self.name(where, name)
@@ -486,6 +501,8 @@ class _Reader:
         hosts: dict[str, Host] = {}
         listed: dict[str, list[str]] = {}
         found = [(local, (DEFAULT_QUEUE,))] if local else []
+        if raw.get("queues"):    # then the queues' hostlists place the nodes
+            self.default_queues = []
         for index, entry in enumerate(self.entries(raw, "nodes")):
             found += self.host(entry, index)
         for host, queues in found:
@@ -527,7 +544,10 @@ class _Reader:
                 f"{self.path}: scheduler.params DURATION_OFFSET={scheduler.duration_offset} differs "
                 f"from duration_offset {self.duration_offset} of plus_scheduler's configuration; "
                 "they are one setting: drop it here or make them equal")
-        config = ClusterConfig(table, hosts, queues, pes, userlists, global_values, scheduler)
+        resolved = {name: tuple(self.host_names(f"hostgroups.{name}", [name], groups, hosts))
+                    for name in groups}
+        config = ClusterConfig(table, hosts, queues, pes, userlists, global_values, scheduler,
+                               resolved)
         for queue in queues.values():    # also those without hosts, which have no containers
             for name, value in {**queue.complex_values, **queue.limits}.items():
                 try:

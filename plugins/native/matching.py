@@ -25,7 +25,8 @@ Public API:
 - ``assign(requests, queues, slots) -> [(queue, tasks), ...] | None``: the
   tasks of a parallel job spread over queue instances in the given order,
   each level's consumables counted once for all queues below it; the first
-  queue is the master. ``consume``/``release(requests, assignment)`` book it.
+  queue is the master. ``consume``/``release(requests, assignment)`` book it;
+  ``assignment_debits(requests, assignment)`` says what each container gives.
 - ``category_key(hard, soft, pe, queues, user, project)`` and
   ``CategoryCache``: seed 002's result caching per job category.
 
@@ -278,7 +279,9 @@ def _check(request: Request, chain: Sequence[ResourceContainer], slots: int, mas
             value = float(value) * slots
         if not compare(cx, value, offer[0]):
             return container.offers_only(cx.name, offer[2], offer[1])
-    return None if found else chain[-1].cannot_run(f'job requests unknown resource "{cx.name}"')
+    if found or (cx.name in RESOURCE_LIMITS and chain[-1].level == "queue"):
+        return None    # a queue's limits are INFINITY unless set (queue_conf(5))
+    return chain[-1].cannot_run(f'job requests unknown resource "{cx.name}"')
 
 
 def mismatch(requests: Requests, container: ResourceContainer, slots: int = 1,
@@ -347,17 +350,19 @@ def assign(requests: Requests, queues: Sequence[ResourceContainer],
                                         for cx in container._consumables()})
         tasks = min(_fit(requests, c, left[c], remaining, not plan) for c in chain)
         if tasks:
-            for container, name, amount in _debits(requests, [(queue, tasks)], not plan):
+            for container, name, amount in assignment_debits(requests, [(queue, tasks)], not plan):
                 left[container][name] -= amount
             plan.append((queue, tasks))
             remaining -= tasks
     return None if remaining else plan
 
 
-def _debits(requests: Requests, assignment: Sequence[tuple[ResourceContainer, int]],
-            master: bool = True) -> Iterator[tuple[ResourceContainer, str, float]]:
-    """What each container on the queues' chains gives; JOB consumables come
-    from the master's chain only (the first queue, if ``master``)."""
+def assignment_debits(requests: Requests, assignment: Sequence[tuple[ResourceContainer, int]],
+                      master: bool = True) -> Iterator[tuple[ResourceContainer, str, float]]:
+    """What each container on the queues' chains gives, per (queue, tasks)
+    entry and container (a shared level appears once per entry); JOB
+    consumables come from the master's chain only (the first queue, if
+    ``master``)."""
     for position, (queue, tasks) in enumerate(assignment):
         for container in queue.chain():
             for cx in container._consumables():
@@ -368,13 +373,13 @@ def _debits(requests: Requests, assignment: Sequence[tuple[ResourceContainer, in
 
 def consume(requests: Requests, assignment: Sequence[tuple[ResourceContainer, int]]) -> None:
     """Book a started job's consumables (its ``assign`` result) in ``used``."""
-    for container, name, amount in _debits(requests, assignment):
+    for container, name, amount in assignment_debits(requests, assignment):
         container.used[name] = container.used.get(name, 0.0) + amount
 
 
 def release(requests: Requests, assignment: Sequence[tuple[ResourceContainer, int]]) -> None:
     """Give back what ``consume`` booked."""
-    for container, name, amount in _debits(requests, assignment):
+    for container, name, amount in assignment_debits(requests, assignment):
         container.used[name] = container.used.get(name, 0.0) - amount
 
 

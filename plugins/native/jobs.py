@@ -1,0 +1,168 @@
+"""Jobs of the native batch system: what plus_qsub asked for (a Submission),
+the job the daemon keeps (a Job), its states and where it runs (a Placement).
+
+A Submission is plain data, as the thin client sends it and the store
+keeps it; the daemon turns it into a Job by parsing its resource requests
+against the current complex table (``overlay_native.submit``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from enum import Enum
+from typing import Any, Mapping
+
+from overlay_native.complexes import Request
+
+MAX_JOB_ID = 9_999_999
+
+
+class JobState(str, Enum):
+    """qstat's state letters; deletion under way shows as a leading d (dr, dt)."""
+
+    QUEUED = "qw"
+    HELD = "hqw"            # -hold_jid: waiting for other jobs
+    TRANSFERRING = "t"      # being started on its host
+    RUNNING = "r"
+    ERROR = "Eqw"           # could not be started; stays until plus_qdel
+
+
+PENDING_STATES = frozenset({JobState.QUEUED, JobState.HELD, JobState.ERROR})
+
+
+@dataclass(frozen=True)
+class Submission:
+    """qsub's options for one job, as plus_qsub sends them."""
+
+    command: tuple[str, ...]                  # script arguments, or the command with -b y
+    script: str | None = None                 # the script's text (None with -b y)
+    script_path: str = ""                     # where it was read, for qstat -j
+    name: str = ""
+    binary: bool = False                      # -b y
+    cwd: str | None = None                    # -cwd / -wd; None: the owner's home
+    env: Mapping[str, str] = field(default_factory=dict)    # -v, -V
+    shell: str | None = None                  # -S
+    stdout: str | None = None                 # -o
+    stderr: str | None = None                 # -e
+    merge: bool = False                       # -j y
+    hard: str = ""                            # -l (hard), name=value,... as written
+    soft: str = ""                            # -soft -l
+    pe: str | None = None                     # -pe name (wildcards allowed)
+    pe_range: tuple[tuple[int, int], ...] = ()
+    queues: tuple[str, ...] = ()              # -q
+    master_queues: tuple[str, ...] = ()       # -masterq
+    reserve: bool = False                     # -R y
+    ar: int | None = None                     # -ar
+    priority: int = 0                         # -p
+    now: bool = False                         # -now y
+    start_after: int | None = None            # -a
+    hold_jids: tuple[str, ...] = ()           # -hold_jid
+    verify: str = "n"                         # -w e|w|n|v
+    account: str = "sge"                      # -A
+    submit_host: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Submission:
+        data = dict(data)
+        for key in ("command", "queues", "master_queues", "hold_jids"):
+            data[key] = tuple(data.get(key) or ())
+        data["pe_range"] = tuple(tuple(pair) for pair in data.get("pe_range") or ())
+        return cls(**data)
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a job runs: its PE (or None) and (queue, host, slots), master
+    first; ``h_rt`` is the run time limit enforced (an AR job's may be
+    shorter than it asked), ``duration`` the seconds it is planned to hold
+    its resources (with DURATION_OFFSET)."""
+
+    tasks: tuple[tuple[str, str, int], ...]
+    pe: str | None = None
+    h_rt: float | None = None
+    duration: float = math.inf
+
+    @property
+    def slots(self) -> int:
+        return sum(n for _, _, n in self.tasks)
+
+    @property
+    def master(self) -> tuple[str, str]:
+        return self.tasks[0][0], self.tasks[0][1]
+
+    @property
+    def hosts(self) -> list[str]:
+        return list(dict.fromkeys(host for _, host, _ in self.tasks))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"tasks": [list(t) for t in self.tasks], "pe": self.pe, "h_rt": self.h_rt,
+                "duration": None if math.isinf(self.duration) else self.duration}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Placement:
+        duration = data.get("duration")
+        return cls(tuple((q, h, int(n)) for q, h, n in data["tasks"]), data.get("pe"),
+                   data.get("h_rt"), math.inf if duration is None else duration)
+
+
+@dataclass
+class Job:
+    """A job the daemon knows: pending, starting or running."""
+
+    id: int
+    owner: str
+    group: str
+    groups: tuple[str, ...]                   # every group of the owner, for access lists
+    submit_time: int
+    submission: Submission
+    hard: Mapping[str, Request]
+    soft: Mapping[str, Request]
+    state: JobState = JobState.QUEUED
+    placement: Placement | None = None
+    start_time: int | None = None
+    error: str = ""                           # why it is in Eqw
+    deleting: bool = False                    # plus_qdel asked; killing under way
+    priority: float = 0.0                     # Grid Engine's, from the last pass
+    urgency: float = 0.0
+    reasons: tuple[str, ...] = ()             # why it did not start in the last pass
+
+    @property
+    def name(self) -> str:
+        return self.submission.name
+
+    @property
+    def ar(self) -> int | None:
+        return self.submission.ar
+
+    @property
+    def reserve(self) -> bool:
+        """-R y; never for immediate jobs (-now y)."""
+        return self.submission.reserve and not self.submission.now
+
+    @property
+    def is_parallel(self) -> bool:
+        return self.submission.pe is not None
+
+    @property
+    def requested_slots(self) -> int:
+        """The fewest slots the job can run with (1 for a sequential job)."""
+        return self.submission.pe_range[0][0] if self.is_parallel else 1
+
+    def limit(self, name: str) -> float | None:
+        """A requested run time limit (h_rt, s_rt) in seconds, or None."""
+        request = self.hard.get(name)
+        return None if request is None else float(request.value)
+
+    def planned_runtime(self, default_duration: float) -> float:
+        """Grid Engine's assumed run time: the larger of h_rt and s_rt, else
+        default_duration (seed 001, max_reservation)."""
+        limits = [v for v in (self.limit("h_rt"), self.limit("s_rt")) if v is not None]
+        return max(limits) if limits else default_duration
+
+    @property
+    def state_letters(self) -> str:
+        return ("d" if self.deleting else "") + self.state.value

@@ -1,0 +1,641 @@
+"""The cluster's time x resource model for one scheduling pass: the
+``Resources`` that ``scheduling.dispatch`` books on for real hosts.
+
+Every consumable of every container (global, host, queue instance) has a
+resource utilization diagram (``overlay.planner.UsageProfile``, seed 001)
+holding the running jobs and the pass's reservations; a question about
+window [t, t + d) sets each container's ``used`` to the diagram's peak over
+that window, and seed 002's matching (``overlay_native.matching``) does the
+rest. Besides the complexes, three diagrams per pass:
+
+- per host, the slots of non-AR jobs plus the slots ARs hold there (the
+  AR guard): a job outside an AR never uses reserved slots, and a job
+  without h_rt never goes to a host with an AR at all (Grid Engine 6.2);
+- per AR and host, the slots its own jobs use, up to what it reserved;
+- per parallel environment, its slots.
+
+Seed 001, section 4: a sequential job takes the first queue instance (in
+soft-request, then queue sort order) where it fits; a parallel job takes,
+among the PEs matching its request, the largest slot count its range and
+the PE's allocation rule allow; the earliest start is the first time,
+among now and the instants where some diagram drops, at which it fits.
+Results that depend only on the job's category (seed 002: same requests,
+owner, PE and queue lists) are computed once per pass; so is a category's
+failure to start now, since a pass only ever takes resources away.
+
+Why a job cannot start is kept in ``reasons``, in Grid Engine's words.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import math
+from dataclasses import dataclass
+from typing import Iterator, Mapping, Sequence
+
+import numpy as np
+
+from overlay.manager import sort_nodes
+from overlay.planner import INFINITY, UsageProfile
+from overlay_native.cluster import ClusterConfig, ParallelEnvironment
+from overlay_native.jobs import Job, Placement
+from overlay_native.matching import (ResourceContainer, assignment_debits, category_key, mismatch,
+                                     slots_fit, soft_violations)
+
+_MANY = 10 ** 9          # "as many as fit"
+
+
+@dataclass(frozen=True)
+class ReservedWindow:
+    """An AR as the scheduler sees it: its window, the slots it holds per
+    host and who may use it. ``state`` is the AR's letter (w r W E p);
+    ``hard_error`` keeps its jobs out while it is in W or E."""
+
+    id: int
+    start: int
+    end: int
+    slots: Mapping[str, int]
+    users: tuple[str, ...]          # user names and @groups (the AR's ACL)
+    state: str = "w"
+    hard_error: bool = False
+
+    def admits(self, user: str, groups: Sequence[str]) -> bool:
+        return any(entry == user or (entry.startswith("@") and entry[1:] in groups)
+                   for entry in self.users)
+
+    @property
+    def blocked(self) -> bool:
+        return self.hard_error and self.state in ("W", "E")
+
+    @property
+    def open(self) -> bool:
+        """Its jobs may be dispatched now: window open, not held by a hard error."""
+        return self.state in ("r", "E") and not self.blocked
+
+
+@dataclass(frozen=True)
+class Debit:
+    """One resource a placed job takes, as the schedule file records it:
+    level P (PE), G (global), H (host) or Q (queue instance)."""
+
+    level: str
+    object: str
+    resource: str
+    amount: float
+
+
+class _WindowUsage(Mapping[str, float]):
+    """A container's ``used``: each consumable's peak over the model's window."""
+
+    def __init__(self, model: ClusterResources, label: str) -> None:
+        self.model, self.label = model, label
+
+    def get(self, name: str, default: float = 0.0) -> float:
+        return self.model.usage(self.label, name, default)
+
+    def __getitem__(self, name: str) -> float:
+        return self.get(name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+
+@dataclass
+class _Category:
+    """What one job category may use: queue instances in preference order,
+    the PEs it may take, and why the others were dropped."""
+
+    instances: list[tuple[str, str]]
+    pes: list[ParallelEnvironment]
+    reasons: list[str]
+    failed_now: list[str] | None = None     # why it cannot start now, once it could not
+
+
+class ClusterResources:
+    """The cluster at one pass: what running jobs, ARs and the pass's own
+    decisions hold over time."""
+
+    def __init__(self, config: ClusterConfig, now: int, duration_offset: int,
+                 loads: Mapping[str, float] | None = None,
+                 unavailable: Mapping[tuple[str, str], str] | None = None,
+                 reservations: Sequence[ReservedWindow] = ()) -> None:
+        self.config, self.now, self.offset = config, now, duration_offset
+        self.default_duration = config.scheduler.default_duration
+        self.unavailable = {**self._configured_states(config), **(unavailable or {})}
+        self.containers = config.containers(loads)
+        self._profiles: dict[tuple[str, str], UsageProfile] = {}
+        self._memo: dict[tuple[str, str], float] = {}
+        self._window = (now, now + 1)
+        self._static = False
+        for container in self._all_containers():
+            container.used = _WindowUsage(self, container.label)
+        self.guard = {host: UsageProfile(config.host_slots(host)) for host in config.hosts}
+        self.reservations = {ar.id: ar for ar in reservations}
+        self.ar_use: dict[tuple[int, str], UsageProfile] = {}
+        self.pe_use = {name: UsageProfile(pe.slots) for name, pe in config.pes.items()}
+        self.reserved_hosts: set[str] = set()
+        for ar in reservations:
+            if ar.end <= now:
+                continue
+            for host, slots in ar.slots.items():
+                if host in self.guard:
+                    self.guard[host].add(max(ar.start, now), ar.end, slots)
+                    self.reserved_hosts.add(host)
+        self.order = self._instance_order(loads or {})
+        self.reasons: dict[object, list[str]] = {}
+        self._categories: dict[tuple, _Category] = {}
+        self._exhausted: tuple[int, bool] | None = None
+
+    @staticmethod
+    def _configured_states(config: ClusterConfig) -> dict[tuple[str, str], str]:
+        """Instances the cluster file takes out: disabled, suspended, or on a
+        host marked down (Grid Engine: "temporarily not available")."""
+        states = {}
+        for queue in config.queues.values():
+            for host in queue.hosts:
+                if host in queue.disabled:
+                    states[(queue.name, host)] = "disabled"
+                elif host in queue.suspended or not config.hosts[host].alive:
+                    states[(queue.name, host)] = "temporarily not available"
+        return states
+
+    # -- usage over the current window -------------------------------------------------
+
+    def _all_containers(self) -> Iterator[ResourceContainer]:
+        yield self.containers.global_
+        yield from self.containers.hosts.values()
+        yield from self.containers.instances.values()
+
+    def usage(self, label: str, name: str, default: float = 0.0) -> float:
+        """Peak use of ``name`` in the container ``label`` over the window
+        (nothing while matching statically)."""
+        if self._static:
+            return default
+        key = (label, name)
+        value = self._memo.get(key)
+        if value is None:
+            profile = self._profiles.get(key)
+            value = self._memo[key] = default if profile is None else profile.peak(*self._window)
+        return value
+
+    def _set_window(self, start: int, end: float) -> None:
+        window = (start, int(min(end, INFINITY)))
+        if window != self._window:
+            self._window = window
+            self._memo.clear()
+
+    def _peak(self, profile: UsageProfile) -> float:
+        return profile.peak(*self._window)
+
+    # -- order of queue instances --------------------------------------------------------
+
+    def _instance_order(self, loads: Mapping[str, float]) -> list[tuple[str, str]]:
+        """queue_sort_method: seqno (seq_no, then host) or load (host, then
+        seq_no); hosts by NodeSortKey if set, else by np_load_avg."""
+        scheduler, hosts = self.config.scheduler, self.config.hosts
+        if scheduler.node_order:
+            nodes = sort_nodes(self.config.nodes(), list(scheduler.node_order), self.now)
+            rank = {node.name: index for index, node in enumerate(nodes)}
+        else:
+            by_load = sorted(hosts, key=lambda h: (loads.get(h, hosts[h].current_load())
+                                                   / max(hosts[h].ncpus, 1), h))
+            rank = {host: index for index, host in enumerate(by_load)}
+
+        def key(instance: tuple[str, str]) -> tuple:
+            queue, host = instance
+            seq_no = self.config.queues[queue].seq_no
+            if scheduler.queue_sort_method == "seqno":
+                return (seq_no, rank[host], queue)
+            return (rank[host], seq_no, queue)
+        return sorted(self.containers.instances, key=key)
+
+    # -- what a job may use at all ----------------------------------------------------------
+
+    @staticmethod
+    def label(job: Job) -> str:
+        """The job's requests as Grid Engine prefixes a reason: (-l a=1,b=2)."""
+        return f"(-l {job.submission.hard or 'NONE'})"
+
+    def _category(self, job: Job) -> _Category:
+        spec = job.submission
+        key = (category_key(job.hard, job.soft, (spec.pe, spec.pe_range, spec.master_queues),
+                            spec.queues, job.owner, job.ar), job.groups)
+        category = self._categories.get(key)
+        if category is None:
+            category = self._categories[key] = self._classify(job)
+        return category
+
+    def _classify(self, job: Job) -> _Category:
+        reasons: list[str] = []
+        eligible: list[tuple[str, str]] = []
+        self._static = True
+        try:
+            for queue, host in self.order:
+                reason = self._static_reason(job, queue, host)
+                if reason:
+                    reasons.append(reason)
+                else:
+                    eligible.append((queue, host))
+            violations = {i: soft_violations(job.soft, self.containers.instances[i])
+                          for i in eligible} if job.soft else {}
+        finally:
+            self._static = False
+        eligible.sort(key=lambda i: violations.get(i, 0))
+        pes = self._pes(job, eligible, reasons) if job.is_parallel else []
+        return _Category(eligible, pes, reasons)
+
+    def _static_reason(self, job: Job, queue_name: str, host: str) -> str | None:
+        config, spec = self.config, job.submission
+        queue, where = config.queues[queue_name], f"{queue_name}@{host}"
+        state = self.unavailable.get((queue_name, host))
+        if state:
+            return f'queue instance "{where}" dropped because it is {state}'
+        if "BATCH" not in queue.qtype:
+            return f'cannot run in queue "{where}" because it is not a serial (batch or transfer) queue'
+        if spec.queues and not config.queue_matches(spec.queues, queue_name, host):
+            return f'cannot run in queue "{where}" because it is not contained in its hard queue list (-q)'
+        if not config.has_access(job.owner, job.groups, queue.user_lists, queue.xuser_lists):
+            return f'has no permission for cluster queue "{queue_name}"'
+        if job.ar is not None:
+            ar = self.reservations.get(job.ar)
+            if ar is None or host not in ar.slots:
+                return f'cannot run in queue "{where}" because it is not reserved by advance ' \
+                       f'reservation {job.ar}'
+            if not ar.admits(job.owner, job.groups):
+                return f"has no permission for advance reservation {job.ar}"
+        elif host in self.reserved_hosts and job.limit("h_rt") is None:
+            return f'{self.label(job)} cannot run in queue "{where}" because it offers only ' \
+                   'qc:slots=0.000000 due to a reservation'
+        reason = mismatch(job.hard, self.containers.instances[(queue_name, host)],
+                          master=not job.is_parallel)    # JOB consumables: the master's alone
+        return f"{self.label(job)} {reason}" if reason else None
+
+    def _pes(self, job: Job, eligible: list[tuple[str, str]],
+             reasons: list[str]) -> list[ParallelEnvironment]:
+        """The PEs matching the job's -pe request that it may use."""
+        config, pattern = self.config, job.submission.pe
+        matching = [pe for name, pe in config.pes.items() if fnmatch.fnmatchcase(name, pattern)]
+        if not matching:
+            reasons.append("no matching pe found")
+        usable = []
+        for pe in matching:
+            if not config.has_access(job.owner, job.groups, pe.user_lists, pe.xuser_lists):
+                reasons.append(f'cannot run because no access to pe "{pe.name}"')
+            elif not any(pe.name in config.queues[q].pe_list for q, _ in eligible):
+                reasons.append(f'cannot run in any queue because none is in the queue list of '
+                               f'PE "{pe.name}"')
+            elif not self._in_range(job, pe.slots):
+                reasons.append(f'cannot run because requested amount of slots is not supported '
+                               f'by pe "{pe.name}"')
+            else:
+                usable.append(pe)
+        return usable
+
+    @staticmethod
+    def _in_range(job: Job, most: int) -> int | None:
+        """The largest slot count of the job's range not above ``most``."""
+        best = None
+        for first, last in job.submission.pe_range:
+            if first <= most:
+                best = min(last, most)
+        return best
+
+    # -- the job's window at a start time ----------------------------------------------------
+
+    def _window_for(self, job: Job, start: int) -> tuple[float, float | None] | None:
+        """(seconds held, h_rt to enforce) for a start at ``start``, or None
+        if the job cannot start then: an AR job runs inside its AR only,
+        ending DURATION_OFFSET before it (seed 000, 5.2.2.1.1)."""
+        if job.ar is None:
+            runtime = job.planned_runtime(self.default_duration)
+            return runtime + self.offset, job.limit("h_rt")
+        ar = self.reservations.get(job.ar)
+        if ar is None or ar.blocked or start < ar.start:
+            return None
+        latest = ar.end - self.offset
+        h_rt = job.limit("h_rt")
+        if h_rt is None:
+            h_rt = latest - start
+            if h_rt <= 0:
+                return None
+        elif start + h_rt > latest:
+            return None
+        return h_rt + self.offset, h_rt
+
+    def _ar_reason(self, job: Job) -> str | None:
+        """Why an AR job cannot start now, if the AR itself is the cause."""
+        ar = self.reservations.get(job.ar)
+        if ar is None:
+            return f"cannot run because advance reservation {job.ar} does not exist any more"
+        if ar.blocked:
+            return f"cannot run because advance reservation {job.ar} is in error state " \
+                   f"({ar.state}, hard error handling)"
+        if not ar.open:
+            return f"cannot run because advance reservation {job.ar} has not started"
+        h_rt = job.limit("h_rt")
+        if h_rt is not None and self.now + h_rt > ar.end - self.offset:
+            return (f"cannot run because its h_rt ({int(h_rt)} s) reaches beyond the end of "
+                    f"advance reservation {job.ar} minus DURATION_OFFSET ({self.offset} s)")
+        return None
+
+    # -- fitting ----------------------------------------------------------------------------
+
+    def _host_room(self, job: Job, host: str) -> float:
+        """Slots the job may still take on ``host`` over the window: its AR's
+        slots, or what the AR guard leaves."""
+        if job.ar is not None:
+            ar = self.reservations[job.ar]
+            profile = self.ar_use.get((job.ar, host))
+            return ar.slots.get(host, 0) - (self._peak(profile) if profile else 0)
+        profile = self.guard[host]
+        return profile.capacity - self._peak(profile)
+
+    def _fits_one(self, job: Job, instance: tuple[str, str]) -> bool:
+        if self._host_room(job, instance[1]) < 1:
+            return False
+        return all(slots_fit(job.hard, c, 1) >= 1
+                   for c in self.containers.instances[instance].chain())
+
+    def _place(self, job: Job, start: int) -> Placement | None:
+        window = self._window_for(job, start)
+        if window is None:
+            return None
+        held, h_rt = window
+        self._set_window(start, start + held)
+        category = self._category(job)
+        if not job.is_parallel:
+            for instance in category.instances:
+                if self._fits_one(job, instance):
+                    return Placement(((*instance, 1),), None, h_rt, held)
+            return None
+        best: tuple[int, list[tuple[str, str, int]], str] | None = None
+        for pe in category.pes:
+            tasks = self._parallel(job, pe, category.instances)
+            if tasks and (best is None or sum(n for *_, n in tasks) > best[0]):
+                best = (sum(n for *_, n in tasks), tasks, pe.name)
+        if best is None:
+            return None
+        return Placement(tuple(best[1]), best[2], h_rt, held)
+
+    def _parallel(self, job: Job, pe: ParallelEnvironment,
+                  eligible: list[tuple[str, str]]) -> list[tuple[str, str, int]] | None:
+        """Seed 001, 4c: slots per host (the host's own limit against the sum
+        of its queue instances), global and PE limits, then the allocation
+        rule; the largest count of the job's range that fits."""
+        pe_room = pe.slots - self._peak(self.pe_use[pe.name])
+        top = self.containers.global_
+        most = min(pe_room, slots_fit(job.hard, top, _MANY, master=False))
+        per_host: dict[str, list[tuple[str, str, int]]] = {}
+        for queue, host in eligible:
+            if pe.name not in self.config.queues[queue].pe_list:
+                continue
+            room = slots_fit(job.hard, self.containers.instances[(queue, host)], _MANY, master=False)
+            if room > 0:
+                per_host.setdefault(host, []).append((queue, host, room))
+        hosts: list[tuple[str, int]] = []
+        for host, instances in per_host.items():
+            room = min(self._host_room(job, host), sum(n for *_, n in instances),
+                       slots_fit(job.hard, self.containers.hosts[host], _MANY, master=False))
+            if room >= 1:
+                hosts.append((host, int(room)))
+        hosts = self._master_first(job, hosts, per_host)
+        rule = pe.allocation_rule
+        if rule == "$pe_slots":
+            possible = max((room for _, room in hosts), default=0)
+        elif isinstance(rule, int):
+            possible = rule * sum(room >= rule for _, room in hosts)
+        else:
+            possible = sum(room for _, room in hosts)
+        count = self._count(job, min(possible, most), rule)
+        if count is None:
+            return None
+        spread = _spread(hosts, count, rule)
+        if spread is None:
+            return None
+        tasks = []
+        for host, slots in spread:
+            for queue, _, room in per_host[host]:
+                take = min(room, slots)
+                if take:
+                    tasks.append((queue, host, take))
+                    slots -= take
+        if not self._master_fits(job, *tasks[0][:2]):
+            return None
+        return tasks
+
+    def _count(self, job: Job, possible: float, rule: str | int) -> int | None:
+        """The largest count in the job's range up to ``possible`` (for a
+        fixed allocation rule, a multiple of it)."""
+        step = rule if isinstance(rule, int) else 1
+        for first, last in reversed(job.submission.pe_range):
+            high = min(last, int(possible)) // step * step
+            if high >= first:
+                return high
+        return None
+
+    def _master_first(self, job: Job, hosts: list[tuple[str, int]],
+                      per_host: dict[str, list[tuple[str, str, int]]]) -> list[tuple[str, int]]:
+        """Hosts with a queue instance that can take the master task come
+        first, that instance first on its host, so the first task lands there."""
+        for instances in per_host.values():
+            instances.sort(key=lambda i: not self._master_fits(job, i[0], i[1]))
+        return sorted(hosts, key=lambda h: not self._master_fits(job, *per_host[h[0]][0][:2]))
+
+    def _master_fits(self, job: Job, queue: str, host: str) -> bool:
+        """The master task's queue must be in -masterq, and its chain must
+        hold the job's per-job (JOB) consumables."""
+        masters = job.submission.master_queues
+        if masters and not self.config.queue_matches(masters, queue, host):
+            return False
+        return all(slots_fit(job.hard, c, 1, master=True) >= 1
+                   for c in self.containers.instances[(queue, host)].chain())
+
+    # -- the Resources protocol -----------------------------------------------------------
+
+    def start_now(self, job: Job, now: int) -> Placement | None:
+        category = self._category(job)
+        if category.failed_now is None:
+            placement = self._place(job, now)
+            if placement is not None:
+                return placement
+            category.failed_now = category.reasons + self._dynamic_reasons(job, category)
+        self.reasons[job.id] = category.failed_now
+        return None
+
+    def earliest(self, job: Job, now: int) -> tuple[int, Placement] | None:
+        for start in self._candidate_times(job, now):
+            placement = self._place(job, start)
+            if placement is not None:
+                return start, placement
+        return None
+
+    def could_run(self, job: Job) -> list[str]:
+        """Why ``job`` cannot run here even at its best start (now, or its
+        AR's start), for qsub -w on a model without running jobs; [] when
+        it can."""
+        start = self.now
+        if job.ar in self.reservations:
+            start = max(start, self.reservations[job.ar].start)
+        if self._place(job, start) is not None:
+            return []
+        category = self._category(job)
+        reasons = list(category.reasons)
+        if category.pes:
+            reasons.append("parallel job requires more slots than available")
+        return reasons or ["no suitable queues"]
+
+    def _candidate_times(self, job: Job, now: int) -> list[int]:
+        """Now and every later instant at which some diagram changes."""
+        times = [profile.times for profile in (*self._profiles.values(), *self.guard.values(),
+                                               *self.ar_use.values(), *self.pe_use.values())]
+        extra = [now]
+        if job.ar is not None and job.ar in self.reservations:
+            extra.append(self.reservations[job.ar].start)
+        found = np.unique(np.concatenate(times + [np.asarray(extra, dtype=np.int64)]))
+        return [int(t) for t in found[(found >= now) & (found < INFINITY)]]
+
+    def book(self, job: Job, placement: Placement, start: int) -> None:
+        self._add(job, placement, start, 1)
+
+    def unbook(self, job: Job, placement: Placement, start: int) -> None:
+        self._add(job, placement, start, -1)
+
+    def book_running(self, job: Job, placement: Placement, start: int) -> None:
+        """A job running since ``start``; one past its planned end is assumed
+        to hold its resources DURATION_OFFSET longer (at least a second)."""
+        end = start + placement.duration
+        if end <= self.now:
+            placement = Placement(placement.tasks, placement.pe, placement.h_rt,
+                                  self.now + max(self.offset, 1) - start)
+        self._add(job, placement, start, 1)
+
+    def _add(self, job: Job, placement: Placement, start: int, sign: int) -> None:
+        end = int(min(start + placement.duration, INFINITY))
+        for (label, name), amount in self._container_debits(job, placement).items():
+            profile = self._profiles.get((label, name))
+            if profile is None:
+                profile = self._profiles[(label, name)] = UsageProfile(0)
+            profile.add(start, end, sign * amount)
+        for host, slots in _per_host(placement).items():
+            if job.ar is not None:
+                profile = self.ar_use.get((job.ar, host))
+                if profile is None:
+                    profile = self.ar_use[(job.ar, host)] = UsageProfile(0)
+                profile.add(start, end, sign * slots)
+            elif host in self.guard:
+                self.guard[host].add(start, end, sign * slots)
+        if placement.pe in self.pe_use:
+            self.pe_use[placement.pe].add(start, end, sign * placement.slots)
+        self._memo.clear()
+        self._exhausted = None
+
+    def _container_debits(self, job: Job, placement: Placement) -> dict[tuple[str, str], float]:
+        assignment = [(self.containers.instances[(q, h)], n) for q, h, n in placement.tasks
+                      if (q, h) in self.containers.instances]
+        totals: dict[tuple[str, str], float] = {}
+        for container, name, amount in assignment_debits(job.hard, assignment):
+            key = (container.label, name)
+            totals[key] = totals.get(key, 0.0) + amount
+        return totals
+
+    def debits(self, job: Job, placement: Placement) -> list[Debit]:
+        """What the job takes, per PE and container, for the schedule file."""
+        found = [Debit("P", placement.pe, "slots", placement.slots)] if placement.pe else []
+        letters = {"global": "G", "host": "H", "queue": "Q"}
+        for (label, name), amount in self._container_debits(job, placement).items():
+            level, _, object_name = label.partition(" ")
+            found.append(Debit(letters[level], object_name or "global", name, amount))
+        return found
+
+    def exhausted(self, now: int) -> bool:
+        """No queue instance has a free slot now (then a pass may stop)."""
+        if self._exhausted is None or self._exhausted[0] != now:
+            self._set_window(now, now + 1)
+            self._exhausted = (now, not any(
+                self.containers.instances[i].available("slots") >= 1 and
+                (self.guard[i[1]].capacity - self._peak(self.guard[i[1]]) >= 1 or
+                 any(i[1] in ar.slots for ar in self.reservations.values() if ar.open))
+                for i in self.order if i not in self.unavailable))
+        return self._exhausted[1]
+
+    # -- reasons ---------------------------------------------------------------------------
+
+    def _dynamic_reasons(self, job: Job, category: _Category) -> list[str]:
+        """Why the eligible instances did not take the job now, in Grid
+        Engine's words; 'due to a reservation' where it would fit at this
+        instant but not for its whole run."""
+        if job.ar is not None:
+            reason = self._ar_reason(job)
+            if reason:
+                return [reason]
+        window = self._window_for(job, self.now)
+        if window is None:
+            return []
+        reasons = []
+        instant, whole = (self.now, self.now + 1), (self.now, self.now + window[0])
+        for instance in category.instances:
+            queue, host = instance
+            container = self.containers.instances[instance]
+            self._set_window(*instant)
+            if container.available("slots") < 1:
+                reasons.append(f'queue instance "{queue}@{host}" dropped because it is full')
+                continue
+            room_now = self._host_room(job, host)
+            self._set_window(*whole)
+            if self._host_room(job, host) < 1:
+                suffix = " due to a reservation" if room_now >= 1 else ""
+                reasons.append(f'{self.label(job)} cannot run in queue "{queue}@{host}" because it '
+                               f'offers only qc:slots=0.000000{suffix}')
+                continue
+            why = mismatch(job.hard, container)
+            if why:
+                self._set_window(*instant)
+                suffix = " due to a reservation" if mismatch(job.hard, container) is None else ""
+                reasons.append(f"{self.label(job)} {why}{suffix}")
+        for pe in category.pes:
+            self._set_window(*whole)
+            offered = pe.slots - self._peak(self.pe_use[pe.name])
+            reasons.append(f'cannot run in PE "{pe.name}" because it only offers {int(offered)} slots')
+        return reasons
+
+
+def _per_host(placement: Placement) -> dict[str, int]:
+    slots: dict[str, int] = {}
+    for _, host, n in placement.tasks:
+        slots[host] = slots.get(host, 0) + n
+    return slots
+
+
+def _spread(hosts: list[tuple[str, int]], count: int,
+            rule: str | int) -> list[tuple[str, int]] | None:
+    """``count`` slots over hosts (in order, each with its room) by the PE's
+    allocation rule (sge_pe(5))."""
+    if rule == "$pe_slots":
+        host = next((h for h, room in hosts if room >= count), None)
+        return None if host is None else [(host, count)]
+    if isinstance(rule, int):
+        chosen = [h for h, room in hosts if room >= rule][:count // rule]
+        return [(h, rule) for h in chosen] if len(chosen) * rule == count else None
+    taken = {h: 0 for h, _ in hosts}
+    left = count
+    if rule == "$fill_up":
+        for host, room in hosts:
+            taken[host] = min(room, left)
+            left -= taken[host]
+    else:                                  # $round_robin: one each in turn
+        rooms = dict(hosts)
+        while left:
+            progress = False
+            for host, _ in hosts:
+                if left and taken[host] < rooms[host]:
+                    taken[host] += 1
+                    left -= 1
+                    progress = True
+            if not progress:
+                break
+    if left:
+        return None
+    return [(h, n) for h, n in taken.items() if n]
