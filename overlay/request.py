@@ -209,9 +209,10 @@ def parse_pe_range(text: str, option: str = "-pe") -> tuple[tuple[int, int], ...
 
 
 def format_pe_range(ranges: tuple[tuple[int, int], ...]) -> str:
-    """A range list as Grid Engine writes it: 4, 2-8, 4- (open), comma-separated."""
-    return ",".join(str(a) if a == b else f"{a}-" if b == MAX_SLOTS else f"{a}-{b}"
-                    for a, b in ranges)
+    """A range list as Grid Engine writes it: 4, 3,4 (two numbers), 2-8, 4-
+    (open), comma-separated."""
+    return ",".join(str(a) if a == b else f"{a},{b}" if b == a + 1 else
+                    f"{a}-" if b == MAX_SLOTS else f"{a}-{b}" for a, b in ranges)
 
 
 def parse_queue_list(text: str, option: str) -> tuple[str, ...]:

@@ -383,6 +383,7 @@ def test_bad_pe_ranges_name_the_forms(text):
 
 def test_pe_ranges_print_as_grid_engine_writes_them():
     assert format_pe_range(((2, 4), (8, 8), (16, MAX_SLOTS))) == "2-4,8,16-"
+    assert format_pe_range(((3, 4),)) == "3,4"
 
 
 def test_queue_lists():
