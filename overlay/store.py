@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from dataclasses import asdict
 from typing import Iterator, Mapping
 
-from sqlalchemy import event, inspect, make_url, text
+from sqlalchemy import Engine, event, inspect, make_url, text
 from sqlmodel import Field, Session, SQLModel, create_engine, delete, select
 
 from overlay.model import Allocation, Operation, Request, Reservation, ReservationError, State
@@ -123,22 +123,51 @@ def _from_rows(row: ReservationRow, allocations: list[AllocationRow]) -> Reserva
         pending_allocations=[Allocation(a.node, a.slots) for a in allocations if a.pending])
 
 
+def make_engine(url: str) -> Engine:
+    """An engine on the store's database: SQLite in WAL mode, every
+    transaction taking the write lock at once (BEGIN IMMEDIATE), so that
+    writers queue instead of failing; PostgreSQL with dead connections
+    replaced. Plugins keeping tables of their own in the store use it too."""
+    if not url.startswith("sqlite"):
+        return create_engine(url, pool_pre_ping=True)
+    database = make_url(url).database
+    if database and database != ":memory:":
+        os.makedirs(os.path.dirname(os.path.abspath(database)), exist_ok=True)
+    engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
+    event.listen(engine, "connect", _sqlite_connect)
+    event.listen(engine, "begin", _sqlite_begin)
+    return engine
+
+
+def _sqlite_connect(dbapi_connection, _record) -> None:
+    dbapi_connection.isolation_level = None  # we issue BEGIN ourselves
+    cursor = dbapi_connection.cursor()
+    # Switching a new file to WAL can meet SQLITE_BUSY at once, without
+    # the busy timeout, while other daemons open it too: retry a while.
+    for attempt in range(300):
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            break
+        except sqlite3.OperationalError:
+            if attempt == 299:
+                raise
+            time.sleep(0.1)
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.close()
+
+
+def _sqlite_begin(connection) -> None:
+    connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+
 class Store:
     """ARs in a database; one instance per daemon."""
 
     def __init__(self, url: str) -> None:
         self.url = url
         self.is_sqlite = url.startswith("sqlite")
-        self._read_engine = None
-        if self.is_sqlite:
-            database = make_url(url).database
-            if database and database != ":memory:":
-                os.makedirs(os.path.dirname(os.path.abspath(database)), exist_ok=True)
-            self.engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
-            event.listen(self.engine, "connect", self._sqlite_connect)
-            event.listen(self.engine, "begin", self._sqlite_begin)
-        else:
-            self.engine = create_engine(url, pool_pre_ping=True)
+        self.engine = make_engine(url)
         self._create_tables()
 
     def _create_tables(self) -> None:
@@ -157,28 +186,6 @@ class Store:
                         f"the store {make_url(self.url).render_as_string()} was made by another "
                         f"version: table {table.name} lacks {', '.join(missing)}; migrate it or "
                         "give plus_scheduler a new store (-r)")
-
-    @staticmethod
-    def _sqlite_connect(dbapi_connection, _record) -> None:
-        dbapi_connection.isolation_level = None  # we issue BEGIN ourselves
-        cursor = dbapi_connection.cursor()
-        # Switching a new file to WAL can meet SQLITE_BUSY at once, without
-        # the busy timeout, while other daemons open it too: retry a while.
-        for attempt in range(300):
-            try:
-                cursor.execute("PRAGMA journal_mode=WAL")
-                break
-            except sqlite3.OperationalError:
-                if attempt == 299:
-                    raise
-                time.sleep(0.1)
-        cursor.execute("PRAGMA synchronous=NORMAL")
-        cursor.execute("PRAGMA foreign_keys=ON")
-        cursor.close()
-
-    @staticmethod
-    def _sqlite_begin(connection) -> None:
-        connection.exec_driver_sql("BEGIN IMMEDIATE")
 
     @contextmanager
     def _write(self) -> Iterator[Session]:
