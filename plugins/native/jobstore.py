@@ -1,0 +1,130 @@
+"""Persistence of the native batch system's jobs, in the daemon's store
+database (SQLite or PostgreSQL), so that a restart loses no job: pending
+jobs wait on, and running ones are found again in their hosts' spools.
+
+The tables have a registry of their own (not the core's), so they exist
+only where the native backend runs; ids run from 1 to 9,999,999 and wrap,
+skipping ids in use, like Grid Engine's.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Iterator
+
+from sqlalchemy import inspect, make_url
+from sqlalchemy.orm import registry
+from sqlmodel import Field, Session, SQLModel, delete, select
+
+from overlay.store import StoreError, make_engine
+from overlay_native.jobs import MAX_JOB_ID, Job, JobState, Placement, Submission
+
+
+class _Base(SQLModel, registry=registry()):
+    pass
+
+
+class JobRow(_Base, table=True):
+    __tablename__ = "native_job"
+
+    id: int = Field(primary_key=True)
+    owner: str = Field(index=True)
+    groups: str
+    submit_time: int
+    submission: str
+    state: str
+    placement: str | None = None
+    start_time: int | None = None
+    error: str = ""
+    deleting: bool = False
+
+
+class JobCounterRow(_Base, table=True):
+    __tablename__ = "native_counter"
+
+    name: str = Field(primary_key=True)
+    value: int
+
+
+@dataclass(frozen=True)
+class StoredJob:
+    """A job as stored: its requests are parsed again by the daemon, against
+    the complexes of the day."""
+
+    id: int
+    owner: str
+    groups: tuple[str, ...]
+    submit_time: int
+    submission: Submission
+    state: JobState
+    placement: Placement | None
+    start_time: int | None
+    error: str
+    deleting: bool
+
+
+class JobStore:
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.engine = make_engine(url)
+        with self.engine.begin() as connection:
+            _Base.metadata.create_all(connection)
+            inspector = inspect(connection)
+            for table in _Base.metadata.sorted_tables:
+                present = {column["name"] for column in inspector.get_columns(table.name)}
+                missing = [column.name for column in table.columns if column.name not in present]
+                if missing:
+                    raise StoreError(
+                        f"the store {make_url(url).render_as_string()} was made by another "
+                        f"version: table {table.name} lacks {', '.join(missing)}; migrate it or "
+                        "give plus_scheduler a new store (-r)")
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    def load(self) -> Iterator[StoredJob]:
+        with Session(self.engine) as session:
+            rows = session.exec(select(JobRow).order_by(JobRow.id)).all()
+        for row in rows:
+            yield StoredJob(
+                row.id, row.owner, tuple(filter(None, row.groups.split(","))), row.submit_time,
+                Submission.from_dict(json.loads(row.submission)), JobState(row.state),
+                Placement.from_dict(json.loads(row.placement)) if row.placement else None,
+                row.start_time, row.error, row.deleting)
+
+    def create(self, job: Job) -> Job:
+        """Store a new job under the next free id (1..MAX_JOB_ID, wrapping,
+        skipping ids in use); the id is set on ``job``."""
+        with Session(self.engine) as session, session.begin():
+            counter = session.get(JobCounterRow, "jobseqnum") or JobCounterRow(name="jobseqnum",
+                                                                             value=0)
+            candidate = counter.value
+            for _ in range(MAX_JOB_ID):
+                candidate = candidate % MAX_JOB_ID + 1
+                if session.get(JobRow, candidate) is None:
+                    break
+            else:
+                raise StoreError(f"no job id is free: all ids up to {MAX_JOB_ID} are in use")
+            counter.value = candidate
+            session.add(counter)
+            job.id = candidate
+            session.add(_row(job))
+        return job
+
+    def save(self, job: Job) -> None:
+        with Session(self.engine) as session, session.begin():
+            session.merge(_row(job))
+
+    def remove(self, job_id: int) -> None:
+        with Session(self.engine) as session, session.begin():
+            session.exec(delete(JobRow).where(JobRow.id == job_id))
+
+
+def _row(job: Job) -> JobRow:
+    return JobRow(id=job.id, owner=job.owner, groups=",".join(job.groups),
+                  submit_time=job.submit_time,
+                  submission=json.dumps(job.submission.to_dict(), separators=(",", ":")),
+                  state=job.state.value,
+                  placement=json.dumps(job.placement.to_dict()) if job.placement else None,
+                  start_time=job.start_time, error=job.error, deleting=job.deleting)
