@@ -148,6 +148,27 @@ def test_output_paths_merge_and_exit_statuses(executor, work):
     assert (work / "plusu1-22.err").read_text() == "err\n"
 
 
+def test_a_spooled_script_runs_as_its_owner_with_its_arguments(executor, work, spool):
+    text = '#!/bin/sh\necho "$0|$#|$1|$(id -un)"; ls -l "$0" | cut -c1-10\n'
+    executor.start(JobSpec(id="41", name="scripted", owner="plusu1", command=["a b", "c"],
+                           script=text, cwd=str(work)))
+    assert _wait(executor, "41")["41"].exit_status == 0
+    first, mode = (work / "scripted.o41").read_text().splitlines()
+    assert first == f"{spool}/jobs/41/script|2|a b|plusu1" and mode == "-rwx------"
+    executor.start(JobSpec(id="42", name="shell", owner="plusu1", command=[], cwd=str(work),
+                           script="echo $0", shell="/bin/bash"))
+    assert _wait(executor, "42")["42"].exit_status == 0
+    assert (work / "shell.o42").read_text() == f"{spool}/jobs/42/script\n"
+
+
+def test_the_job_trees_usage_and_the_hosts_load_are_reported(executor, work):
+    executor.start(_job(work, "43", "(i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done) & wait"))
+    usage = _wait(executor, "43")["43"].rusage
+    assert usage["utime"] + usage["stime"] > 0.05 and usage["maxrss"] > 100
+    assert usage.keys() >= {"minflt", "majflt", "inblock", "oublock", "nvcsw", "nivcsw"}
+    assert isinstance(executor.load, float) and executor.load >= 0
+
+
 def test_h_rt_kills_the_whole_job_and_s_rt_warns_with_usr1_first(executor, work):
     tag = _unique_sleep()
     executor.start(_job(work, "31", f"sleep {tag} & sleep {tag}", h_rt=2))

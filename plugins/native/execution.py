@@ -24,7 +24,8 @@ from overlay_native.shepherd import JOB_ID
 _SHEPHERD = resources.files(__package__).joinpath("shepherd.py").read_text(encoding="utf-8")
 
 # Run by poll(): removes the jobs given as arguments, then prints every job's
-# status; a job whose shepherd is gone without saying so ended ("lost").
+# status and the host's load average; a job whose shepherd is gone without
+# saying so ended ("lost").
 _POLL = r"""
 import json, os, shutil, sys
 jobs = os.path.join(sys.argv[1], "jobs")
@@ -51,7 +52,7 @@ for job in os.listdir(jobs) if os.path.isdir(jobs) else []:
         if found[job]["state"] == "running":
             found[job].update(state="ended", reason="shepherd lost", end=None,
                               exit_status=None, signal=None)
-print(json.dumps(found))
+print(json.dumps({"jobs": found, "load": os.getloadavg()[0]}))
 """
 
 
@@ -66,7 +67,9 @@ class JobSpec:
     id: str
     name: str
     owner: str
-    command: Sequence[str]    # argv; with shell, the script and its arguments
+    command: Sequence[str]    # argv; with shell, the script and its arguments;
+    #                           with script, the script's arguments
+    script: str | None = None    # a job script's text: run as [shell or /bin/sh, script, *command]
     cwd: str | None = None    # None: the owner's home, as without qsub -cwd
     env: Mapping[str, str] = field(default_factory=dict)
     shell: str | None = None    # qsub -S: runs [shell, *command]
@@ -88,8 +91,9 @@ class JobSpec:
             raise ValueError(f"job {self.id}: name: expected a file name, got {self.name!r}")
         if not USER_PATTERN.match(self.owner):
             raise ValueError(f"job {self.id}: owner: expected a user name, got {self.owner!r}")
-        if not self.command or not all(isinstance(word, str) for word in self.command):
-            raise ValueError(f"job {self.id}: command: expected a list of strings")
+        if not all(isinstance(word, str) for word in self.command) or \
+                not (self.command or self.script is not None):
+            raise ValueError(f"job {self.id}: command: expected a list of strings (or a script)")
         if self.cwd is not None and not posixpath.isabs(self.cwd):
             raise ValueError(f"job {self.id}: cwd: expected an absolute path, got {self.cwd!r}")
         for name, value in self.env.items():
@@ -113,6 +117,7 @@ class Finished:
     #                "cannot start job: ...", "shepherd failed: ...", "shepherd lost"
     start: float | None
     end: float | None
+    rusage: Mapping[str, float] = field(default_factory=dict)    # the job tree's getrusage(2)
 
     @property
     def exit_code(self) -> int | None:
@@ -132,6 +137,7 @@ class Executor:
         self._running: set[str] = set()    # as the last poll saw them
         self._started: set[str] = set()    # started since, not yet seen by a poll
         self._returned: list[str] = []    # by the last poll: removed by the next
+        self.load: float | None = None    # the host's load average at the last poll
 
     def start(self, spec: JobSpec) -> None:
         """Start ``spec`` under a new shepherd; returns once it runs."""
@@ -150,9 +156,11 @@ class Executor:
             if result.status != 0:
                 raise ExecutionError(f"{self.runner.where}: cannot read the job statuses in "
                                      f"{self.spool_dir}: {result.text}")
-            found = json.loads(result.stdout)
+            report = json.loads(result.stdout)
+            found, self.load = report["jobs"], report["load"]
             finished = [Finished(job, status.get("exit_status"), status.get("signal"),
-                                 status.get("reason", ""), status.get("start"), status.get("end"))
+                                 status.get("reason", ""), status.get("start"), status.get("end"),
+                                 status.get("rusage") or {})
                         for job, status in sorted(found.items()) if status["state"] == "ended"]
             self._returned = [job.job_id for job in finished]
             with self._lock:

@@ -22,6 +22,7 @@ import json
 import os
 import pwd
 import re
+import resource
 import select
 import shutil
 import signal
@@ -84,6 +85,11 @@ def start(spool: str, spec: dict) -> None:
     try:
         write_file(os.path.join(job_dir, "spec.json"), json.dumps(spec).encode(), 0o600)
         write_file(os.path.join(job_dir, "shepherd.py"), own_source(), 0o644)
+        if spec.get("script") is not None:    # the spooled job script, the owner's alone
+            path = os.path.join(job_dir, "script")
+            write_file(path, spec["script"].encode(), 0o700)
+            owner = pwd.getpwnam(owner)
+            os.chown(path, owner.pw_uid, owner.pw_gid)
         detach(job_dir)
     except BaseException:
         shutil.rmtree(job_dir, ignore_errors=True)
@@ -176,7 +182,7 @@ class Shepherd:
         finally:
             self.sweep()
         self.status.update(state="ended", end=time.time(), reason=reason, exit_status=None,
-                           signal=None)
+                           signal=None, rusage=tree_usage())
         if wait_status is not None and os.WIFEXITED(wait_status):
             self.status["exit_status"] = os.WEXITSTATUS(wait_status)
         elif wait_status is not None:
@@ -201,7 +207,9 @@ class Shepherd:
         if pid == 0:
             try:
                 os.close(error_r)
-                exec_job(self.spec, owner, hostfile)
+                script = os.path.join(self.dir, "script") if self.spec.get("script") is not None \
+                    else None
+                exec_job(self.spec, owner, hostfile, script)
             except BaseException as error:
                 os.write(error_w, describe(error).encode())
             os._exit(CANNOT_EXEC)
@@ -303,7 +311,8 @@ class Shepherd:
             self.ready = None
 
 
-def exec_job(spec: dict, owner: pwd.struct_passwd, hostfile: Optional[str]) -> None:
+def exec_job(spec: dict, owner: pwd.struct_passwd, hostfile: Optional[str],
+             script: Optional[str]) -> None:
     """In the forked child: become the job's owner in a session of its own
     and execute the job (Grid Engine's output files and environment)."""
     os.setsid()
@@ -324,7 +333,10 @@ def exec_job(spec: dict, owner: pwd.struct_passwd, hostfile: Optional[str]) -> N
         signal.signal(number, signal.SIG_DFL)
     env = job_environment(spec, owner, host, hostfile)
     env.update(SGE_STDOUT_PATH=stdout, SGE_STDERR_PATH=stderr, SGE_CWD_PATH=os.getcwd())
-    argv = ([spec["shell"]] if spec["shell"] else []) + spec["command"]
+    if script is not None:    # Grid Engine's posix_compliant start: shell script args
+        argv = [spec["shell"] or "/bin/sh", script] + spec["command"]
+    else:
+        argv = ([spec["shell"]] if spec["shell"] else []) + spec["command"]
     try:
         os.execvpe(argv[0], argv, env)
     except OSError as error:
@@ -362,6 +374,16 @@ def job_environment(spec: dict, owner: pwd.struct_passwd, host: str,
     if hostfile:
         env["PE_HOSTFILE"] = hostfile
     return env
+
+
+def tree_usage() -> Dict[str, float]:
+    """getrusage(2) of everything the job started: as a subreaper that reaped
+    the whole tree, the shepherd's children are all of it."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return {name: float(getattr(usage, "ru_" + name))
+            for name in ("utime", "stime", "maxrss", "ixrss", "idrss", "isrss", "minflt",
+                         "majflt", "nswap", "inblock", "oublock", "msgsnd", "msgrcv", "nsignals",
+                         "nvcsw", "nivcsw")}
 
 
 def describe(error: BaseException) -> str:
