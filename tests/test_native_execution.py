@@ -257,10 +257,17 @@ def test_jobs_that_cannot_run(executor, work):
                            cwd=str(work / "none")))
     executor.start(JobSpec(id="84", name="job", owner="plusu1", command=["plus-no-such-cmd"],
                            cwd=str(work)))
-    ended = _wait(executor, "82", "83", "84")
+    executor.start(JobSpec(id="85", name="job", owner="plusu1", command=[], script="true",
+                           shell="/no/such/shell", cwd=str(work)))
+    executor.start(JobSpec(id="86", name="job", owner="plusu1", command=["true"],
+                           stdout="/proc/no/such/dir/out", cwd=str(work)))
+    ended = _wait(executor, "82", "83", "84", "85", "86")
+    assert ended["82"].failed == 0
     assert ended["83"].reason == f"cannot start job: {work}/none: No such file or directory"
+    assert ended["83"].failed == 28                    # changing into working directory
     assert ended["84"].reason == "cannot start job: plus-no-such-cmd: No such file or directory"
-    assert ended["84"].exit_status == 127
+    assert (ended["84"].exit_status, ended["84"].failed) == (127, 11)
+    assert (ended["85"].failed, ended["86"].failed) == (27, 26)
 
 
 def test_job_specs_are_checked_before_anything_runs():

@@ -118,6 +118,7 @@ class Finished:
     start: float | None
     end: float | None
     rusage: Mapping[str, float] = field(default_factory=dict)    # the job tree's getrusage(2)
+    failed: int = 0    # sge_status(5) code of the step that could not start the job
 
     @property
     def exit_code(self) -> int | None:
@@ -160,7 +161,7 @@ class Executor:
             found, self.load = report["jobs"], report["load"]
             finished = [Finished(job, status.get("exit_status"), status.get("signal"),
                                  status.get("reason", ""), status.get("start"), status.get("end"),
-                                 status.get("rusage") or {})
+                                 status.get("rusage") or {}, status.get("failed", 0))
                         for job, status in sorted(found.items()) if status["state"] == "ended"]
             self._returned = [job.job_id for job in finished]
             with self._lock:

@@ -38,6 +38,8 @@ PR_SET_CHILD_SUBREAPER = 36
 TICK = 0.25    # seconds between looks for the kill file
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
 CANNOT_EXEC = 127    # the job's exit status when it could not be started
+# sge_status(5)'s failed codes for the steps of starting a job
+BEFORE_JOB, OPENING_OUTPUT, SEARCHING_SHELL, CHANGING_DIRECTORY = 11, 26, 27, 28
 
 
 class Refused(Exception):
@@ -195,7 +197,9 @@ class Shepherd:
         self.status.update(pid=pid, start=time.time())
         self.write_status()
         if error:
-            return os.waitpid(pid, 0)[1], "cannot start job: " + error
+            code, _, text = error.partition(" ")
+            self.status["failed"] = int(code)
+            return os.waitpid(pid, 0)[1], "cannot start job: " + text
         return self.supervise(pid)
 
     def spawn(self) -> Tuple[int, str]:
@@ -211,7 +215,8 @@ class Shepherd:
                     else None
                 exec_job(self.spec, owner, hostfile, script)
             except BaseException as error:
-                os.write(error_w, describe(error).encode())
+                stage = error.stage if isinstance(error, StartFailure) else BEFORE_JOB
+                os.write(error_w, ("%d %s" % (stage, describe(error.__cause__ or error))).encode())
             os._exit(CANNOT_EXEC)
         os.close(error_w)
         with os.fdopen(error_r, "rb") as pipe:
@@ -320,13 +325,15 @@ def exec_job(spec: dict, owner: pwd.struct_passwd, hostfile: Optional[str],
     os.setgid(owner.pw_gid)
     os.setuid(owner.pw_uid)
     os.umask(0o022)
-    os.chdir(spec["cwd"] or owner.pw_dir)    # as the owner: its permissions apply
+    with stage(CHANGING_DIRECTORY):
+        os.chdir(spec["cwd"] or owner.pw_dir)    # as the owner: its permissions apply
     host = socket.gethostname()
-    stdout = output_path(spec["stdout"], "o", spec, owner, host)
-    stderr = stdout if spec["merge"] else output_path(spec["stderr"], "e", spec, owner, host)
-    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND    # appended to, as Grid Engine does
-    out = os.open(stdout, flags, 0o644)
-    err = out if spec["merge"] else os.open(stderr, flags, 0o644)
+    with stage(OPENING_OUTPUT):
+        stdout = output_path(spec["stdout"], "o", spec, owner, host)
+        stderr = stdout if spec["merge"] else output_path(spec["stderr"], "e", spec, owner, host)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND    # appended to, as Grid Engine does
+        out = os.open(stdout, flags, 0o644)
+        err = out if spec["merge"] else os.open(stderr, flags, 0o644)
     for fd, target in ((os.open(os.devnull, os.O_RDONLY), 0), (out, 1), (err, 2)):
         os.dup2(fd, target)
     for number in (signal.SIGPIPE, signal.SIGXFSZ):    # Python ignores these
@@ -340,7 +347,32 @@ def exec_job(spec: dict, owner: pwd.struct_passwd, hostfile: Optional[str],
     try:
         os.execvpe(argv[0], argv, env)
     except OSError as error:
-        raise OSError(error.errno, error.strerror, argv[0]) from None
+        failure = StartFailure(SEARCHING_SHELL if script is not None or spec["shell"] else BEFORE_JOB)
+        raise failure from OSError(error.errno, error.strerror, argv[0])
+
+
+class StartFailure(Exception):
+    """The job could not be started; ``stage`` is Grid Engine's failed code
+    for the step that failed (sge_status(5))."""
+
+    def __init__(self, stage: int) -> None:
+        super().__init__(stage)
+        self.stage = stage
+
+
+class stage:
+    """Turns an OSError in a step of starting the job into StartFailure."""
+
+    def __init__(self, code: int) -> None:
+        self.code = code
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind, error, trace) -> bool:
+        if isinstance(error, OSError):
+            raise StartFailure(self.code) from error
+        return False
 
 
 def output_path(path: Optional[str], kind: str, spec: dict, owner: pwd.struct_passwd,
