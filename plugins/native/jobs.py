@@ -54,6 +54,7 @@ class Submission:
     master_queues: tuple[str, ...] = ()       # -masterq
     reserve: bool = False                     # -R y
     ar: int | None = None                     # -ar
+    ar_submitted: int = 0                     # that AR's submission time, for accounting
     priority: int = 0                         # -p
     now: bool = False                         # -now y
     start_after: int | None = None            # -a
@@ -148,9 +149,30 @@ class Job:
         return self.submission.pe is not None
 
     @property
-    def requested_slots(self) -> int:
+    def slots(self) -> int:
         """The fewest slots the job can run with (1 for a sequential job)."""
         return self.submission.pe_range[0][0] if self.is_parallel else 1
+
+    # what PluS's JobSortKey orders by (overlay_native.ordering.Orderable)
+
+    @property
+    def queue(self) -> str:
+        """The cluster queue the job asked for first (-q), or ""."""
+        return self.submission.queues[0].partition("@")[0] if self.submission.queues else ""
+
+    @property
+    def nodes(self) -> int:
+        """A Grid Engine job asks for slots, not nodes: always 1."""
+        return 1
+
+    @property
+    def time(self) -> int:
+        """The run time it asked for (h_rt), 0 if none."""
+        return int(self.limit("h_rt") or 0)
+
+    @property
+    def host(self) -> str:
+        return self.submission.submit_host
 
     def limit(self, name: str) -> float | None:
         """A requested run time limit (h_rt, s_rt) in seconds, or None."""

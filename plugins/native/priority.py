@@ -41,7 +41,7 @@ def _normalized(value: float, low: float, high: float) -> float:
 def resource_contribution(job: Job, table: ComplexTable) -> float:
     """rrcontr: every hard request's urgency, numbers weighted by amount and
     (per slot) by the job's assumed slot count, its smallest."""
-    slots = job.requested_slots
+    slots = job.slots
     total = table.find("slots").urgency * slots
     for request in job.hard.values():
         cx = request.complex

@@ -58,6 +58,7 @@ class ReservedWindow:
     users: tuple[str, ...]          # user names and @groups (the AR's ACL)
     state: str = "w"
     hard_error: bool = False
+    submitted: int = 0              # the AR's submission time, for accounting
 
     def admits(self, user: str, groups: Sequence[str]) -> bool:
         return any(entry == user or (entry.startswith("@") and entry[1:] in groups)

@@ -11,6 +11,8 @@ access list, h_rt within the AR's duration and end minus DURATION_OFFSET.
 from __future__ import annotations
 
 import fnmatch
+import posixpath
+from dataclasses import replace
 from typing import Mapping, Sequence
 
 from overlay.model import ReservationError
@@ -36,10 +38,26 @@ def _requests(config: ClusterConfig, text: str, option: str) -> dict[str, Reques
         raise SubmitError(f"{option} {text}: {error}") from None
 
 
+def job_name(submission: Submission) -> str:
+    """-N, else the script's (or command's) file name, else STDIN (qsub(1));
+    sge_types(5): printable ASCII without / : @ \\ * ?, not starting with a digit."""
+    if submission.name:
+        name = submission.name
+        if not name.isascii() or not name.isprintable() or set(name) & set("/:@\\*?") or \
+                name[0].isdigit():
+            raise SubmitError(f"-N {name!r}: a job name is printable ASCII without / : @ \\ * ? "
+                              "and not starting with a digit")
+        return name
+    source = submission.script_path if not submission.binary else \
+        (submission.command[0] if submission.command else "")
+    name = posixpath.basename(source) if source and source != "-" else "STDIN"
+    return name if name and not name[0].isdigit() else f"J{name}"
+
+
 def make_job(config: ClusterConfig, job_id: int, owner: str, groups: Sequence[str],
              submit_time: int, submission: Submission, is_manager: bool = False) -> Job:
     """The Job a Submission asks for, or SubmitError naming what is wrong."""
-    spec = submission
+    spec = submission = replace(submission, name=job_name(submission))
     if spec.verify not in VERIFY_MODES:
         raise SubmitError(f"-w: expected e, w, n or v, got {spec.verify!r}")
     if not MIN_PRIORITY <= spec.priority <= MAX_PRIORITY:

@@ -1,0 +1,489 @@
+"""The native batch system's master: it keeps the jobs, runs the scheduling
+passes, starts and watches jobs on their hosts, and writes accounting.
+
+A pass (Grid Engine's scheduling run): poll the hosts for ended jobs,
+release held jobs whose dependencies ended, compute priorities, order the
+pending jobs (JobSortKey), and let ``scheduling.dispatch`` start them or
+reserve for them on ``resources.ClusterResources``, the cluster as the
+running jobs, the ARs and the pass's own decisions hold it. Jobs are then
+started outside the lock, so commands are served meanwhile.
+
+Passes come every schedule_interval, and sooner after a submission, a
+deletion or a job's end (Grid Engine's flush_submit_sec and
+flush_finish_sec); hosts are polled every few seconds in between.
+
+The store is the truth for jobs, the hosts' spools for what runs: after a
+restart, jobs that were running are found again (or found ended) there.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import logging
+import threading
+import time
+from dataclasses import dataclass, replace
+from typing import Callable, Iterable
+
+from overlay.request import format_pe_range
+from overlay_native import acct
+from overlay_native.cluster import Cluster, ClusterConfig
+from overlay_native.execution import ExecutionError, Finished, JobSpec
+from overlay_native.hosts import ExecutionHosts, Poll
+from overlay_native.jobs import PENDING_STATES, Job, JobState, Placement
+from overlay_native.jobstore import JobStore, StoredJob
+from overlay_native.monitor import Utilization, append_pass
+from overlay_native.ordering import order_jobs
+from overlay_native.priority import Priority, priorities
+from overlay_native.resources import ClusterResources, ReservedWindow
+from overlay_native.scheduling import Policy, dispatch
+from overlay_native.submit import SubmitError, check_reservation, make_job, verify
+
+log = logging.getLogger("plus.native")
+POLL_EVERY = 5          # seconds between host polls at most
+FLUSH_DELAY = 0.2       # a pass this long after a submission, deletion or job end
+
+
+@dataclass(frozen=True)
+class Submitter:
+    """Who submits or deletes, from the socket's peer credentials."""
+
+    user: str
+    groups: tuple[str, ...]
+    is_manager: bool
+
+
+class Scheduler:
+    def __init__(self, cluster: Cluster, store: JobStore, hosts: ExecutionHosts,
+                 accounting: acct.AccountingWriter, schedule_file: str, duration_offset: int,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.cluster, self.store, self.hosts = cluster, store, hosts
+        self.accounting, self.schedule_file = accounting, schedule_file
+        self.offset, self.clock = duration_offset, clock
+        self.lock = threading.RLock()           # the jobs, for passes and commands
+        self._passing = threading.Lock()        # one pass (or poll) at a time
+        self.jobs: dict[int, Job] = {}
+        self.windows: dict[int, ReservedWindow] = {}
+        self.unreachable: dict[str, str] = {}
+        self.loads: dict[str, float] = {}
+        self.priority: dict[int, Priority] = {}
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._last_pass = 0.0
+        config = cluster.config()
+        hosts.sync(config)
+        for stored in store.load():
+            self.jobs[stored.id] = self._restored(stored, config)
+
+    def _restored(self, stored: StoredJob, config: ClusterConfig) -> Job:
+        """A stored job, its requests parsed against today's complexes; one
+        whose requests no longer parse waits in error state (Eqw)."""
+        try:
+            job = make_job(config, stored.id, stored.owner, stored.groups, stored.submit_time,
+                           stored.submission, is_manager=True)
+        except SubmitError as error:
+            job = Job(stored.id, stored.owner, stored.groups[0] if stored.groups else "",
+                      stored.groups, stored.submit_time, stored.submission, {}, {},
+                      JobState.ERROR, error=f"after a restart: {error}")
+            return job
+        job.state, job.placement, job.start_time = stored.state, stored.placement, stored.start_time
+        job.error, job.deleting = stored.error, stored.deleting
+        return job
+
+    def now(self) -> int:
+        return int(self.clock())
+
+    # -- the thread ------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._loop, name="native-scheduler", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+        self.hosts.close()
+
+    def wake(self) -> None:
+        """Ask for a pass soon (a submission, a deletion, an AR change)."""
+        self._wake.set()
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            interval = self.cluster.config().scheduler.schedule_interval
+            due = self._last_pass + interval
+            woken = self._wake.wait(timeout=max(0.0, min(due - time.monotonic(), POLL_EVERY)))
+            if self._stop.is_set():
+                return
+            if woken:
+                time.sleep(FLUSH_DELAY)    # let a burst of submissions arrive
+                self._wake.clear()
+            try:
+                if woken or time.monotonic() >= due:
+                    self.run_pass()
+                elif self.poll():
+                    self.run_pass()        # a job ended: its resources are free now
+            except Exception:
+                log.exception("scheduling pass failed; the next one retries")
+
+    # -- polling the hosts -------------------------------------------------------------------
+
+    def poll(self) -> bool:
+        """Ask the hosts what ended; True if some job did."""
+        with self._passing:
+            result = self.hosts.poll()
+            with self.lock:
+                return self._take(result)
+
+    def _take(self, result: Poll) -> bool:
+        now = self.now()
+        self.unreachable = result.unreachable
+        self.loads.update(result.loads)
+        ended = False
+        for host, finished in result.finished:
+            job = self.jobs.get(_job_id(finished.job_id))
+            if job is not None and job.placement is not None and job.placement.master[1] == host:
+                self._ended(job, finished, now)
+                ended = True
+        for job in list(self.jobs.values()):
+            if job.state not in (JobState.RUNNING, JobState.TRANSFERRING) or job.placement is None:
+                continue
+            host = job.placement.master[1]
+            if host in result.running and host not in result.unreachable and \
+                    str(job.id) not in result.running[host]:
+                self._lost(job, host, now)
+                ended = True
+        return ended
+
+    def _lost(self, job: Job, host: str, now: int) -> None:
+        """A job its host knows nothing of: a start that never happened goes
+        back to the queue; a running one ended unseen (failed 100)."""
+        if job.state == JobState.TRANSFERRING:
+            log.warning("job %d: its start on %s left no trace; queued again", job.id, host)
+            job.state, job.placement, job.start_time = JobState.QUEUED, None, None
+            self.store.save(job)
+            return
+        log.warning("job %d: %s no longer knows it; recorded as ended", job.id, host)
+        self._ended(job, Finished(str(job.id), None, None, "lost", job.start_time, now), now)
+
+    # -- ending jobs -------------------------------------------------------------------------
+
+    def _ended(self, job: Job, finished: Finished, now: int) -> None:
+        """Accounting for a job that ran (or failed to start); a job that
+        could not be started stays in error state (Eqw) until deleted."""
+        self.accounting.write(self._record(job, finished, now))
+        if finished.failed and not job.deleting:
+            host = job.placement.master[1] if job.placement else "?"
+            job.error = f"{time.strftime('%m/%d/%Y %H:%M:%S', time.localtime(now))} " \
+                        f"[{host}]: {finished.reason}"
+            job.state, job.placement, job.start_time = JobState.ERROR, None, None
+            self.store.save(job)
+            return
+        self.store.remove(job.id)
+        self.jobs.pop(job.id, None)
+
+    def _record(self, job: Job, finished: Finished, now: int) -> acct.JobRecord:
+        placement = job.placement
+        queue, host = placement.master if placement else ("NONE", "NONE")
+        started = finished.start is not None and not finished.failed
+        start = int(finished.start) if started else 0
+        end = int(finished.end if finished.end is not None else now) if started else 0
+        usage = finished.rusage
+        if finished.failed:
+            failed = finished.failed
+        elif finished.reason == "h_rt exceeded":
+            failed = 37
+        elif finished.reason or finished.signal is not None:
+            failed = 100
+        else:
+            failed = 0
+        return acct.JobRecord(
+            qname=queue, hostname=host, group=job.group, owner=job.owner, job_name=job.name,
+            job_number=job.id, account=job.submission.account,
+            submission_time=job.submit_time, start_time=start, end_time=end, failed=failed,
+            exit_status=0 if finished.failed else finished.exit_code or 0,
+            ru_wallclock=max(end - start, 0),
+            ru_utime=usage.get("utime", 0.0), ru_stime=usage.get("stime", 0.0),
+            ru_maxrss=usage.get("maxrss", 0.0), ru_minflt=int(usage.get("minflt", 0)),
+            ru_majflt=int(usage.get("majflt", 0)), ru_nswap=int(usage.get("nswap", 0)),
+            ru_inblock=usage.get("inblock", 0.0), ru_oublock=int(usage.get("oublock", 0)),
+            ru_msgsnd=int(usage.get("msgsnd", 0)), ru_msgrcv=int(usage.get("msgrcv", 0)),
+            ru_nsignals=int(usage.get("nsignals", 0)), ru_nvcsw=int(usage.get("nvcsw", 0)),
+            ru_nivcsw=int(usage.get("nivcsw", 0)),
+            granted_pe=placement.pe if placement and placement.pe else "NONE",
+            slots=placement.slots if placement else 1,
+            cpu=usage.get("utime", 0.0) + usage.get("stime", 0.0), category=category(job),
+            arid=job.ar or 0, ar_sub_time=job.submission.ar_submitted)
+
+    # -- operations from the commands ------------------------------------------------------------
+
+    def submit(self, who: Submitter, submission) -> dict:
+        """plus_qsub: accept (or verify, -w v) a job; -now y jobs run now or not at all."""
+        with self.lock:
+            config, now = self.cluster.config(), self.now()
+            job = make_job(config, 0, who.user, who.groups, now, submission, who.is_manager)
+            if job.ar is not None:
+                check_reservation(job, self.windows.get(job.ar), now, self.offset)
+            mode = "e" if job.ar is not None and submission.verify == "n" else submission.verify
+            reasons = verify(config, job, now, self.offset, self.windows) if mode != "n" else []
+            if mode == "v":
+                return {"verified": not reasons, "reasons": reasons}
+            if reasons and mode == "e":
+                raise SubmitError("\n".join(reasons + ["error: no suitable queues"]))
+            holds = self._holds(job)
+            window = self.windows.get(job.ar) if job.ar is not None else None
+            job.submission = replace(job.submission, hold_jids=holds,
+                                     ar_submitted=window.submitted if window else 0)
+            job.state = JobState.HELD if holds else JobState.QUEUED
+            self.store.create(job)
+            self.jobs[job.id] = job
+            log.info("job %d (%s) submitted by %s", job.id, job.name, who.user)
+        if submission.now:
+            self.run_pass()
+            with self.lock:
+                if job.state in PENDING_STATES:
+                    self.store.remove(job.id)
+                    self.jobs.pop(job.id, None)
+                    raise SubmitError("Your qsub request could not be scheduled; try again later.")
+        else:
+            self.wake()
+        return {"id": job.id, "name": job.name, "warnings": reasons and
+                ["warning: no suitable queues"] + reasons}
+
+    def _holds(self, job: Job) -> tuple[str, ...]:
+        """-hold_jid: ids of the existing jobs it names (by id, or by name
+        among the owner's jobs, wildcards allowed); unknown ones are ignored,
+        as Grid Engine does."""
+        found = []
+        for reference in job.submission.hold_jids:
+            for other in self.jobs.values():
+                if (reference == str(other.id) or (other.owner == job.owner and
+                                                   fnmatch.fnmatchcase(other.name, reference))) \
+                        and str(other.id) not in found:
+                    found.append(str(other.id))
+        return tuple(found)
+
+    def delete(self, who: Submitter, references: Iterable[str] = (),
+               users: Iterable[str] = ()) -> list[str]:
+        """plus_qdel: jobs by id or name (wildcards), or every job of users
+        ('*' for all); Grid Engine's answer for each."""
+        messages, kills = [], []
+        with self.lock:
+            targets: list[Job] = []
+            for reference in references:
+                matched = [j for j in self.jobs.values()
+                           if reference == str(j.id) or fnmatch.fnmatchcase(j.name, reference)]
+                if not matched:
+                    messages.append(f'denied: job "{reference}" does not exist')
+                targets += [j for j in matched if j not in targets]
+            for user in users:
+                targets += [j for j in self.jobs.values()
+                            if (user == "*" or j.owner == user) and j not in targets]
+            for job in sorted(targets, key=lambda j: j.id):
+                if job.owner != who.user and not who.is_manager:
+                    messages.append(f'{who.user} - you do not have the necessary privileges to '
+                                    f'delete the job "{job.id}"')
+                    continue
+                if job.state in PENDING_STATES:
+                    self._forget(job)
+                    messages.append(f"{who.user} has deleted job {job.id}")
+                else:
+                    job.deleting = True
+                    self.store.save(job)
+                    kills.append(job)
+                    messages.append(f"{who.user} has registered the job {job.id} for deletion")
+        self._kill(kills)
+        self.wake()
+        return messages
+
+    def _forget(self, job: Job) -> None:
+        self.store.remove(job.id)
+        self.jobs.pop(job.id, None)
+
+    def _kill(self, jobs: Iterable[Job]) -> None:
+        for job in jobs:
+            if job.placement is None:
+                continue
+            try:
+                self.hosts.kill(job.placement.master[1], str(job.id))
+            except ExecutionError as error:
+                log.warning("job %d: cannot ask its host to end it (retried next pass): %s",
+                            job.id, error)
+
+    # -- advance reservations ------------------------------------------------------------------
+
+    def set_windows(self, windows: Iterable[ReservedWindow], complete: bool = False) -> None:
+        """The ARs as the reservation core holds them; with ``complete``, the
+        whole list: jobs of ARs no longer in it are deleted. A change asks
+        for a pass (an AR that opened lets its jobs start)."""
+        with self.lock:
+            windows = {w.id: w for w in windows}
+            if not complete:
+                windows = {**self.windows, **windows}
+            changed, self.windows = windows != self.windows, windows
+            gone = [j for j in self.jobs.values() if j.ar is not None and j.ar not in windows]
+        if complete and gone:
+            self._delete_jobs(gone, "its advance reservation is gone")
+        if changed:
+            self.wake()
+
+    def reservation_over(self, ar_id: int) -> None:
+        """An AR ended, was cancelled or destroyed: all its jobs, pending or
+        running, are deleted (seed 000, 5.2.2.3)."""
+        with self.lock:
+            self.windows.pop(ar_id, None)
+            jobs = [j for j in self.jobs.values() if j.ar == ar_id]
+        self._delete_jobs(jobs, f"advance reservation {ar_id} ended")
+
+    def _delete_jobs(self, jobs: list[Job], why: str) -> None:
+        kills = []
+        with self.lock:
+            for job in jobs:
+                if job.id not in self.jobs:
+                    continue
+                log.info("job %d deleted: %s", job.id, why)
+                if job.state in PENDING_STATES:
+                    self._forget(job)
+                elif not job.deleting:
+                    job.deleting = True
+                    self.store.save(job)
+                    kills.append(job)
+        self._kill(kills)
+
+    # -- the pass ---------------------------------------------------------------------------------
+
+    def run_pass(self) -> None:
+        with self._passing:
+            result = self.hosts.poll()
+            with self.lock:
+                self._take(result)
+                starts = self._decide()
+            self._start(starts)
+            self._last_pass = time.monotonic()
+
+    def _decide(self) -> list[tuple[Job, Placement]]:
+        config, now = self.cluster.config(), self.now()
+        self.hosts.sync(config)
+        self._kill([j for j in self.jobs.values() if j.deleting])    # again, if a host missed it
+        for job in self.jobs.values():
+            if job.state == JobState.HELD and not any(int(h) in self.jobs
+                                                      for h in job.submission.hold_jids):
+                job.state = JobState.QUEUED
+                self.store.save(job)
+        waiting = [j for j in self.jobs.values() if j.state == JobState.QUEUED and not j.deleting]
+        for job in self.jobs.values():
+            job.reasons = _state_reason(job, now)
+        eligible = [j for j in waiting if not j.reasons]
+        self.priority = priorities(eligible, config.table, config.scheduler, now)
+        for job in eligible:
+            job.priority = self.priority[job.id].prio
+        ordered = order_jobs(eligible, config.scheduler.job_order)
+        resources = ClusterResources(config, now, self.offset, self.loads, self._unavailable(config),
+                                     list(self.windows.values()))
+        running = [j for j in self.jobs.values()
+                   if j.state in (JobState.RUNNING, JobState.TRANSFERRING) and j.placement]
+        for job in running:
+            resources.book_running(job, job.placement, job.start_time)
+        decisions = dispatch(ordered, resources, now, Policy(config.scheduler.max_reservation))
+        started = {job.id for job, _ in decisions.started}
+        for job in eligible:
+            if job.id not in started:    # not even tried once the cluster was full
+                job.reasons = tuple(resources.reasons.get(
+                    job.id, ("All queues dropped because of overload or full",)))
+        for job, placement in decisions.started:
+            job.state, job.placement, job.start_time, job.reasons = \
+                JobState.TRANSFERRING, placement, now, ()
+            self.store.save(job)
+        if config.scheduler.monitor:
+            uses = [Utilization(j.id, "RUNNING", j.start_time, j.placement.duration,
+                                resources.debits(j, j.placement)) for j in running]
+            uses += [Utilization(j.id, "STARTING", now, p.duration, resources.debits(j, p))
+                     for j, p in decisions.started]
+            uses += [Utilization(j.id, "RESERVING", start, p.duration, resources.debits(j, p))
+                     for j, start, p in decisions.reserved]
+            append_pass(self.schedule_file, uses)
+        return decisions.started
+
+    def _unavailable(self, config: ClusterConfig) -> dict[tuple[str, str], str]:
+        """Instances on hosts that run no jobs or cannot be reached."""
+        return {(queue.name, host): "temporarily not available"
+                for queue in config.queues.values() for host in queue.hosts
+                if not self.hosts.runs_jobs(host) or host in self.unreachable}
+
+    def _start(self, starts: list[tuple[Job, Placement]]) -> None:
+        """Start the pass's jobs, outside the lock (a start takes a command
+        on the host); a job that cannot be started goes to Eqw."""
+        config = self.cluster.config()
+        for job, placement in starts:
+            spec = self._spec(job, placement, config)
+            try:
+                self.hosts.start(placement.master[1], spec)
+            except (ExecutionError, ValueError) as error:
+                with self.lock:
+                    log.warning("job %d cannot be started on %s: %s", job.id,
+                                placement.master[1], error)
+                    self._ended(job, Finished(str(job.id), None, None, str(error), None, None,
+                                              failed=1), self.now())
+                continue
+            with self.lock:
+                if job.id in self.jobs and job.state == JobState.TRANSFERRING:
+                    job.state = JobState.RUNNING
+                    self.store.save(job)
+                    log.info("job %d started on %s", job.id, placement.master[1])
+                if job.deleting:
+                    self._kill([job])
+
+    def _spec(self, job: Job, placement: Placement, config: ClusterConfig) -> JobSpec:
+        spec = job.submission
+        queue = config.queues[placement.master[0]]
+        env = dict(spec.env)
+        if placement.pe:
+            env["PE"] = placement.pe
+        if job.ar is not None:
+            env["SGE_AR"] = str(job.ar)
+        per_host: dict[str, int] = {}
+        for _, host, slots in placement.tasks:
+            per_host[host] = per_host.get(host, 0) + slots
+        return JobSpec(
+            id=str(job.id), name=job.name, owner=job.owner, command=list(spec.command),
+            script=spec.script, cwd=spec.cwd, env=env,
+            shell=spec.shell or (queue.shell if spec.script is not None else None),
+            stdout=spec.stdout, stderr=spec.stderr, merge=spec.merge, h_rt=placement.h_rt,
+            s_rt=job.limit("s_rt"), notify=queue.notify, slots=placement.slots,
+            queue=queue.name, pe_hosts=list(per_host.items()) if placement.pe else [])
+
+
+def _job_id(text: str) -> int:
+    return int(text) if text.isdigit() else -1
+
+
+def _state_reason(job: Job, now: int) -> tuple[str, ...]:
+    """Why a job is not even considered in this pass."""
+    if job.state == JobState.ERROR:
+        return ("Job is in error state",)
+    if job.state == JobState.HELD:
+        return ("job dropped because of job dependencies",)
+    if job.submission.start_after is not None and job.submission.start_after > now:
+        return ("execution time not reached",)
+    return ()
+
+
+def category(job: Job) -> str:
+    """The job's category as accounting(5) records it (NONE if it asked nothing)."""
+    spec, parts = job.submission, []
+    if spec.queues:
+        parts.append("-q " + ",".join(spec.queues))
+    if spec.master_queues:
+        parts.append("-masterq " + ",".join(spec.master_queues))
+    if spec.hard:
+        parts.append("-l " + spec.hard)
+    if spec.soft:
+        parts.append("-soft -l " + spec.soft)
+    if spec.pe:
+        parts.append(f"-pe {spec.pe} {format_pe_range(spec.pe_range)}")
+    if spec.ar is not None:
+        parts.append(f"-ar {spec.ar}")
+    return " ".join(parts) or "NONE"

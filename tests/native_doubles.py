@@ -1,0 +1,74 @@
+"""A stand-in for overlay_native.hosts.ExecutionHosts in virtual time, for the
+scheduler's unit tests: a job 'runs' for the seconds its last argument
+names (as seed 001's sleeper.sh does) and ends when the test's clock
+passes that, or at its h_rt. Real execution is tested with real jobs in
+test_native_execution.py and test_native_daemon.py."""
+
+from __future__ import annotations
+
+from overlay_native.cluster import ClusterConfig
+from overlay_native.execution import ExecutionError, Finished, JobSpec
+from overlay_native.hosts import Poll
+
+
+class Clock:
+    def __init__(self, now: int) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class SimulatedHosts:
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
+        self.hosts: set[str] = set()
+        self.jobs: dict[str, tuple[str, int, int, JobSpec]] = {}    # id -> host, start, end, spec
+        self.killed: set[str] = set()
+        self.started: list[tuple[str, str]] = []                     # (job id, host)
+        self.refuse: dict[str, str] = {}                             # job id -> why
+        self.down: dict[str, str] = {}
+
+    def sync(self, config: ClusterConfig) -> None:
+        self.hosts = set(config.hosts)
+
+    def runs_jobs(self, host: str) -> bool:
+        return host in self.hosts
+
+    def start(self, host: str, spec: JobSpec) -> None:
+        if spec.id in self.refuse:
+            raise ExecutionError(self.refuse[spec.id])
+        run = int(spec.command[-1]) if spec.command and spec.command[-1].isdigit() else 3600
+        if spec.h_rt is not None:
+            run = min(run, int(spec.h_rt))
+        self.jobs[spec.id] = (host, self.clock.now, self.clock.now + run, spec)
+        self.started.append((spec.id, host))
+
+    def kill(self, host: str, job_id: str) -> None:
+        self.killed.add(job_id)
+
+    def poll(self) -> Poll:
+        result = Poll(unreachable=dict(self.down))
+        for host in self.hosts:
+            result.running[host] = []
+        for job_id, (host, start, end, spec) in list(self.jobs.items()):
+            if host in self.down:
+                result.running[host].append(job_id)
+                continue
+            if job_id in self.killed:
+                result.finished.append((host, Finished(job_id, None, 9, "killed", start,
+                                                       self.clock.now)))
+            elif self.clock.now >= end:
+                reason = "h_rt exceeded" if spec.h_rt is not None and end - start >= spec.h_rt \
+                    else ""
+                result.finished.append((host, Finished(job_id, 0 if not reason else None,
+                                                       9 if reason else None, reason, start, end,
+                                                       {"utime": 1.5, "stime": 0.25})))
+            else:
+                result.running[host].append(job_id)
+                continue
+            del self.jobs[job_id]
+        return result
+
+    def close(self) -> None:
+        pass
