@@ -11,7 +11,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
-from overlay.model import Node, Reservation
+from overlay.model import Node, Request, Reservation
 
 
 @dataclass(frozen=True)
@@ -60,10 +60,10 @@ class Backend(ABC):
         self.release(before)
         self.prepare(after)
 
-    def blocked_nodes(self, start: int) -> dict[str, str]:
-        """Nodes an AR starting at ``start`` must not get, with the reason:
-        for a backend that never preempts, hosts whose running jobs would
-        still be there at the start (Grid Engine 6.2's rule)."""
+    def blocked_nodes(self, request: Request) -> dict[str, str]:
+        """Nodes an AR for ``request`` must not get, with the reason: for a
+        backend that never preempts, hosts whose running jobs would still
+        hold what the AR needs at its start (Grid Engine 6.2's rule)."""
         return {}
 
     def reconcile(self, reservations: list[Reservation]) -> None:
@@ -87,5 +87,9 @@ class Backend(ABC):
                 problems[reservation.id] = f"reserved host(s) down: {', '.join(failed)}"
         return problems
 
+    def start(self) -> None:
+        """At daemon start, after the first reconcile pass: begin background
+        work (the native backend's scheduler)."""
+
     def close(self) -> None:
-        """Release connections at daemon shutdown."""
+        """Stop background work and release connections at daemon shutdown."""

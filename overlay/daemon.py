@@ -24,6 +24,7 @@ from typing import Any, Callable
 from overlay import config as config_module
 from overlay import plugins, protocol
 from overlay.accounting import ReportingWriter
+from overlay.backend import Backend
 from overlay.config import NODE_SORT_KEYS, Config, ConfigError
 from overlay.lifecycle import Lifecycle
 from overlay.manager import Caller, Manager
@@ -98,6 +99,12 @@ class Service:
         self.on_change = on_change
         self.on_shutdown = on_shutdown
         self.daemon_uid = os.getuid()
+        self.plugin_operations: dict[str, Callable[[Caller, dict], Any]] = {}
+        for offered in manager.pm.hook.plus_client_operations(manager=manager):
+            for name, operation in (offered or {}).items():
+                if hasattr(self, f"op_{name}") or name in self.plugin_operations:
+                    raise plugins.PluginError(f"plugins: operation {name!r} is offered twice")
+                self.plugin_operations[name] = operation
 
     def caller(self, uid: int, gid: int) -> Caller:
         try:
@@ -116,7 +123,7 @@ class Service:
         return Caller(uid=uid, user=entry.pw_name, groups=tuple(groups), is_manager=manager)
 
     def handle(self, caller: Caller, op: str, args: dict) -> Any:
-        method = getattr(self, f"op_{op}", None)
+        method = getattr(self, f"op_{op}", None) or self.plugin_operations.get(op)
         if method is None:
             raise BadArguments(f"unknown operation {op!r}")
         return method(caller, args)
@@ -266,6 +273,7 @@ class Daemon:
         self.config = config
         os.makedirs(config.state_path, mode=0o755, exist_ok=True)
         self.pid_lock = PidLock(os.path.join(config.state_path, "plus_scheduler.pid"))
+        self.backend: Backend | None = None
         try:
             self.pm = plugins.plugin_manager(config.plugins)
             claimed = plugins.configure(self.pm, config)
@@ -274,11 +282,13 @@ class Daemon:
             self.store = Store(config.store_url)
             self.manager = Manager(config, self.store, self.backend, self.pm,
                                    ReportingWriter(config.accounting_path))
+            self.lifecycle = Lifecycle(self.manager, config.reconcile_interval)
+            self.service = Service(self.manager, self.lifecycle.notice, self.stop)
         except Exception:
+            if self.backend is not None:
+                self.backend.close()
             self.pid_lock.release()
             raise
-        self.lifecycle = Lifecycle(self.manager, config.reconcile_interval)
-        self.service = Service(self.manager, self.lifecycle.notice, self.stop)
         self.server: _Server | None = None
 
     def serve(self) -> None:
@@ -289,6 +299,7 @@ class Daemon:
         self.server.service = self.service  # type: ignore[attr-defined]
         os.chmod(path, 0o666)
         self.lifecycle.start()
+        self.backend.start()
         log.info("plus_scheduler %d serving %s (backend %s, store %s)", os.getpid(), path,
                  self.config.backend, self.config.store_url)
         try:

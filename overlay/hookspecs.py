@@ -37,6 +37,18 @@ def plus_backends():
     ``options`` is the configuration section named after the backend."""
 
 
+@hookspec
+def plus_client_operations(manager):
+    """Return a mapping of operation name to ``f(caller, args)`` for commands
+    of your own: plus_scheduler serves them on its socket as it serves its
+    own (``caller`` is an ``overlay.manager.Caller`` from the socket's peer
+    credentials, ``args`` the JSON object the client sent; the return value
+    goes back as JSON). Refuse by raising ``overlay.model.ReservationError``
+    (exit status 1, or the subclass's) or ``overlay.request.RequestError``
+    (exit status 2). ``manager.backend`` is the running backend: the native
+    backend serves plus_qsub, plus_qstat and plus_qdel this way."""
+
+
 # -- policy ---------------------------------------------------------------------
 
 @hookspec

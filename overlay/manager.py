@@ -212,7 +212,7 @@ class Manager:
         preferred = set(prefer)
         if preferred:
             candidates.sort(key=lambda n: n.name not in preferred)
-        blocked = self.backend.blocked_nodes(request.start)
+        blocked = self.backend.blocked_nodes(request)
         refusals: dict[str, int] = {}
         if blocked:
             for node in candidates:

@@ -106,7 +106,7 @@ def test_reserve_grants_whole_nodes_in_name_order(env):
     assert ar.acl == ("alice",)
     assert env.stored_ids() == [ar.id]
     assert "new_ar" in env.reporting() and ":ar_log:" in env.reporting()
-    assert env.backend.prepared[ar.id] == ("big", "n01")
+    assert tuple(env.backend.scheduler.windows[ar.id].slots) == ("big", "n01")
 
 
 def test_overlapping_reservations_get_other_nodes_and_touching_ones_reuse(env):
@@ -243,7 +243,7 @@ def test_cancel_releases_nodes_and_keeps_the_record(env):
     assert cancelled.state == State.DELETED
     assert env.store.get(ar.id).state == State.DELETED
     assert len(env.reserve(nodes=5).node_names) == 5
-    assert ar.id not in env.backend.prepared
+    assert ar.id not in env.backend.scheduler.windows
     with pytest.raises(ReservationError, match="already ended"):
         env.manager.cancel(ALICE, ar.id, None)
     assert ":ar_acct:" in env.reporting()
@@ -277,13 +277,13 @@ def test_destroy_removes_everything(env):
 def test_pending_reserve_holds_nodes_until_commit(env):
     ar = env.reserve(nodes=5, transactional=True)
     assert ar.state == State.PENDING and ar.pending == Operation.RESERVE
-    assert ar.id not in env.backend.prepared
+    assert ar.id not in env.backend.scheduler.windows
     with pytest.raises(ReservationError):
         env.reserve(BOB)
     committed = env.manager.commit(ALICE, ar.id)
     assert committed.state == State.WAITING and committed.pending is None
     assert env.store.get(ar.id).state == State.WAITING
-    assert ar.id in env.backend.prepared
+    assert ar.id in env.backend.scheduler.windows
 
 
 def test_abort_of_pending_reserve_forgets_it(env):
@@ -378,12 +378,12 @@ def test_window_transitions_and_expiry(env):
     env.clock.now = ar.start
     env.manager.tick()
     assert env.manager.ars[ar.id].state == State.RUNNING
-    assert ar.id in env.backend.active
+    assert env.backend.scheduler.windows[ar.id].open
     assert env.manager.next_due() == ar.end
     env.clock.now = ar.end
     env.manager.tick()
     assert env.manager.ars[ar.id].state == State.EXITED
-    assert ar.id not in env.backend.prepared
+    assert ar.id not in env.backend.scheduler.windows
     assert env.store.get(ar.id).finished_time == ar.end
     log = env.reporting()
     assert "START TIME REACHED" in log and "END TIME REACHED" in log
@@ -414,7 +414,7 @@ def test_restart_catches_up_missed_transitions(env):
     manager.tick()
     assert manager.ars[ended.id].state == State.EXITED
     assert manager.ars[started.id].state == State.RUNNING
-    assert started.id in env.backend.active
+    assert env.backend.scheduler.windows[started.id].open
 
 
 def test_node_failure_puts_ar_in_warning_then_error(env):

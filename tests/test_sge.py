@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from overlay.model import State
+from overlay.model import Request, State
 from overlay.remote import CommandError, LocalRunner, SshRunner
 from overlay_sge import objects
 from sge_cluster import (backend, clean, instance_states, job_states, names, require,
@@ -196,11 +196,13 @@ def test_avoid_blocks_hosts_whose_jobs_outlast_the_start(tmp_path):
     short = submit("plusu2", "-l", "h=node2,h_rt=120", "sleep", "100")
     wait_for(lambda: all(job_states().get(j, ("",))[0] == "r" for j in (endless, short)),
              SCHEDULE, "both jobs to run")
-    later = sge.blocked_nodes(int(time.time()) + 3600)
+    def starting_in(seconds: int) -> Request:
+        return Request(start=int(time.time()) + seconds, end=int(time.time()) + seconds + 60, nodes=1)
+    later = sge.blocked_nodes(starting_in(3600))
     assert set(later) == {"node1"} and "has no h_rt" in later["node1"]
-    soon = sge.blocked_nodes(int(time.time()) + 30)
+    soon = sge.blocked_nodes(starting_in(30))
     assert set(soon) == {"node1", "node2"} and "runs past the start" in soon["node2"]
-    assert backend(tmp_path).blocked_nodes(int(time.time()) + 30) == {}   # requeue: nothing blocked
+    assert backend(tmp_path).blocked_nodes(starting_in(30)) == {}   # requeue: nothing blocked
 
 
 def test_avoid_keeps_jobs_that_would_overrun_the_window_off_its_hosts(tmp_path):

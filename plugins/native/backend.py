@@ -1,33 +1,48 @@
-"""The native backend's enforcement of AR windows.
+"""The native backend: the built-in batch system behind the reservation core.
 
-The built-in scheduler (which starts jobs on these nodes) asks this table
-which hosts an AR holds and which ARs are open; the table is rebuilt from
-the store by the reconcile loop, so it needs no persistence of its own.
+The core grants ARs on the cluster file's hosts; this backend hands each AR
+to the scheduler as a reserved window (its hosts, slots, users and state),
+so that AR jobs run only inside it and other jobs stay off its slots, and
+asks the scheduler to delete an AR's jobs when it ends or is cancelled.
+Hosts the scheduler cannot reach count as down, so their ARs go to W or E.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
+import os
+from dataclasses import replace
+from typing import Callable
 
-from overlay.backend import Backend
-from overlay.model import Node, Reservation
+from overlay.backend import Backend, Job
+from overlay.model import Node, Request, Reservation
+from overlay_native import acct, service
 from overlay_native.cluster import Cluster
+from overlay_native.hosts import ExecutionHosts
+from overlay_native.jobs import JobState
+from overlay_native.jobstore import JobStore
+from overlay_native.resources import ReservedWindow
+from overlay_native.scheduler import Scheduler
 
 log = logging.getLogger("plus.native")
-OPTIONS = ("cluster", "local_host", "ssh")
+OPTIONS = ("cluster", "local_host", "ssh", "spool_dir", "python", "accounting_file")
+DEFAULT_SPOOL = "/var/spool/plus"
+
+
+def window(reservation: Reservation) -> ReservedWindow:
+    return ReservedWindow(
+        reservation.id, reservation.start, reservation.end,
+        {a.node: a.slots for a in reservation.allocations}, tuple(reservation.acl),
+        reservation.state.value, reservation.request.hard_error, reservation.submission_time)
 
 
 class NativeBackend(Backend):
-    """Nodes from the embedded cluster; AR windows kept in an enforcement table."""
+    """The embedded cluster, its scheduler and its jobs."""
 
     name = "native"
 
-    def __init__(self, cluster: Cluster) -> None:
-        self.cluster = cluster
-        self._lock = threading.Lock()
-        self.prepared: dict[int, tuple[str, ...]] = {}
-        self.active: set[int] = set()
+    def __init__(self, cluster: Cluster, scheduler: Scheduler) -> None:
+        self.cluster, self.scheduler = cluster, scheduler
 
     @classmethod
     def from_config(cls, config, options: dict) -> "NativeBackend":
@@ -40,35 +55,89 @@ class NativeBackend(Backend):
             raise ValueError("native.ssh: expected a mapping of port, user, key, known_hosts, "
                              "accept_unknown_host (defaults for hosts with exec: ssh; the host "
                              "is each node's name)")
+        spool = options.get("spool_dir", DEFAULT_SPOOL)
+        if not isinstance(spool, str) or not os.path.isabs(spool):
+            raise ValueError(f"native.spool_dir: expected an absolute path (on every execution "
+                             f"host), got {spool!r}")
         path = options.get("cluster")
-        return cls(Cluster(config.relative(path) if path else None,
-                           bool(options.get("local_host", True)), ssh, config.duration_offset))
+        cluster = Cluster(config.relative(path) if path else None,
+                          bool(options.get("local_host", True)), ssh, config.duration_offset)
+        accounting = os.path.join(config.state_path,
+                                  str(options.get("accounting_file", "accounting")))
+        store = JobStore(config.store_url)
+        try:
+            scheduler = Scheduler(cluster, store, ExecutionHosts(spool, str(options.get(
+                "python", "python3"))), acct.AccountingWriter(accounting),
+                os.path.join(config.state_path, "schedule"), config.duration_offset)
+        except Exception:
+            store.close()
+            raise
+        return cls(cluster, scheduler)
 
     def nodes(self) -> list[Node]:
-        return self.cluster.nodes()
+        unreachable = self.scheduler.unreachable
+        loads = self.scheduler.loads
+        return [node if node.name not in unreachable and node.name not in loads else
+                replace(node, alive=node.alive and node.name not in unreachable,
+                        load=loads.get(node.name, node.load))
+                for node in self.cluster.nodes()]
+
+    def running_jobs(self) -> list[Job]:
+        with self.scheduler.lock:
+            return [Job(str(j.id), j.owner, tuple(j.placement.hosts), j.ar,
+                        None if j.placement.h_rt is None else
+                        int(j.start_time + j.placement.h_rt))
+                    for j in self.scheduler.jobs.values()
+                    if j.placement and j.state in (JobState.RUNNING, JobState.TRANSFERRING)]
+
+    def blocked_nodes(self, request: Request) -> dict[str, str]:
+        """Hosts whose running jobs (outside ARs) still hold, at the AR's
+        start, slots the AR needs: jobs without h_rt hold them for ever
+        (Grid Engine 6.2: no preemption, no conflicts)."""
+        busy: dict[str, tuple[int, str]] = {}
+        offset = self.scheduler.offset
+        with self.scheduler.lock:
+            for job in self.scheduler.jobs.values():
+                if job.ar is not None or not job.placement or \
+                        job.state not in (JobState.RUNNING, JobState.TRANSFERRING):
+                    continue
+                h_rt = job.placement.h_rt
+                if h_rt is not None and job.start_time + h_rt + offset <= request.start:
+                    continue
+                why = f"job {job.id} of {job.owner} " + ("has no h_rt" if h_rt is None
+                                                         else "runs past the start")
+                for _, host, slots in job.placement.tasks:
+                    held, _ = busy.get(host, (0, why))
+                    busy[host] = (held + slots, why)
+        nodes = {node.name: node for node in self.cluster.nodes()}
+        return {host: f"host busy: {why}" for host, (held, why) in busy.items()
+                if host in nodes and nodes[host].slots - held < request.slots_on(nodes[host])}
 
     def prepare(self, reservation: Reservation) -> None:
-        with self._lock:
-            self.prepared[reservation.id] = tuple(reservation.node_names)
+        self.scheduler.set_windows([window(reservation)])
 
     def activate(self, reservation: Reservation) -> None:
-        with self._lock:
-            self.prepared[reservation.id] = tuple(reservation.node_names)
-            self.active.add(reservation.id)
+        self.scheduler.set_windows([window(reservation)])
 
     def teardown(self, reservation: Reservation) -> None:
-        with self._lock:
-            self.prepared.pop(reservation.id, None)
-            self.active.discard(reservation.id)
+        self.scheduler.reservation_over(reservation.id)
 
     def release(self, reservation: Reservation) -> None:
-        self.teardown(reservation)
+        self.scheduler.reservation_over(reservation.id)
 
-    def reserved_hosts(self) -> dict[str, set[int]]:
-        """Host name -> ids of the open ARs holding it (what the scheduler keeps others off)."""
-        with self._lock:
-            hosts: dict[str, set[int]] = {}
-            for ar_id in self.active:
-                for host in self.prepared.get(ar_id, ()):
-                    hosts.setdefault(host, set()).add(ar_id)
-            return hosts
+    def reconcile(self, reservations: list[Reservation]) -> None:
+        self.scheduler.set_windows([window(ar) for ar in reservations if ar.holds_resources],
+                                   complete=True)
+
+    def submit_hint(self, reservation: Reservation) -> str:
+        return f"plus_qsub -ar {reservation.id} job.sh"
+
+    def operations(self) -> dict[str, Callable]:
+        return service.operations(self.scheduler)
+
+    def start(self) -> None:
+        self.scheduler.start()
+
+    def close(self) -> None:
+        self.scheduler.stop()
+        self.scheduler.store.close()

@@ -1,4 +1,5 @@
-"""Entry point of the native backend: registers it like any third-party plugin."""
+"""Entry point of the native backend: registers it, and the commands of its
+batch system, like any third-party plugin."""
 
 from __future__ import annotations
 
@@ -9,3 +10,9 @@ from overlay_native.backend import NativeBackend
 @hookimpl
 def plus_backends():
     return {"native": NativeBackend.from_config}
+
+
+@hookimpl
+def plus_client_operations(manager):
+    backend = manager.backend
+    return backend.operations() if isinstance(backend, NativeBackend) else {}

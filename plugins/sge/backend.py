@@ -17,7 +17,7 @@ import threading
 import time
 
 from overlay.backend import Backend, Job
-from overlay.model import Node, Reservation, State
+from overlay.model import Node, Request, Reservation, State
 from overlay.remote import runner_from_options
 from overlay_sge import calendars, objects, settings
 from overlay_sge.gridengine import GridEngine, GridEngineError
@@ -105,11 +105,12 @@ class SgeBackend(Backend):
                                end)
         return list(jobs.values())
 
-    def blocked_nodes(self, start: int) -> dict[str, str]:
+    def blocked_nodes(self, request: Request) -> dict[str, str]:
         """With ``conflict: avoid``, hosts running a normal job without h_rt
-        or with one that ends after ``start`` (Grid Engine 6.2's rule)."""
+        or with one that ends after the start (Grid Engine 6.2's rule)."""
         if self.settings.conflict != "avoid":
             return {}
+        start = request.start
         blocked = {}
         for job in self.observe(fresh=True).running:
             if self._is_ar_queue(job.queue) or job.host is None:

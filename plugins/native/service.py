@@ -1,0 +1,162 @@
+"""The native batch system's commands as plus_scheduler serves them:
+plus_qsub (job_submit), plus_qdel (job_delete) and plus_qstat (job_status,
+queue_status). Arguments are checked here, so a hand-made client meets the
+same errors as the commands; identity comes from the socket's peer
+credentials (the ``caller``), never from the arguments.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from typing import Any, Callable, Mapping
+
+from overlay.request import RequestError, format_pe_range
+from overlay_native.jobs import PENDING_STATES, Job, JobState, Submission
+from overlay_native.scheduler import Scheduler, Submitter
+
+_TYPES = {"command": "strings", "script": "text?", "script_path": "text", "name": "text",
+          "binary": "bool", "cwd": "path?", "env": "environment", "shell": "path?",
+          "stdout": "text?", "stderr": "text?", "merge": "bool", "hard": "text", "soft": "text",
+          "pe": "text?", "pe_range": "ranges", "queues": "strings", "master_queues": "strings",
+          "reserve": "bool", "ar": "int?", "priority": "int", "now": "bool",
+          "start_after": "int?", "hold_jids": "strings", "verify": "text", "account": "text",
+          "submit_host": "text"}
+
+
+def _checked(key: str, kind: str, value: Any) -> Any:
+    optional = kind.endswith("?")
+    kind = kind.rstrip("?")
+    if value is None and optional:
+        return None
+    ok = {"text": isinstance(value, str),
+          "path": isinstance(value, str) and os.path.isabs(value),
+          "bool": isinstance(value, bool),
+          "int": isinstance(value, int) and not isinstance(value, bool),
+          "strings": isinstance(value, list) and all(isinstance(v, str) for v in value),
+          "environment": isinstance(value, dict) and all(
+              isinstance(k, str) and k and "=" not in k and isinstance(v, str)
+              for k, v in value.items()),
+          "ranges": isinstance(value, list) and all(
+              isinstance(r, list) and len(r) == 2 and all(isinstance(n, int) for n in r)
+              for r in value)}[kind]
+    if not ok:
+        expected = {"path": "an absolute path", "environment": "a mapping of variable names "
+                    "to strings", "ranges": "a list of [first, last] slot ranges",
+                    "strings": "a list of strings"}.get(kind, f"a {kind}")
+        raise RequestError(f"job: {key}: expected {expected}, got {value!r}")
+    return value
+
+
+def submission_from(args: Mapping[str, Any]) -> Submission:
+    """A Submission from the client's JSON, every field checked."""
+    unknown = sorted(set(args) - set(_TYPES))
+    if unknown:
+        raise RequestError(f"job: unknown field {unknown[0]!r}")
+    values = {key: _checked(key, _TYPES[key], value) for key, value in args.items()}
+    if not values.get("command") and values.get("script") is None:
+        raise RequestError("job: a script or a command (-b y) is needed")
+    return Submission.from_dict(values)
+
+
+def _slots(job: Job) -> int:
+    return job.placement.slots if job.placement else job.slots
+
+
+def job_view(job: Job, scheduler: Scheduler, detail: bool = False) -> dict:
+    """A job as plus_qstat prints it (with ``detail``, as qstat -j)."""
+    placement = job.placement
+    view = {"id": job.id, "priority": job.priority, "name": job.name, "owner": job.owner,
+            "state": job.state_letters, "submit_time": job.submit_time,
+            "start_time": job.start_time,
+            "queue": "@".join(placement.master) if placement and job.state in (
+                JobState.RUNNING, JobState.TRANSFERRING) else "",
+            "slots": _slots(job), "ar": job.ar}
+    if not detail:
+        return view
+    spec = job.submission
+    priority = scheduler.priority.get(job.id)
+    view.update(
+        group=job.group, hard=spec.hard, soft=spec.soft, queues=list(spec.queues),
+        master_queues=list(spec.master_queues), script_path=spec.script_path,
+        command=list(spec.command), binary=spec.binary, cwd=spec.cwd, account=spec.account,
+        reserve=spec.reserve, now=spec.now, merge=spec.merge, stdout=spec.stdout,
+        stderr=spec.stderr, shell=spec.shell, posix_priority=spec.priority,
+        start_after=spec.start_after, hold_jids=list(spec.hold_jids),
+        pe=spec.pe, pe_range=format_pe_range(spec.pe_range) if spec.pe else None,
+        env=dict(spec.env), reasons=list(job.reasons), error=job.error,
+        urgency=priority.urgency if priority else None,
+        granted=[list(task) for task in placement.tasks] if placement else [],
+        granted_pe=placement.pe if placement else None,
+        h_rt_limit=placement.h_rt if placement else None)
+    return view
+
+
+def queue_view(scheduler: Scheduler) -> list[dict]:
+    """Every queue instance as plus_qstat -f prints it: type, reserved, used
+    and total slots, load, arch, states (d disabled, s suspended, u unknown),
+    and the jobs in it."""
+    config, now = scheduler.cluster.config(), scheduler.now()
+    with scheduler.lock:
+        jobs = [j for j in scheduler.jobs.values() if j.placement and j.state in
+                (JobState.RUNNING, JobState.TRANSFERRING)]
+        reserved: dict[str, int] = {}
+        for window in scheduler.windows.values():
+            if window.start <= now < window.end:
+                for host, slots in window.slots.items():
+                    reserved[host] = reserved.get(host, 0) + slots
+        instances = []
+        for queue in config.queues.values():
+            for host, total in queue.slots.items():
+                used = [(j, n) for j in jobs for q, h, n in j.placement.tasks
+                        if (q, h) == (queue.name, host)]
+                states = ("d" if host in queue.disabled else "") + \
+                    ("s" if host in queue.suspended else "") + \
+                    ("u" if not config.hosts[host].alive or not scheduler.hosts.runs_jobs(host)
+                     or host in scheduler.unreachable else "")
+                load = scheduler.loads.get(host)
+                if load is None and config.hosts[host].load is not None:
+                    load = config.hosts[host].load
+                instances.append({
+                    "name": f"{queue.name}@{host}",
+                    "qtype": ("B" if "BATCH" in queue.qtype else "") +
+                             ("I" if "INTERACTIVE" in queue.qtype else "") +
+                             ("P" if queue.pe_list else ""),
+                    "reserved": min(reserved.get(host, 0), total), "used": sum(n for _, n in used),
+                    "total": total, "load": None if load is None or math.isnan(load) else load,
+                    "arch": config.hosts[host].arch, "states": states,
+                    "jobs": [dict(job_view(j, scheduler), slots=n) for j, n in used]})
+        return instances
+
+
+def operations(scheduler: Scheduler) -> dict[str, Callable]:
+    """The operations the native commands call, by name."""
+    def who(caller) -> Submitter:
+        return Submitter(caller.user, tuple(caller.groups), caller.is_manager)
+
+    def submit(caller, args: dict) -> dict:
+        return scheduler.submit(who(caller), submission_from(args))
+
+    def delete(caller, args: dict) -> list[str]:
+        references = _checked("jobs", "strings", args.get("jobs", []))
+        users = _checked("users", "strings", args.get("users", []))
+        if not references and not users:
+            raise RequestError("give job ids or names, or -u user")
+        return scheduler.delete(who(caller), references, users)
+
+    def status(caller, args: dict) -> list[dict]:
+        users = _checked("users", "strings", args.get("users") or [caller.user])
+        detail = _checked("jobs", "strings?", args.get("jobs"))
+        with scheduler.lock:
+            jobs = sorted(scheduler.jobs.values(), key=lambda j: (-j.priority, j.id))
+            if detail is not None:    # qstat -j: the jobs named, or every pending one
+                chosen = [j for j in jobs if str(j.id) in detail or j.name in detail] if detail \
+                    else [j for j in jobs if j.state in PENDING_STATES]
+                return [job_view(j, scheduler, detail=True) for j in chosen]
+            return [job_view(j, scheduler) for j in jobs if "*" in users or j.owner in users]
+
+    def queues(caller, args: dict) -> list[dict]:
+        return queue_view(scheduler)
+
+    return {"job_submit": submit, "job_delete": delete, "job_status": status,
+            "queue_status": queues}
