@@ -320,3 +320,24 @@ def test_an_unreachable_host_gets_no_jobs_and_keeps_its_jobs(tmp_path):
     assert f'queue instance "all.q@{host}" dropped because it is temporarily not available' in \
         world.scheduler.jobs[there].reasons
     assert world.scheduler.jobs[third].reasons == ("All queues dropped because of overload or full",)
+
+
+def test_user_holds(tmp_path):
+    world = World(tmp_path, SMALL)
+    held = world.submit(ALICE, hold=True)
+    world.at(T)
+    assert world.state(held) == "hqw"
+    assert world.scheduler.jobs[held].reasons == ("job dropped because of user hold",)
+    assert world.scheduler.hold(BOB, [str(held)], False) == [
+        f'bob - you do not have the necessary privileges to modify the job "{held}"']
+    assert world.scheduler.hold(ALICE, [str(held), "nosuch"], False) == [
+        f"modified hold of job {held}", 'denied: job "nosuch" does not exist']
+    world.at(T + 1)
+    assert world.state(held) == "r"
+    assert world.scheduler.hold(ALICE, [str(held)], True) == [
+        f"job {held} is not pending (state r); only pending jobs can be held or released"]
+    later = world.submit(ALICE)
+    world.submit(ALICE)
+    assert world.scheduler.hold(MANAGER, [str(later)], True) == [f"modified hold of job {later}"]
+    world.at(T + 2)
+    assert world.state(later) == "hqw"

@@ -9,9 +9,10 @@ import sys
 from typing import TYPE_CHECKING
 
 from overlay import protocol
-from overlay.request import (RequestError, parse_ar_id, parse_attribute_list, parse_mail_list,
-                             parse_mail_options, parse_memory_mb, parse_name, parse_name_list,
-                             parse_positive_int, parse_yes_no)
+from overlay.request import (RequestError, parse_ar_id, parse_attribute_list,
+                             parse_job_references, parse_mail_list, parse_mail_options,
+                             parse_memory_mb, parse_name, parse_name_list, parse_positive_int,
+                             parse_yes_no)
 
 if TYPE_CHECKING:
     from typing import Any, Callable, NoReturn
@@ -24,14 +25,16 @@ EXIT_STATUS_HELP = ("exit status: 0 done, 1 refused by plus_scheduler, 2 bad com
 class Parser(argparse.ArgumentParser):
     """argparse with PluS's single-dash long options and one-line errors."""
 
-    def __init__(self, prog: str, description: str) -> None:
-        super().__init__(prog=prog, description=description, allow_abbrev=False,
+    def __init__(self, prog: str, description: str, add_help: bool = True) -> None:
+        super().__init__(prog=prog, description=description, allow_abbrev=False, add_help=add_help,
                          epilog=f"Times: {TIME_FORMS}. Durations: {DURATION_FORMS}. "
                                 f"{EXIT_STATUS_HELP}. The daemon is found through PLUS_CONF "
                                 f"(default {protocol.DEFAULT_CONF}).")
+        self.help_option = "-h" if add_help else "-help"
 
     def error(self, message: str) -> NoReturn:
-        self.exit(protocol.EXIT_USAGE, f"{self.prog}: {message} (see {self.prog} -h)\n")
+        self.exit(protocol.EXIT_USAGE, f"{self.prog}: {message} (see {self.prog} "
+                                       f"{self.help_option})\n")
 
 
 def _typed(convert: Callable[[str], Any]) -> Callable[[str], Any]:
@@ -70,13 +73,26 @@ def names_arg(option: str, groups: bool = False) -> Callable[[str], tuple[str, .
     return _typed(lambda text: parse_name_list(text, option, groups))
 
 
+def users_arg(option: str) -> Callable[[str], tuple[str, ...]]:
+    """User names, or '*' for everyone."""
+    names = names_arg(option)
+    return lambda text: ("*",) if text.strip() == "*" else names(text)
+
+
+def job_references_arg(option: str) -> Callable[[str], tuple[str, ...]]:
+    """Job ids or names (wildcards allowed), comma-separated."""
+    return _typed(lambda text: parse_job_references(text, option))
+
+
 def fail(prog: str, message: str, status: int) -> NoReturn:
     print(f"{prog}: {message}", file=sys.stderr)
     sys.exit(status)
 
 
-def call(prog: str, op: str, args: dict) -> Any:
-    """Ask plus_scheduler; on refusal print its reason and exit with its status."""
+def call(prog: str, op: str, args: dict,
+         on_refusal: Callable[[str, int], NoReturn] | None = None) -> Any:
+    """Ask plus_scheduler; on refusal print its reason and exit with its
+    status, or hand both to ``on_refusal``."""
     conf = protocol.conf_path()
     try:
         path = protocol.client_socket_path(conf)
@@ -88,7 +104,11 @@ def call(prog: str, op: str, args: dict) -> Any:
     except protocol.ProtocolError as exc:
         fail(prog, str(exc), protocol.EXIT_UNREACHABLE)
     if not reply.get("ok"):
-        fail(prog, str(reply.get("error", "refused")), int(reply.get("status", protocol.EXIT_REFUSED)))
+        message = str(reply.get("error", "refused"))
+        status = int(reply.get("status", protocol.EXIT_REFUSED))
+        if on_refusal is not None:
+            on_refusal(message, status)
+        fail(prog, message, status)
     return reply.get("data")
 
 

@@ -11,9 +11,10 @@ from __future__ import annotations
 import os
 import signal
 import threading
-import time
 from dataclasses import dataclass, fields
 from typing import Iterable, Iterator
+
+from overlay.timespec import format_ctime
 
 FAILED = {
     0: "no failure", 1: "assumedly before job", 11: "before job", 26: "opening output file",
@@ -199,7 +200,7 @@ def _memory(amount: float) -> str:
 
 
 def _when(epoch: int) -> str:
-    return time.strftime("%a %b %d %H:%M:%S %Y", time.localtime(epoch)) if epoch else "-/-"
+    return format_ctime(epoch) if epoch else "-/-"
 
 
 def _exit_status(status: int) -> str:

@@ -22,7 +22,7 @@ class JobState(str, Enum):
     """qstat's state letters; deletion under way shows as a leading d (dr, dt)."""
 
     QUEUED = "qw"
-    HELD = "hqw"            # -hold_jid: waiting for other jobs
+    HELD = "hqw"            # -h or -hold_jid: on hold, or waiting for other jobs
     TRANSFERRING = "t"      # being started on its host
     RUNNING = "r"
     ERROR = "Eqw"           # could not be started; stays until plus_qdel
@@ -59,6 +59,7 @@ class Submission:
     now: bool = False                         # -now y
     start_after: int | None = None            # -a
     hold_jids: tuple[str, ...] = ()           # -hold_jid
+    hold: bool = False                        # -h (plus_qhold, plus_qrls): a user hold
     verify: str = "n"                         # -w e|w|n|v
     account: str = "sge"                      # -A
     submit_host: str = ""

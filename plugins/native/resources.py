@@ -217,8 +217,10 @@ class ClusterResources:
 
     @staticmethod
     def label(job: Job) -> str:
-        """The job's requests as Grid Engine prefixes a reason: (-l a=1,b=2)."""
-        return f"(-l {job.submission.hard or 'NONE'})"
+        """The job's hard requests as Grid Engine prefixes a reason, by name:
+        (-l arch=sol,h_rt=100), or (-l NONE)."""
+        requests = ",".join(f"{name}={job.hard[name].text}" for name in sorted(job.hard))
+        return f"(-l {requests or 'NONE'})"
 
     def _category(self, job: Job) -> _Category:
         spec = job.submission

@@ -237,7 +237,7 @@ class Scheduler:
             window = self.windows.get(job.ar) if job.ar is not None else None
             job.submission = replace(job.submission, hold_jids=holds,
                                      ar_submitted=window.submitted if window else 0)
-            job.state = JobState.HELD if holds else JobState.QUEUED
+            job.state = JobState.HELD if holds or submission.hold else JobState.QUEUED
             self.store.create(job)
             self.jobs[job.id] = job
             log.info("job %d (%s) submitted by %s", job.id, job.name, who.user)
@@ -296,6 +296,32 @@ class Scheduler:
                     kills.append(job)
                     messages.append(f"{who.user} has registered the job {job.id} for deletion")
         self._kill(kills)
+        self.wake()
+        return messages
+
+    def hold(self, who: Submitter, references: Iterable[str], hold: bool) -> list[str]:
+        """plus_qhold (``hold``) and plus_qrls: set or clear pending jobs'
+        user hold; Grid Engine's answer for each."""
+        messages = []
+        with self.lock:
+            for reference in references:
+                matched = [j for j in self.jobs.values()
+                           if reference == str(j.id) or fnmatch.fnmatchcase(j.name, reference)]
+                if not matched:
+                    messages.append(f'denied: job "{reference}" does not exist')
+                for job in sorted(matched, key=lambda j: j.id):
+                    if job.owner != who.user and not who.is_manager:
+                        messages.append(f'{who.user} - you do not have the necessary privileges '
+                                        f'to modify the job "{job.id}"')
+                    elif job.state not in (JobState.QUEUED, JobState.HELD):
+                        messages.append(f"job {job.id} is not pending (state {job.state_letters})"
+                                        "; only pending jobs can be held or released")
+                    else:
+                        job.submission = replace(job.submission, hold=hold)
+                        if hold:
+                            job.state = JobState.HELD
+                        self.store.save(job)
+                        messages.append(f"modified hold of job {job.id}")
         self.wake()
         return messages
 
@@ -369,8 +395,8 @@ class Scheduler:
         self.hosts.sync(config)
         self._kill([j for j in self.jobs.values() if j.deleting])    # again, if a host missed it
         for job in self.jobs.values():
-            if job.state == JobState.HELD and not any(int(h) in self.jobs
-                                                      for h in job.submission.hold_jids):
+            if job.state == JobState.HELD and not job.submission.hold and \
+                    not any(int(h) in self.jobs for h in job.submission.hold_jids):
                 job.state = JobState.QUEUED
                 self.store.save(job)
         waiting = [j for j in self.jobs.values() if j.state == JobState.QUEUED and not j.deleting]
@@ -465,7 +491,8 @@ def _state_reason(job: Job, now: int) -> tuple[str, ...]:
     if job.state == JobState.ERROR:
         return ("Job is in error state",)
     if job.state == JobState.HELD:
-        return ("job dropped because of job dependencies",)
+        return ("job dropped because of user hold",) if job.submission.hold else \
+            ("job dropped because of job dependencies",)
     if job.submission.start_after is not None and job.submission.start_after > now:
         return ("execution time not reached",)
     return ()

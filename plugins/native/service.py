@@ -7,8 +7,10 @@ credentials (the ``caller``), never from the arguments.
 
 from __future__ import annotations
 
+import grp
 import math
 import os
+import pwd
 from typing import Any, Callable, Mapping
 
 from overlay.request import RequestError, format_pe_range
@@ -20,8 +22,8 @@ _TYPES = {"command": "strings", "script": "text?", "script_path": "text", "name"
           "stdout": "text?", "stderr": "text?", "merge": "bool", "hard": "text", "soft": "text",
           "pe": "text?", "pe_range": "ranges", "queues": "strings", "master_queues": "strings",
           "reserve": "bool", "ar": "int?", "priority": "int", "now": "bool",
-          "start_after": "int?", "hold_jids": "strings", "verify": "text", "account": "text",
-          "submit_host": "text"}
+          "start_after": "int?", "hold_jids": "strings", "hold": "bool", "verify": "text",
+          "account": "text", "submit_host": "text"}
 
 
 def _checked(key: str, kind: str, value: Any) -> Any:
@@ -59,6 +61,13 @@ def submission_from(args: Mapping[str, Any]) -> Submission:
     return Submission.from_dict(values)
 
 
+def _id(lookup: Callable, name: str, field: str) -> int | None:
+    try:
+        return getattr(lookup(name), field)
+    except KeyError:
+        return None
+
+
 def _slots(job: Job) -> int:
     return job.placement.slots if job.placement else job.slots
 
@@ -77,7 +86,8 @@ def job_view(job: Job, scheduler: Scheduler, detail: bool = False) -> dict:
     spec = job.submission
     priority = scheduler.priority.get(job.id)
     view.update(
-        group=job.group, hard=spec.hard, soft=spec.soft, queues=list(spec.queues),
+        group=job.group, uid=_id(pwd.getpwnam, job.owner, "pw_uid"),
+        gid=_id(grp.getgrnam, job.group, "gr_gid"), hard=spec.hard, soft=spec.soft, queues=list(spec.queues),
         master_queues=list(spec.master_queues), script_path=spec.script_path,
         command=list(spec.command), binary=spec.binary, cwd=spec.cwd, account=spec.account,
         reserve=spec.reserve, now=spec.now, merge=spec.merge, stdout=spec.stdout,
@@ -158,5 +168,11 @@ def operations(scheduler: Scheduler) -> dict[str, Callable]:
     def queues(caller, args: dict) -> list[dict]:
         return queue_view(scheduler)
 
+    def hold(caller, args: dict) -> list[str]:
+        references = _checked("jobs", "strings", args.get("jobs", []))
+        if not references:
+            raise RequestError("give job ids or names")
+        return scheduler.hold(who(caller), references, _checked("hold", "bool", args.get("hold")))
+
     return {"job_submit": submit, "job_delete": delete, "job_status": status,
-            "queue_status": queues}
+            "queue_status": queues, "job_hold": hold}

@@ -1,0 +1,34 @@
+"""plus_qhold and plus_qrls: put pending jobs on user hold and release them,
+as qhold and qrls do."""
+
+from __future__ import annotations
+
+import sys
+
+from overlay.cli import common
+
+
+def run(prog: str, hold: bool, argv: list[str] | None) -> int:
+    what = "Hold pending jobs (state hqw)" if hold else "Release jobs from user hold"
+    p = common.Parser(prog, f"{what}; yours, or any as a manager.")
+    p.add_argument("jobs", nargs="+", metavar="job", type=common.job_references_arg("job"),
+                   help="job ids or names (wildcards allowed)")
+    args = p.parse_args(argv)
+    jobs = [ref for refs in args.jobs for ref in refs]
+    messages = common.call(prog, "job_hold", {"jobs": jobs, "hold": hold})
+    refused = [m for m in messages if not m.startswith("modified hold")]
+    for message in messages:
+        print(message, file=sys.stderr if message in refused else sys.stdout)
+    return 1 if refused else 0
+
+
+def hold_main(argv: list[str] | None = None) -> int:
+    return run("plus_qhold", True, argv)
+
+
+def release_main(argv: list[str] | None = None) -> int:
+    return run("plus_qrls", False, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(hold_main())
