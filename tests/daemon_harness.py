@@ -34,12 +34,13 @@ native: {cluster: cluster.yaml, local_host: false}
 class Daemon:
     """One plus_scheduler process and its configuration."""
 
-    def __init__(self, settings: str = "", store: str | None = None) -> None:
+    def __init__(self, settings: str = "", store: str | None = None, cluster: str = CLUSTER,
+                 base: str = BASE_SETTINGS) -> None:
         self.dir = Path(tempfile.mkdtemp(prefix="plus-test-", dir="/tmp"))
         os.chmod(self.dir, 0o755)
-        (self.dir / "cluster.yaml").write_text(CLUSTER)
+        (self.dir / "cluster.yaml").write_text(textwrap.dedent(cluster))
         self.conf = self.dir / "plus.yaml"
-        text = BASE_SETTINGS + textwrap.dedent(settings)
+        text = base + textwrap.dedent(settings)
         if store:
             text += f"store: {store}\n"
         self.conf.write_text(text)
@@ -88,7 +89,8 @@ class Daemon:
         self.stop()
         shutil.rmtree(self.dir, ignore_errors=True)
 
-    def run(self, user: str, command: str, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    def run(self, user: str, command: str, *args: str, env: dict | None = None,
+            cwd: str = "/", stdin: str | None = None) -> subprocess.CompletedProcess:
         """An installed command as ``user``, with PLUS_CONF naming this daemon."""
         argv = [str(BIN / command), *args]
         extra = [f"{k}={v}" for k, v in (env or {}).items()]
@@ -96,7 +98,8 @@ class Daemon:
             argv = ["runuser", "-u", user, "--", "env", f"PLUS_CONF={self.conf}", *extra, *argv]
         elif extra:
             argv = ["env", *extra, *argv]
-        return subprocess.run(argv, env=self.env, capture_output=True, text=True, cwd="/", timeout=60)
+        return subprocess.run(argv, env=self.env, capture_output=True, text=True, cwd=cwd,
+                              timeout=60, input=stdin)
 
     def ok(self, user: str, command: str, *args: str) -> str:
         result = self.run(user, command, *args)
