@@ -21,6 +21,7 @@ from typing import Callable, Iterable
 import numpy as np
 
 INFINITY = 2 ** 62
+_SHORT = 64    # breakpoints up to which a UsageProfile also answers from Python lists
 
 
 @dataclass
@@ -326,6 +327,35 @@ class UsageProfile:
         self.capacity = capacity
         self.times = np.zeros(1, dtype=np.int64)
         self.usage = np.zeros(1, dtype=np.float64)
+        self._lists: tuple[list[int], list[float]] | None = None
+
+    @classmethod
+    def of(cls, capacity: float, bookings: Iterable[tuple[int, int, float]]) -> UsageProfile:
+        """A profile holding many bookings (start, end, amount) at once: one
+        sort instead of an insertion per booking."""
+        events: dict[int, float] = {0: 0.0}
+        for start, end, amount in bookings:
+            if end > start:
+                events[start] = events.get(start, 0.0) + amount
+                events[end] = events.get(end, 0.0) - amount
+        profile = cls(capacity)
+        times = sorted(events)
+        profile.times = np.asarray(times, dtype=np.int64)
+        profile.usage = np.cumsum(np.asarray([events[t] for t in times], dtype=np.float64))
+        return profile
+
+    def _short(self) -> tuple[list[int], list[float]] | None:
+        """The diagram as Python lists while it is short: a bisect on a short
+        list costs a fraction of numpy's overhead per call (a scheduling
+        pass asks small diagrams millions of questions)."""
+        if self._lists is None and len(self.times) <= _SHORT:
+            self._lists = (self.times.tolist(), self.usage.tolist())
+        return self._lists
+
+    def drops(self, after: int) -> np.ndarray:
+        """The instants after ``after`` at which usage goes down."""
+        times = self.times[1:][self.usage[1:] < self.usage[:-1]]
+        return times[times > after]
 
     def _index(self, time: int) -> int:
         """The breakpoint whose segment holds ``time``."""
@@ -349,6 +379,7 @@ class UsageProfile:
         first = self._breakpoint(start)
         last = self._breakpoint(end)
         self.usage[first:last] += amount
+        self._lists = None
 
     def prune(self, before: int) -> None:
         """Forget the past (breakpoints before ``before`` collapse into one)
@@ -357,9 +388,15 @@ class UsageProfile:
         times, usage = self.times[index:], self.usage[index:]
         keep = np.concatenate(((True,), usage[1:] != usage[:-1]))
         self.times, self.usage = times[keep], usage[keep]
+        self._lists = None
 
     def peak(self, start: int, end: int) -> float:
         """The most in use at any instant of [start, end)."""
+        short = self._short()
+        if short is not None:
+            times, usage = short
+            first = max(bisect.bisect_right(times, start) - 1, 0)
+            return max(usage[first:max(bisect.bisect_left(times, end), first + 1)])
         first = max(self._index(start), 0)
         last = int(self.times.searchsorted(end, "left"))
         return float(self.usage[first:max(last, first + 1)].max())

@@ -60,7 +60,7 @@ def test_seed_001_starvation_example(tmp_path):
 
     def running_b1():
         resources = model(config, now=10)
-        resources.book_running(b1, Placement((("all.q", "h", 1),), None, 10, 10), 5)
+        resources.book_running([(b1, Placement((("all.q", "h", 1),), None, 10, 10), 5)])
         return resources
     starving = dispatch([a, b2, c], running_b1(), 10, Policy(0))
     assert started(starving) == {3: (("all.q", "h", 1),)} and not starving.reserved
@@ -255,7 +255,7 @@ def test_full_queues_and_reservations_in_the_reasons(tmp_path):
         """)
     resources = model(config, now=0)
     running = job(config, 1, hard="h_rt=100")
-    resources.book_running(running, Placement((("all.q", "a", 1),), None, 100, 100), 0)
+    resources.book_running([(running, Placement((("all.q", "a", 1),), None, 100, 100), 0)])
     licensed = job(config, 2, hard="h_rt=100,lic=1", reserve=True)
     assert dispatch([licensed], resources, 0, Policy(1)).started        # on b, now
     later = job(config, 3, hard="h_rt=10,lic=1")

@@ -1,4 +1,4 @@
-"""The native scheduler service in virtual time (tests/native_doubles.py runs
+"""The native scheduler service in virtual time (overlay_native.simhosts runs
 the jobs): seed 001's license example with its schedule file, holds,
 deletion, AR jobs, immediate and verified submissions, failed starts,
 accounting, and a restart."""
@@ -11,13 +11,13 @@ import textwrap
 import pytest
 from sqlmodel import Session
 
-from native_doubles import Clock, SimulatedHosts
 from overlay_native import acct
 from overlay_native.cluster import Cluster
 from overlay_native.jobs import JobState, Submission
 from overlay_native.jobstore import JobCounterRow, JobStore
 from overlay_native.resources import ReservedWindow
 from overlay_native.scheduler import Scheduler, Submitter
+from overlay_native.simhosts import Clock, SimulatedHosts
 from overlay_native.submit import SubmitError
 
 T = 1077903416

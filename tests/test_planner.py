@@ -482,3 +482,34 @@ def test_usage_profile_prune_keeps_every_answer_from_then_on():
     assert len(profile.times) < size
     assert before == [(profile.peak(t, t + d), profile.earliest(a, d, t))
                       for t in range(100, 260, 7) for d in (1, 9, 30) for a in (1, 4)]
+
+
+def test_a_usage_profile_built_at_once_equals_one_built_by_bookings():
+    rng = random.Random(5)
+    bookings = [(s, s + rng.randint(1, 50), rng.randint(1, 4)) for s in
+                (rng.randint(0, 200) for _ in range(60))]
+    step = UsageProfile(10)
+    for start, end, amount in bookings:
+        step.add(start, end, amount)
+    whole = UsageProfile.of(10, bookings)
+    for start in range(0, 260, 7):
+        assert whole.peak(start, start + 13) == step.peak(start, start + 13)
+    assert list(whole.drops(100)) == sorted({t for t in step.times.tolist() if t > 100
+                                             and step.usage[step.times.tolist().index(t)]
+                                             < step.usage[step.times.tolist().index(t) - 1]})
+
+
+@pytest.mark.parametrize("bookings", [20, 200])     # the short (lists) and the long (numpy) path
+def test_usage_profile_peaks_agree_with_brute_force(bookings):
+    rng = random.Random(bookings)
+    profile, usage = UsageProfile(100), [0.0] * 1200
+    for _ in range(bookings):
+        start = rng.randint(0, 1000)
+        end, amount = start + rng.randint(1, 150), rng.choice((1, 2, -1))
+        profile.add(start, end, amount)
+        for t in range(start, end):
+            usage[t] += amount
+        probe = rng.randint(0, 1100)
+        assert profile.peak(probe, probe + 30) == max(usage[probe:probe + 30])
+    profile.prune(500)
+    assert profile.peak(600, 700) == max(usage[600:700])

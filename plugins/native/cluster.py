@@ -173,10 +173,8 @@ class ClusterConfig:
         hosts: dict[str, ResourceContainer] = {}
         for host in self.hosts.values():
             container = hosts[host.name] = ResourceContainer(table, "host", host.name, top)
-            load = (loads or {}).get(host.name, host.current_load())
             for name, value in (("arch", host.arch), ("num_proc", str(host.ncpus)),
-                                ("mem_total", f"{host.memory_mb}M"), ("load_avg", str(load)),
-                                ("np_load_avg", str(load / max(host.ncpus, 1)))):
+                                ("mem_total", f"{host.memory_mb}M")):
                 container.set(name, value, LOAD)
             if host.slots is not None:
                 container.set("slots", str(host.slots))
@@ -193,7 +191,22 @@ class ClusterConfig:
                 for name, value in queue.limits.items():
                     instance.set(name, value, LIMIT)
                 instances[(queue.name, host_name)] = instance
-        return Containers(top, hosts, instances)
+        containers = Containers(top, hosts, instances)
+        self.set_loads(containers, loads or {})
+        return containers
+
+    def set_loads(self, containers: Containers, loads: Mapping[str, float]) -> bool:
+        """The hosts' load averages (as measured, else configured) as their
+        load_avg and np_load_avg; True if one changed."""
+        changed = False
+        for host in self.hosts.values():
+            load = loads.get(host.name, host.current_load())
+            container = containers.hosts[host.name]
+            if container.load_average != load:
+                container.set("load_avg", str(load), LOAD)
+                container.set("np_load_avg", str(load / max(host.ncpus, 1)), LOAD)
+                container.load_average, changed = load, True
+        return changed
 
     def queue_matches(self, patterns: Iterable[str], queue: str, host: str) -> bool:
         """Whether instance queue@host is in a -q/-masterq list: queue,

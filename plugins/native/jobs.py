@@ -8,6 +8,8 @@ against the current complex table (``overlay_native.submit``).
 
 from __future__ import annotations
 
+import functools
+import json
 import math
 from dataclasses import asdict, dataclass, field
 from enum import Enum
@@ -66,6 +68,11 @@ class Submission:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    @functools.cached_property
+    def encoded(self) -> str:
+        """As JSON, for the store (once per submission, not per save)."""
+        return json.dumps(self.to_dict(), separators=(",", ":"))
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Submission:
@@ -135,6 +142,11 @@ class Job:
     @property
     def name(self) -> str:
         return self.submission.name
+
+    @functools.cached_property
+    def hard_key(self) -> tuple:
+        """The hard requests by value (1G equals 1024M), for caches."""
+        return tuple(sorted((name, r.value) for name, r in self.hard.items()))
 
     @property
     def ar(self) -> int | None:

@@ -124,7 +124,7 @@ class JobStore:
 def _row(job: Job) -> JobRow:
     return JobRow(id=job.id, owner=job.owner, groups=",".join(job.groups),
                   submit_time=job.submit_time,
-                  submission=json.dumps(job.submission.to_dict(), separators=(",", ":")),
+                  submission=job.submission.encoded,
                   state=job.state.value,
                   placement=json.dumps(job.placement.to_dict()) if job.placement else None,
                   start_time=job.start_time, error=job.error, deleting=job.deleting)

@@ -46,6 +46,7 @@ marks unfit; ``mismatch(requests, queue)`` for the rest (mark the failures);
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any, Callable, Hashable, Iterator, Mapping, Sequence
 
@@ -92,9 +93,12 @@ class ResourceContainer:
                                f"got {parent.label}")
         self.table, self.level, self.name, self.parent = table, level, name, parent
         self.label = "global" if level == "global" else f"{level} {name}"
-        self.used: dict[str, float] = {}
+        self.used: Mapping[str, float] = {}
         self._values: dict[str, dict[str, tuple[float | str, str]]] = {}
         self._children: list[ResourceContainer] = []
+        self._chain = (parent._chain if parent is not None else ()) + (self,)
+        self.load_average: float | None = None    # as last set, to skip unchanged reports
+        self._managed: tuple[Complex, ...] | None = None    # consumables, until the next set()
         if parent is not None:
             parent._children.append(self)
         if level == "host":
@@ -102,12 +106,9 @@ class ResourceContainer:
         elif level == "queue":
             self.set("qname", name.partition("@")[0])
 
-    def chain(self) -> list[ResourceContainer]:
+    def chain(self) -> tuple[ResourceContainer, ...]:
         """This container and those above it, global first (seed 002's order)."""
-        chain = [self]
-        while chain[0].parent is not None:
-            chain.insert(0, chain[0].parent)
-        return chain
+        return self._chain
 
     def _below(self) -> Iterator[ResourceContainer]:
         for child in self._children:
@@ -139,6 +140,7 @@ class ResourceContainer:
                                f"negative, got {text!r}")
         self._check_override(cx, kind, parsed, text)
         self._values.setdefault(cx.name, {})[kind] = (parsed, text)
+        self._managed = None
 
     def _check_override(self, cx: Complex, kind: str, value: float | str, text: str) -> None:
         """Seed 002, section 3: == and != are overridden on the same level only;
@@ -166,12 +168,14 @@ class ResourceContainer:
                         f"{shown[1]} on {second.label}; a lower level may only "
                         f"{'lower' if cx.relop in ('<=', '<') else 'raise'} a {cx.relop} attribute")
 
-    def _consumables(self) -> Iterator[Complex]:
+    def _consumables(self) -> tuple[Complex, ...]:
         """Consumables this container manages (has a capacity or load value for)."""
-        for name, values in self._values.items():
-            cx = self.table.find(name)
-            if cx.consumable != "NO" and (FIXED in values or LOAD in values):
-                yield cx
+        if self._managed is None:
+            self._managed = tuple(
+                cx for cx in (self.table.find(name) for name in self._values)
+                if cx.consumable != "NO" and (FIXED in self._values[cx.name]
+                                             or LOAD in self._values[cx.name]))
+        return self._managed
 
     def available(self, name: str) -> float:
         """What is left of a consumable: capacity minus used, or the load
@@ -224,6 +228,7 @@ def debit(request: Request, slots: int) -> float:
     return float(request.value) * (slots if consumable == "YES" else 1)
 
 
+@functools.lru_cache(maxsize=None)
 def _implicit(cx: Complex) -> Request | None:
     return None if cx.default is None else Request(cx, cx.default, _show(cx.default))
 
@@ -310,18 +315,19 @@ def soft_violations(requests: Requests, container: ResourceContainer, slots: int
     return sum(_check(request, chain, slots, True) is not None for request in requests.values())
 
 
-def _fit(requests: Requests, container: ResourceContainer, available: Mapping[str, float],
+def _fit(requests: Requests, container: ResourceContainer, available: Callable[[str], float],
          limit: int, master: bool) -> int:
     tasks = limit
     for cx in container._consumables():
         request = requests.get(cx.name) or _implicit(cx)
-        if request is None:
+        if request is None or (cx.consumable == "JOB" and not master):
             continue
+        count = _count(available(cx.name), float(request.value))
         if cx.consumable == "JOB":
-            if master and _count(available[cx.name], float(request.value)) < 1:
+            if count < 1:
                 return 0
         else:
-            tasks = min(tasks, _count(available[cx.name], float(request.value)))
+            tasks = min(tasks, count)
     return int(tasks)
 
 
@@ -330,8 +336,7 @@ def slots_fit(requests: Requests, container: ResourceContainer, limit: int,
     """Seed 001, 4c: the tasks (at most ``limit``) the container's consumables
     allow, the minimum over them of floor(available / per task request); a
     JOB consumable allows all of them or, on the master, none."""
-    available = {cx.name: container.available(cx.name) for cx in container._consumables()}
-    return _fit(requests, container, available, limit, master)
+    return _fit(requests, container, container.available, limit, master)
 
 
 def assign(requests: Requests, queues: Sequence[ResourceContainer],
@@ -348,7 +353,7 @@ def assign(requests: Requests, queues: Sequence[ResourceContainer],
         for container in chain:
             left.setdefault(container, {cx.name: container.available(cx.name)
                                         for cx in container._consumables()})
-        tasks = min(_fit(requests, c, left[c], remaining, not plan) for c in chain)
+        tasks = min(_fit(requests, c, left[c].__getitem__, remaining, not plan) for c in chain)
         if tasks:
             for container, name, amount in assignment_debits(requests, [(queue, tasks)], not plan):
                 left[container][name] -= amount

@@ -31,13 +31,13 @@ from __future__ import annotations
 import fnmatch
 import math
 from dataclasses import dataclass
-from typing import Iterator, Mapping, Sequence
+from typing import Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
 from overlay.manager import sort_nodes
 from overlay.planner import INFINITY, UsageProfile
-from overlay_native.cluster import ClusterConfig, ParallelEnvironment
+from overlay_native.cluster import ClusterConfig, Containers, ParallelEnvironment
 from overlay_native.jobs import Job, Placement
 from overlay_native.matching import (ResourceContainer, assignment_debits, category_key, mismatch,
                                      slots_fit, soft_violations)
@@ -115,18 +115,41 @@ class _Category:
     failed_now: list[str] | None = None     # why it cannot start now, once it could not
 
 
+class Baseline:
+    """What holds from pass to pass while the cluster file is unchanged: the
+    containers with their configured values, and static matching results
+    (void if a load average changes and load averages are requestable)."""
+
+    def __init__(self) -> None:
+        self.config: ClusterConfig | None = None
+        self.containers: Containers | None = None
+        self.mismatches: dict[tuple, dict[tuple[str, str], str | None]] = {}
+
+    def update(self, config: ClusterConfig, loads: Mapping[str, float]) -> None:
+        if config is not self.config:
+            self.config, self.containers, self.mismatches = config, config.containers(loads), {}
+        elif config.set_loads(self.containers, loads) and any(
+                config.table.find(name).requestable != "NO"
+                for name in ("load_avg", "np_load_avg")):
+            self.mismatches = {}
+
+
 class ClusterResources:
     """The cluster at one pass: what running jobs, ARs and the pass's own
-    decisions hold over time."""
+    decisions hold over time. A scheduler passes its Baseline so that what
+    the cluster file alone decides is not done again each pass."""
 
     def __init__(self, config: ClusterConfig, now: int, duration_offset: int,
                  loads: Mapping[str, float] | None = None,
                  unavailable: Mapping[tuple[str, str], str] | None = None,
-                 reservations: Sequence[ReservedWindow] = ()) -> None:
+                 reservations: Sequence[ReservedWindow] = (),
+                 baseline: Baseline | None = None) -> None:
         self.config, self.now, self.offset = config, now, duration_offset
         self.default_duration = config.scheduler.default_duration
         self.unavailable = {**self._configured_states(config), **(unavailable or {})}
-        self.containers = config.containers(loads)
+        baseline = baseline or Baseline()
+        baseline.update(config, loads or {})
+        self.containers = baseline.containers
         self._profiles: dict[tuple[str, str], UsageProfile] = {}
         self._memo: dict[tuple[str, str], float] = {}
         self._window = (now, now + 1)
@@ -148,6 +171,8 @@ class ClusterResources:
         self.order = self._instance_order(loads or {})
         self.reasons: dict[object, list[str]] = {}
         self._categories: dict[tuple, _Category] = {}
+        self._mismatches = baseline.mismatches
+        self._drops: dict[int, list[int]] = {}       # by id(profile), until a booking
         self._exhausted: tuple[int, bool] | None = None
 
     @staticmethod
@@ -272,9 +297,17 @@ class ClusterResources:
         elif host in self.reserved_hosts and job.limit("h_rt") is None:
             return f'{self.label(job)} cannot run in queue "{where}" because it offers only ' \
                    'qc:slots=0.000000 due to a reservation'
-        reason = mismatch(job.hard, self.containers.instances[(queue_name, host)],
-                          master=not job.is_parallel)    # JOB consumables: the master's alone
+        reason = self._static_mismatch(job, (queue_name, host))
         return f"{self.label(job)} {reason}" if reason else None
+
+    def _static_mismatch(self, job: Job, instance: tuple[str, str]) -> str | None:
+        """mismatch() of the job's hard requests, ignoring usage; the same for
+        every job with these requests, whoever owns it, so computed once."""
+        found = self._mismatches.setdefault((job.hard_key, job.is_parallel), {})
+        if instance not in found:    # JOB consumables: the master's chain alone
+            found[instance] = mismatch(job.hard, self.containers.instances[instance],
+                                       master=not job.is_parallel)
+        return found[instance]
 
     def _pes(self, job: Job, eligible: list[tuple[str, str]],
              reasons: list[str]) -> list[ParallelEnvironment]:
@@ -404,7 +437,8 @@ class ClusterResources:
                        slots_fit(job.hard, self.containers.hosts[host], _MANY, master=False))
             if room >= 1:
                 hosts.append((host, int(room)))
-        hosts = self._master_first(job, hosts, per_host)
+        if job.submission.master_queues or self._job_consumables(job):
+            hosts = self._master_first(job, hosts, per_host)
         rule = pe.allocation_rule
         if rule == "$pe_slots":
             possible = max((room for _, room in hosts), default=0)
@@ -439,6 +473,11 @@ class ClusterResources:
                 return high
         return None
 
+    def _job_consumables(self, job: Job) -> bool:
+        """Whether the job takes a per-job (JOB) consumable, asked for or by default."""
+        return any(cx.consumable == "JOB" and (cx.name in job.hard or cx.default is not None)
+                   for cx in self.config.table)
+
     def _master_first(self, job: Job, hosts: list[tuple[str, int]],
                       per_host: dict[str, list[tuple[str, str, int]]]) -> list[tuple[str, int]]:
         """Hosts with a queue instance that can take the master task come
@@ -469,11 +508,43 @@ class ClusterResources:
         return None
 
     def earliest(self, job: Job, now: int) -> tuple[int, Placement] | None:
-        for start in self._candidate_times(job, now):
-            placement = self._place(job, start)
-            if placement is not None:
-                return start, placement
-        return None
+        """Seed 001, 4b and 4c: a sequential job's earliest start is the
+        earliest of its queue instances' (each tried where its own diagrams
+        drop); a parallel job's, the first instant it fits at all."""
+        if job.is_parallel:
+            for start in self._candidate_times(job, now, self._all_profiles()):
+                placement = self._place(job, start)
+                if placement is not None:
+                    return start, placement
+            return None
+        best: tuple[int, Placement] | None = None
+        for instance in self._category(job).instances:
+            for start in self._candidate_times(job, now, self._profiles_of(job, instance)):
+                if best is not None and start >= best[0]:
+                    break
+                window = self._window_for(job, start)
+                if window is None:
+                    continue
+                self._set_window(start, start + window[0])
+                if self._fits_one(job, instance):
+                    best = (start, Placement(((*instance, 1),), None, window[1], window[0]))
+                    break
+            if best is not None and best[0] == now:
+                break
+        return best
+
+    def _all_profiles(self) -> list[UsageProfile]:
+        return [*self._profiles.values(), *self.guard.values(), *self.ar_use.values(),
+                *self.pe_use.values()]
+
+    def _profiles_of(self, job: Job, instance: tuple[str, str]) -> list[UsageProfile]:
+        """The diagrams a sequential job on ``instance`` depends on."""
+        host = instance[1]
+        found = [self.ar_use.get((job.ar, host)) if job.ar is not None else self.guard.get(host)]
+        for container in self.containers.instances[instance].chain():
+            found += [self._profiles.get((container.label, cx.name))
+                      for cx in container._consumables()]
+        return [profile for profile in found if profile is not None]
 
     def could_run(self, job: Job) -> list[str]:
         """Why ``job`` cannot run here even at its best start (now, or its
@@ -490,15 +561,19 @@ class ClusterResources:
             reasons.append("parallel job requires more slots than available")
         return reasons or ["no suitable queues"]
 
-    def _candidate_times(self, job: Job, now: int) -> list[int]:
-        """Now and every later instant at which some diagram changes."""
-        times = [profile.times for profile in (*self._profiles.values(), *self.guard.values(),
-                                               *self.ar_use.values(), *self.pe_use.values())]
-        extra = [now]
+    def _candidate_times(self, job: Job, now: int, profiles: list[UsageProfile]) -> list[int]:
+        """Now and every later instant at which one of the diagrams goes down:
+        a job that does not fit at one instant can only fit after something
+        ends."""
+        times = {now}
+        for profile in profiles:
+            found = self._drops.get(id(profile))
+            if found is None:    # lists: these are short, numpy's set operations are not
+                found = self._drops[id(profile)] = profile.drops(now).tolist()
+            times.update(found)
         if job.ar is not None and job.ar in self.reservations:
-            extra.append(self.reservations[job.ar].start)
-        found = np.unique(np.concatenate(times + [np.asarray(extra, dtype=np.int64)]))
-        return [int(t) for t in found[(found >= now) & (found < INFINITY)]]
+            times.add(max(now, self.reservations[job.ar].start))
+        return sorted(t for t in times if t < INFINITY)
 
     def book(self, job: Job, placement: Placement, start: int) -> None:
         self._add(job, placement, start, 1)
@@ -506,33 +581,51 @@ class ClusterResources:
     def unbook(self, job: Job, placement: Placement, start: int) -> None:
         self._add(job, placement, start, -1)
 
-    def book_running(self, job: Job, placement: Placement, start: int) -> None:
-        """A job running since ``start``; one past its planned end is assumed
-        to hold its resources DURATION_OFFSET longer (at least a second)."""
-        end = start + placement.duration
-        if end <= self.now:
-            placement = Placement(placement.tasks, placement.pe, placement.h_rt,
-                                  self.now + max(self.offset, 1) - start)
-        self._add(job, placement, start, 1)
+    def book_running(self, running: Iterable[tuple[Job, Placement, int]]) -> None:
+        """The jobs running at the pass's start, (job, placement, start) each,
+        booked at once; one past its planned end is assumed to hold its
+        resources DURATION_OFFSET longer (at least a second)."""
+        bookings: dict[tuple, list[tuple[int, int, float]]] = {}
+        for job, placement, start in running:
+            if start + placement.duration <= self.now:
+                placement = Placement(placement.tasks, placement.pe, placement.h_rt,
+                                      self.now + max(self.offset, 1) - start)
+            end = int(min(start + placement.duration, INFINITY))
+            for target, amount in self._targets(job, placement):
+                bookings.setdefault(target, []).append((start, end, amount))
+        for (kind, key), entries in bookings.items():
+            table = self._table(kind)
+            table[key] = UsageProfile.of(table[key].capacity if key in table else 0,
+                                         entries + _bookings(table.get(key)))
+        self._memo.clear()
+        self._drops.clear()
+        self._exhausted = None
+
+    def _table(self, kind: str) -> dict:
+        return {"container": self._profiles, "guard": self.guard, "ar": self.ar_use,
+                "pe": self.pe_use}[kind]
+
+    def _targets(self, job: Job, placement: Placement) -> Iterator[tuple[tuple, float]]:
+        """Every diagram a placed job uses, as ((kind, key), amount)."""
+        for key, amount in self._container_debits(job, placement).items():
+            yield ("container", key), amount
+        for host, slots in _per_host(placement).items():
+            if job.ar is not None:
+                yield ("ar", (job.ar, host)), slots
+            elif host in self.guard:
+                yield ("guard", host), slots
+        if placement.pe in self.pe_use:
+            yield ("pe", placement.pe), placement.slots
 
     def _add(self, job: Job, placement: Placement, start: int, sign: int) -> None:
         end = int(min(start + placement.duration, INFINITY))
-        for (label, name), amount in self._container_debits(job, placement).items():
-            profile = self._profiles.get((label, name))
-            if profile is None:
-                profile = self._profiles[(label, name)] = UsageProfile(0)
-            profile.add(start, end, sign * amount)
-        for host, slots in _per_host(placement).items():
-            if job.ar is not None:
-                profile = self.ar_use.get((job.ar, host))
-                if profile is None:
-                    profile = self.ar_use[(job.ar, host)] = UsageProfile(0)
-                profile.add(start, end, sign * slots)
-            elif host in self.guard:
-                self.guard[host].add(start, end, sign * slots)
-        if placement.pe in self.pe_use:
-            self.pe_use[placement.pe].add(start, end, sign * placement.slots)
+        for (kind, key), amount in self._targets(job, placement):
+            table = self._table(kind)
+            if key not in table:
+                table[key] = UsageProfile(0)
+            table[key].add(start, end, sign * amount)
         self._memo.clear()
+        self._drops.clear()
         self._exhausted = None
 
     def _container_debits(self, job: Job, placement: Placement) -> dict[tuple[str, str], float]:
@@ -603,6 +696,15 @@ class ClusterResources:
             offered = pe.slots - self._peak(self.pe_use[pe.name])
             reasons.append(f'cannot run in PE "{pe.name}" because it only offers {int(offered)} slots')
         return reasons
+
+
+def _bookings(profile: UsageProfile | None) -> list[tuple[int, int, float]]:
+    """A profile's usage as bookings, to build it again with more."""
+    if profile is None:
+        return []
+    ends = [*profile.times[1:].tolist(), INFINITY]
+    return [(int(t), int(e), float(u)) for t, e, u in zip(profile.times.tolist(), ends,
+                                                           profile.usage.tolist()) if u]
 
 
 def _per_host(placement: Placement) -> dict[str, int]:

@@ -35,7 +35,7 @@ from overlay_native.jobstore import JobStore, StoredJob
 from overlay_native.monitor import Utilization, append_pass
 from overlay_native.ordering import order_jobs
 from overlay_native.priority import Priority, priorities
-from overlay_native.resources import ClusterResources, ReservedWindow
+from overlay_native.resources import Baseline, ClusterResources, ReservedWindow
 from overlay_native.scheduling import Policy, dispatch
 from overlay_native.submit import SubmitError, check_reservation, make_job, verify
 
@@ -67,6 +67,7 @@ class Scheduler:
         self.unreachable: dict[str, str] = {}
         self.loads: dict[str, float] = {}
         self.priority: dict[int, Priority] = {}
+        self.baseline = Baseline()             # the passes' own: one pass at a time
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -408,11 +409,10 @@ class Scheduler:
             job.priority = self.priority[job.id].prio
         ordered = order_jobs(eligible, config.scheduler.job_order)
         resources = ClusterResources(config, now, self.offset, self.loads, self._unavailable(config),
-                                     list(self.windows.values()))
+                                     list(self.windows.values()), self.baseline)
         running = [j for j in self.jobs.values()
                    if j.state in (JobState.RUNNING, JobState.TRANSFERRING) and j.placement]
-        for job in running:
-            resources.book_running(job, job.placement, job.start_time)
+        resources.book_running((job, job.placement, job.start_time) for job in running)
         decisions = dispatch(ordered, resources, now, Policy(config.scheduler.max_reservation))
         started = {job.id for job, _ in decisions.started}
         for job in eligible:

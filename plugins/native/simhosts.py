@@ -1,8 +1,9 @@
-"""A stand-in for overlay_native.hosts.ExecutionHosts in virtual time, for the
-scheduler's unit tests: a job 'runs' for the seconds its last argument
-names (as seed 001's sleeper.sh does) and ends when the test's clock
-passes that, or at its h_rt. Real execution is tested with real jobs in
-test_native_execution.py and test_native_daemon.py."""
+"""Execution in virtual time: a stand-in for ExecutionHosts that lets the
+whole scheduler service (store, passes, accounting, MONITOR) run without
+processes, for benchmarks (scripts/bench_sched.py) and the scheduler's
+tests. A job 'runs' for the seconds its last argument names (as seed 001's
+sleeper.sh does; an hour without one) and ends when the clock passes that,
+or at its h_rt. Real execution: overlay_native.hosts."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from overlay_native.hosts import Poll
 
 
 class Clock:
+    """A settable clock for the scheduler (its ``clock`` argument)."""
+
     def __init__(self, now: int) -> None:
         self.now = now
 
@@ -20,6 +23,8 @@ class Clock:
 
 
 class SimulatedHosts:
+    """Every host of the cluster runs jobs, in the clock's time."""
+
     def __init__(self, clock: Clock) -> None:
         self.clock = clock
         self.hosts: set[str] = set()
