@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from calibration import python_speed
 from overlay_native import acct
 from overlay_native.cluster import Cluster
 from overlay_native.jobs import Submission
@@ -101,6 +102,7 @@ def drain(scenario: Scenario) -> tuple[float, list[float], int, float]:
 
 
 def main() -> None:
+    print(python_speed())
     print(f"{'scenario':<62} {'jobs/s':>8} {'passes':>6} {'first ms':>9} "
           f"{'median ms':>9} {'max ms':>8} {'total s':>8}")
     for scenario in SCENARIOS:

@@ -16,6 +16,7 @@ import sys
 import time
 from pathlib import Path
 
+from calibration import python_speed
 from overlay_native import scheduling, simulation, swf
 
 TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces"
@@ -34,6 +35,7 @@ def replay(path: str, policy: str, overrun: str, out) -> None:
 
 
 def main() -> None:
+    print(python_speed())
     paths = {Path(p).name: p for p in sys.argv[1:]}
     print(f"{'trace':<30} {'policy':<13} {'overrun':<8} {'wall s':>7} {'target':>6} {'MiB':>5} "
           f"{'jobs':>7} {'util':>6} {'mean wait s':>12} {'max wait s':>11} {'bsld':>8}")
