@@ -140,16 +140,22 @@ _VALIDATORS = {
 }
 
 
+def read_yaml(path: str, what: str, error: type[Exception] = ConfigError) -> Any:
+    """A YAML file's content; ``error`` names the file, and ``what`` it is
+    for, when it cannot be read or parsed."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return yaml.safe_load(handle)
+    except OSError as exc:
+        raise error(f"cannot read {what} {path}: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        raise error(f"{path}: not valid YAML: {exc}") from None
+
+
 def load(path: str, overrides: dict[str, Any] | None = None) -> Config:
     """Read and validate the configuration; ``overrides`` come from the
     command line and are validated the same way."""
-    try:
-        with open(path, encoding="utf-8") as handle:
-            raw = yaml.safe_load(handle)
-    except OSError as exc:
-        raise ConfigError(f"cannot read configuration {path}: {exc.strerror}") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+    raw = read_yaml(path, "configuration")
     raw = {} if raw is None else raw
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: expected a mapping of settings at the top level")

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from dataclasses import asdict
 from typing import Iterator, Mapping
 
-from sqlalchemy import Engine, event, inspect, make_url, text
+from sqlalchemy import Engine, MetaData, event, inspect, make_url, text
 from sqlmodel import Field, Session, SQLModel, create_engine, delete, select
 
 from overlay.model import Allocation, Operation, Request, Reservation, ReservationError, State
@@ -139,6 +139,26 @@ def make_engine(url: str) -> Engine:
     return engine
 
 
+def create_tables(engine: Engine, url: str, metadata: MetaData) -> None:
+    """Create the tables that do not exist yet, and refuse a database whose
+    tables lack columns (a store made by another version). Under the write
+    lock: daemons starting together on a fresh PostgreSQL database would
+    otherwise race to create the same types."""
+    with engine.begin() as connection:
+        if not url.startswith("sqlite"):
+            connection.execute(text(f"SELECT pg_advisory_xact_lock({_ADVISORY_LOCK})"))
+        metadata.create_all(connection)
+        inspector = inspect(connection)
+        for table in metadata.sorted_tables:
+            present = {column["name"] for column in inspector.get_columns(table.name)}
+            missing = [column.name for column in table.columns if column.name not in present]
+            if missing:
+                raise StoreError(
+                    f"the store {make_url(url).render_as_string()} was made by another "
+                    f"version: table {table.name} lacks {', '.join(missing)}; migrate it or "
+                    "give plus_scheduler a new store (-r)")
+
+
 def _sqlite_connect(dbapi_connection, _record) -> None:
     dbapi_connection.isolation_level = None  # we issue BEGIN ourselves
     cursor = dbapi_connection.cursor()
@@ -171,21 +191,7 @@ class Store:
         self._create_tables()
 
     def _create_tables(self) -> None:
-        """Under the write lock: daemons starting together on a fresh
-        PostgreSQL database would otherwise race to create the same types."""
-        with self.engine.begin() as connection:
-            if not self.is_sqlite:
-                connection.execute(text(f"SELECT pg_advisory_xact_lock({_ADVISORY_LOCK})"))
-            SQLModel.metadata.create_all(connection)
-            inspector = inspect(connection)
-            for table in SQLModel.metadata.sorted_tables:
-                present = {column["name"] for column in inspector.get_columns(table.name)}
-                missing = [column.name for column in table.columns if column.name not in present]
-                if missing:
-                    raise StoreError(
-                        f"the store {make_url(self.url).render_as_string()} was made by another "
-                        f"version: table {table.name} lacks {', '.join(missing)}; migrate it or "
-                        "give plus_scheduler a new store (-r)")
+        create_tables(self.engine, self.url, SQLModel.metadata)
 
     @contextmanager
     def _write(self) -> Iterator[Session]:

@@ -15,6 +15,7 @@ from overlay.model import (LimitExceeded, Operation, PermissionDenied, Request,
                            ReservationError, State)
 from overlay.request import RequestError
 from overlay.store import Store
+from overlay_native.simhosts import Clock
 
 T0 = 1_800_000_000
 HOUR = 3600
@@ -29,14 +30,6 @@ nodes:
   - {name: big, slots: 16, memory: 256G, ncpus: 32, arch: lx-amd64, queues: [all.q, big.q],
      properties: {gpu: "yes"}}
 """
-
-
-class Clock:
-    def __init__(self, now: int) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
 
 
 class Env:

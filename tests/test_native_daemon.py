@@ -10,7 +10,6 @@ import os
 import pwd
 import re
 import shutil
-import socket
 import tempfile
 import time
 from pathlib import Path
@@ -18,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from daemon_harness import Daemon
+from sshd import ADDRESS, KEY, KNOWN_HOSTS, need_sshd
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="jobs run as their owners: root only")
 
@@ -39,24 +39,13 @@ reconcile_interval: 1
 """
 
 
-def _need_sshd() -> None:
-    try:
-        socket.create_connection(("127.0.0.1", 2222), timeout=2).close()
-    except OSError:
-        message = "the test sshd on 127.0.0.1:2222 does not answer: run bash scripts/test-sshd.sh"
-        if os.environ.get("CI"):
-            pytest.fail(message, pytrace=False)
-        pytest.skip(message)
-
-
 @pytest.fixture(scope="module")
 def daemon():
-    _need_sshd()
+    need_sshd()
     spool = tempfile.mkdtemp(prefix="plus-spool-")
     os.chmod(spool, 0o755)
     settings = (f"native: {{cluster: cluster.yaml, local_host: false, spool_dir: {spool}, "
-                "ssh: {port: 2222, key: /etc/plus-test/ssh/id_ed25519, "
-                "known_hosts: /etc/plus-test/ssh/known_hosts}}\n")
+                f"ssh: {{port: {ADDRESS[1]}, key: {KEY}, known_hosts: {KNOWN_HOSTS}}}}}\n")
     running = Daemon(settings, cluster=CLUSTER, base=BASE).start()
     yield running
     running.cleanup()

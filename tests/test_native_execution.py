@@ -15,7 +15,6 @@ import pwd
 import random
 import shutil
 import signal
-import socket
 import tempfile
 import time
 from pathlib import Path
@@ -24,26 +23,11 @@ import pytest
 
 from overlay.remote import LocalRunner, SshRunner
 from overlay_native.execution import ExecutionError, Executor, Finished, JobSpec
+from sshd import ADDRESS as SSHD, KEY, KNOWN_HOSTS, need_sshd as _need_sshd
 
-SSHD = ("127.0.0.1", 2222)
-KEY = "/etc/plus-test/ssh/id_ed25519"
-KNOWN_HOSTS = "/etc/plus-test/ssh/known_hosts"
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0, reason="the shepherd runs as root; scripts/test.sh runs the tests so")
-
-
-def _need_sshd() -> None:
-    try:
-        socket.create_connection(SSHD, timeout=2).close()
-        return
-    except OSError:
-        pass
-    message = ("the test sshd on 127.0.0.1:2222 does not answer: "
-               "run bash scripts/test-sshd.sh as root")
-    if os.environ.get("CI"):
-        pytest.fail(message, pytrace=False)
-    pytest.skip(message)
 
 
 @pytest.fixture(params=["local", "ssh"])
@@ -220,7 +204,7 @@ def test_nothing_the_job_started_outlives_it(executor, work):
 
 def test_a_new_executor_finds_running_and_finished_jobs(runner, spool, work):
     first = Executor(runner, spool)
-    first.start(_job(work, "71", "sleep 1; echo done"))
+    first.start(_job(work, "71", "sleep 4; echo done"))    # still running at the restart
     first.start(_job(work, "72", "exit 4"))
     time.sleep(0.3)
     second = Executor(runner, spool)    # the daemon restarted

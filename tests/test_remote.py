@@ -19,28 +19,13 @@ from pathlib import Path
 import pytest
 
 from overlay.remote import CommandError, LocalRunner, SshRunner, runner_from_options
+from sshd import ADDRESS as SSHD, KEY, KNOWN_HOSTS, need_sshd as _need_sshd
 
-SSHD = ("127.0.0.1", 2222)
-KEY = "/etc/plus-test/ssh/id_ed25519"
-KNOWN_HOSTS = "/etc/plus-test/ssh/known_hosts"
 SSHD_SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "test-sshd.sh"
 SSHD_PIDFILE = Path("/run/plus-test-sshd.pid")
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0, reason="runuser needs root; the tests run as root via scripts/test.sh")
-
-
-def _need_sshd() -> None:
-    try:
-        socket.create_connection(SSHD, timeout=2).close()
-        return
-    except OSError:
-        pass
-    message = ("the test sshd on 127.0.0.1:2222 does not answer: "
-               "run bash scripts/test-sshd.sh as root")
-    if os.environ.get("CI"):
-        pytest.fail(message, pytrace=False)
-    pytest.skip(message)
 
 
 def _ssh(**options) -> SshRunner:

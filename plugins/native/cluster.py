@@ -24,6 +24,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 import yaml
 
+from overlay.config import read_yaml
 from overlay.model import Node
 from overlay.remote import SshSettings, parse_ssh
 from overlay.request import NAME_PATTERN, RequestError, parse_memory_mb
@@ -614,13 +615,7 @@ def load_cluster(path: str | None, include_local: bool, ssh_defaults: Mapping[st
     raw = None
     if path:
         reader.files.append(path)
-        try:
-            with open(path, encoding="utf-8") as handle:
-                raw = yaml.safe_load(handle)
-        except OSError as exc:
-            raise ClusterError(f"cannot read cluster file {path}: {exc.strerror}") from None
-        except yaml.YAMLError as exc:
-            raise ClusterError(f"{path}: not valid YAML: {exc}") from None
+        raw = read_yaml(path, "cluster file", ClusterError)
     return reader.read(raw, local_host() if include_local else None), reader.files
 
 

@@ -13,11 +13,10 @@ import json
 from dataclasses import dataclass
 from typing import Iterator
 
-from sqlalchemy import inspect, make_url
 from sqlalchemy.orm import registry
 from sqlmodel import Field, Session, SQLModel, delete, select
 
-from overlay.store import StoreError, make_engine
+from overlay.store import StoreError, create_tables, make_engine
 from overlay_native.jobs import MAX_JOB_ID, Job, JobState, Placement, Submission
 
 
@@ -68,17 +67,7 @@ class JobStore:
     def __init__(self, url: str) -> None:
         self.url = url
         self.engine = make_engine(url)
-        with self.engine.begin() as connection:
-            _Base.metadata.create_all(connection)
-            inspector = inspect(connection)
-            for table in _Base.metadata.sorted_tables:
-                present = {column["name"] for column in inspector.get_columns(table.name)}
-                missing = [column.name for column in table.columns if column.name not in present]
-                if missing:
-                    raise StoreError(
-                        f"the store {make_url(url).render_as_string()} was made by another "
-                        f"version: table {table.name} lacks {', '.join(missing)}; migrate it or "
-                        "give plus_scheduler a new store (-r)")
+        create_tables(self.engine, url, _Base.metadata)
 
     def close(self) -> None:
         self.engine.dispose()
