@@ -159,6 +159,21 @@ def create_tables(engine: Engine, url: str, metadata: MetaData) -> None:
                     "give plus_scheduler a new store (-r)")
 
 
+def next_id(session: Session, counters: type, name: str, rows: type, maximum: int) -> int | None:
+    """Grid Engine's id sequence (arseqnum, jobseqnum): the id after the last
+    one given, 1 to ``maximum`` and round again, skipping ids ``rows`` still
+    holds; None when every id is taken. ``counters`` rows have name and value."""
+    counter = session.get(counters, name) or counters(name=name, value=0)
+    candidate = counter.value
+    for _ in range(maximum):
+        candidate = candidate % maximum + 1
+        if session.get(rows, candidate) is None:
+            counter.value = candidate
+            session.add(counter)
+            return candidate
+    return None
+
+
 def _sqlite_connect(dbapi_connection, _record) -> None:
     dbapi_connection.isolation_level = None  # we issue BEGIN ourselves
     cursor = dbapi_connection.cursor()
@@ -262,19 +277,10 @@ class Store:
             session.exec(delete(ReservationRow).where(ReservationRow.id == ar_id))
 
     def _next_id(self, session: Session) -> int:
-        counter = session.get(CounterRow, "arseqnum")
-        if counter is None:
-            counter = CounterRow(name="arseqnum", value=0)
-        candidate = counter.value
-        for _ in range(MAX_AR_ID):
-            candidate = candidate % MAX_AR_ID + 1
-            if session.get(ReservationRow, candidate) is None:
-                break
-        else:
+        found = next_id(session, CounterRow, "arseqnum", ReservationRow, MAX_AR_ID)
+        if found is None:
             raise ReservationError(f"no AR id is free: all ids up to {MAX_AR_ID} are in use")
-        counter.value = candidate
-        session.add(counter)
-        return candidate
+        return found
 
     def _check_capacity(self, session: Session, ar: Reservation, capacity: Mapping[str, int],
                         own_id: int | None) -> None:

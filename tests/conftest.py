@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import pwd
+import shutil
 import sys
+import tempfile
 import time
 import tomllib
 import uuid
@@ -87,6 +90,17 @@ def store(store_url):
         yield instance
     finally:
         instance.close()
+
+
+@pytest.fixture
+def work():
+    """A folder plusu1 owns, for jobs' working directories and output files."""
+    path = Path(tempfile.mkdtemp(prefix="plus-work-"))
+    owner = pwd.getpwnam("plusu1")
+    os.chown(path, owner.pw_uid, owner.pw_gid)
+    path.chmod(0o755)
+    yield path
+    shutil.rmtree(path)
 
 
 @pytest.fixture

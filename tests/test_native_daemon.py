@@ -7,7 +7,6 @@ enforced, accounting written, ARs enforced, and a restart in between."""
 from __future__ import annotations
 
 import os
-import pwd
 import re
 import shutil
 import tempfile
@@ -50,17 +49,6 @@ def daemon():
     yield running
     running.cleanup()
     shutil.rmtree(spool, ignore_errors=True)
-
-
-@pytest.fixture
-def work():
-    """A folder plusu1 owns: the jobs' working directory."""
-    path = Path(tempfile.mkdtemp(prefix="plus-work-"))
-    owner = pwd.getpwnam("plusu1")
-    os.chown(path, owner.pw_uid, owner.pw_gid)
-    path.chmod(0o755)
-    yield path
-    shutil.rmtree(path)
 
 
 def submit(daemon: Daemon, work: Path, *args: str, user: str = "plusu1", script: str | None = None,

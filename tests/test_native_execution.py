@@ -55,17 +55,6 @@ def executor(runner, spool) -> Executor:
     return Executor(runner, spool)
 
 
-@pytest.fixture
-def work():
-    """A directory plusu1 owns, for the jobs' cwd and output files."""
-    path = Path(tempfile.mkdtemp(prefix="plus-exec-"))
-    owner = pwd.getpwnam("plusu1")
-    os.chown(path, owner.pw_uid, owner.pw_gid)
-    path.chmod(0o755)
-    yield path
-    shutil.rmtree(path)
-
-
 def _job(work: Path, job_id: str, script: str, **options) -> JobSpec:
     return JobSpec(id=job_id, name="job", owner="plusu1", command=["sh", "-c", script],
                    cwd=str(work), **options)

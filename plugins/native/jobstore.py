@@ -16,7 +16,7 @@ from typing import Iterator
 from sqlalchemy.orm import registry
 from sqlmodel import Field, Session, SQLModel, delete, select
 
-from overlay.store import StoreError, create_tables, make_engine
+from overlay.store import StoreError, create_tables, make_engine, next_id
 from overlay_native.jobs import MAX_JOB_ID, Job, JobState, Placement, Submission
 
 
@@ -86,18 +86,10 @@ class JobStore:
         """Store a new job under the next free id (1..MAX_JOB_ID, wrapping,
         skipping ids in use); the id is set on ``job``."""
         with Session(self.engine) as session, session.begin():
-            counter = session.get(JobCounterRow, "jobseqnum") or JobCounterRow(name="jobseqnum",
-                                                                             value=0)
-            candidate = counter.value
-            for _ in range(MAX_JOB_ID):
-                candidate = candidate % MAX_JOB_ID + 1
-                if session.get(JobRow, candidate) is None:
-                    break
-            else:
+            found = next_id(session, JobCounterRow, "jobseqnum", JobRow, MAX_JOB_ID)
+            if found is None:
                 raise StoreError(f"no job id is free: all ids up to {MAX_JOB_ID} are in use")
-            counter.value = candidate
-            session.add(counter)
-            job.id = candidate
+            job.id = found
             session.add(_row(job))
         return job
 
