@@ -116,8 +116,8 @@ def queue_view(scheduler: Scheduler) -> list[dict]:
                 for host, slots in window.slots.items():
                     reserved[host] = reserved.get(host, 0) + slots
         instances = []
-        for queue in config.queues.values():
-            for host, total in queue.slots.items():
+        for queue in sorted(config.queues.values(), key=lambda q: q.name):    # as qstat -f
+            for host, total in sorted(queue.slots.items()):
                 used = [(j, n) for j in jobs for q, h, n in j.placement.tasks
                         if (q, h) == (queue.name, host)]
                 states = ("d" if host in queue.disabled else "") + \
