@@ -43,9 +43,10 @@ def _checked(key: str, kind: str, value: Any) -> Any:
               isinstance(r, list) and len(r) == 2 and all(isinstance(n, int) for n in r)
               for r in value)}[kind]
     if not ok:
-        expected = {"path": "an absolute path", "environment": "a mapping of variable names "
-                    "to strings", "ranges": "a list of [first, last] slot ranges",
-                    "strings": "a list of strings"}.get(kind, f"a {kind}")
+        expected = {"text": "a string", "path": "an absolute path", "bool": "true or false",
+                    "int": "a whole number", "strings": "a list of strings",
+                    "environment": "a mapping of variable names to strings",
+                    "ranges": "a list of [first, last] slot ranges"}[kind]
         raise RequestError(f"job: {key}: expected {expected}, got {value!r}")
     return value
 
