@@ -51,9 +51,8 @@ import textwrap
 
 from overlay.remote import SshSettings
 from overlay_native.cluster import load_cluster
-from overlay_native.complexes import ComplexError
-from overlay_native.matching import mismatch
 from overlay_native.complexes import parse_requests
+from overlay_native.matching import mismatch
 
 FULL = """\
 complexes:

@@ -89,7 +89,7 @@ class JobRecord:
         if len(parts) != len(specs):
             raise ValueError(f"expected {len(specs)} fields, found {len(parts)}")
         values = {}
-        for spec, text in zip(specs, parts):
+        for spec, text in zip(specs, parts, strict=True):
             kind = spec.type if isinstance(spec.type, str) else spec.type.__name__
             values[spec.name] = float(text) if kind == "float" else \
                 int(float(text)) if kind == "int" else text

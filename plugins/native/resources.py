@@ -29,11 +29,9 @@ Why a job cannot start is kept in ``reasons``, in Grid Engine's words.
 from __future__ import annotations
 
 import fnmatch
-import math
 from dataclasses import dataclass
 from typing import Iterable, Iterator, Mapping, Sequence
 
-import numpy as np
 
 from overlay.manager import sort_nodes
 from overlay.planner import INFINITY, UsageProfile
@@ -704,7 +702,7 @@ def _bookings(profile: UsageProfile | None) -> list[tuple[int, int, float]]:
         return []
     ends = [*profile.times[1:].tolist(), INFINITY]
     return [(int(t), int(e), float(u)) for t, e, u in zip(profile.times.tolist(), ends,
-                                                           profile.usage.tolist()) if u]
+                                                           profile.usage.tolist(), strict=True) if u]
 
 
 def _per_host(placement: Placement) -> dict[str, int]:
