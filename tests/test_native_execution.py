@@ -134,6 +134,16 @@ def test_a_spooled_script_runs_as_its_owner_with_its_arguments(executor, work, s
     assert (work / "shell.o42").read_text() == f"{spool}/jobs/42/script\n"
 
 
+def test_limits_become_rlimits(executor, work):
+    executor.start(_job(work, "44", "ulimit -Hv; ulimit -Sv; ulimit -Ht; ulimit -St; ulimit -Hd",
+                        limits={"h_vmem": 100 * 2 ** 20, "s_vmem": 50 * 2 ** 20, "h_cpu": 60,
+                                "s_cpu": 30, "h_data": 80 * 2 ** 20}))
+    assert _wait(executor, "44")["44"].exit_status == 0
+    assert (work / "job.o44").read_text().split() == ["102400", "51200", "60", "30", "81920"]
+    with pytest.raises(ValueError, match=r"limits: h_rss=1; accepted: s_cpu, h_cpu"):
+        _job(work, "45", "true", limits={"h_rss": 1})
+
+
 def test_the_job_trees_usage_and_the_hosts_load_are_reported(executor, work):
     executor.start(_job(work, "43", "(i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done) & wait"))
     usage = _wait(executor, "43")["43"].rusage

@@ -341,3 +341,19 @@ def test_user_holds(tmp_path):
     assert world.scheduler.hold(MANAGER, [str(later)], True) == [f"modified hold of job {later}"]
     world.at(T + 2)
     assert world.state(later) == "hqw"
+
+
+def test_queue_limits_bind_jobs_that_ask_for_less_or_nothing(tmp_path):
+    world = World(tmp_path, """\
+        nodes: [{name: a, ncpus: 4}]
+        pes: [{name: smp, slots: 4}]
+        queues: [{name: all.q, hostlist: [a], pe_list: [smp], h_rt: "0:0:10", h_vmem: 2G}]
+        """)
+    free = world.submit(ALICE, "x", "100")
+    small = world.submit(ALICE, "x", "100", hard="h_rt=5,h_vmem=1G", pe="smp", pe_range=((2, 2),))
+    world.at(T)
+    specs = {job_id: world.hosts.jobs[str(job_id)][3] for job_id in (free, small)}
+    assert (specs[free].h_rt, specs[free].limits) == (10, {"h_vmem": 2 * 2 ** 30})
+    assert (specs[small].h_rt, specs[small].limits) == (5, {"h_vmem": 2 * 2 ** 30})  # 1G x 2 slots
+    world.at(T + 10)
+    assert {r.job_number: r.failed for r in world.accounting()} == {free: 37, small: 37}

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from overlay_native import scheduling, simulation, swf
+from overlay_native import simulation, swf
 from overlay_native.scheduling import EASY, FCFS, CONSERVATIVE, Policy, SlotPool, dispatch
 
 

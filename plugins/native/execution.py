@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 from importlib import resources
 
 from overlay.remote import USER_PATTERN, Runner
-from overlay_native.shepherd import JOB_ID
+from overlay_native.shepherd import JOB_ID, RLIMITS
 
 _SHEPHERD = resources.files(__package__).joinpath("shepherd.py").read_text(encoding="utf-8")
 
@@ -80,6 +80,7 @@ class JobSpec:
     s_rt: float | None = None    # seconds: SIGUSR1, then SIGKILL after notify
     notify: float = 60    # Grid Engine's queue default
     grace: float = 5    # seconds between SIGTERM and SIGKILL on kill()
+    limits: Mapping[str, float] = field(default_factory=dict)    # h_vmem, s_cpu, ...: setrlimit
     slots: int = 1
     queue: str = "all.q"
     pe_hosts: Sequence[tuple[str, int]] = ()    # (host, slots): PE_HOSTFILE
@@ -102,6 +103,10 @@ class JobSpec:
         for limit in ("h_rt", "s_rt"):
             if getattr(self, limit) is not None and getattr(self, limit) <= 0:
                 raise ValueError(f"job {self.id}: {limit}: expected seconds above 0")
+        for name, value in self.limits.items():
+            if name not in RLIMITS or not isinstance(value, (int, float)) or value < 0:
+                raise ValueError(f"job {self.id}: limits: {name}={value!r}; accepted: "
+                                 f"{', '.join(RLIMITS)} with an amount of 0 or more")
         if self.slots < 1:
             raise ValueError(f"job {self.id}: slots: expected 1 or more, got {self.slots}")
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import fnmatch
 import logging
+import math
 import threading
 import time
 from dataclasses import dataclass, replace
@@ -28,10 +29,12 @@ from typing import Callable, Iterable
 from overlay.request import format_pe_range
 from overlay_native import acct
 from overlay_native.cluster import Cluster, ClusterConfig
+from overlay_native.complexes import parse_value
 from overlay_native.execution import ExecutionError, Finished, JobSpec
 from overlay_native.hosts import ExecutionHosts, Poll
 from overlay_native.jobs import PENDING_STATES, Job, JobState, Placement
 from overlay_native.jobstore import JobStore, StoredJob
+from overlay_native.matching import RESOURCE_LIMITS
 from overlay_native.monitor import Utilization, append_pass
 from overlay_native.ordering import order_jobs
 from overlay_native.priority import Priority, priorities
@@ -473,13 +476,33 @@ class Scheduler:
         per_host: dict[str, int] = {}
         for _, host, slots in placement.tasks:
             per_host[host] = per_host.get(host, 0) + slots
+        limits = self._limits(job, queue, config, per_host[placement.master[1]])
+        h_rt = min((v for v in (placement.h_rt, limits.pop("h_rt", None)) if v is not None),
+                   default=None)
         return JobSpec(
             id=str(job.id), name=job.name, owner=job.owner, command=list(spec.command),
             script=spec.script, cwd=spec.cwd, env=env,
             shell=spec.shell or (queue.shell if spec.script is not None else None),
-            stdout=spec.stdout, stderr=spec.stderr, merge=spec.merge, h_rt=placement.h_rt,
-            s_rt=job.limit("s_rt"), notify=queue.notify, slots=placement.slots,
-            queue=queue.name, pe_hosts=list(per_host.items()) if placement.pe else [])
+            stdout=spec.stdout, stderr=spec.stderr, merge=spec.merge, h_rt=h_rt,
+            s_rt=limits.pop("s_rt", None), notify=queue.notify, slots=placement.slots,
+            queue=queue.name, pe_hosts=list(per_host.items()) if placement.pe else [],
+            limits=limits)
+
+    @staticmethod
+    def _limits(job: Job, queue, config: ClusterConfig, slots: int) -> dict[str, float]:
+        """queue_conf(5)'s limits for the job: the lower of its request and
+        its queue's, INFINITY left out; memory per slot, times the slots the
+        job has on its master host."""
+        limits = {}
+        for name in RESOURCE_LIMITS:
+            values = [job.limit(name)]
+            if name in queue.limits:
+                values.append(float(parse_value(config.table.find(name).type, queue.limits[name])))
+            finite = [v for v in values if v is not None and not math.isinf(v)]
+            if finite:
+                scale = slots if name in ("s_vmem", "h_vmem", "s_data", "h_data") else 1
+                limits[name] = min(finite) * scale
+        return limits
 
 
 def _job_id(text: str) -> int:

@@ -38,6 +38,14 @@ PR_SET_CHILD_SUBREAPER = 36
 TICK = 0.25    # seconds between looks for the kill file
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
 CANNOT_EXEC = 127    # the job's exit status when it could not be started
+# queue_conf(5)'s limits the shepherd sets with setrlimit(2): (resource, hard?);
+# h_rt and s_rt it enforces itself, and Linux ignores RLIMIT_RSS.
+RLIMITS = {"s_cpu": ("RLIMIT_CPU", False), "h_cpu": ("RLIMIT_CPU", True),
+           "s_fsize": ("RLIMIT_FSIZE", False), "h_fsize": ("RLIMIT_FSIZE", True),
+           "s_data": ("RLIMIT_DATA", False), "h_data": ("RLIMIT_DATA", True),
+           "s_stack": ("RLIMIT_STACK", False), "h_stack": ("RLIMIT_STACK", True),
+           "s_core": ("RLIMIT_CORE", False), "h_core": ("RLIMIT_CORE", True),
+           "s_vmem": ("RLIMIT_AS", False), "h_vmem": ("RLIMIT_AS", True)}
 # sge_status(5)'s failed codes for the steps of starting a job
 BEFORE_JOB, OPENING_OUTPUT, SEARCHING_SHELL, CHANGING_DIRECTORY = 11, 26, 27, 28
 
@@ -321,6 +329,7 @@ def exec_job(spec: dict, owner: pwd.struct_passwd, hostfile: Optional[str],
     """In the forked child: become the job's owner in a session of its own
     and execute the job (Grid Engine's output files and environment)."""
     os.setsid()
+    set_limits(spec.get("limits") or {})
     os.initgroups(owner.pw_name, owner.pw_gid)
     os.setgid(owner.pw_gid)
     os.setuid(owner.pw_uid)
@@ -373,6 +382,20 @@ class stage:
         if isinstance(error, OSError):
             raise StartFailure(self.code) from error
         return False
+
+
+def set_limits(limits: Dict[str, float]) -> None:
+    """The job's limits as rlimits, hard and soft, before dropping root."""
+    wanted = {}    # type: Dict[str, List[int]]
+    for name, amount in limits.items():
+        resource_name, hard = RLIMITS[name]
+        pair = wanted.setdefault(resource_name, list(resource.getrlimit(
+            getattr(resource, resource_name))))
+        pair[1 if hard else 0] = int(amount)
+    for resource_name, (soft, hard) in wanted.items():
+        if hard != resource.RLIM_INFINITY and (soft == resource.RLIM_INFINITY or soft > hard):
+            soft = hard
+        resource.setrlimit(getattr(resource, resource_name), (soft, hard))
 
 
 def output_path(path: Optional[str], kind: str, spec: dict, owner: pwd.struct_passwd,
