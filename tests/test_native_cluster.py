@@ -125,7 +125,7 @@ def test_a_full_cluster(tmp_path):
 
 def test_containers_hold_every_configured_value(tmp_path):
     config, _ = load_cluster(write(tmp_path, FULL), False)
-    containers = config.containers(loads={"big": 4.0})
+    containers = config.containers(reports={"big": {"load_avg": 4.0, "mem_free": 2 ** 30}})
     big = containers.hosts["big"]
     assert big.available("license") == 2 and big.available("slots") == 8
     assert containers.global_.available("license") == 5
@@ -139,6 +139,10 @@ def test_containers_hold_every_configured_value(tmp_path):
         parse_requests(config.table, "h_rt=9:0:0"), containers.instances[("all.q", "n1")])
     assert mismatch(parse_requests(config.table, "mem_total=4G"),
                     containers.instances[("all.q", "n1")]) is None
+    assert mismatch(parse_requests(config.table, "mem_free=1G"), instance) is None   # reported
+    assert "hl:mem_free" in mismatch(parse_requests(config.table, "mem_free=2G"), instance)
+    assert "mem_free" in mismatch(parse_requests(config.table, "mem_free=1G"),    # not reported
+                                  containers.instances[("all.q", "n1")])
     assert containers.hosts["n1"].chain()[0] is containers.global_
 
 

@@ -394,3 +394,19 @@ def test_exhausted_when_no_instance_has_a_free_slot(tmp_path):
     assert not resources.exhausted(0)
     resources.book(job(config, 1), Placement((("all.q", "h", 2),), None, None, 100), 0)
     assert resources.exhausted(0) and not resources.exhausted(100)
+
+
+def test_reported_load_values_void_only_the_matching_that_used_them(tmp_path):
+    from overlay_native.resources import Baseline
+    config = cluster(tmp_path, AR_HOSTS)
+    baseline = Baseline()
+    model(config, reservations=(), baseline=baseline, reports={"h1": {"mem_free": 2 ** 30}})
+    memory, plain = job(config, 1, hard="mem_free=512M"), job(config, 2, hard="h_rt=10")
+    first = model(config, baseline=baseline, reports={"h1": {"mem_free": 2 ** 30}})
+    assert first.start_now(memory, 0).master == ("all.q", "h1")
+    assert first.start_now(plain, 0).master == ("all.q", "h1")
+    assert len(baseline.mismatches) == 2
+    again = model(config, baseline=baseline, reports={"h1": {"mem_free": 2 ** 28}})
+    assert len(baseline.mismatches) == 1                  # mem_free changed: its entry went
+    assert again.start_now(memory, 0) is None
+    assert "hl:mem_free=268435456" in again.reasons[1][0]

@@ -75,11 +75,10 @@ class NativeBackend(Backend):
         return cls(cluster, scheduler)
 
     def nodes(self) -> list[Node]:
-        unreachable = self.scheduler.unreachable
-        loads = self.scheduler.loads
-        return [node if node.name not in unreachable and node.name not in loads else
+        unreachable, reports = self.scheduler.unreachable, self.scheduler.reports
+        return [node if node.name not in unreachable and node.name not in reports else
                 replace(node, alive=node.alive and node.name not in unreachable,
-                        load=loads.get(node.name, node.load))
+                        load=reports.get(node.name, {}).get("load_avg", node.load))
                 for node in self.cluster.nodes()]
 
     def running_jobs(self) -> list[Job]:

@@ -164,9 +164,9 @@ class ClusterConfig:
                      alive=host.alive, load=host.current_load())
                 for host in self.hosts.values()]
 
-    def containers(self, loads: Mapping[str, float] | None = None) -> Containers:
-        """A fresh set of containers with every configured value (``loads``
-        overrides the hosts' load averages, as measured)."""
+    def containers(self, reports: Mapping[str, Mapping[str, float]] | None = None) -> Containers:
+        """A fresh set of containers with every configured value and the
+        hosts' reported load values (``set_reports``)."""
         table = self.table
         top = ResourceContainer(table, "global", "global")
         for name, value in self.global_values.items():
@@ -193,20 +193,27 @@ class ClusterConfig:
                     instance.set(name, value, LIMIT)
                 instances[(queue.name, host_name)] = instance
         containers = Containers(top, hosts, instances)
-        self.set_loads(containers, loads or {})
+        self.set_reports(containers, reports or {})
         return containers
 
-    def set_loads(self, containers: Containers, loads: Mapping[str, float]) -> bool:
-        """The hosts' load averages (as measured, else configured) as their
-        load_avg and np_load_avg; True if one changed."""
-        changed = False
+    def set_reports(self, containers: Containers,
+                    reports: Mapping[str, Mapping[str, float]]) -> set[str]:
+        """What hosts report as their load values: load_avg (as measured,
+        else configured) and np_load_avg, and mem_free where reported; the
+        names of those that changed."""
+        changed = set()
         for host in self.hosts.values():
-            load = loads.get(host.name, host.current_load())
+            report = reports.get(host.name, {})
+            load = report.get("load_avg", host.current_load())
+            values = {"load_avg": load, "np_load_avg": load / max(host.ncpus, 1)}
+            if "mem_free" in report:
+                values["mem_free"] = report["mem_free"]
             container = containers.hosts[host.name]
-            if container.load_average != load:
-                container.set("load_avg", str(load), LOAD)
-                container.set("np_load_avg", str(load / max(host.ncpus, 1)), LOAD)
-                container.load_average, changed = load, True
+            for name, value in values.items():
+                if container.reported.get(name) != value:
+                    container.set(name, str(value), LOAD)
+                    container.reported[name] = value
+                    changed.add(name)
         return changed
 
     def queue_matches(self, patterns: Iterable[str], queue: str, host: str) -> bool:

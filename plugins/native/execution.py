@@ -24,8 +24,8 @@ from overlay_native.shepherd import JOB_ID, RLIMITS
 _SHEPHERD = resources.files(__package__).joinpath("shepherd.py").read_text(encoding="utf-8")
 
 # Run by poll(): removes the jobs given as arguments, then prints every job's
-# status and the host's load average; a job whose shepherd is gone without
-# saying so ended ("lost").
+# status and the host's load values (load average, free memory); a job whose
+# shepherd is gone without saying so ended ("lost").
 _POLL = r"""
 import json, os, shutil, sys
 jobs = os.path.join(sys.argv[1], "jobs")
@@ -52,7 +52,15 @@ for job in os.listdir(jobs) if os.path.isdir(jobs) else []:
         if found[job]["state"] == "running":
             found[job].update(state="ended", reason="shepherd lost", end=None,
                               exit_status=None, signal=None)
-print(json.dumps({"jobs": found, "load": os.getloadavg()[0]}))
+report = {"load_avg": os.getloadavg()[0]}
+try:
+    with open("/proc/meminfo") as file:
+        for line in file:
+            if line.startswith("MemAvailable:"):
+                report["mem_free"] = int(line.split()[1]) * 1024
+except OSError:
+    pass
+print(json.dumps({"jobs": found, "report": report}))
 """
 
 
@@ -143,7 +151,7 @@ class Executor:
         self._running: set[str] = set()    # as the last poll saw them
         self._started: set[str] = set()    # started since, not yet seen by a poll
         self._returned: list[str] = []    # by the last poll: removed by the next
-        self.load: float | None = None    # the host's load average at the last poll
+        self.report: dict[str, float] = {}    # load_avg, mem_free at the last poll
 
     def start(self, spec: JobSpec) -> None:
         """Start ``spec`` under a new shepherd; returns once it runs."""
@@ -163,7 +171,7 @@ class Executor:
                 raise ExecutionError(f"{self.runner.where}: cannot read the job statuses in "
                                      f"{self.spool_dir}: {result.text}")
             report = json.loads(result.stdout)
-            found, self.load = report["jobs"], report["load"]
+            found, self.report = report["jobs"], report["report"]
             finished = [Finished(job, status.get("exit_status"), status.get("signal"),
                                  status.get("reason", ""), status.get("start"), status.get("end"),
                                  status.get("rusage") or {}, status.get("failed", 0))

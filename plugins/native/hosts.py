@@ -30,7 +30,7 @@ class Poll:
     finished: list[tuple[str, Finished]] = field(default_factory=list)
     running: dict[str, list[str]] = field(default_factory=dict)    # host -> job ids
     unreachable: dict[str, str] = field(default_factory=dict)      # host -> why
-    loads: dict[str, float] = field(default_factory=dict)
+    reports: dict[str, dict[str, float]] = field(default_factory=dict)   # load_avg, mem_free
 
 
 class ExecutionHosts:
@@ -83,17 +83,17 @@ class ExecutionHosts:
         def one(name: str):
             executor = self._executors[name][1]
             try:
-                return name, executor.poll(), executor.running(), executor.load, None
+                return name, executor.poll(), executor.running(), executor.report, None
             except (ExecutionError, CommandError, ValueError) as error:
                 return name, [], executor.running(), None, str(error)
         with ThreadPoolExecutor(min(_PARALLEL_POLLS, len(self._executors))) as pool:
-            for name, finished, running, load, error in pool.map(one, list(self._executors)):
+            for name, finished, running, report, error in pool.map(one, list(self._executors)):
                 result.finished += [(name, job) for job in finished]
                 result.running[name] = running
                 if error is not None:
                     result.unreachable[name] = error
-                elif load is not None:
-                    result.loads[name] = load
+                else:
+                    result.reports[name] = report
         return result
 
     def close(self) -> None:

@@ -97,7 +97,7 @@ class ResourceContainer:
         self._values: dict[str, dict[str, tuple[float | str, str]]] = {}
         self._children: list[ResourceContainer] = []
         self._chain = (parent._chain if parent is not None else ()) + (self,)
-        self.load_average: float | None = None    # as last set, to skip unchanged reports
+        self.reported: dict[str, float] = {}    # load values as last reported (ClusterConfig)
         self._managed: tuple[Complex, ...] | None = None    # consumables, until the next set()
         if parent is not None:
             parent._children.append(self)

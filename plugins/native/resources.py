@@ -116,20 +116,22 @@ class _Category:
 class Baseline:
     """What holds from pass to pass while the cluster file is unchanged: the
     containers with their configured values, and static matching results
-    (void if a load average changes and load averages are requestable)."""
+    (but those of jobs asking for a load value that changed)."""
 
     def __init__(self) -> None:
         self.config: ClusterConfig | None = None
         self.containers: Containers | None = None
         self.mismatches: dict[tuple, dict[tuple[str, str], str | None]] = {}
 
-    def update(self, config: ClusterConfig, loads: Mapping[str, float]) -> None:
+    def update(self, config: ClusterConfig, reports: Mapping[str, Mapping[str, float]]) -> None:
         if config is not self.config:
-            self.config, self.containers, self.mismatches = config, config.containers(loads), {}
-        elif config.set_loads(self.containers, loads) and any(
-                config.table.find(name).requestable != "NO"
-                for name in ("load_avg", "np_load_avg")):
-            self.mismatches = {}
+            self.config, self.mismatches = config, {}
+            self.containers = config.containers(reports)
+            return
+        changed = config.set_reports(self.containers, reports)
+        if changed:
+            self.mismatches = {key: found for key, found in self.mismatches.items()
+                               if not changed & {name for name, _ in key[0]}}
 
 
 class ClusterResources:
@@ -138,7 +140,7 @@ class ClusterResources:
     the cluster file alone decides is not done again each pass."""
 
     def __init__(self, config: ClusterConfig, now: int, duration_offset: int,
-                 loads: Mapping[str, float] | None = None,
+                 reports: Mapping[str, Mapping[str, float]] | None = None,
                  unavailable: Mapping[tuple[str, str], str] | None = None,
                  reservations: Sequence[ReservedWindow] = (),
                  baseline: Baseline | None = None) -> None:
@@ -146,7 +148,7 @@ class ClusterResources:
         self.default_duration = config.scheduler.default_duration
         self.unavailable = {**self._configured_states(config), **(unavailable or {})}
         baseline = baseline or Baseline()
-        baseline.update(config, loads or {})
+        baseline.update(config, reports or {})
         self.containers = baseline.containers
         self._profiles: dict[tuple[str, str], UsageProfile] = {}
         self._memo: dict[tuple[str, str], float] = {}
@@ -166,7 +168,7 @@ class ClusterResources:
                 if host in self.guard:
                     self.guard[host].add(max(ar.start, now), ar.end, slots)
                     self.reserved_hosts.add(host)
-        self.order = self._instance_order(loads or {})
+        self.order = self._instance_order(reports or {})
         self.reasons: dict[object, list[str]] = {}
         self._categories: dict[tuple, _Category] = {}
         self._mismatches = baseline.mismatches
@@ -216,7 +218,7 @@ class ClusterResources:
 
     # -- order of queue instances --------------------------------------------------------
 
-    def _instance_order(self, loads: Mapping[str, float]) -> list[tuple[str, str]]:
+    def _instance_order(self, reports: Mapping[str, Mapping[str, float]]) -> list[tuple[str, str]]:
         """queue_sort_method: seqno (seq_no, then host) or load (host, then
         seq_no); hosts by NodeSortKey if set, else by np_load_avg."""
         scheduler, hosts = self.config.scheduler, self.config.hosts
@@ -224,8 +226,8 @@ class ClusterResources:
             nodes = sort_nodes(self.config.nodes(), list(scheduler.node_order), self.now)
             rank = {node.name: index for index, node in enumerate(nodes)}
         else:
-            by_load = sorted(hosts, key=lambda h: (loads.get(h, hosts[h].current_load())
-                                                   / max(hosts[h].ncpus, 1), h))
+            by_load = sorted(hosts, key=lambda h: (reports.get(h, {}).get(
+                "load_avg", hosts[h].current_load()) / max(hosts[h].ncpus, 1), h))
             rank = {host: index for index, host in enumerate(by_load)}
 
         def key(instance: tuple[str, str]) -> tuple:

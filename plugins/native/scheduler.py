@@ -68,7 +68,7 @@ class Scheduler:
         self.jobs: dict[int, Job] = {}
         self.windows: dict[int, ReservedWindow] = {}
         self.unreachable: dict[str, str] = {}
-        self.loads: dict[str, float] = {}
+        self.reports: dict[str, dict[str, float]] = {}   # host -> load_avg, mem_free
         self.priority: dict[int, Priority] = {}
         self.baseline = Baseline()             # the passes' own: one pass at a time
         self._wake = threading.Event()
@@ -145,7 +145,7 @@ class Scheduler:
     def _take(self, result: Poll) -> bool:
         now = self.now()
         self.unreachable = result.unreachable
-        self.loads.update(result.loads)
+        self.reports.update(result.reports)
         ended = False
         for host, finished in result.finished:
             job = self.jobs.get(_job_id(finished.job_id))
@@ -411,7 +411,7 @@ class Scheduler:
         for job in eligible:
             job.priority = self.priority[job.id].prio
         ordered = order_jobs(eligible, config.scheduler.job_order)
-        resources = ClusterResources(config, now, self.offset, self.loads, self._unavailable(config),
+        resources = ClusterResources(config, now, self.offset, self.reports, self._unavailable(config),
                                      list(self.windows.values()), self.baseline)
         running = [j for j in self.jobs.values()
                    if j.state in (JobState.RUNNING, JobState.TRANSFERRING) and j.placement]

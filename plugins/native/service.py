@@ -125,9 +125,7 @@ def queue_view(scheduler: Scheduler) -> list[dict]:
                     ("s" if host in queue.suspended else "") + \
                     ("u" if not config.hosts[host].alive or not scheduler.hosts.runs_jobs(host)
                      or host in scheduler.unreachable else "")
-                load = scheduler.loads.get(host)
-                if load is None and config.hosts[host].load is not None:
-                    load = config.hosts[host].load
+                load = scheduler.reports.get(host, {}).get("load_avg", config.hosts[host].load)
                 instances.append({
                     "name": f"{queue.name}@{host}",
                     "qtype": ("B" if "BATCH" in queue.qtype else "") +
