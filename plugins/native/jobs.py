@@ -107,6 +107,14 @@ class Placement:
     def hosts(self) -> list[str]:
         return list(dict.fromkeys(host for _, host, _ in self.tasks))
 
+    @property
+    def per_host(self) -> dict[str, int]:
+        """Slots by host, master's host first."""
+        slots: dict[str, int] = {}
+        for _, host, count in self.tasks:
+            slots[host] = slots.get(host, 0) + count
+        return slots
+
     def to_dict(self) -> dict[str, Any]:
         return {"tasks": [list(t) for t in self.tasks], "pe": self.pe, "h_rt": self.h_rt,
                 "duration": None if math.isinf(self.duration) else self.duration}

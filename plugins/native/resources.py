@@ -609,7 +609,7 @@ class ClusterResources:
         """Every diagram a placed job uses, as ((kind, key), amount)."""
         for key, amount in self._container_debits(job, placement).items():
             yield ("container", key), amount
-        for host, slots in _per_host(placement).items():
+        for host, slots in placement.per_host.items():
             if job.ar is not None:
                 yield ("ar", (job.ar, host)), slots
             elif host in self.guard:
@@ -705,13 +705,6 @@ def _bookings(profile: UsageProfile | None) -> list[tuple[int, int, float]]:
     ends = [*profile.times[1:].tolist(), INFINITY]
     return [(int(t), int(e), float(u)) for t, e, u in zip(profile.times.tolist(), ends,
                                                            profile.usage.tolist(), strict=True) if u]
-
-
-def _per_host(placement: Placement) -> dict[str, int]:
-    slots: dict[str, int] = {}
-    for _, host, n in placement.tasks:
-        slots[host] = slots.get(host, 0) + n
-    return slots
 
 
 def _spread(hosts: list[tuple[str, int]], count: int,

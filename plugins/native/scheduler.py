@@ -28,7 +28,7 @@ from typing import Callable, Iterable
 
 from overlay.request import format_pe_range
 from overlay_native import acct
-from overlay_native.cluster import Cluster, ClusterConfig
+from overlay_native.cluster import Cluster, ClusterConfig, ClusterQueue
 from overlay_native.complexes import parse_value
 from overlay_native.execution import ExecutionError, Finished, JobSpec
 from overlay_native.hosts import ExecutionHosts, Poll
@@ -87,10 +87,9 @@ class Scheduler:
             job = make_job(config, stored.id, stored.owner, stored.groups, stored.submit_time,
                            stored.submission, is_manager=True)
         except SubmitError as error:
-            job = Job(stored.id, stored.owner, stored.groups[0] if stored.groups else "",
-                      stored.groups, stored.submit_time, stored.submission, {}, {},
-                      JobState.ERROR, error=f"after a restart: {error}")
-            return job
+            return Job(stored.id, stored.owner, stored.groups[0] if stored.groups else "",
+                       stored.groups, stored.submit_time, stored.submission, {}, {},
+                       JobState.ERROR, error=f"after a restart: {error}")
         job.state, job.placement, job.start_time = stored.state, stored.placement, stored.start_time
         job.error, job.deleting = stored.error, stored.deleting
         return job
@@ -278,10 +277,7 @@ class Scheduler:
         with self.lock:
             targets: list[Job] = []
             for reference in references:
-                matched = [j for j in self.jobs.values()
-                           if reference == str(j.id) or fnmatch.fnmatchcase(j.name, reference)]
-                if not matched:
-                    messages.append(f'denied: job "{reference}" does not exist')
+                matched = self._named(reference, messages)
                 targets += [j for j in matched if j not in targets]
             for user in users:
                 targets += [j for j in self.jobs.values()
@@ -309,11 +305,7 @@ class Scheduler:
         messages = []
         with self.lock:
             for reference in references:
-                matched = [j for j in self.jobs.values()
-                           if reference == str(j.id) or fnmatch.fnmatchcase(j.name, reference)]
-                if not matched:
-                    messages.append(f'denied: job "{reference}" does not exist')
-                for job in sorted(matched, key=lambda j: j.id):
+                for job in sorted(self._named(reference, messages), key=lambda j: j.id):
                     if job.owner != who.user and not who.is_manager:
                         messages.append(f'{who.user} - you do not have the necessary privileges '
                                         f'to modify the job "{job.id}"')
@@ -328,6 +320,15 @@ class Scheduler:
                         messages.append(f"modified hold of job {job.id}")
         self.wake()
         return messages
+
+    def _named(self, reference: str, messages: list[str]) -> list[Job]:
+        """The jobs a command names by id or name (wildcards allowed); none
+        adds Grid Engine's denial to ``messages``."""
+        matched = [job for job in self.jobs.values()
+                   if reference == str(job.id) or fnmatch.fnmatchcase(job.name, reference)]
+        if not matched:
+            messages.append(f'denied: job "{reference}" does not exist')
+        return matched
 
     def _forget(self, job: Job) -> None:
         self.store.remove(job.id)
@@ -473,9 +474,7 @@ class Scheduler:
             env["PE"] = placement.pe
         if job.ar is not None:
             env["SGE_AR"] = str(job.ar)
-        per_host: dict[str, int] = {}
-        for _, host, slots in placement.tasks:
-            per_host[host] = per_host.get(host, 0) + slots
+        per_host = placement.per_host
         limits = self._limits(job, queue, config, per_host[placement.master[1]])
         h_rt = min((v for v in (placement.h_rt, limits.pop("h_rt", None)) if v is not None),
                    default=None)
@@ -489,7 +488,8 @@ class Scheduler:
             limits=limits)
 
     @staticmethod
-    def _limits(job: Job, queue, config: ClusterConfig, slots: int) -> dict[str, float]:
+    def _limits(job: Job, queue: ClusterQueue, config: ClusterConfig,
+                slots: int) -> dict[str, float]:
         """queue_conf(5)'s limits for the job: the lower of its request and
         its queue's, INFINITY left out; memory per slot, times the slots the
         job has on its master host."""
