@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import fcntl
-import grp
 import logging
 import os
 import pwd
@@ -27,7 +26,7 @@ from overlay.accounting import ReportingWriter
 from overlay.backend import Backend
 from overlay.config import NODE_SORT_KEYS, Config, ConfigError
 from overlay.lifecycle import Lifecycle
-from overlay.manager import Caller, Manager
+from overlay.manager import Caller, Manager, groups_of
 from overlay.model import Request, Reservation, ReservationError
 from overlay.request import RequestError, parse_name_list
 from overlay.store import Store
@@ -78,7 +77,11 @@ def reservation_view(ar: Reservation, manager: Manager) -> dict:
         "job_runtime_limit": max(0, request.duration - manager.config.duration_offset),
         "submit_hint": manager.backend.submit_hint(ar),
         "pending": None,
+        "refusal": None,
     }
+    refusal = manager.refusals.get(ar.id)
+    if refusal is not None:
+        view["refusal"] = refusal._asdict()
     if ar.pending is not None:
         view["pending"] = {
             "operation": ar.pending.value, "since": ar.pending_since,
@@ -111,16 +114,9 @@ class Service:
             entry = pwd.getpwuid(uid)
         except KeyError:
             raise ReservationError(f"uid {uid} has no user name on this host") from None
-        groups = []
-        for group_id in [gid] + os.getgrouplist(entry.pw_name, gid):
-            try:
-                name = grp.getgrgid(group_id).gr_name
-            except KeyError:
-                continue
-            if name not in groups:
-                groups.append(name)
         manager = uid in (0, self.daemon_uid) or entry.pw_name in self.manager.config.managers
-        return Caller(uid=uid, user=entry.pw_name, groups=tuple(groups), is_manager=manager)
+        return Caller(uid=uid, user=entry.pw_name, groups=groups_of(entry.pw_name, gid),
+                      is_manager=manager)
 
     def handle(self, caller: Caller, op: str, args: dict) -> Any:
         method = getattr(self, f"op_{op}", None) or self.plugin_operations.get(op)

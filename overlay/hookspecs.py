@@ -54,23 +54,38 @@ def plus_client_operations(manager):
 @hookspec
 def plus_validate_request(request, owner, groups, operation, context):
     """Check a reservation request before any planning (limits, windows,
-    quotas). Return None to accept or a string saying why it is refused.
-    ``operation`` is "reserve" or "modify"; ``context`` is a
-    ``overlay.policy.PolicyContext`` (now, usage of owners, all nodes)."""
+    quotas). Return None (or True) to accept, or a string saying why it is
+    refused: the user reads "policy <your plugin's name>: <string>".
+
+    ``request`` is an ``overlay.model.Request`` (start, end, duration, nodes,
+    slots_per_node, users...); ``owner`` the user the AR belongs to and
+    ``groups`` their group names, primary first; ``operation`` "reserve" or
+    "modify"; ``context`` an ``overlay.policy.PolicyContext``: ``now``,
+    ``all_nodes``, ``reservations`` (every AR but the cancelled ones and, for
+    a modify, the AR being changed), ``usage(owner, start, end)`` (PluS's
+    plus_rsvutil: count, seconds, node-hours) and ``cache``, a dict that
+    lives for this one request."""
 
 
 @hookspec
-def plus_node_reservable(node, request, owner, allocated, context):
+def plus_node_reservable(node, request, owner, groups, allocated, context):
     """PluS's PLUS_NODE_RESERVABLE: may ``owner`` reserve ``node`` for
-    ``request``? Called for each candidate in allocation order, with the
-    nodes ``allocated`` so far to this request and ``context`` (all nodes,
-    now, the usage function). Return False to refuse, True or None to allow."""
+    ``request``? Called for each free candidate in allocation order, with the
+    nodes ``allocated`` so far to this request. ``node`` is an
+    ``overlay.model.Node``: name, alive, load, running_jobs, idle_since
+    (epoch seconds, 0 if busy or unknown), slots, memory_mb, ncpus, arch, os,
+    properties. ``groups`` and ``context`` are as for
+    plus_validate_request; keep per-request figures in ``context.cache``,
+    this is called up to once per node. Return False or a string (why) to
+    refuse, True or None to allow."""
 
 
 @hookspec(firstresult=True)
-def plus_node_order(nodes, request, owner):
-    """Return the candidate nodes in the order they should be allocated, or
-    None to keep the configured NodeSortKey order. The first answer wins."""
+def plus_node_order(nodes, request, owner, groups, context):
+    """Return the candidate nodes in the order they should be allocated
+    (a subset drops the others), or None to keep the configured NodeSortKey
+    order. The first answer wins; the arguments are as for
+    plus_node_reservable."""
 
 
 # -- lifecycle events -----------------------------------------------------------

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import grp
 import logging
+import os
 import pwd
 import threading
 import time
 from dataclasses import dataclass, replace
-from typing import Callable, Iterable
+from typing import Callable, Iterable, NamedTuple
 
 import pluggy
 
@@ -28,7 +29,7 @@ from overlay.config import Config
 from overlay.model import (FINISHED_STATES, Allocation, LimitExceeded, Node, Operation,
                            PermissionDenied, Request, Reservation, ReservationError, State)
 from overlay.planner import Planner
-from overlay.policy import PolicyContext, Usage
+from overlay.policy import PolicyContext, context_for
 from overlay.request import (RequestError, access_list, node_satisfies, parse_mail_list,
                              parse_mail_options, window_end)
 from overlay.store import Store
@@ -47,6 +48,38 @@ class Caller:
     user: str
     groups: tuple[str, ...]
     is_manager: bool
+
+
+class Refusal(NamedTuple):
+    """The last refused plus_modify of an AR, shown by plus_status -r (as
+    qrstat -explain shows why an AR is in error); kept in memory only."""
+
+    time: int
+    operation: str
+    reason: str
+
+
+def groups_of(user: str, gid: int) -> tuple[str, ...]:
+    """The user's group names, the primary (``gid``) first."""
+    names: list[str] = []
+    for group_id in [gid] + os.getgrouplist(user, gid):
+        try:
+            name = grp.getgrgid(group_id).gr_name
+        except KeyError:
+            continue
+        if name not in names:
+            names.append(name)
+    return tuple(names)
+
+
+def owner_of(ar: Reservation) -> Caller:
+    """The AR's owner as a caller, for the policies a manager's change to
+    it must pass; an owner gone from the password database keeps the AR's group."""
+    try:
+        entry = pwd.getpwnam(ar.owner)
+    except KeyError:
+        return Caller(-1, ar.owner, (ar.group,) if ar.group else (), False)
+    return Caller(entry.pw_uid, ar.owner, groups_of(ar.owner, entry.pw_gid), False)
 
 
 def _pending_key(ar_id: int) -> tuple[int, str]:
@@ -69,6 +102,7 @@ class Manager:
         self.planner = Planner()
         self.nodes: dict[str, Node] = {}
         self.ars: dict[int, Reservation] = {ar.id: ar for ar in store.load_all()}
+        self.refusals: dict[int, Refusal] = {}
         self.refresh_nodes()
         for ar in self.ars.values():
             self._book(ar)
@@ -103,6 +137,10 @@ class Manager:
         self.planner.unbook(ar_id)
         self.planner.unbook(_pending_key(ar_id))
 
+    def _forget(self, ar_id: int) -> None:
+        del self.ars[ar_id]
+        self.refusals.pop(ar_id, None)
+
     def _get(self, ar_id: int) -> Reservation:
         ar = self.ars.get(ar_id)
         if ar is None:
@@ -129,19 +167,10 @@ class Manager:
                 return True
         return False
 
-    def usage(self, owner: str, start: int, end: int) -> Usage:
-        """plus_rsvutil: the owner's ARs (not cancelled) overlapping [start, end)."""
-        count, seconds, node_hours = 0, 0, 0.0
-        for ar in self.ars.values():
-            if ar.owner != owner or ar.state == State.DELETED or ar.end <= start or ar.start >= end:
-                continue
-            count += 1
-            seconds += ar.request.duration
-            node_hours += len(ar.allocations) * ar.request.duration / 3600
-        return Usage(count, seconds, node_hours)
-
-    def _context(self) -> PolicyContext:
-        return PolicyContext(now=self.now(), all_nodes=tuple(self.nodes.values()), usage=self.usage)
+    def _context(self, ignoring: int | None = None) -> PolicyContext:
+        """What the policies of one request see (``ignoring`` the AR a modify changes)."""
+        return context_for(self.now(), tuple(self.nodes.values()), list(self.ars.values()),
+                           ignoring)
 
     def _validate_users(self, users: Iterable[str], owner: str) -> None:
         """Every -U entry must name a known user or @group; the owner is known
@@ -158,8 +187,9 @@ class Manager:
                 kind = "group" if entry.startswith("@") else "user"
                 raise ReservationError(f"-U: unknown {kind} '{entry.lstrip('@')}'") from None
 
-    def _validate_request(self, caller: Caller, request: Request, operation: str,
-                          owner: str, started: bool = False) -> None:
+    def _validate_request(self, owner: Caller, request: Request, operation: str,
+                          context: PolicyContext, started: bool = False) -> None:
+        """Checks of the core, then the policies' plus_validate_request."""
         now = self.now()
         if request.nodes < 1:
             raise ReservationError(f"-n: the number of nodes must be at least 1, got {request.nodes}")
@@ -175,7 +205,7 @@ class Manager:
             raise ReservationError(
                 f"the duration ({request.duration} s) must exceed DURATION_OFFSET "
                 f"({self.config.duration_offset} s), the time reserved for job start and cleanup")
-        self._validate_users(request.users, owner)
+        self._validate_users(request.users, owner.user)
         try:  # clients checked them; a hand-made call may not have
             if request.mail_options:
                 parse_mail_options(request.mail_options)
@@ -184,8 +214,8 @@ class Manager:
         except RequestError as exc:
             raise ReservationError(str(exc)) from None
         refusal = plugins.first_refusal(self.pm, "plus_validate_request", request=request,
-                                        owner=caller.user, groups=caller.groups,
-                                        operation=operation, context=self._context())
+                                        owner=owner.user, groups=owner.groups,
+                                        operation=operation, context=context)
         if refusal:
             raise ReservationError(refusal)
 
@@ -201,12 +231,14 @@ class Manager:
         """Reservable nodes that can hold the request, in allocation order."""
         return [n for n in self._reservable() if node_satisfies(n, request)]
 
-    def _allocate(self, caller: Caller, request: Request, ignore: Iterable = (),
-                  prefer: Iterable[str] = ()) -> list[Allocation]:
+    def _allocate(self, owner: Caller, request: Request, context: PolicyContext,
+                  ignore: Iterable = (), prefer: Iterable[str] = ()) -> list[Allocation]:
         """Choose ``request.nodes`` nodes free over the window, asking the
         reservability hooks node by node (PluS's PLUS_NODE_RESERVABLE)."""
         candidates = self._eligible(request)
-        ordered = self.pm.hook.plus_node_order(nodes=candidates, request=request, owner=caller.user)
+        ordered = self.pm.hook.plus_node_order(nodes=candidates, request=request,
+                                               owner=owner.user, groups=owner.groups,
+                                               context=context)
         if ordered is not None:
             candidates = list(ordered)
         preferred = set(prefer)
@@ -223,13 +255,13 @@ class Manager:
         free = self.planner.free_nodes([n.name for n in candidates],
                                        lambda name: request.slots_on(by_name[name]),
                                        request.start, request.end, ignore)
-        context = self._context()
         chosen: list[Node] = []
         for name in free:
             node = by_name[name]
             refusal = plugins.first_refusal(self.pm, "plus_node_reservable", node=node,
-                                            request=request, owner=caller.user,
-                                            allocated=tuple(chosen), context=context)
+                                            request=request, owner=owner.user,
+                                            groups=owner.groups, allocated=tuple(chosen),
+                                            context=context)
             if refusal:
                 refusals[refusal] = refusals.get(refusal, 0) + 1
                 continue
@@ -260,10 +292,11 @@ class Manager:
                 raise LimitExceeded(f"the number of advance reservations would exceed "
                                     f"max_advance_reservations ({limit})")
             now = self.now()
-            self._validate_request(caller, request, "reserve", caller.user)
+            context = self._context()
+            self._validate_request(caller, request, "reserve", context)
             request = replace(request, start=max(request.start, now),
                               users=access_list(caller.user, request.users))
-            allocations = self._allocate(caller, request)
+            allocations = self._allocate(caller, request, context)
             ar = Reservation(
                 id=0, owner=caller.user, group=caller.groups[0] if caller.groups else "",
                 request=request, state=State.PENDING if transactional else State.WAITING,
@@ -302,9 +335,17 @@ class Manager:
             if started and start is not None and start != ar.start:
                 raise ReservationError(f"AR {ar_id} has started; its start time can no longer change")
             request = self._modified_request(ar.request, start, end, duration, nodes, users, caller)
-            self._validate_request(caller, request, "modify", ar.owner, started=started)
-            allocations = self._allocate(caller, request, ignore=(ar.id, _pending_key(ar.id)),
-                                         prefer=ar.node_names)
+            owner = caller if caller.user == ar.owner else owner_of(ar)
+            context = self._context(ignoring=ar.id)
+            try:
+                self._validate_request(owner, request, "modify", context, started=started)
+                allocations = self._allocate(owner, request, context,
+                                             ignore=(ar.id, _pending_key(ar.id)),
+                                             prefer=ar.node_names)
+            except ReservationError as exc:
+                self.refusals[ar.id] = Refusal(now, "modify", str(exc))
+                raise
+            self.refusals.pop(ar.id, None)
             if transactional:
                 ar.pending, ar.pending_since = Operation.MODIFY, now
                 ar.pending_request, ar.pending_allocations = request, allocations
@@ -409,7 +450,7 @@ class Manager:
             self.reporting.ar_acct(now, ar)
         self.store.remove(ar.id)
         self._unbook(ar.id)
-        del self.ars[ar.id]
+        self._forget(ar.id)
         self._log(ar, EVENT_TERMINATED, "AR destroyed")
         if ar.state not in FINISHED_STATES:
             self.pm.hook.plus_reservation_cancelled(reservation=ar)
@@ -464,7 +505,7 @@ class Manager:
         if ar.pending == Operation.RESERVE:
             self.store.remove(ar.id)
             self._unbook(ar.id)
-            del self.ars[ar.id]
+            self._forget(ar.id)
             return ar
         ar.pending = ar.pending_since = ar.pending_request = None
         ar.pending_allocations = []
@@ -564,7 +605,7 @@ class Manager:
         for index, ar in enumerate(done):
             if index < surplus or (ar.finished_time or 0) + self.config.expiry <= now:
                 self.store.remove(ar.id)
-                del self.ars[ar.id]
+                self._forget(ar.id)
                 self._teardown(ar)
 
     def _teardown(self, ar: Reservation) -> None:

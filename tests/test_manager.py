@@ -458,14 +458,62 @@ def test_available_nodes(env):
     assert len(env.manager.available_nodes(T0 + 2 * HOUR, T0 + 3 * HOUR)) == 5
 
 
+class SeesContext:
+    """Keeps what the policy hooks were given."""
+
+    def __init__(self) -> None:
+        self.validated: list[dict] = []
+        self.node_calls: list[dict] = []
+
+    @hookimpl
+    def plus_validate_request(self, request, owner, groups, operation, context):
+        self.validated.append(dict(request=request, owner=owner, groups=groups,
+                                   operation=operation, context=context))
+
+    @hookimpl
+    def plus_node_reservable(self, node, owner, groups, allocated, context):
+        self.node_calls.append(dict(node=node.name, owner=owner, groups=groups,
+                                    allocated=[n.name for n in allocated], context=context))
+
+
 def test_usage_counts_like_plus_rsvutil(env):
     env.reserve(nodes=2, hours=2)
     env.reserve(nodes=1, hours=1, start=T0 + 5 * HOUR)
     cancelled = env.reserve(nodes=1, start=T0 + 8 * HOUR)
     env.manager.cancel(ALICE, cancelled.id, None)
-    usage = env.manager.usage("alice", T0, T0 + 24 * HOUR)
-    assert usage == (2, 3 * HOUR, 5.0)
-    assert env.manager.usage("alice", T0 + 4 * HOUR, T0 + 24 * HOUR).count == 1
+    env.reserve(BOB, nodes=1, start=T0 + 9 * HOUR)
+    seen = SeesContext()
+    env.pm.register(seen, name="seen")
+    env.reserve(nodes=1, start=T0 + 20 * HOUR)
+    context = seen.validated[0]["context"]
+    assert context.usage("alice", T0, T0 + 24 * HOUR) == (2, 3 * HOUR, 5.0)
+    assert context.usage("alice", T0 + 4 * HOUR, T0 + 24 * HOUR).count == 1
+    assert context.usage("bob", T0, T0 + 24 * HOUR) == (1, HOUR, 1.0)
+    assert context.now == T0
+    assert len(context.all_nodes) == 5
+
+
+def test_hooks_see_the_owner_and_one_context_per_request(env):
+    seen = SeesContext()
+    env.pm.register(seen, name="seen")
+    env.reserve(nodes=2)
+    assert [v["operation"] for v in seen.validated] == ["reserve"]
+    assert [(c["node"], c["allocated"]) for c in seen.node_calls] == [("big", []), ("n01", ["big"])]
+    assert {id(c["context"]) for c in seen.node_calls} == {id(seen.validated[0]["context"])}
+    assert seen.validated[0]["owner"] == "alice" and seen.validated[0]["groups"] == ("staff",)
+
+
+def test_a_modify_is_judged_without_the_ar_it_changes(env):
+    ar = env.reserve(nodes=2, hours=2)
+    other = env.reserve(nodes=1, start=T0 + 5 * HOUR)
+    seen = SeesContext()
+    env.pm.register(seen, name="seen")
+    env.manager.modify(ADMIN, ar.id, None, None, 3 * HOUR, None, None)
+    call = seen.validated[-1]
+    assert call["operation"] == "modify" and call["owner"] == "alice"
+    assert call["request"].duration == 3 * HOUR
+    assert [r.id for r in call["context"].reservations] == [other.id]
+    assert call["context"].usage("alice", T0, T0 + 24 * HOUR) == (1, HOUR, 1.0)
 
 
 # -- policy hooks ------------------------------------------------------------------

@@ -72,6 +72,10 @@ def detail(view: dict) -> str:
         fields.append(("message", view["message"]))
     if view.get("submit_hint"):
         fields.append(("submit", view["submit_hint"]))
+    refusal = view.get("refusal")
+    if refusal:
+        fields.append(("last_refusal", f"{format_ctime(refusal['time'])} "
+                                       f"{refusal['operation']}: {refusal['reason']}"))
     pending = view.get("pending")
     if pending:
         fields.append(("pending_operation", f"{pending['operation']} (plus_commit or plus_abort "
@@ -129,6 +133,10 @@ def summary_element(view: dict) -> "ET.Element":
     for allocation in view["allocations"]:
         _text(nodes, "node", allocation["node"])
     _text(ar, "job_runtime_limit", view["job_runtime_limit"])
+    refusal = view.get("refusal")
+    if refusal:
+        _text(ar, "last_refusal", refusal["reason"]).attrib.update(
+            time=format_iso(refusal["time"]), operation=refusal["operation"])
     pending = view.get("pending")
     if pending:
         element = ET.SubElement(ar, "pending_operation", operation=pending["operation"],
