@@ -35,7 +35,8 @@ class Backend(ABC):
         """Every node that could be reserved, with current attributes."""
 
     def running_jobs(self) -> list[Job]:
-        """Jobs running now; reservability policies look at them."""
+        """Jobs running now: the core counts them per node (Node.running_jobs,
+        idle_since) for the reservability policies and NodeSortKey."""
         return []
 
     @abstractmethod

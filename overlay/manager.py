@@ -24,6 +24,7 @@ from overlay import plugins
 from overlay.accounting import (EVENT_CREATED, EVENT_DELETED, EVENT_END, EVENT_MODIFIED,
                                 EVENT_SATISFIED, EVENT_START, EVENT_TERMINATED,
                                 EVENT_UNSATISFIED, ReportingWriter)
+from overlay.activity import Activity
 from overlay.backend import Backend
 from overlay.config import Config
 from overlay.model import (FINISHED_STATES, Allocation, LimitExceeded, Node, Operation,
@@ -100,6 +101,7 @@ class Manager:
         self.clock = clock
         self.lock = threading.RLock()
         self.planner = Planner()
+        self.activity = Activity()
         self.nodes: dict[str, Node] = {}
         self.ars: dict[int, Reservation] = {ar.id: ar for ar in store.load_all()}
         self.refusals: dict[int, Refusal] = {}
@@ -113,9 +115,12 @@ class Manager:
         return int(self.clock())
 
     def refresh_nodes(self) -> None:
-        """Take the backend's current node list into the planner."""
+        """Take the backend's current nodes, with their running jobs counted,
+        into the planner."""
         with self.lock:
-            self.nodes = {node.name: node for node in self.backend.nodes()}
+            nodes = self.activity.apply(self.backend.nodes(), self.backend.running_jobs(),
+                                        self.now())
+            self.nodes = {node.name: node for node in nodes}
             for node in self.nodes.values():
                 self.planner.set_capacity(node.name, node.slots)
 
