@@ -43,7 +43,6 @@ class Config:
     accounting_file: str = "reporting"
     plugins: list[str] = field(default_factory=list)
     sections: dict[str, dict] = field(default_factory=dict)
-    policies: dict[str, Any] = field(default_factory=dict)
 
     @property
     def state_path(self) -> str:
@@ -113,12 +112,6 @@ def _node_order(key: str, value: Any) -> list[str]:
     return keys
 
 
-def _mapping(key: str, value: Any) -> dict:
-    if not isinstance(value, dict):
-        raise ConfigError(f"{key}: expected a mapping, got {value!r}")
-    return value
-
-
 _VALIDATORS = {
     "backend": _text,
     "state_dir": _text,
@@ -136,7 +129,6 @@ _VALIDATORS = {
     "sge_queues": _name_list,
     "accounting_file": _text,
     "plugins": _name_list,
-    "policies": _mapping,
 }
 
 

@@ -43,7 +43,6 @@ def test_empty_file_gives_the_defaults(tmp_path):
     assert config.accounting_file == "reporting"
     assert config.plugins == []
     assert config.sections == {}
-    assert config.policies == {}
     assert config.socket_path == os.path.join(protocol.DEFAULT_STATE_DIR, protocol.DEFAULT_SOCKET)
     assert config.store_url == "sqlite:///" + os.path.join(protocol.DEFAULT_STATE_DIR, "plus.db")
 
@@ -71,7 +70,6 @@ node_order: [LowestLoadAverage, NodeName]
 sge_queues: [all.q, big.q]
 accounting_file: acct/reporting
 plugins: [my_site.plugin]
-policies: {reservable: "arch == 'x'"}
 sge:
   cell: default
 """)
@@ -88,7 +86,6 @@ sge:
     assert config.sge_queues == ["all.q", "big.q"]
     assert config.accounting_path == "/srv/plus/acct/reporting"
     assert config.plugins == ["my_site.plugin"]
-    assert config.policies == {"reservable": "arch == 'x'"}
     assert config.sections == {"sge": {"cell": "default"}}
     assert config.backend_options() == {"cell": "default"}
 
@@ -215,8 +212,6 @@ def test_unknown_keys_are_refused(tmp_path, text, key):
     ("socket", "7"),
     ("store", "''"),
     ("accounting_file", "[]"),
-    ("policies", "[a, b]"),
-    ("policies", "text"),
 ])
 def test_bad_values_name_the_key(tmp_path, key, value):
     message = load_error(tmp_path, f"{key}: {value}\n")
