@@ -1,0 +1,1 @@
+"""PluS's reservable.ad policies, evaluated with HTCondor's ClassAd library."""
