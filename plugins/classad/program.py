@@ -73,7 +73,7 @@ class _Rewriter:
         match expr:
             case Call(name, args, line):
                 return self.call(name, args, line, nested)
-            case Ref(name, absolute) if name.lower() in (ALLOCATED.lower(), ALL.lower()):
+            case Ref(name, _) if name.lower() in (ALLOCATED.lower(), ALL.lower()):
                 self.lists_used.add(name.lower())
                 return expr
             case Unary(op, operand):
