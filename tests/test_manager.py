@@ -50,12 +50,13 @@ class Env:
         self.config = config_module.load(str(self.conf))
         self.clock = Clock(T0)
         self.pm = plugins.plugin_manager()
+        self.claimed = plugins.configure(self.pm, self.config)
         self.manager = self.restart()
 
     def restart(self) -> Manager:
         """A new manager on the same store, as after a daemon restart."""
         self.backend = plugins.build_backend(self.pm, "native", self.config,
-                                             self.config.backend_options())
+                                             self.config.backend_options(), self.claimed)
         self.store = Store(self.config.store_url)
         self.manager = Manager(self.config, self.store, self.backend, self.pm,
                                ReportingWriter(self.config.accounting_path), clock=self.clock)

@@ -126,7 +126,10 @@ def _is_string(expr: Expr) -> bool:
 
 def _seconds(text: str, line: int) -> str:
     """The seconds of a relTime string, as HTCondor's own library reads it."""
-    value = classad2.ExprTree(f"relTime({text})").eval()
+    try:
+        value = classad2.ExprTree(f"relTime({text})").eval()
+    except classad2.ClassAdException:
+        value = None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ClassAdSyntaxError(line, f"relTime({text}) is not a time span; accepted: "
                                        'relTime("[days+]hh:mm:ss"), relTime("7d"), relTime(1800)')
@@ -252,11 +255,11 @@ def _library_ad(attributes: list[Attribute]) -> classad2.ClassAd:
     should it refuse what this reader accepted, the line of the culprit."""
     try:
         return classad2.ClassAd(unparse(Record(tuple(attributes))))
-    except (SyntaxError, ValueError, RuntimeError) as exc:
+    except classad2.ClassAdException as exc:
         for attribute in attributes:
             try:
                 classad2.ExprTree(unparse(attribute.value))
-            except (SyntaxError, ValueError, RuntimeError):
+            except classad2.ClassAdException:
                 raise ClassAdSyntaxError(attribute.line, f"HTCondor's ClassAd library cannot read "
                                                          f"the value of {attribute.name}") from None
         raise ClassAdError(f"HTCondor's ClassAd library cannot read the file: {exc}") from None
@@ -326,22 +329,23 @@ class Evaluation:
         return self._judge()
 
     def _judge(self) -> str | None:
+        """None if PLUS_NODE_RESERVABLE is true; else the first conjunct
+        that is not, with the values of the file's attributes it reads."""
         ad = self.program.ad
         verdict = self.program.value(RESERVABLE)
         if verdict is True:
             return None
-        reason = f"{RESERVABLE} is {show(verdict)}"
         checks = self.program.checks
-        for check in checks:
-            if len(checks) > 1:
-                value = check.tree.eval(scope=ad)
-                if value is True:
-                    continue
-                reason += f": {check.text} is {show(value)}"
-            if check.shown:
-                reason += " (" + ", ".join(f"{name} = {show(self.program.value(name))}"
-                                           for name in check.shown[:_MAX_SHOWN]) + ")"
-            break
+        if len(checks) == 1:
+            check = checks[0]
+            reason = f"{RESERVABLE} = {check.text} is {show(verdict)}"
+        else:
+            failed = ((c, c.tree.eval(scope=ad)) for c in checks)
+            check, value = next(((c, v) for c, v in failed if v is not True), (checks[-1], verdict))
+            reason = f"{RESERVABLE} is {show(verdict)}: {check.text} is {show(value)}"
+        if check.shown:
+            reason += " (" + ", ".join(f"{name} = {show(self.program.value(name))}"
+                                       for name in check.shown[:_MAX_SHOWN]) + ")"
         return reason
 
 
