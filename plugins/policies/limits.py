@@ -29,11 +29,6 @@ def months(start: int, end: int) -> list[tuple[str, int, int]]:
         first = following
 
 
-def node_hours(nodes: int, start: int, end: int, begin: int, finish: int) -> float:
-    """Node-hours of ``nodes`` nodes over [start, end) clipped to [begin, finish)."""
-    return nodes * max(0, min(end, finish) - max(start, begin)) / HOUR
-
-
 def quota(section: Section) -> dict[str, float]:
     """node_hours_per_month: group names, or "*" for any group not listed, to node-hours."""
     if "node_hours_per_month" not in section:
@@ -91,14 +86,14 @@ class Limits:
                     f"{readable(self.max_duration)}")
         group = groups[0] if groups else None
         if self.max_concurrent_per_user is not None:
-            count = 1 + _overlapping(request, (ar for ar in context.reservations if ar.owner == owner))
+            count = 1 + _overlapping(request, [ar for ar in context.reservations if ar.owner == owner])
             if count > self.max_concurrent_per_user:
                 return (f"this request would make {count} ARs of {owner} overlapping the window; "
                         f"max_concurrent_per_user is {self.max_concurrent_per_user}")
         if group is None:
             return None
         if self.max_concurrent_per_group is not None:
-            count = 1 + _overlapping(request, (ar for ar in context.reservations if ar.group == group))
+            count = 1 + _overlapping(request, [ar for ar in context.reservations if ar.group == group])
             if count > self.max_concurrent_per_group:
                 return (f"this request would make {count} ARs of group {group} overlapping the "
                         f"window; max_concurrent_per_group is {self.max_concurrent_per_group}")
@@ -109,11 +104,19 @@ class Limits:
         limit = self.node_hours_per_month.get(group, self.node_hours_per_month.get(ANY_GROUP))
         if limit is None:
             return None
-        theirs = [ar for ar in context.reservations if ar.group == group]
-        for label, begin, finish in months(request.start, request.end):
-            used = node_hours(request.nodes, request.start, request.end, begin, finish)
-            used += sum(node_hours(len(ar.allocations), ar.start, ar.end, begin, finish)
-                        for ar in theirs)
+        spans = months(request.start, request.end)
+        first, last = spans[0][1], spans[-1][2]
+        windows = [(request.start, request.end, request.nodes)]
+        for ar in context.reservations:       # ar.request, not ar.start: this runs for every AR
+            window = ar.request
+            if ar.group == group and window.start < last and window.end > first:
+                windows.append((window.start, window.end, len(ar.allocations)))
+        for label, begin, finish in spans:
+            seconds = 0
+            for start, end, nodes in windows:
+                if start < finish and end > begin:
+                    seconds += nodes * (min(end, finish) - max(start, begin))
+            used = seconds / HOUR
             if used > limit:
                 return (f"group {group} would use {used:.1f} node-hours in {label}; "
                         f"node_hours_per_month is {limit:g}")
@@ -122,5 +125,6 @@ class Limits:
 
 def _overlapping(request: Request, ars: Iterable[Reservation]) -> int:
     """How many of ``ars`` hold resources in windows overlapping the request's."""
+    start, end = request.start, request.end
     return sum(1 for ar in ars
-               if ar.holds_resources and ar.start < request.end and ar.end > request.start)
+               if ar.request.start < end and ar.request.end > start and ar.holds_resources)

@@ -21,6 +21,14 @@ class Project(NamedTuple):
     nodes: NodeNames
 
 
+class Access(NamedTuple):
+    """What one owner may use: ``nodes`` (None: any node) and the refusal
+    for the others."""
+
+    nodes: NodeNames | None
+    refusal: str | None
+
+
 class Projects:
     """PluS's avail1 || avail2: a node is reservable when it is a node of one
     of the projects the owner is a member of (by name or @group); an owner in
@@ -33,6 +41,7 @@ class Projects:
     def __init__(self, projects: Iterable[Project], others: str = "deny") -> None:
         self.projects = tuple(projects)
         self.others = others
+        self.merged: dict[tuple[str, ...], NodeNames] = {}
 
     @classmethod
     def from_settings(cls, section: Section) -> "Projects":
@@ -41,23 +50,25 @@ class Projects:
                     for name, entry in section.section("projects", None).children(("members", "nodes"))]
         return cls(projects, section.get("others", choice(OTHERS), "deny"))
 
-    def mine(self, owner: str, groups: Iterable[str]) -> tuple[Project, ...] | str | None:
-        """The owner's projects; a refusal when they are in none and others
-        are denied; None when they are in none and others are allowed."""
-        mine = tuple(p for p in self.projects if p.members.includes(owner, groups))
-        if mine:
-            return mine
-        return f"{owner} is a member of no project" if self.others == "deny" else None
+    def access(self, owner: str, groups: Iterable[str]) -> Access:
+        """The nodes of the owner's projects, matched in one step (kept for
+        each combination of projects, as owners share them)."""
+        mine = [p for p in self.projects if p.members.includes(owner, groups)]
+        if not mine:
+            if self.others == "allow":
+                return Access(None, None)
+            return Access(NodeNames(()), f"{owner} is a member of no project")
+        names = tuple(p.name for p in mine)
+        if names not in self.merged:
+            self.merged[names] = NodeNames(pattern for p in mine for pattern in p.nodes.patterns)
+        return Access(self.merged[names], f"not a node of {owner}'s projects ({', '.join(names)})")
 
     @hookimpl
     def plus_node_reservable(self, node: Node, owner: str, groups: tuple[str, ...],
                              context: PolicyContext) -> str | None:
-        if self not in context.cache:
-            context.cache[self] = self.mine(owner, groups)
-        mine = context.cache[self]
-        if mine is None or isinstance(mine, str):
-            return mine
-        for project in mine:
-            if node.name in project.nodes:
-                return None
-        return f"not a node of {owner}'s projects ({', '.join(p.name for p in mine)})"
+        access = context.cache.get(self)
+        if access is None:
+            access = context.cache[self] = self.access(owner, groups)
+        if access.nodes is None or node.name in access.nodes:
+            return None
+        return access.refusal

@@ -133,9 +133,10 @@ class Share:
     @staticmethod
     def held(request: Request, owner: str, context: PolicyContext) -> int:
         """Nodes the owner's other ARs hold in windows overlapping the request's."""
+        start, end = request.start, request.end
         return len({a.node for ar in context.reservations
-                    if ar.owner == owner and ar.holds_resources
-                    and ar.start < request.end and ar.end > request.start
+                    if ar.owner == owner and ar.request.start < end and ar.request.end > start
+                    and ar.holds_resources
                     for a in ar.allocations})
 
     @hookimpl
