@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from dataclasses import asdict
 from typing import Iterator, Mapping
 
-from sqlalchemy import Engine, MetaData, event, inspect, make_url, text
+from sqlalchemy import Engine, MetaData, event, insert, inspect, make_url, text
 from sqlmodel import Field, Session, SQLModel, create_engine, delete, select
 
 from overlay.model import Allocation, Operation, Request, Reservation, ReservationError, State
@@ -100,15 +100,23 @@ def _to_row(ar: Reservation) -> ReservationRow:
         pending_request=_encode_request(ar.pending_request) if ar.pending_request else None)
 
 
-def _allocation_rows(ar: Reservation) -> list[AllocationRow]:
-    rows = [AllocationRow(reservation_id=ar.id, node=a.node, slots=a.slots, start_time=ar.start,
-                          end_time=ar.end, held=ar.holds_resources) for a in ar.allocations]
+def _allocation_values(ar: Reservation) -> list[dict]:
+    """The AR's allocation rows as plain values: a whole-cluster AR has
+    thousands, and building ORM objects for them took a third of a second."""
+    rows = [dict(reservation_id=ar.id, node=a.node, slots=a.slots, start_time=ar.start,
+                 end_time=ar.end, pending=False, held=ar.holds_resources) for a in ar.allocations]
     if ar.pending_request is not None:
-        rows += [AllocationRow(reservation_id=ar.id, node=a.node, slots=a.slots,
-                               start_time=ar.pending_request.start,
-                               end_time=ar.pending_request.end, pending=True)
+        rows += [dict(reservation_id=ar.id, node=a.node, slots=a.slots,
+                      start_time=ar.pending_request.start, end_time=ar.pending_request.end,
+                      pending=True, held=True)
                  for a in ar.pending_allocations]
     return rows
+
+
+def _insert_allocations(session: Session, ar: Reservation) -> None:
+    rows = _allocation_values(ar)
+    if rows:
+        session.execute(insert(AllocationRow), rows)
 
 
 def _from_rows(row: ReservationRow, allocations: list[AllocationRow]) -> Reservation:
@@ -259,7 +267,7 @@ class Store:
             ar.id = self._next_id(session)
             session.add(_to_row(ar))
             session.flush()
-            session.add_all(_allocation_rows(ar))
+            _insert_allocations(session, ar)
         return ar
 
     def save(self, ar: Reservation, capacity: Mapping[str, int] | None = None) -> None:
@@ -269,7 +277,7 @@ class Store:
                 self._check_capacity(session, ar, capacity, own_id=ar.id)
             session.merge(_to_row(ar))
             session.exec(delete(AllocationRow).where(AllocationRow.reservation_id == ar.id))
-            session.add_all(_allocation_rows(ar))
+            _insert_allocations(session, ar)
 
     def remove(self, ar_id: int) -> None:
         with self._write() as session:
@@ -287,12 +295,12 @@ class Store:
         """Refuse if the AR's bookings would overfill a node in the database.
         Rows of ``own_id`` (the AR being changed) are not counted, and its
         current and pending bookings are alternatives, never summed."""
-        wanted = [row for row in _allocation_rows(ar) if row.held]
+        wanted = [row for row in _allocation_values(ar) if row["held"]]
         if not wanted:
             return
-        nodes = sorted({row.node for row in wanted})
-        first = min(row.start_time for row in wanted)
-        last = max(row.end_time for row in wanted)
+        nodes = sorted({row["node"] for row in wanted})
+        first = min(row["start_time"] for row in wanted)
+        last = max(row["end_time"] for row in wanted)
         query = select(AllocationRow).where(
             AllocationRow.node.in_(nodes), AllocationRow.start_time < last,
             AllocationRow.end_time > first, AllocationRow.held)
@@ -304,6 +312,6 @@ class Store:
         for row in session.exec(query).all():
             planner.book(row.reservation_id, row.node, row.start_time, row.end_time, row.slots)
         for row in wanted:
-            if not planner.fits(row.node, row.slots, row.start_time, row.end_time):
-                raise Conflict(f"node {row.node} is no longer free for the requested window "
+            if not planner.fits(row["node"], row["slots"], row["start_time"], row["end_time"]):
+                raise Conflict(f"node {row['node']} is no longer free for the requested window "
                                "(another reservation took it); try again")
