@@ -218,9 +218,9 @@ class Manager:
                 parse_mail_list(",".join(request.mail_list))
         except RequestError as exc:
             raise ReservationError(str(exc)) from None
-        refusal = plugins.first_refusal(self.pm, "plus_validate_request", request=request,
-                                        owner=owner.user, groups=owner.groups,
-                                        operation=operation, context=context)
+        refusal = plugins.PolicyHook(self.pm, "plus_validate_request", request=request,
+                                     owner=owner.user, groups=owner.groups, operation=operation,
+                                     context=context).first_refusal()
         if refusal:
             raise ReservationError(refusal)
 
@@ -261,12 +261,13 @@ class Manager:
                                        lambda name: request.slots_on(by_name[name]),
                                        request.start, request.end, ignore)
         chosen: list[Node] = []
+        hook = plugins.PolicyHook(self.pm, "plus_node_reservable", request=request,
+                                  owner=owner.user, groups=owner.groups, context=context)
+        wants_allocated = hook.wants("allocated")
         for name in free:
             node = by_name[name]
-            refusal = plugins.first_refusal(self.pm, "plus_node_reservable", node=node,
-                                            request=request, owner=owner.user,
-                                            groups=owner.groups, allocated=tuple(chosen),
-                                            context=context)
+            refusal = hook.first_refusal(node=node,
+                                         allocated=tuple(chosen) if wants_allocated else ())
             if refusal:
                 refusals[refusal] = refusals.get(refusal, 0) + 1
                 continue

@@ -4,7 +4,7 @@ then modules the configuration names. The core never imports a plugin by name.""
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import Any, Callable
 
 import pluggy
 
@@ -67,14 +67,31 @@ def build_backend(manager: pluggy.PluginManager, name: str, config: Any, options
     return factories[name](config, options)
 
 
-def first_refusal(manager: pluggy.PluginManager, hook_name: str, **kwargs) -> str | None:
-    """Call every implementation of a policy hook; the first refusal, as
-    "policy <plugin>: <reason>", or None when all accept."""
-    hook = getattr(manager.hook, hook_name)
-    for impl in reversed(hook.get_hookimpls()):
-        wanted = {name: kwargs[name] for name in impl.argnames}
-        answer = impl.function(**wanted)
-        if answer is not None and answer is not True:
-            reason = answer if isinstance(answer, str) else "refused"
-            return f"policy {impl.plugin_name}: {reason}"
-    return None
+class PolicyHook:
+    """The implementations of one policy hook for one request, looked up
+    once: the node hook runs for every candidate, and pluggy's own call
+    path (a lookup and a keyword dict per implementation) would cost more
+    than the policies themselves. ``fixed`` are the arguments that stay the
+    same for the request; the rest come with each call."""
+
+    def __init__(self, manager: pluggy.PluginManager, hook_name: str, **fixed: Any) -> None:
+        self.calls: list[tuple[str, Callable[..., Any], dict[str, Any], tuple[str, ...]]] = []
+        for impl in reversed(getattr(manager.hook, hook_name).get_hookimpls()):
+            self.calls.append((impl.plugin_name, impl.function,
+                               {name: fixed[name] for name in impl.argnames if name in fixed},
+                               tuple(name for name in impl.argnames if name not in fixed)))
+
+    def wants(self, argument: str) -> bool:
+        """Whether any implementation takes ``argument`` (the nodes allocated
+        so far cost a copy per node to pass)."""
+        return any(argument in names for _, _, _, names in self.calls)
+
+    def first_refusal(self, **varying: Any) -> str | None:
+        """Ask every implementation; the first refusal, as "policy <plugin>:
+        <reason>", or None when all accept."""
+        for plugin_name, function, fixed, names in self.calls:
+            answer = function(**fixed, **{name: varying[name] for name in names})
+            if answer is not None and answer is not True:
+                reason = answer if isinstance(answer, str) else "refused"
+                return f"policy {plugin_name}: {reason}"
+        return None
