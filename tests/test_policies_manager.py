@@ -58,9 +58,9 @@ def test_share_follows_the_ramp_and_the_owner_scope(tmp_path):
     assert len(env.reserve(nodes=1, start=T0 + 30 * 60, hours=2).node_names) == 1
     assert len(env.reserve(BOB, nodes=3, start=T0).node_names) == 3                # 60 % at 0
     assert len(env.reserve(CAROL, nodes=5, start=T0 + 20 * HOUR).node_names) == 5  # VIPs
-    with pytest.raises(ReservationError, match=r"policy fair-share: lead time 7d is at or beyond "
-                                               r"max_lead 7d \(5 nodes\)"):
+    with pytest.raises(ReservationError) as refused:
         env.reserve(CAROL, nodes=1, start=T0 + 7 * 24 * HOUR)
+    assert str(refused.value) == "policy fair-share: lead time 7d is at or beyond max_lead 7d"
 
 
 def test_usage_counts_the_request_once_and_a_modify_once(tmp_path):

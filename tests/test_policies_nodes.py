@@ -156,14 +156,15 @@ def test_fractions_of_a_node_are_not_granted():
 
 def test_max_lead_refuses_at_the_limit_and_max_duration_beyond_it():
     share = ramp()
+
+    def refusal(req):
+        return share.plus_validate_request(request=req, context=context())
+    assert refusal(request(7 * DAY - 1)) is None
     assert granted(share, request(7 * DAY - 1), "userA", (), context())[0] == 10
-    count, refusals = granted(share, request(7 * DAY), "userA", (), context())
-    assert count == 0 and refusals == {"lead time 7d is at or beyond max_lead 7d"}
-    count, refusals = granted(share, request(8 * DAY + 5), "userA", (), context())
-    assert refusals == {"lead time 8d 0:00:05 is at or beyond max_lead 7d"}
-    assert granted(share, request(HOUR, hours=48), "userA", (), context())[0] == 10
-    count, refusals = granted(share, request(HOUR, hours=49), "userA", (), context())
-    assert count == 0 and refusals == {"duration 2d 1h is beyond max_duration 2d"}
+    assert refusal(request(7 * DAY)) == "lead time 7d is at or beyond max_lead 7d"
+    assert refusal(request(8 * DAY + 5)) == "lead time 8d 0:00:05 is at or beyond max_lead 7d"
+    assert refusal(request(HOUR, hours=48)) is None
+    assert refusal(request(HOUR, hours=49)) == "duration 2d 1h is beyond max_duration 2d"
 
 
 def test_owner_scope_counts_the_owners_other_ars_in_the_window():

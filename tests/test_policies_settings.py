@@ -89,7 +89,7 @@ def test_the_documented_example_registers_one_object_per_policy():
     assert pm.get_plugin("node-health").min_idle == 600
     assert pm.get_plugin("site-limits").node_hours_per_month == {"chem": 5000, "*": 1000}
     assert len(pm.hook.plus_node_reservable.get_hookimpls()) == 3
-    assert len(pm.hook.plus_validate_request.get_hookimpls()) == 2
+    assert len(pm.hook.plus_validate_request.get_hookimpls()) == 3    # usage, limits, share (max_lead)
 
 
 def test_no_section_registers_nothing_but_claims_the_name():

@@ -60,7 +60,8 @@ class Share:
     The lead time is max(0, start - now): the core refuses past starts and
     clamps a start of "now", so unlike PluS a start at now is allowed (at the
     near ratio). A lead time at or beyond ``max_lead`` (PluS LimitPeriod),
-    or a window longer than ``max_duration``, refuses every node. The ratio
+    or a window longer than ``max_duration``, refuses the request before
+    any node is asked. The ratio
     is the first group the owner is in (by name or @group): its near ratio
     (PluS MaxRatio) at lead times up to ``near`` (MaxPeriod), its far ratio
     (MinRatio) from ``far`` (MinPeriod) on, linear between; a group with
@@ -113,12 +114,6 @@ class Share:
                 context: PolicyContext) -> Verdict:
         """The figures of one request, worked out once for all its nodes."""
         lead = max(0, request.start - context.now)
-        if self.max_lead is not None and lead >= self.max_lead:
-            return Verdict(0, 0, f"lead time {readable(lead)} is at or beyond max_lead "
-                                 f"{readable(self.max_lead)}")
-        if self.max_duration is not None and request.duration > self.max_duration:
-            return Verdict(0, 0, f"duration {readable(request.duration)} is beyond max_duration "
-                                 f"{readable(self.max_duration)}")
         tier = self.tier(owner, groups)
         ratio = self.ratio(tier, lead)
         total = len(context.all_nodes)
@@ -138,6 +133,18 @@ class Share:
                     if ar.owner == owner and ar.request.start < end and ar.request.end > start
                     and ar.holds_resources
                     for a in ar.allocations})
+
+    @hookimpl
+    def plus_validate_request(self, request: Request, context: PolicyContext) -> str | None:
+        """max_lead and max_duration concern the whole request: refused
+        once, before any node is asked."""
+        lead = max(0, request.start - context.now)
+        if self.max_lead is not None and lead >= self.max_lead:
+            return f"lead time {readable(lead)} is at or beyond max_lead {readable(self.max_lead)}"
+        if self.max_duration is not None and request.duration > self.max_duration:
+            return (f"duration {readable(request.duration)} is beyond max_duration "
+                    f"{readable(self.max_duration)}")
+        return None
 
     @hookimpl
     def plus_node_reservable(self, request: Request, owner: str, groups: tuple[str, ...],
