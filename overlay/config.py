@@ -38,6 +38,7 @@ class Config:
     commit_timeout: int = 300
     expiry: int = 86400
     max_expired: int = 100
+    usage_history: int = 35 * 86400
     node_order: list[str] = field(default_factory=lambda: ["NodeName"])
     sge_queues: list[str] = field(default_factory=list)
     accounting_file: str = "reporting"
@@ -125,6 +126,7 @@ _VALIDATORS = {
     "commit_timeout": _positive,
     "expiry": _non_negative,
     "max_expired": _non_negative,
+    "usage_history": _non_negative,
     "node_order": _node_order,
     "sge_queues": _name_list,
     "accounting_file": _text,

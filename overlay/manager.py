@@ -30,7 +30,7 @@ from overlay.config import Config
 from overlay.model import (FINISHED_STATES, Allocation, LimitExceeded, Node, Operation,
                            PermissionDenied, Request, Reservation, ReservationError, State)
 from overlay.planner import Planner
-from overlay.policy import PolicyContext, context_for
+from overlay.policy import PolicyContext, context_for, used_part
 from overlay.request import (RequestError, access_list, node_satisfies, parse_mail_list,
                              parse_mail_options, window_end)
 from overlay.store import Store
@@ -105,6 +105,7 @@ class Manager:
         self.nodes: dict[str, Node] = {}
         self.ars: dict[int, Reservation] = {ar.id: ar for ar in store.load_all()}
         self.refusals: dict[int, Refusal] = {}
+        self.history: list[Reservation] = store.load_usage(self.now() - config.usage_history)
         self.refresh_nodes()
         for ar in self.ars.values():
             self._book(ar)
@@ -142,10 +143,6 @@ class Manager:
         self.planner.unbook(ar_id)
         self.planner.unbook(_pending_key(ar_id))
 
-    def _forget(self, ar_id: int) -> None:
-        del self.ars[ar_id]
-        self.refusals.pop(ar_id, None)
-
     def _get(self, ar_id: int) -> Reservation:
         ar = self.ars.get(ar_id)
         if ar is None:
@@ -174,8 +171,21 @@ class Manager:
 
     def _context(self, ignoring: int | None = None) -> PolicyContext:
         """What the policies of one request see (``ignoring`` the AR a modify changes)."""
-        return context_for(self.now(), tuple(self.nodes.values()), list(self.ars.values()),
-                           ignoring)
+        return context_for(self.now(), tuple(self.nodes.values()), self.ars.values(),
+                           self.history, ignoring)
+
+    def _remove(self, ar: Reservation, until: int | None = None) -> None:
+        """Forget ``ar`` in the store and in memory, keeping for the policies
+        the part of it that was used (up to ``until`` if it is still open)
+        for ``usage_history`` seconds."""
+        used = None
+        if self.config.usage_history and ar.state != State.PENDING:
+            used = used_part(ar, until)
+        self.store.remove(ar.id, used)
+        del self.ars[ar.id]
+        self.refusals.pop(ar.id, None)
+        if used is not None:
+            self.history.append(used)
 
     def _validate_users(self, users: Iterable[str], owner: str) -> None:
         """Every -U entry must name a known user or @group; the owner is known
@@ -454,9 +464,8 @@ class Manager:
         now = self.now()
         if ar.holds_resources:
             self.reporting.ar_acct(now, ar)
-        self.store.remove(ar.id)
+        self._remove(ar, until=None if ar.state in FINISHED_STATES else now)
         self._unbook(ar.id)
-        self._forget(ar.id)
         self._log(ar, EVENT_TERMINATED, "AR destroyed")
         if ar.state not in FINISHED_STATES:
             self.pm.hook.plus_reservation_cancelled(reservation=ar)
@@ -509,9 +518,8 @@ class Manager:
     def _abort(self, ar: Reservation, why: str) -> Reservation:
         log.info("AR %s: %s %s", ar.id, ar.pending.value, why)
         if ar.pending == Operation.RESERVE:
-            self.store.remove(ar.id)
+            self._remove(ar)
             self._unbook(ar.id)
-            self._forget(ar.id)
             return ar
         ar.pending = ar.pending_since = ar.pending_request = None
         ar.pending_allocations = []
@@ -604,15 +612,19 @@ class Manager:
 
     def _expire(self, now: int) -> None:
         """Forget finished ARs after ``expiry`` seconds, and beyond the
-        ``max_expired`` most recent ones."""
+        ``max_expired`` most recent ones; drop kept usage older than
+        ``usage_history``."""
         done = sorted((ar for ar in self.ars.values() if ar.state in FINISHED_STATES),
                       key=lambda ar: (ar.finished_time or 0, ar.id))
         surplus = len(done) - self.config.max_expired
         for index, ar in enumerate(done):
             if index < surplus or (ar.finished_time or 0) + self.config.expiry <= now:
-                self.store.remove(ar.id)
-                self._forget(ar.id)
+                self._remove(ar)
                 self._teardown(ar)
+        horizon = now - self.config.usage_history
+        if self.history and min(used.end for used in self.history) <= horizon:
+            self.history = [used for used in self.history if used.end > horizon]
+            self.store.forget_usage(horizon)
 
     def _teardown(self, ar: Reservation) -> None:
         try:

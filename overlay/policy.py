@@ -4,8 +4,8 @@ cache for the figures a policy works out once per request."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from dataclasses import dataclass, field, replace
+from typing import Any, Iterable, NamedTuple
 
 from overlay.model import Node, Reservation, State
 
@@ -21,9 +21,11 @@ class Usage(NamedTuple):
 @dataclass(frozen=True)
 class PolicyContext:
     """One request's context, the same object for every node of it.
-    ``reservations`` are the ARs the store holds but the cancelled ones, and
-    but the one a plus_modify is changing (its own usage would otherwise
-    count against it); open ones hold their resources (``holds_resources``)."""
+    ``reservations`` are what counts as use: the ARs the store holds (open
+    ones hold their resources, ``holds_resources``), ended ones kept for
+    ``usage_history`` after they left plus_status, and the part of a
+    cancelled AR before its cancellation; not the AR a plus_modify is
+    changing (its own usage would otherwise count against it)."""
 
     now: int
     all_nodes: tuple[Node, ...]
@@ -42,8 +44,30 @@ class PolicyContext:
         return Usage(count, seconds, node_hours)
 
 
-def context_for(now: int, nodes: tuple[Node, ...], reservations: list[Reservation],
-                ignoring: int | None = None) -> PolicyContext:
-    """The context of one request: every AR but the cancelled ones and ``ignoring``."""
-    return PolicyContext(now, nodes, tuple(ar for ar in reservations
-                                           if ar.state != State.DELETED and ar.id != ignoring))
+def used_part(ar: Reservation, until: int | None = None) -> Reservation | None:
+    """The AR as far as it was used: a cancelled one up to its cancellation
+    (``until`` for one destroyed at that time); None if it never started."""
+    if until is None and ar.state == State.DELETED:
+        until = ar.finished_time
+    if until is None or until >= ar.end:
+        return ar
+    if until <= ar.start:
+        return None
+    return replace(ar, request=replace(ar.request, end=until))
+
+
+def context_for(now: int, nodes: tuple[Node, ...], reservations: Iterable[Reservation],
+                history: Iterable[Reservation] = (), ignoring: int | None = None) -> PolicyContext:
+    """The context of one request: the used part of every AR but ``ignoring``,
+    and the ``history`` of ARs that ended before the store forgot them."""
+    used = []
+    for ar in reservations:
+        if ar.id == ignoring:
+            continue
+        if ar.state == State.DELETED:
+            ar = used_part(ar)
+            if ar is None:
+                continue
+        used.append(ar)
+    used.extend(history)
+    return PolicyContext(now, nodes, tuple(used))

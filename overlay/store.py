@@ -69,6 +69,22 @@ class AllocationRow(SQLModel, table=True):
     held: bool = True  # False once the AR ended or was cancelled: a record, not a booking
 
 
+class UsageRow(SQLModel, table=True):
+    """An ended AR kept for the policies (usage caps, monthly quotas) after
+    plus_status forgot it: its owner, window and nodes; ``usage_history``
+    says how long."""
+
+    __tablename__ = "usage"
+
+    id: int | None = Field(default=None, primary_key=True)
+    reservation_id: int
+    owner: str = Field(index=True)
+    owner_group: str
+    end_time: int = Field(index=True)
+    request: str
+    allocations: str
+
+
 class CounterRow(SQLModel, table=True):
     __tablename__ = "counter"
 
@@ -129,6 +145,20 @@ def _from_rows(row: ReservationRow, allocations: list[AllocationRow]) -> Reserva
         pending=Operation(row.pending) if row.pending else None, pending_since=row.pending_since,
         pending_request=_decode_request(row.pending_request) if row.pending_request else None,
         pending_allocations=[Allocation(a.node, a.slots) for a in allocations if a.pending])
+
+
+def _usage_row(used: Reservation) -> UsageRow:
+    return UsageRow(reservation_id=used.id, owner=used.owner, owner_group=used.group,
+                    end_time=used.end, request=_encode_request(used.request),
+                    allocations=",".join(f"{a.node}:{a.slots}" for a in used.allocations))
+
+
+def _from_usage_row(row: UsageRow) -> Reservation:
+    allocations = [Allocation(node, int(slots)) for node, _, slots in
+                   (item.rpartition(":") for item in filter(None, row.allocations.split(",")))]
+    return Reservation(id=row.reservation_id, owner=row.owner, group=row.owner_group,
+                       request=_decode_request(row.request), state=State.EXITED,
+                       submission_time=0, allocations=allocations, finished_time=row.end_time)
 
 
 def make_engine(url: str) -> Engine:
@@ -279,10 +309,26 @@ class Store:
             session.exec(delete(AllocationRow).where(AllocationRow.reservation_id == ar.id))
             _insert_allocations(session, ar)
 
-    def remove(self, ar_id: int) -> None:
+    def remove(self, ar_id: int, used: Reservation | None = None) -> None:
+        """Forget an AR; ``used``, the part of it that counts as use, stays
+        in the usage table (in the same transaction)."""
         with self._write() as session:
             session.exec(delete(AllocationRow).where(AllocationRow.reservation_id == ar_id))
             session.exec(delete(ReservationRow).where(ReservationRow.id == ar_id))
+            if used is not None:
+                session.add(_usage_row(used))
+
+    def load_usage(self, since: int) -> list[Reservation]:
+        """The kept usage of ARs that ended after ``since``, oldest end first."""
+        with self._read() as session:
+            rows = session.exec(select(UsageRow).where(UsageRow.end_time > since)
+                                .order_by(UsageRow.end_time, UsageRow.id)).all()
+        return [_from_usage_row(row) for row in rows]
+
+    def forget_usage(self, before: int) -> None:
+        """Drop the usage of ARs that ended at or before ``before``."""
+        with self._write() as session:
+            session.exec(delete(UsageRow).where(UsageRow.end_time <= before))
 
     def _next_id(self, session: Session) -> int:
         found = next_id(session, CounterRow, "arseqnum", ReservationRow, MAX_AR_ID)

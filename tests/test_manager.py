@@ -494,6 +494,65 @@ def test_usage_counts_like_plus_rsvutil(env):
     assert len(context.all_nodes) == 5
 
 
+def usage_seen(env: Env, owner: str = "alice", start: int = T0 - 40 * 24 * HOUR,
+               end: int = T0 + 40 * 24 * HOUR):
+    """plus_rsvutil as the policies of the next request see it."""
+    seen = SeesContext()
+    env.pm.register(seen)
+    try:
+        env.reserve(BOB, nodes=1, start=env.clock.now + 30 * 24 * HOUR)
+    finally:
+        env.pm.unregister(seen)
+    return seen.validated[0]["context"].usage(owner, start, end)
+
+
+def test_ended_ars_count_for_usage_history_after_plus_status_forgot_them(tmp_path):
+    env = Env(tmp_path, "usage_history: 864000\n")              # 10 days
+    ar = env.reserve(nodes=2, hours=2)
+    env.clock.now = ar.end
+    env.manager.tick()
+    env.clock.now = ar.end + 3600                                  # expiry: 3600 s
+    env.manager.tick()
+    assert ar.id not in env.manager.ars
+    assert usage_seen(env) == (1, 2 * HOUR, 4.0)
+    env.restart()
+    assert usage_seen(env) == (1, 2 * HOUR, 4.0)
+    env.clock.now = ar.end + 864000
+    env.manager.tick()
+    assert usage_seen(env).count == 0
+    env.restart()
+    assert usage_seen(env).count == 0
+
+
+def test_cancelled_and_destroyed_ars_count_as_far_as_they_ran(env):
+    before_start = env.reserve(nodes=1, start=T0 + HOUR)
+    env.manager.cancel(ALICE, before_start.id, None)
+    cancelled = env.reserve(nodes=2, start=T0 + HOUR, hours=4, slots_per_node=1)
+    destroyed = env.reserve(nodes=1, start=T0 + HOUR, hours=4, slots_per_node=1)
+    pending = env.reserve(nodes=1, start=T0 + HOUR, transactional=True, slots_per_node=1)
+    env.clock.now = T0 + 2 * HOUR
+    env.manager.tick()
+    env.manager.cancel(ALICE, cancelled.id, None)                  # ran 1 h on 2 nodes
+    env.manager.destroy(ADMIN, destroyed.id, None)                 # ran 1 h on 1 node
+    assert pending.id not in env.manager.ars                       # -T never committed
+    assert usage_seen(env) == (2, 2 * HOUR, 3.0)
+    env.clock.now = T0 + 30 * HOUR                                 # all expired from view
+    env.manager.tick()
+    assert env.manager.ars.keys() == {a.id for a in env.manager.ars.values() if a.owner == "bob"}
+    assert usage_seen(env) == (2, 2 * HOUR, 3.0)
+
+
+def test_no_usage_history_keeps_nothing(tmp_path):
+    env = Env(tmp_path, "usage_history: 0\n")
+    ar = env.reserve(nodes=1)
+    env.clock.now = ar.end
+    env.manager.tick()
+    env.clock.now = ar.end + 3600
+    env.manager.tick()
+    assert ar.id not in env.manager.ars
+    assert usage_seen(env).count == 0
+
+
 def test_hooks_see_the_owner_and_one_context_per_request(env):
     seen = SeesContext()
     env.pm.register(seen, name="seen")

@@ -584,3 +584,23 @@ def test_a_store_from_another_version_is_refused_with_the_missing_columns(store_
     engine.dispose()
     with pytest.raises(StoreError, match=r"table allocation lacks node, slots, start_time"):
         Store(store_url)
+
+
+def test_a_removed_ar_can_leave_its_usage_behind(store):
+    kept = store.create(new_ar(start=1000, end=5000, allocations=(("n1", 4), ("n:2", 2))),
+                        {**CAPACITY, "n:2": 2})
+    gone = store.create(new_ar(start=6000, end=7000), CAPACITY)
+    kept.state = State.EXITED
+    store.remove(kept.id, kept)
+    store.remove(gone.id)
+    assert reservation_ids(store) == [] and allocation_rows(store) == []
+    [used] = store.load_usage(since=4999)
+    assert (used.id, used.owner, used.group, used.start, used.end) == (kept.id, "alice", "staff",
+                                                                      1000, 5000)
+    assert used.allocations == [Allocation("n1", 4), Allocation("n:2", 2)]
+    assert used.state == State.EXITED and not used.holds_resources
+    assert store.load_usage(since=5000) == []
+    store.forget_usage(before=4999)
+    assert len(store.load_usage(since=0)) == 1
+    store.forget_usage(before=5000)
+    assert store.load_usage(since=0) == []
