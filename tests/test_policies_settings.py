@@ -198,3 +198,20 @@ SHARE = "s: {type: share, near: 30m, far: 2h, default: {ratio: 50}, "
 def test_configuration_errors_name_the_key_path(text, message):
     with pytest.raises(plugins.PluginError, match="^" + re.escape("plus.yaml: " + message)):
         configure(text)
+
+
+def test_usage_history_must_keep_what_the_policies_count():
+    def configure_with(history: int, text: str) -> None:
+        pm = manager()
+        plugins.configure(pm, Config(path="plus.yaml", usage_history=history,
+                                     sections={"policies": yaml.safe_load(textwrap.dedent(text))}))
+
+    configure_with(35 * 86400, "u: {type: usage, period: 35d, max_count: 1}")
+    with pytest.raises(plugins.PluginError, match=re.escape(
+            "plus.yaml: policies.u: counts ARs that ended up to 60d ago, but usage_history keeps "
+            "them 35d; set usage_history to 5184000 or more")):
+        configure_with(35 * 86400, "u: {type: usage, period: 60d, max_count: 1}")
+    configure_with(0, "l: {type: limits, max_concurrent_per_user: 2}")
+    with pytest.raises(plugins.PluginError, match=r"policies.l: counts ARs that ended up to 31d "
+                                                  r"ago, but usage_history keeps them 30d"):
+        configure_with(30 * 86400, "l: {type: limits, node_hours_per_month: {'*': 10}}")

@@ -69,6 +69,11 @@ class Limits:
         self.max_concurrent_per_group = max_concurrent_per_group
         self.node_hours_per_month = node_hours_per_month or {}
 
+    def look_back(self) -> int:
+        """How long ago an AR may have ended and still count: a month's
+        quota reaches back to the 1st (31 days at most)."""
+        return 31 * 86400 if self.node_hours_per_month else 0
+
     @classmethod
     def from_settings(cls, section: Section) -> "Limits":
         return cls(section.get("max_advance", DURATION), section.get("max_duration", DURATION),

@@ -12,7 +12,7 @@ from overlay.hookspecs import hookimpl
 from overlay_policies.limits import Limits
 from overlay_policies.node_state import NodeState
 from overlay_policies.projects import Projects
-from overlay_policies.settings import Section, choice
+from overlay_policies.settings import Section, choice, readable
 from overlay_policies.share import Share
 from overlay_policies.usage import UsagePolicy
 
@@ -38,6 +38,13 @@ def plus_configure(config: Any, plugin_manager: pluggy.PluginManager) -> list[st
     if options is None:
         return [SECTION]
     policies = build(options)
+    history = config.usage_history
+    for key, policy in policies.items():
+        needed = policy.look_back() if hasattr(policy, "look_back") else 0
+        if needed > history:
+            raise ValueError(f"{SECTION}.{key}: counts ARs that ended up to {readable(needed)} "
+                             f"ago, but usage_history keeps them {readable(history)}; set "
+                             f"usage_history to {needed} or more")
     for key in policies:
         if plugin_manager.has_plugin(key) or plugin_manager.is_blocked(key):
             raise ValueError(f"{SECTION}.{key}: the name {key!r} is already taken by another "

@@ -35,6 +35,10 @@ class UsagePolicy:
         return cls(section.require("period", DURATION), section.get("max_count", COUNT),
                    section.get("max_duration", DURATION), section.get("max_node_hours", AMOUNT))
 
+    def look_back(self) -> int:
+        """How long ago an AR may have ended and still count."""
+        return self.period
+
     @hookimpl
     def plus_validate_request(self, request: Request, owner: str,
                               context: PolicyContext) -> str | None:
