@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Callable, Iterator
 
 
 class ClassAdSyntaxError(ValueError):
@@ -300,24 +300,23 @@ class _Parser:
         return tuple(items)
 
 
+def _whole(text: str, rule: Callable[[_Parser], Expr], what: str) -> Expr:
+    parser = _Parser(text)
+    result = rule(parser)
+    if parser.token.kind != "end":
+        raise ClassAdSyntaxError(parser.token.line, f"expected the end of the {what}, "
+                                                    f"found {_describe(parser.token)}")
+    return result
+
+
 def parse_record(text: str) -> Record:
     """The ClassAd record a file holds (``[ name = expression; ... ]``)."""
-    parser = _Parser(text)
-    record = parser.record()
-    if parser.token.kind != "end":
-        raise ClassAdSyntaxError(parser.token.line, f"expected the end of the file after the "
-                                                    f"ClassAd's ']', found {_describe(parser.token)}")
-    return record
+    return _whole(text, _Parser.record, "file after the ClassAd's ']'")
 
 
 def parse_expression(text: str) -> Expr:
     """One expression, as a command line or a test gives it."""
-    parser = _Parser(text)
-    expr = parser.expression()
-    if parser.token.kind != "end":
-        raise ClassAdSyntaxError(parser.token.line, f"expected the end of the expression, "
-                                                    f"found {_describe(parser.token)}")
-    return expr
+    return _whole(text, _Parser.expression, "expression")
 
 
 # -- back to text -------------------------------------------------------------------
