@@ -61,10 +61,12 @@ def plus_validate_request(request, owner, groups, operation, context):
     slots_per_node, users...); ``owner`` the user the AR belongs to and
     ``groups`` their group names, primary first; ``operation`` "reserve" or
     "modify"; ``context`` an ``overlay.policy.PolicyContext``: ``now``,
-    ``all_nodes``, ``reservations`` (every AR but the cancelled ones and, for
-    a modify, the AR being changed), ``usage(owner, start, end)`` (PluS's
-    plus_rsvutil: count, seconds, node-hours) and ``cache``, a dict that
-    lives for this one request."""
+    ``all_nodes``, ``reservations`` (what counts as use: the ARs there are,
+    a cancelled one as far as it ran, and those that ended within
+    ``usage_history``; for a modify, not the AR being changed),
+    ``usage(owner, start, end)`` (PluS's plus_rsvutil over them: count,
+    seconds, node-hours) and ``cache``, a dict that lives for this one
+    request."""
 
 
 @hookspec
