@@ -188,7 +188,16 @@ def test_bad_input_is_refused_with_one_clear_line(daemon, user, argv, status, me
     assert len(lines) == 1, result.stderr
     assert lines[0].startswith(argv[0] + ": ")
     assert re.search(message.replace("{id}", str(ar_id)), lines[0]), lines[0]
-    assert daemon.status("-ne", "100") == before
+    after = daemon.status("-ne", "100")
+    refusals = [view.pop("refusal") for view in after]
+    for view in before:
+        view.pop("refusal")
+    assert after == before
+    if result.returncode == 1 and argv[0] == "plus_modify" and user == "plusu1":
+        assert refusals == [{"operation": "modify", "reason": lines[0].split(": ", 1)[1],
+                             "time": refusals[0]["time"]}]
+    else:
+        assert refusals == [None] * len(after)
 
 
 def test_identity_comes_from_peer_credentials(daemon):
