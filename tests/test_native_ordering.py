@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from overlay_native.ordering import (DEFAULT_JOB_ORDER, JobOrder, OrderError, order_jobs,
+from overlay.ordering import (DEFAULT_JOB_ORDER, JobOrder, OrderError, order_jobs,
                                      parse_sched_conf, torque_job_order)
 
 

@@ -14,17 +14,16 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from overlay.config import NODE_SORT_KEYS
+from overlay.ordering import ORDER_SETTINGS, JobOrder, OrderError, read_orders
 from overlay_native.complexes import ComplexError, parse_value
-from overlay_native.ordering import JobOrder, OrderError, parse_sched_conf
 
 QUEUE_SORT_METHODS = ("load", "seqno")
 GE_JOB_ORDER = ("JobPriority",)
 """Grid Engine's own order: priority, then submit time and job id (FIFO)."""
 
 _NUMBERS = ("weight_priority", "weight_urgency", "weight_ticket", "weight_waiting_time")
-_ORDER_KEYS = ("JobSortKey", "NodeSortKey", "OwnersOrder", "GroupsOrder", "HostsOrder")
 KEYS = ("schedule_interval", "max_reservation", "default_duration", "params", "queue_sort_method",
-        "sched_conf", *_NUMBERS, *_ORDER_KEYS)
+        "sched_conf", *_NUMBERS, *ORDER_SETTINGS)
 
 
 class SchedConfError(ValueError):
@@ -89,27 +88,6 @@ def _flag(text: Any) -> bool:
     return answer
 
 
-def _names(key: str, value: Any) -> tuple[str, ...]:
-    if isinstance(value, str):
-        value = [part.strip() for part in value.split(",") if part.strip()]
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise SchedConfError(f"scheduler.{key}: expected a list of names, got {value!r}")
-    return tuple(value)
-
-
-def _orders(raw: Mapping[str, Any], read_file) -> dict[str, tuple[str, ...]]:
-    """JobSortKey and friends, inline or from PluS's sched_conf file."""
-    inline = {key: _names(key, raw[key]) for key in _ORDER_KEYS if key in raw}
-    if "sched_conf" not in raw:
-        return inline
-    if inline:
-        raise SchedConfError(f"scheduler: give either sched_conf or {', '.join(inline)}, not both")
-    path = raw["sched_conf"]
-    if not isinstance(path, str) or not path:
-        raise SchedConfError(f"scheduler.sched_conf: expected a file name, got {path!r}")
-    return parse_sched_conf(*read_file(path))
-
-
 def parse_scheduler(raw: Any, read_file, queue_priority: Mapping[str, int] | None = None,
                     queue_order: tuple[str, ...] = ()) -> SchedulerConfig:
     """The ``scheduler:`` section; ``read_file(name) -> (text, path)`` reads
@@ -155,7 +133,10 @@ def parse_scheduler(raw: Any, read_file, queue_priority: Mapping[str, int] | Non
         offset = _time("params DURATION_OFFSET", params["DURATION_OFFSET"])
         settings["duration_offset"] = int(offset)
     try:
-        orders = _orders(raw, read_file)
+        orders = read_orders(raw, "scheduler", read_file)
+    except OrderError as error:
+        raise SchedConfError(str(error)) from None
+    try:
         for key in orders.get("NodeSortKey", ()):
             if key not in NODE_SORT_KEYS:
                 raise SchedConfError(f"scheduler.NodeSortKey: unknown key {key!r}; accepted: "

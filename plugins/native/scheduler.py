@@ -36,7 +36,7 @@ from overlay_native.jobs import PENDING_STATES, Job, JobState, Placement
 from overlay_native.jobstore import JobStore, StoredJob
 from overlay_native.matching import RESOURCE_LIMITS
 from overlay_native.monitor import Utilization, append_pass
-from overlay_native.ordering import order_jobs
+from overlay.ordering import order_jobs
 from overlay_native.priority import Priority, priorities
 from overlay_native.resources import Baseline, ClusterResources, ReservedWindow
 from overlay_native.scheduling import Policy, dispatch

@@ -1,4 +1,5 @@
-"""Job order of the native scheduler: PluS's JobSortKey with the owners',
+"""Job order of the schedulers this overlay runs (the native backend's, the
+TORQUE backend's self-scheduling mode): PluS's JobSortKey with the owners',
 groups' and hosts' orders (seed 004, 3.2), the TORQUE fifo settings they
 stand for (3.3), and PluS's own sched_conf file read unchanged.
 
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Hashable, Protocol, Sequence
+from typing import Any, Callable, Hashable, Mapping, Protocol, Sequence
 
 from overlay.config import NODE_SORT_KEYS
 
@@ -151,3 +152,29 @@ def parse_sched_conf(text: str, path: str = "sched_conf") -> dict[str, tuple[str
                                  f"{', '.join(accepted)}")
         settings[name] = values
     return settings
+
+
+ORDER_SETTINGS = ("JobSortKey", "NodeSortKey", "OwnersOrder", "GroupsOrder", "HostsOrder")
+
+
+def _names(where: str, value: Any) -> tuple[str, ...]:
+    if isinstance(value, str):
+        value = [part.strip() for part in value.split(",") if part.strip()]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise OrderError(f"{where}: expected a list of names, got {value!r}")
+    return tuple(value)
+
+
+def read_orders(raw: Mapping[str, Any], section: str,
+                read_file: Callable[[str], tuple[str, str]]) -> dict[str, tuple[str, ...]]:
+    """JobSortKey and friends from a configuration section, inline or from
+    PluS's sched_conf file (``read_file(name) -> (text, path)``)."""
+    inline = {key: _names(f"{section}.{key}", raw[key]) for key in ORDER_SETTINGS if key in raw}
+    if "sched_conf" not in raw:
+        return inline
+    if inline:
+        raise OrderError(f"{section}: give either sched_conf or {', '.join(inline)}, not both")
+    path = raw["sched_conf"]
+    if not isinstance(path, str) or not path:
+        raise OrderError(f"{section}.sched_conf: expected a file name, got {path!r}")
+    return parse_sched_conf(*read_file(path))
