@@ -4,16 +4,16 @@ The store says which ARs exist and which are open; it cannot say which AR
 objects were already created in Grid Engine, which normal queue instances
 this overlay suspended (and must resume, as opposed to ones an
 administrator suspended), which instances got its calendars (conflict:
-avoid), or that a job was half-way through being requeued. Each change is written here *before* the Grid Engine command
-that makes it, so after a crash the reconcile pass knows what to undo.
+avoid), or that a job was half-way through being requeued. Each change
+is written here *before* the Grid Engine command that makes it, so after a crash the reconcile pass knows what to undo.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import threading
 from dataclasses import asdict, dataclass, field
+
+from overlay import statefile
 
 
 @dataclass
@@ -45,13 +45,7 @@ class Ledger:
         self.data = self._load()
 
     def _load(self) -> LedgerData:
-        try:
-            with open(self.path, encoding="utf-8") as handle:
-                raw = json.load(handle)
-        except FileNotFoundError:
-            return LedgerData()
-        except (OSError, ValueError) as exc:
-            raise ValueError(f"cannot read the Grid Engine ledger {self.path}: {exc}") from None
+        raw = statefile.load(self.path, "Grid Engine ledger")
         return LedgerData(ars=raw.get("ars", []), active=raw.get("active", {}),
                           suspended=raw.get("suspended", []),
                           requeues={k: Requeue(**v) for k, v in raw.get("requeues", {}).items()},
@@ -59,12 +53,7 @@ class Ledger:
 
     def save(self) -> None:
         with self.lock:
-            temporary = f"{self.path}.tmp"
-            with open(temporary, "w", encoding="utf-8") as handle:
-                json.dump(asdict(self.data), handle, sort_keys=True)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(temporary, self.path)
+            statefile.save(self.path, asdict(self.data))
 
     # -- AR objects --------------------------------------------------------------
 
