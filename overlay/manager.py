@@ -73,6 +73,21 @@ def groups_of(user: str, gid: int) -> tuple[str, ...]:
     return tuple(names)
 
 
+def with_members(entries: Iterable[str]) -> list[str]:
+    """An access list with each @group's members listed after it by name:
+    batch systems match a group entry against a job's primary group only,
+    or not at all."""
+    expanded = []
+    for entry in entries:
+        expanded.append(entry)
+        if entry.startswith("@"):
+            try:
+                expanded.extend(sorted(grp.getgrnam(entry[1:]).gr_mem))
+            except KeyError:
+                pass    # a group this host does not know: the entry only
+    return expanded
+
+
 def owner_of(ar: Reservation) -> Caller:
     """The AR's owner as a caller, for the policies a manager's change to
     it must pass; an owner gone from the password database keeps the AR's group."""

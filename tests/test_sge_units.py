@@ -49,7 +49,7 @@ def test_hostgroup_and_userset_files():
 def test_a_groups_supplementary_members_are_named(monkeypatch):
     class Group:
         gr_mem = ["carol", "bob"]
-    monkeypatch.setattr(objects.grp, "getgrnam", lambda name: Group)
+    monkeypatch.setattr("grp.getgrnam", lambda name: Group)
     assert objects.userset(7, ["bob", "@staff"])["entries"] == "bob,@staff,carol"
 
 

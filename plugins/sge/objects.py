@@ -9,10 +9,10 @@ job can land in it. Every name is checked here before it reaches qconf.
 
 from __future__ import annotations
 
-import grp
 import re
 from typing import Iterable
 
+from overlay.manager import with_members
 from overlay.model import Allocation
 
 AR_QUEUE = re.compile(r"^R([1-9][0-9]{0,6})$")
@@ -89,21 +89,9 @@ def hostgroup(ar_id: int, hosts: Iterable[str]) -> dict[str, str]:
 def userset(ar_id: int, entries: Iterable[str]) -> dict[str, str]:
     """Grid Engine matches an @group entry against a job's primary group
     only, so each group's supplementary members are listed by name too."""
-    users = list(dict.fromkeys(check_user(e) for e in _with_members(entries)))
+    users = list(dict.fromkeys(check_user(e) for e in with_members(entries)))
     return {"name": userset_name(ar_id), "type": "ACL", "fshare": "0", "oticket": "0",
             "entries": ",".join(users) or "NONE"}
-
-
-def _with_members(entries: Iterable[str]) -> list[str]:
-    expanded = []
-    for entry in entries:
-        expanded.append(entry)
-        if entry.startswith("@"):
-            try:
-                expanded.extend(sorted(grp.getgrnam(entry[1:]).gr_mem))
-            except KeyError:
-                pass    # a group the daemon's host does not know: Grid Engine's entry only
-    return expanded
 
 
 def _default_part(value: str) -> str:
