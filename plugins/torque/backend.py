@@ -1,0 +1,498 @@
+"""Enforces AR windows on TORQUE with a queue per AR and a node property.
+
+At grant the AR gets an execution queue ``R<id>``, enabled but not started,
+with the AR's users as its ACL, a default walltime that fits the window and
+keep_completed 0; its nodes get the property ``R<id>`` and the queue's jobs
+are bound to it (``-l nodes=...:R<id>``), so they can only run there. At
+the start, foreign jobs on those nodes are dealt with by the site's
+conflict policy, normal jobs are kept off them, the queue is started and a
+scheduling cycle triggered. At the end the queue is stopped, its jobs
+deleted, the queue deleted, and only then the property removed: pbs_sched
+deletes queued jobs whose property no node has. Every step is idempotent;
+what the store cannot tell is in the ledger, so a daemon killed between two
+commands converges.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import threading
+import time
+
+from overlay.backend import Backend, Job
+from overlay.manager import with_members
+from overlay.model import Node, Request, Reservation, State
+from overlay.remote import runner_from_options
+from overlay_torque import nodespec, settings
+from overlay_torque.ledger import Ledger
+from overlay_torque.selfsched import SelfScheduler, Window, scheduling_orders
+from overlay_torque.status import TorqueJob, TorqueNode, duration
+from overlay_torque.torque import NodeBroken, QueueBusy, Torque, TorqueError
+
+log = logging.getLogger("plus.torque")
+
+_OPEN = (State.RUNNING, State.ERROR)
+_AR_NAME = re.compile(r"^R(\d+)$")
+
+
+def queue_name(ar_id: int) -> str:
+    """The AR's queue, and the node property its jobs require."""
+    return f"R{ar_id}"
+
+
+class TorqueBackend(Backend):
+    """TORQUE through qmgr/pbsnodes/qstat/qalter/qhold/qrerun/qrun/qdel,
+    locally or on the server host over SSH."""
+
+    name = "torque"
+
+    def __init__(self, torque: Torque, ledger: Ledger, config: settings.Settings,
+                 duration_offset: int, scheduler: SelfScheduler | None = None) -> None:
+        self.torque = torque
+        self.ledger = ledger
+        self.settings = config
+        self.duration_offset = duration_offset
+        self.scheduler = scheduler
+        self.lock = threading.RLock()
+        self._applied: dict[int, tuple] = {}     # AR id -> (phase, fingerprint, held)
+
+    @classmethod
+    def from_config(cls, config, options: dict) -> "TorqueBackend":
+        chosen = settings.load({k: v for k, v in options.items() if k not in settings.ORDER_KEYS})
+        runner = runner_from_options({k: v for k, v in options.items() if k == "ssh"},
+                                     chosen.environment)
+        torque = Torque(runner, chosen.bin, chosen.timeout)
+        ledger = Ledger(os.path.join(config.state_path, chosen.ledger))
+        order = {k: v for k, v in options.items() if k in settings.ORDER_KEYS}
+        scheduler = None
+        if chosen.scheduler == "plus":
+            jobs, nodes = scheduling_orders(order, config.relative)
+            scheduler = SelfScheduler(torque, ledger, jobs, nodes or tuple(config.node_order),
+                                      chosen.schedule_interval)
+        elif order:
+            raise ValueError(f"torque.{sorted(order)[0]}: job order settings need "
+                             "torque.scheduler: plus (pbs_sched orders jobs by its own sched_config)")
+        return cls(torque, ledger, chosen, config.duration_offset, scheduler)
+
+    def start(self) -> None:
+        if self.scheduler is not None:
+            self.scheduler.start()
+
+    def close(self) -> None:
+        if self.scheduler is not None:
+            self.scheduler.stop()
+        self.torque.runner.close()
+
+    # -- what TORQUE has ---------------------------------------------------------------
+
+    def _is_ar_queue(self, queue: str) -> bool:
+        match = _AR_NAME.match(queue)
+        return bool(match) and self.ledger.owns(int(match.group(1)))
+
+    def _ours(self, prop: str) -> bool:
+        return prop == self.settings.keep_property or self._is_ar_queue(prop)
+
+    def nodes(self) -> list[Node]:
+        """Nodes as pbsnodes reports them; a node an administrator took
+        offline cannot be reserved, one this overlay drained can."""
+        nodes = []
+        for node in self.torque.nodes():
+            uname = node.status.get("uname", "").split()
+            ours = self.ledger.offline.get(node.name) == node.note
+            nodes.append(Node(
+                name=node.name, slots=node.np, memory_mb=node.kb("physmem") // 1024,
+                ncpus=int(node.status.get("ncpus", node.np) or node.np),
+                arch=uname[-1] if uname else "", os=node.status.get("opsys", ""),
+                properties={p: "true" for p in node.properties if not self._ours(p)},
+                alive=node.alive and (not node.offline or ours), load=node.load))
+        return nodes
+
+    def running_jobs(self) -> list[Job]:
+        jobs = []
+        for job in self.torque.jobs():
+            if not job.running:
+                continue
+            match = _AR_NAME.match(job.queue)
+            end = job.start_time + job.walltime if job.start_time and job.walltime else None
+            jobs.append(Job(job.id, job.owner, job.exec_hosts,
+                            int(match.group(1)) if match and self._is_ar_queue(job.queue) else None,
+                            end))
+        return jobs
+
+    def blocked_nodes(self, request: Request) -> dict[str, str]:
+        """With ``conflict: avoid``, nodes running a normal job without a
+        walltime or with one that ends after the start."""
+        if self.settings.conflict != "avoid":
+            return {}
+        blocked = {}
+        for job in self.torque.jobs():
+            if not job.running or self._is_ar_queue(job.queue):
+                continue
+            for host in job.exec_hosts:
+                if job.walltime is None:
+                    blocked[host] = f"node busy: job {job.id} of {job.owner} has no walltime"
+                elif (job.start_time or 0) + job.walltime > request.start:
+                    blocked[host] = f"node busy: job {job.id} of {job.owner} runs past the start"
+        return blocked
+
+    def submit_hint(self, reservation: Reservation) -> str:
+        queue = queue_name(reservation.id)
+        return f"qsub -q {queue} -l nodes=1:{queue} job.sh"
+
+    # -- grant: the queue, not started; the property on the nodes ----------------------------
+
+    def prepare(self, reservation: Reservation) -> None:
+        with self.lock:
+            fingerprint = _fingerprint(reservation)
+            applied = self._applied.get(reservation.id)
+            if applied and applied[0] in ("prepared", "open") and applied[1] == fingerprint:
+                return
+            self.ledger.claim(reservation.id)
+            self._put_queue(reservation)
+            self._tag(reservation)
+            self._bind(reservation, self.torque.jobs())
+            self._applied[reservation.id] = ("prepared", fingerprint, False)
+            self._sync_windows([reservation])
+
+    def _queue_attributes(self, ar: Reservation, started: bool) -> list[tuple[str, str]]:
+        """In the order the recording sets them, as print server shows them."""
+        users = _users(ar)
+        runtime = max(1, ar.request.duration - self.duration_offset)
+        return [("enabled", "True"), ("started", "True" if started else "False"),
+                ("acl_user_enable", "True"), ("acl_users", ",".join(users)),
+                ("resources_default.walltime", duration(runtime)), ("keep_completed", "0")]
+
+    def _put_queue(self, ar: Reservation, started: bool | None = None) -> None:
+        """Create the queue or correct what differs; a queue is never
+        started before its window (``started`` None keeps an open AR's)."""
+        queue = queue_name(ar.id)
+        current = self.torque.queues().get(queue)
+        if current is None:
+            self.torque.create_queue(queue)
+            current = {}
+        if started is None:
+            started = current.get("started") == "True" and ar.state in _OPEN
+        for key, value in self._queue_attributes(ar, started):
+            if current.get(key) != value:
+                self.torque.set_queue(queue, key, value)
+
+    def _tag(self, ar: Reservation) -> None:
+        """The property on the AR's nodes, and off the nodes it left."""
+        prop = queue_name(ar.id)
+        nodes = {node.name: node for node in self.torque.nodes()}
+        for name in ar.node_names:
+            node = nodes.get(name)
+            if node is None:
+                raise TorqueError(f"node {name} of AR {ar.id} is not known to TORQUE")
+            if prop not in node.properties:
+                self.ledger.note_tag(name, ar.id, True)
+                self._change(node, lambda: self.torque.add_property(name, prop))
+            self.ledger.note_tag(name, ar.id, True)
+        for name in self.ledger.tagged(ar.id) - set(ar.node_names):
+            self._untag(nodes.get(name), name, ar.id)
+
+    def _untag(self, node: TorqueNode | None, name: str, ar_id: int) -> None:
+        """Remove the AR's property, never leaving the list empty (TORQUE
+        6.1 then refuses every later change to the node): the keeper
+        property goes on first when the AR's is the last one."""
+        prop = queue_name(ar_id)
+        if node is not None and prop in node.properties:
+            keep = self.settings.keep_property
+            if set(node.properties) <= {prop}:
+                self._change(node, lambda: self.torque.add_property(name, keep))
+            self._change(node, lambda: self.torque.remove_property(name, prop))
+        self.ledger.note_tag(name, ar_id, False)
+
+    def _change(self, node: TorqueNode, change) -> None:
+        """A change to a node; a node broken by an emptied property list
+        (by hand, or by an older version) is re-created first if no job
+        runs on it."""
+        try:
+            change()
+        except NodeBroken:
+            if node.jobs:
+                raise TorqueError(
+                    f"node {node.name} refuses every change (TORQUE 6.1 bug: its property list "
+                    f"was emptied) and jobs run on it, so it cannot be re-created now; after they "
+                    f"end: qmgr -c 'delete node {node.name}'; qmgr -c 'create node {node.name} "
+                    f"np={node.np}'") from None
+            log.warning("node %s refuses every change (its property list was emptied, a TORQUE "
+                        "6.1 bug): re-creating it with np=%d and property %s", node.name, node.np,
+                        self.settings.keep_property)
+            self.torque.recreate_node(TorqueNode(node.name, node.states, node.np,
+                                                 (self.settings.keep_property,), ()))
+            change()
+
+    def _bind(self, ar: Reservation, jobs: list[TorqueJob]) -> None:
+        """Queued jobs of the AR's queue get its property in their node
+        spec, so they can run only on its nodes."""
+        prop = queue_name(ar.id)
+        for job in jobs:
+            if job.queue == prop and not job.running and not nodespec.is_bound(job.nodes_spec, prop):
+                self.torque.alter_nodes(job.id, nodespec.bound(job.nodes_spec, prop))
+
+    # -- window open -------------------------------------------------------------------
+
+    def activate(self, reservation: Reservation) -> None:
+        with self.lock:
+            hosts = sorted(reservation.node_names)
+            held = reservation.state == State.ERROR and reservation.request.hard_error
+            phase = ("open", _fingerprint(reservation), held)
+            self.ledger.set_active(reservation.id, hosts)
+            jobs = self.torque.jobs()
+            self._bind(reservation, jobs)
+            self._keep_others_off(reservation, jobs)
+            self._undrain(reservation)
+            if self._applied.get(reservation.id) != phase:
+                self._put_queue(reservation, started=not held)
+                self._applied[reservation.id] = phase
+                if not held:
+                    self._run_now()
+
+    def _run_now(self) -> None:
+        """The AR's jobs start now, not at the next periodic cycle."""
+        if self.scheduler is not None:
+            self.scheduler.wake()
+        else:
+            self.torque.kick()
+
+    def _keep_others_off(self, ar: Reservation, jobs: list[TorqueJob]) -> None:
+        """Foreign jobs running on the AR's nodes go by the conflict policy;
+        with pbs_sched, queued foreign jobs that could land there are held
+        for the window (pbs_sched keeps no job off a node by itself)."""
+        hosts = set(ar.node_names)
+        foreign = [job for job in jobs if job.running and not self._is_ar_queue(job.queue)
+                   and hosts & set(job.exec_hosts)]
+        if foreign and self.settings.conflict == "kill":
+            log.info("killing job(s) %s on reserved nodes", ", ".join(j.id for j in foreign))
+            self.torque.delete_jobs(j.id for j in foreign)
+        elif self.settings.conflict == "requeue":
+            for job in foreign:
+                self._requeue(job, ar.id)
+        if self.scheduler is None:
+            nodes = {node.name: node for node in self.torque.nodes()}
+            for job in jobs:
+                if (job.state == "Q" and not job.held and not self._is_ar_queue(job.queue)
+                        and _could_land(job, [nodes[h] for h in hosts if h in nodes])):
+                    self.ledger.note_held(job.id, ar.id)
+                    self.torque.hold(job.id)
+                elif job.id in self.ledger.held:
+                    self.ledger.note_held(job.id, ar.id)
+
+    def _requeue(self, job: TorqueJob, ar_id: int) -> None:
+        """PluS's way, in TORQUE's words: hold, then rerun (a held job goes
+        back to the queue held; qhold alone does not stop it). A job
+        submitted not rerunnable is made rerunnable first and given its
+        setting back when it is released."""
+        if not job.rerunnable:
+            self.ledger.note_made_rerunnable(job.id)
+            self.torque.set_rerunnable(job.id, True)
+        self.ledger.note_held(job.id, ar_id)
+        self.torque.hold(job.id)
+        if not self.torque.rerun(job.id):
+            raise TorqueError(f"qrerun {job.id} refused: the job is not rerunnable")
+        log.info("requeued job %s of %s from nodes of AR %d", job.id, job.owner, ar_id)
+        if self.scheduler is not None:
+            self._release_jobs([job.id])
+
+    def _release_jobs(self, jobs: list[str]) -> None:
+        for job in jobs:
+            if job in self.ledger.made_rerunnable:
+                self.torque.set_rerunnable(job, False)
+            self.torque.release(job)
+            self.ledger.end_hold(job)
+
+    def _drain(self, ar: Reservation) -> None:
+        """``drain`` seconds before the start: the nodes go offline, so
+        pbs_sched starts nothing new there that the window would cut."""
+        note = f"reserved for {queue_name(ar.id)}"
+        names = [node.name for node in self.torque.nodes()
+                 if node.name in ar.node_names and not node.offline]
+        for name in names:
+            self.ledger.note_offline(name, note)
+        self.torque.set_offline(names, note)
+
+    def _undrain(self, ar: Reservation) -> None:
+        note = f"reserved for {queue_name(ar.id)}"
+        names = [name for name in ar.node_names if self.ledger.offline.get(name) == note]
+        self.torque.clear_offline(names, f"{queue_name(ar.id)} active" if ar.state in _OPEN else "n")
+        for name in names:
+            self.ledger.note_offline(name, None)
+
+    # -- window closed, cancel, forget ---------------------------------------------------
+
+    def teardown(self, reservation: Reservation) -> None:
+        with self.lock:
+            self._remove(reservation.id, reservation)
+
+    def _remove(self, ar_id: int, ar: Reservation | None = None) -> None:
+        """Stop the queue, delete its jobs, delete it (retrying while TORQUE
+        still counts a job), then the property off the nodes, then the held
+        foreign jobs released."""
+        if not self.ledger.owns(ar_id):
+            return
+        queue = queue_name(ar_id)
+        self._close_queue(queue)
+        self._delete_queue(queue)
+        self.ledger.set_active(ar_id, None)
+        self._untag_all(ar_id)
+        if ar is not None:
+            self._undrain(ar)
+        self._release_jobs(self.ledger.unhold(ar_id))
+        self.ledger.forget(ar_id)
+        self._applied.pop(ar_id, None)
+        self._sync_windows([])
+
+    def _close_queue(self, queue: str) -> None:
+        current = self.torque.queues().get(queue)
+        if current is None:
+            return
+        for key in ("enabled", "started"):
+            if current.get(key) != "False":
+                self.torque.set_queue(queue, key, "False")
+        jobs = self.torque.select(queue)
+        if jobs:
+            log.info("deleting job(s) %s of %s", ", ".join(jobs), queue)
+            self.torque.delete_jobs(jobs)
+
+    def _delete_queue(self, queue: str) -> None:
+        deadline = time.monotonic() + self.settings.queue_timeout
+        pause = 0.05
+        while True:
+            try:
+                self.torque.delete_queue(queue)
+                return
+            except QueueBusy:
+                if time.monotonic() >= deadline:
+                    raise TorqueError(f"queue {queue} still counts jobs after "
+                                      f"{self.settings.queue_timeout} s; retrying at the next pass")
+                time.sleep(pause)
+                pause = min(pause * 2, 1.0)
+                self.torque.delete_jobs(self.torque.select(queue))
+
+    def _untag_all(self, ar_id: int) -> None:
+        tagged = self.ledger.tagged(ar_id)
+        if not tagged:
+            return
+        nodes = {node.name: node for node in self.torque.nodes()}
+        for name in sorted(tagged):
+            self._untag(nodes.get(name), name, ar_id)
+
+    def release(self, reservation: Reservation) -> None:
+        """plus_cancel: the AR's jobs go and its nodes are given back; the
+        queue stays, closed, with the record until plus_destroy or expiry."""
+        with self.lock:
+            if not self.ledger.owns(reservation.id) or \
+                    self._applied.get(reservation.id, ("",))[0] == "released":
+                return
+            self._close_queue(queue_name(reservation.id))
+            self.ledger.set_active(reservation.id, None)
+            self._untag_all(reservation.id)
+            self._undrain(reservation)
+            self._release_jobs(self.ledger.unhold(reservation.id))
+            self._applied[reservation.id] = ("released", None, False)
+            self._sync_windows([])
+
+    def modify(self, before: Reservation, after: Reservation) -> None:
+        """prepare() corrects the queue and the node properties; the
+        reconcile step after it opens or closes the window."""
+        with self.lock:
+            self._applied.pop(after.id, None)
+            self.prepare(after)
+
+    # -- every pass ------------------------------------------------------------------------
+
+    def reconcile(self, reservations: list[Reservation]) -> None:
+        """Remove what ARs the store no longer has left behind, close what
+        the store says is closed, drain nodes before starts, keep binding
+        new AR jobs and keeping foreign jobs off open windows."""
+        with self.lock:
+            known = {ar.id: ar for ar in reservations}
+            for ar_id in list(self.ledger.ars):
+                if ar_id not in known:
+                    self._remove(ar_id)
+            for ar_id in self.ledger.active_ids():
+                ar = known.get(ar_id)
+                if ar is None or ar.state not in _OPEN:
+                    self.ledger.set_active(ar_id, None)
+            now = int(time.time())
+            jobs = None
+            for ar in reservations:
+                if not self.ledger.owns(ar.id) or self._applied.get(ar.id, ("",))[0] == "released":
+                    continue
+                jobs = jobs if jobs is not None else self.torque.jobs()
+                self._bind(ar, jobs)
+                if ar.id in self.ledger.active_ids():
+                    self._keep_others_off(ar, jobs)
+                elif self.settings.drain and ar.state == State.WAITING and \
+                        ar.start - self.settings.drain <= now < ar.start:
+                    self._drain(ar)
+            self._sync_windows(reservations, replace=True)
+
+    def _sync_windows(self, reservations: list[Reservation], replace: bool = False) -> None:
+        """The self-scheduler keeps normal jobs that would overrun a window
+        off its nodes, and AR jobs on theirs."""
+        if self.scheduler is None:
+            return
+        windows = [Window(ar.id, tuple(ar.node_names), ar.start, ar.end) for ar in reservations
+                   if ar.holds_resources and ar.state != State.PENDING and self.ledger.owns(ar.id)
+                   and self._applied.get(ar.id, ("",))[0] != "released"]
+        self.scheduler.set_windows(windows, replace=replace, owned=set(self.ledger.ars))
+
+    # -- health ----------------------------------------------------------------------------
+
+    def health(self, reservations: list[Reservation]) -> dict[int, str]:
+        """A reserved node down or taken offline by someone else makes the
+        AR W or E; a queue deleted or started by hand is noticed, so the
+        next apply fixes it."""
+        with self.lock:
+            nodes = {node.name: node for node in self.torque.nodes()}
+            queues = self.torque.queues()
+            problems = {}
+            for ar in reservations:
+                failures = []
+                for name in sorted(ar.node_names):
+                    node = nodes.get(name)
+                    if node is None:
+                        failures.append(f"node {name} unknown to TORQUE")
+                    elif not node.alive:
+                        failures.append(f"node {name} {','.join(sorted(node.states))}")
+                    elif node.offline and self.ledger.offline.get(name) != node.note:
+                        failures.append(f"node {name} offline" + (f" ({node.note})" if node.note else ""))
+                if failures:
+                    problems[ar.id] = "; ".join(failures)
+                self._notice_drift(ar, queues.get(queue_name(ar.id)))
+            return problems
+
+    def _notice_drift(self, ar: Reservation, queue: dict[str, str] | None) -> None:
+        applied = self._applied.get(ar.id)
+        if applied is None or applied[0] == "released":
+            return
+        started = queue is not None and queue.get("started") == "True"
+        wanted = applied[0] == "open" and not applied[2]
+        if queue is None or started != wanted:
+            self._applied.pop(ar.id, None)
+
+
+def _fingerprint(ar: Reservation) -> tuple:
+    """What the AR's queue and properties are made from."""
+    return (tuple(sorted(ar.node_names)), ar.acl, ar.owner, ar.request.duration)
+
+
+def _users(ar: Reservation) -> list[str]:
+    """The queue's ACL: the owner and the AR's users, each @group replaced
+    by its members (TORQUE checks user and group lists separately, and a
+    job would have to pass both)."""
+    return sorted({ar.owner} | {e for e in with_members(ar.acl) if not e.startswith("@")})
+
+
+def _could_land(job: TorqueJob, nodes: list[TorqueNode]) -> bool:
+    """Whether pbs_sched could put ``job`` on any of ``nodes``."""
+    for part in nodespec.parse(job.nodes_spec):
+        for node in nodes:
+            if (part.host in (None, node.name) and part.ppn <= node.np
+                    and all(p in node.properties for p in part.properties)):
+                return True
+    return False
