@@ -1,0 +1,126 @@
+"""A job's life on the simulated server: started on slots, finished or killed
+into C, requeued by qrerun, deleted, purged after keep_completed. Only R jobs
+occupy slots: a requeued job keeps its stale exec_host, as TORQUE's does."""
+
+from __future__ import annotations
+
+from . import nodespec, values
+
+QUEUED, HELD, RUNNING, COMPLETE = "Q", "H", "R", "C"
+SUBSTATE = {QUEUED: 10, HELD: 20, RUNNING: 42, COMPLETE: 59}
+HOLD_ORDER = "uos"
+EXIT_SIGTERM = 271         # qdel of a running job
+EXIT_WALLTIME = -11        # killed at its walltime
+
+
+def resource(job: dict, name: str) -> str | None:
+    return next((value for key, value in job["resources"] if key == name), None)
+
+
+def set_resource(job: dict, name: str, value: str) -> None:
+    """Replace a resource in place, or append it, as TORQUE's resource lists do."""
+    for pair in job["resources"]:
+        if pair[0] == name:
+            pair[1] = value
+            return
+    job["resources"].append([name, value])
+
+
+def node_spec(job: dict) -> str:
+    return resource(job, "nodes") or "1"
+
+
+def walltime(job: dict) -> int | None:
+    text = resource(job, "walltime")
+    return None if text is None else values.seconds(text)
+
+
+def holds(job: dict) -> str:
+    return "".join(kind for kind in HOLD_ORDER if kind in job["holds"]) or "n"
+
+
+def keep_completed(state: dict, queue: str) -> int:
+    """The queue's keep_completed, else the server's."""
+    attrs = state["queues"].get(queue, {}).get("attrs", {})
+    return int(attrs.get("keep_completed", state["server"].get("keep_completed", "0")))
+
+
+def occupancy(state: dict) -> dict[str, dict[int, str]]:
+    """node -> slot -> id of the running job on it."""
+    used: dict[str, dict[int, str]] = {}
+    for job in state["jobs"].values():
+        if job["state"] == RUNNING:
+            for name, slots in job["exec"]:
+                for slot in slots:
+                    used.setdefault(name, {})[slot] = job["id"]
+    return used
+
+
+def set_state(job: dict, new: str, now: float) -> None:
+    job["state"] = new
+    job["substate"] = SUBSTATE[new]
+    job["mtime"] = now
+    if new == HELD:
+        job["etime"] = None
+    elif new == QUEUED and job["etime"] is None:
+        job["etime"] = now
+
+
+def start(state: dict, job: dict, placement: list[list], now: float, comment: str | None) -> None:
+    """Put a job on its slots: R, a session, a start time, an end time."""
+    job["exec"] = placement
+    job["exec_host"] = nodespec.exec_host(placement)
+    set_state(job, RUNNING, now)
+    job["session_id"] = state["next_session"]
+    state["next_session"] += 8
+    job["start_time"] = now
+    job["start_count"] += 1
+    job["hashname"] = True
+    job["exit_status"] = None
+    limit = walltime(job)
+    if limit is not None and job["runtime"] > limit:
+        job["end_at"], job["end_status"] = now + limit, EXIT_WALLTIME
+    else:
+        job["end_at"], job["end_status"] = now + job["runtime"], 0
+    if comment is not None:
+        job["comment"] = comment
+    state["queues"][job["queue"]]["assigned_seen"] = True
+
+
+def complete(state: dict, job: dict, now: float, exit_status: int) -> None:
+    """A running job ends (or is killed): C with its usage, purged after
+    keep_completed."""
+    elapsed = max(0.0, now - job["start_time"])
+    job["resources_used"] = [["cput", "00:00:00"], ["vmem", "11640kb"],
+                             ["walltime", values.hms(int(elapsed))], ["mem", "7148kb"],
+                             ["energy_used", "0"]]
+    set_state(job, COMPLETE, now)
+    job["exit_status"] = exit_status
+    job["comp_time"] = now
+    job["total_runtime"] = f"{elapsed:.6f}"
+    job["end_at"] = None
+    job["purge_at"] = now + keep_completed(state, job["queue"]) + state["settings"]["purge_delay"]
+
+
+def delete(state: dict, job: dict, now: float) -> None:
+    """qdel: a running job is killed (exit 271); a waiting one goes to C at
+    once and is purged after twice keep_completed (on_job_exit waits one
+    keep_completed before the kept time starts, as recorded)."""
+    if job["state"] == RUNNING:
+        complete(state, job, now, EXIT_SIGTERM)
+        return
+    set_state(job, COMPLETE, now)
+    job["purge_at"] = (now + 2 * keep_completed(state, job["queue"])
+                       + state["settings"]["purge_delay"])
+
+
+def requeue(job: dict, now: float) -> None:
+    """qrerun of a running job: back to Q (H if held); exec_host, session and
+    start_count stay, exit_status reads 0."""
+    set_state(job, HELD if job["holds"] else QUEUED, now)
+    job["exit_status"] = 0
+    job["end_at"] = None
+
+
+def purge(state: dict, job: dict) -> None:
+    del state["jobs"][job["id"]]

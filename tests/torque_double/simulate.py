@@ -1,0 +1,63 @@
+"""Virtual time. There is no daemon: every command (and every API call) first
+replays, in time order, what the server, the moms and pbs_sched would have
+done since the last one: jobs ending, completed jobs purged, moms reporting
+in, the periodic scheduling cycle."""
+
+from __future__ import annotations
+
+import time
+
+from . import jobs, nodes, sched, values
+
+JOB_END, PURGE, MOM_REPORT, CYCLE = range(4)
+
+
+def now(state: dict) -> float:
+    return time.time() + state["offset"]
+
+
+def scheduling(state: dict) -> bool:
+    return values.is_true(state["server"].get("scheduling"))
+
+
+def iteration(state: dict) -> int:
+    return max(1, int(state["server"].get("scheduler_iteration", "600")))
+
+
+def kick(state: dict, at: float) -> None:
+    """A cycle triggered by qsub, qrls or 'set server scheduling=true'."""
+    if scheduling(state):
+        sched.cycle(state, at)
+
+
+def catch_up(state: dict, until: float) -> None:
+    while True:
+        event = _next_event(state, until)
+        if event is None:
+            return
+        at, kind, key = event
+        if kind == JOB_END:
+            job = state["jobs"][key]
+            jobs.complete(state, job, at, job["end_status"])
+        elif kind == PURGE:
+            jobs.purge(state, state["jobs"][key])
+        elif kind == MOM_REPORT:
+            nodes.mom_report(state, key, at)
+        else:
+            sched.cycle(state, at)
+            state["next_cycle"] = at + iteration(state)
+
+
+def _next_event(state: dict, until: float) -> tuple[float, int, str] | None:
+    events = []
+    for job in state["jobs"].values():
+        if job["state"] == jobs.RUNNING and job["end_at"] <= until:
+            events.append((job["end_at"], JOB_END, job["id"]))
+        elif job["state"] == jobs.COMPLETE and job["purge_at"] <= until:
+            events.append((job["purge_at"], PURGE, job["id"]))
+    for name, node in state["nodes"].items():
+        if node["report_at"] is not None and node["report_at"] <= until:
+            events.append((node["report_at"], MOM_REPORT, name))
+    if scheduling(state) and state["next_cycle"] <= until:
+        events.append((state["next_cycle"], CYCLE, ""))
+    return min(events) if events else None
