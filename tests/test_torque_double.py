@@ -198,3 +198,283 @@ def test_recorded_step(replay, path):
     result = replay.play(step)
     assert (result.returncode, normalise(result.stdout), normalise(result.stderr)) == (
         step.exit, normalise(step.stdout), normalise(step.stderr))
+
+
+# -- the double's own semantics, as the TORQUE backend depends on them ----------------------
+
+NOT_STARTED = "Not Running: Queue not started."
+NO_NODES = "Not Running: Not enough of the right type of nodes are available"
+
+
+@pytest.fixture
+def double():
+    home = _scratch("torque-double-")
+    yield install(os.path.join(home, "torque"))
+    shutil.rmtree(home, ignore_errors=True)
+
+
+def sh(double, command: str, user: str | None = None, stdin: str | None = None):
+    """``command`` through bash, as root or as ``user``, the double first on PATH."""
+    argv = ["bash", "-c", command]
+    if user is not None:
+        argv = ["runuser", "-u", user, "--", *argv]
+    env = double.environ({"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"})
+    return subprocess.run(argv, env=env, cwd=double.directory, input=stdin, capture_output=True,
+                          text=True, timeout=60, check=False)
+
+
+def ok(double, command: str, user: str | None = None, stdin: str | None = None) -> str:
+    result = sh(double, command, user, stdin)
+    assert result.returncode == 0, f"{command}: {result.stderr}"
+    return result.stdout
+
+
+def submit(double, options: str = "", script: str = "sleep 100", user: str | None = None) -> str:
+    return ok(double, f"qsub {options}", user, stdin=script).strip()
+
+
+def job(double, job_id: str) -> dict:
+    return double.state()["jobs"][job_id]
+
+
+def reservation_queue(double, name: str) -> None:
+    """A queue as the backend makes one: enabled, not started, keep_completed 0."""
+    for request in (f"create queue {name} queue_type=execution", f"set queue {name} enabled=true",
+                    f"set queue {name} started=false", f"set queue {name} keep_completed=0"):
+        ok(double, f"qmgr -c '{request}'")
+
+
+def test_pbs_sched_deletes_a_queued_job_once_no_node_has_its_property(double):
+    reservation_queue(double, "R1")
+    ok(double, "qmgr -c 'set node vm properties += R1'")
+    waiting = submit(double, "-q R1 -l nodes=1:R1")
+    assert job(double, waiting)["comment"] == NOT_STARTED
+    ok(double, "qmgr -c 'set node vm properties -= R1'")
+    ok(double, "qmgr -c 'set queue R1 started=true'")
+    assert job(double, waiting)["state"] == "Q"          # started=true alone runs no cycle
+    ok(double, "qmgr -c 'set server scheduling=true'")
+    double.advance(1)
+    assert waiting not in double.state()["jobs"]
+    gone = sh(double, f"qstat -f -x {waiting}")
+    assert (gone.returncode, gone.stderr) == (153, f"qstat: Unknown Job Id Error {waiting}\n")
+
+
+def test_the_periodic_cycle_deletes_it_too(double):
+    reservation_queue(double, "R1")
+    ok(double, "qmgr -c 'set node vm properties += base'")
+    ok(double, "qmgr -c 'set node vm properties += R1'")
+    waiting = submit(double, "-q R1 -l nodes=1:R1")
+    ok(double, "qmgr -c 'set node vm properties -= R1'")
+    ok(double, "qmgr -c 'set queue R1 started=true'")
+    double.advance(31)
+    assert waiting not in double.state()["jobs"]
+
+
+def test_a_queue_with_a_kept_job_cannot_be_deleted_until_the_job_is_purged(double):
+    for request in ("create queue K queue_type=execution", "set queue K enabled=true",
+                    "set queue K started=true", "set queue K keep_completed=10"):
+        ok(double, f"qmgr -c '{request}'")
+    short = submit(double, "-q K", script="sleep 2")
+    assert job(double, short)["state"] == "R"
+    double.advance(3)
+    assert (job(double, short)["state"], job(double, short)["exit_status"]) == ("C", 0)
+    busy = sh(double, "qmgr -c 'delete queue K'")
+    assert (busy.returncode, busy.stderr) == (
+        2, "qmgr obj=K svr=default: Cannot delete busy queue\n")
+    double.advance(8)
+    assert sh(double, "qmgr -c 'delete queue K'").returncode == 2
+    double.advance(2)
+    ok(double, "qmgr -c 'delete queue K'")
+    assert "K" not in double.state()["queues"]
+
+
+def test_qhold_leaves_a_running_job_running_and_qrerun_requeues_it(double):
+    running = submit(double, "-l nodes=1")
+    ok(double, f"qhold {running}")
+    held = job(double, running)
+    assert (held["state"], held["hold"], held["exec_host"]) == ("R", "u", "vm/0")
+    ok(double, f"qrerun {running}")
+    requeued = job(double, running)
+    assert (requeued["state"], requeued["exec_host"]) == ("H", None)
+    assert double.state()["nodes"]["vm"]["jobs"] == []
+    xml = ok(double, f"qstat -f -x {running}")
+    assert "<exec_host>vm/0</exec_host>" in xml and "<substate>20</substate>" in xml
+    ok(double, f"qrls {running}")                         # qrls runs a cycle
+    again = job(double, running)
+    assert (again["state"], again["exec_host"], again["start_count"]) == ("R", "vm/0", 2)
+
+
+def test_qrerun_refuses_a_job_that_is_not_rerunnable(double):
+    running = submit(double, "-r n")
+    refused = sh(double, f"qrerun {running}")
+    assert (refused.returncode, refused.stderr) == (
+        192, f"qrerun: job is not rerunnable MSG=job {running} not rerunnable {running}\n")
+    ok(double, f"qalter -r y {running}")
+    ok(double, f"qrerun {running}")
+    assert job(double, running)["state"] == "Q"
+
+
+def test_emptying_a_property_list_breaks_the_node_until_it_is_recreated(double):
+    ok(double, "qmgr -c 'set node vm properties += R1'")
+    ok(double, "qmgr -c 'set node vm properties -= R1'")
+    broken = sh(double, "qmgr -c 'set node vm properties += R2'")
+    errno = re.fullmatch(r"qmgr obj=vm svr=default: PBS_Server System error: (.*)\n",
+                         broken.stderr)
+    assert broken.returncode == 2 and errno and errno.group(1) in BUG_ERRNO_TEXTS
+    noted = sh(double, "pbsnodes -o -N 'reserved for R2' vm")
+    assert noted.returncode == 0
+    assert noted.stderr.startswith(
+        "Error setting note attribute for vm - PBS_Server System error: ")
+    assert sh(double, "qmgr -c 'set node vm note = x'").returncode == 2
+    node = double.state()["nodes"]["vm"]
+    assert (node["state"], node["note"], node["properties"]) == ("free", "", [])
+    assert "<state>free</state>" in ok(double, "pbsnodes -x vm")   # reads still work
+    ok(double, "qmgr -c 'delete node vm'")
+    ok(double, "qmgr -c 'create node vm np=4'")
+    assert double.state()["nodes"]["vm"]["state"] == "down,offline,MOM-list-not-sent"
+    double.advance(1.2)                                  # mom_report_delay 2 s: half-way
+    assert double.state()["nodes"]["vm"]["state"] == "down"
+    double.advance(1)
+    assert double.state()["nodes"]["vm"]["state"] == "free"
+    ok(double, "qmgr -c 'set node vm properties += R2'")
+    assert double.state()["nodes"]["vm"]["properties"] == ["R2"]
+
+
+def test_a_node_keeping_another_property_is_not_broken(double):
+    ok(double, "qmgr -c 'set node vm properties += base'")
+    ok(double, "qmgr -c 'set node vm properties += R5'")
+    ok(double, "qmgr -c 'set node vm properties -= R5'")
+    ok(double, "qmgr -c 'set node vm properties += R6'")
+    ok(double, "pbsnodes -o -N 'reserved' vm")
+    node = double.state()["nodes"]["vm"]
+    assert (node["properties"], node["state"], node["note"]) == (["base", "R6"], "offline",
+                                                                 "reserved")
+
+
+def test_jobs_are_placed_across_nodes_by_count_ppn_property_and_host():
+    home = _scratch("torque-double-")
+    try:
+        double = install(os.path.join(home, "torque"),
+                         nodes=(("n1", 2), ("n2", 2), ("n3", 4)), next_job_number=1)
+        ok(double, "qmgr -c 'set node n3 properties += big'")
+        pair = submit(double, "-l nodes=2:ppn=2")
+        big = submit(double, "-l nodes=1:ppn=2:big")
+        named = submit(double, "-l nodes=n3:ppn=2")
+        waiting = submit(double, "-l nodes=1:ppn=1")
+        hosts = {job_id: job(double, job_id)["exec_host"] for job_id in (pair, big, named)}
+        assert hosts == {pair: "n1/0-1+n2/0-1", big: "n3/0-1", named: "n3/2-3"}
+        assert (job(double, waiting)["state"], job(double, waiting)["comment"]) == ("Q", NO_NODES)
+        n3 = ok(double, "pbsnodes -x n3")
+        assert "<state>job-exclusive</state>" in n3 and f"<jobs>0-1/{big},2-3/{named}</jobs>" in n3
+        rejected = sh(double, "qsub -l nodes=1:ppn=8", stdin="sleep 1")
+        assert (rejected.returncode, rejected.stderr) == (190, (
+            "qsub: submit error (Job exceeds queue resource limits MSG=cannot locate feasible "
+            "nodes (nodes file is empty, all systems are busy, or no nodes have the requested "
+            "feature))\n"))
+        ok(double, f"qdel {pair}")
+        double.advance(31)                               # freed slots wait for the next cycle
+        assert job(double, waiting)["exec_host"] == "n1/0"
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def test_advance_runs_the_periodic_cycle_and_pbsnodes_c_does_not(double):
+    ok(double, "pbsnodes -o vm")
+    waiting = submit(double)
+    assert (job(double, waiting)["state"], job(double, waiting)["comment"]) == ("Q", NO_NODES)
+    ok(double, "pbsnodes -c vm")
+    double.advance(20)
+    assert job(double, waiting)["state"] == "Q"
+    double.advance(11)                                   # scheduler_iteration is 30
+    assert job(double, waiting)["state"] == "R"
+
+
+def test_a_dead_mom_takes_its_node_down_until_it_reports_again(double):
+    double.set_node_state("vm", "down")
+    assert double.state()["nodes"]["vm"]["state"] == "down"
+    waiting = submit(double)
+    assert job(double, waiting)["comment"] == NO_NODES
+    refused = sh(double, f"qrun -H vm {waiting}")
+    assert refused.returncode == 2 and "1 requested, 0 available" in refused.stderr
+    double.set_node_state("vm", "free")
+    ok(double, f"qrun -H vm {waiting}")                  # qrun is synchronous
+    assert job(double, waiting)["state"] == "R"
+
+
+def test_completed_jobs_are_kept_keep_completed_and_deleted_waiting_ones_twice_that(double):
+    running = submit(double)
+    held = submit(double, "-h")
+    ok(double, f"qdel {running} {held}")
+    states = double.state()["jobs"]
+    assert (states[running]["exit_status"], states[held]["state"]) == (271, "C")
+    double.advance(61)                                   # the server's keep_completed is 60
+    assert list(double.state()["jobs"]) == [held]
+    double.advance(60)
+    assert double.state()["jobs"] == {}
+
+
+def test_a_job_runs_for_its_sleeps_at_most_its_walltime(double):
+    short = submit(double, script="#!/bin/sh\nsleep 2\nsleep 3\n")
+    capped = submit(double, "-l walltime=00:00:10")
+    double.advance(6)
+    assert (job(double, short)["state"], job(double, short)["exit_status"]) == ("C", 0)
+    assert job(double, capped)["state"] == "R"
+    double.advance(5)
+    assert (job(double, capped)["state"], job(double, capped)["exit_status"]) == ("C", -11)
+
+
+def test_users_may_only_touch_their_own_jobs_and_not_the_server(double):
+    _require_root_and_users()
+    mine = submit(double, user="alice")
+    assert job(double, mine)["owner"] == "alice"
+    denied = sh(double, f"qdel {mine}", user="bob")
+    assert (denied.returncode, denied.stderr) == (159, f"qdel: Unauthorized Request  {mine}\n")
+    assert ok(double, "qstat", user="bob") == "" and ok(double, "qselect", user="bob") == ""
+    queue = sh(double, "qmgr -c 'create queue X queue_type=execution'", user="bob")
+    assert (queue.returncode, queue.stderr) == (
+        2, "qmgr obj=X svr=default: Unauthorized Request \n")
+    offline = sh(double, "pbsnodes -o vm", user="bob")
+    assert (offline.returncode, offline.stderr) == (
+        0, "Error marking node vm - Unauthorized Request \n")
+    run = sh(double, f"qrun {mine}", user="alice")
+    assert (run.returncode, run.stderr) == (2, f"qrun: Unauthorized Request  {mine}\n")
+    ok(double, f"qhold {mine}", user="alice")
+    ok(double, f"qrls {mine}", user="alice")
+    ok(double, f"qdel {mine}", user="alice")
+
+
+def test_qmgr_reads_a_comma_as_the_next_attribute(double):
+    unquoted = sh(double, "qmgr -c 'set queue batch acl_users=alice,bob'")
+    assert (unquoted.returncode, unquoted.stderr) == (
+        2, "qmgr: Syntax error - cannot locate attribute\n"
+           "set queue batch acl_users=alice,bob\n" + " " * 35 + "^\n")
+    ok(double, "qmgr -c 'set queue batch acl_users = \"alice,bob\"'")
+    assert "\tacl_users = alice,bob\n" in ok(double, "qmgr -c 'list queue batch'")
+    assert ("set queue batch acl_users = alice\nset queue batch acl_users += bob\n"
+            in ok(double, "qmgr -c 'print server'"))
+
+
+def test_the_command_log_lists_every_command_in_order(double):
+    ok(double, "qmgr -c 'create queue R1 queue_type=execution'")
+    held = submit(double, "-h -N x")
+    sh(double, "qmgr -c 'delete queue R9'")
+    ok(double, f"qdel {held}")
+    log = double.command_log()
+    assert [(entry["argv"], entry["user"], entry["exit"]) for entry in log] == [
+        (["qmgr", "-c", "create queue R1 queue_type=execution"], "root", 0),
+        (["qsub", "-h", "-N", "x"], "root", 0),
+        (["qmgr", "-c", "delete queue R9"], "root", 2),
+        (["qdel", held], "root", 0)]
+    assert [entry["time"] for entry in log] == sorted(entry["time"] for entry in log)
+
+
+def test_fail_next_fails_the_next_matching_command_once(double):
+    double.fail_next("qmgr", "qmgr obj=R1 svr=default: Cannot delete busy queue\n", 2,
+                     match="delete queue")
+    ok(double, "qmgr -c 'create queue R1 queue_type=execution'")
+    first = sh(double, "qmgr -c 'delete queue R1'")
+    assert (first.returncode, first.stderr) == (
+        2, "qmgr obj=R1 svr=default: Cannot delete busy queue\n")
+    assert "R1" in double.state()["queues"]
+    ok(double, "qmgr -c 'delete queue R1'")
+    assert [entry["injected"] for entry in double.command_log()] == [False, True, False]
