@@ -75,6 +75,7 @@ class Context:
 
 
 def main(command: str, directory: str) -> int:
+    """Run ``command`` (argv from sys.argv) against the double in ``directory``; its exit status."""
     args = sys.argv[1:]
     user = pwd.getpwuid(os.getuid()).pw_name
     module_name, function = COMMANDS[command]

@@ -52,6 +52,7 @@ def _options(ctx, args: list[str], spec: str, usage: str) -> tuple[dict | None, 
 
 
 def qdel(ctx, args: list[str]) -> int:
+    """qdel [-p] id...|all: running jobs are killed (exit_status 271), waiting ones completed."""
     options, operands = _options(ctx, args, "m:pW:", QDEL_USAGE)
     if options is None:
         return 2
@@ -91,6 +92,7 @@ def _may_hold(ctx, kinds: str) -> None:
 
 
 def qhold(ctx, args: list[str]) -> int:
+    """qhold [-h uos] id...: a queued job turns H; a running one keeps running."""
     options, operands = _options(ctx, args, "h:",
                                  "usage: qhold [-h hold_list] job_identifier...\n")
     kinds = None if options is None else _hold_kinds(ctx, "qhold", options)
@@ -111,6 +113,7 @@ def qhold(ctx, args: list[str]) -> int:
 
 
 def qrls(ctx, args: list[str]) -> int:
+    """qrls [-h uos] id...: a job with no hold left is queued again; then a cycle."""
     options, operands = _options(ctx, args, "h:",
                                  "usage: qrls [-h hold_list] job_identifier...\n")
     kinds = None if options is None else _hold_kinds(ctx, "qrls", options)
@@ -133,6 +136,7 @@ def qrls(ctx, args: list[str]) -> int:
 
 
 def qrerun(ctx, args: list[str]) -> int:
+    """qrerun id...: requeue a running job (a queued one: silently nothing)."""
     options, operands = _options(ctx, args, "f", "usage: qrerun [-f] <JOBID>[ <JOBID>] ...\n")
     if options is None:
         return 2
@@ -151,6 +155,7 @@ def qrerun(ctx, args: list[str]) -> int:
 
 
 def qalter(ctx, args: list[str]) -> int:
+    """qalter [-l res=value,...] [-r y|n] [-N name] [-p prio] id...: no feasibility check."""
     options, operands = _options(ctx, args, "l:r:N:p:", QALTER_USAGE)
     if options is None:
         return 2
@@ -190,6 +195,7 @@ def qalter(ctx, args: list[str]) -> int:
 
 
 def qrun(ctx, args: list[str]) -> int:
+    """qrun [-H host[+host...]] id...: start now (manager only), on the given hosts if any."""
     options, operands = _options(ctx, args, "H:a", QRUN_USAGE)
     if options is None:
         return 2

@@ -65,4 +65,5 @@ class PbsError(Exception):
 
     @property
     def exit_status(self) -> int:
+        """What a client exits with: the code mod 256."""
         return self.code % 256

@@ -51,6 +51,7 @@ def node(np: int, now: float, reported: bool) -> dict:
 def state(server: str, nodes: tuple[tuple[str, int], ...], now: float, *,
           next_job_number: int, next_queue_rank: int, mom_report_delay: float,
           purge_delay: float) -> dict:
+    """The whole initial state: the recorded server with ``nodes`` free."""
     settings = server_settings(server, next_job_number)
     return {
         "server_name": server,

@@ -57,6 +57,8 @@ def occupancy(state: dict) -> dict[str, dict[int, str]]:
 
 
 def set_state(job: dict, new: str, now: float) -> None:
+    """Change state and substate; a held job loses its eligible time (etime),
+    a released one gets a new one."""
     job["state"] = new
     job["substate"] = SUBSTATE[new]
     job["mtime"] = now

@@ -28,12 +28,15 @@ def usable(node: dict) -> bool:
 
 
 def free_slots(state: dict) -> dict[str, list[int]]:
+    """node -> its free slots, for the nodes that can take jobs now."""
     used = jobs.occupancy(state)
     return {name: [slot for slot in range(node["np"]) if slot not in used.get(name, {})]
             for name, node in state["nodes"].items() if usable(node)}
 
 
 def display_state(state: dict, name: str, now: float) -> str:
+    """pbsnodes' state: 'free', 'offline', 'down', 'job-exclusive' when every slot is busy, and
+    'down,offline,MOM-list-not-sent' in the first half of a new node's wait for its mom."""
     node = state["nodes"][name]
     if creating(node):
         half = node["created_at"] + state["settings"]["mom_report_delay"] / 2
@@ -89,6 +92,7 @@ def mom_report(state: dict, name: str, now: float) -> None:
 
 
 def create(state: dict, name: str, np: int, props: list[str], now: float) -> None:
+    """qmgr 'create node': down until its mom reports in, mom_report_delay later."""
     if name in state["nodes"]:
         raise errors.PbsError(errors.NODEEXIST)
     node = {"np": np, "properties": props, "note": "", "offline": False, "mom_up": False,

@@ -16,6 +16,7 @@ class Part:
 
 
 def parse(spec: str) -> list[Part]:
+    """The spec's parts; a bare number is a node count, any other word a host name."""
     parts = []
     for text in spec.split("+"):
         tokens = text.split(":")

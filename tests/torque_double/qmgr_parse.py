@@ -15,6 +15,8 @@ class SyntaxProblem(Exception):
 
 
 class Request:
+    """One parsed request; ``attributes`` are (name, resource, op, value)."""
+
     __slots__ = ("attributes", "name", "object", "operation")
 
     def __init__(self, operation: str, object_: str, name: str | None,

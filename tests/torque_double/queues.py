@@ -92,6 +92,7 @@ def unset_attribute(queue: dict, key: str) -> None:
 
 
 def state_count(state: dict, name: str) -> tuple[int, str]:
+    """The queue's job count and its state_count string (with TORQUE's trailing space)."""
     counts = {state_: 0 for state_ in ("T", "Q", "H", "W", "R", "E", "C")}
     for job in state["jobs"].values():
         if job["queue"] == name:

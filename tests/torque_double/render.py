@@ -11,6 +11,7 @@ TIMES = {"ctime", "etime", "mtime", "qtime", "start_time", "comp_time"}
 
 
 def job_attributes(state: dict, job: dict, now: float) -> list[Attribute]:
+    """(name, resource, value) for every attribute set, in qstat's order."""
     server = state["server_name"]
     out: list[Attribute] = []
 

@@ -12,6 +12,7 @@ NO_NODES = "Not Running: Not enough of the right type of nodes are available"
 
 
 def cycle(state: dict, now: float) -> None:
+    """Run one scheduling cycle at virtual time ``now``."""
     for queue_name, queue in state["queues"].items():
         waiting = [job for job in state["jobs"].values()
                    if job["queue"] == queue_name and job["state"] == jobs.QUEUED]

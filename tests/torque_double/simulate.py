@@ -31,6 +31,8 @@ def kick(state: dict, at: float) -> None:
 
 
 def catch_up(state: dict, until: float) -> None:
+    """Play every event due up to ``until``, earliest first (a job's end
+    before a cycle at the same time)."""
     while True:
         event = _next_event(state, until)
         if event is None:

@@ -10,6 +10,7 @@ _FALSE = {"false", "f", "0", "n", "no", "off"}
 
 
 def boolean(value: str, name: str) -> str:
+    """decode_b: true/t/1/y... -> 'True', false/f/0/n... -> 'False'."""
     lowered = value.strip().lower()
     if lowered in _TRUE:
         return "True"
@@ -23,6 +24,7 @@ def is_true(value: str | None) -> bool:
 
 
 def long(value: str, name: str) -> str:
+    """decode_l: an integer, else the server's bad-value error."""
     try:
         return str(int(value.strip()))
     except ValueError:
