@@ -23,6 +23,11 @@ qstat -f's 80-column wrapping included, must be the recorded bytes.
 Virtual time moves on (advance) only where the recording waited: J7 ends and
 vanishes before step 60, the busy queue delete is retried after the purge,
 nodes re-created by qmgr report in, the held jobs deleted at step 76 are purged.
+The real time the replay takes must not matter, so a node made by 'create node'
+reports in after 42 s (as recorded), a completed job lingers 3 s (recorded
+0.1 s: long enough to make step 71's delete busy however slow the machine) and
+pbs_sched's first periodic cycle comes after 120 s (none played a part in the
+recording).
 """
 
 from __future__ import annotations
@@ -43,8 +48,9 @@ DATA = Path(__file__).parent / "data" / "torque" / "transcripts"
 STEPS = sorted(DATA.glob("*.txt"))
 RECORDED_BIN = "/opt/torque/bin"
 RECORDED_JOBS = "/opt/torque-jobs"
-PURGE_DELAY = 1.0          # > the real time between two replayed commands
+PURGE_DELAY = 3.0          # well above the real time between two replayed commands
 MOM_REPORT_DELAY = 42.0    # as recorded for 'create node' (42.7 s, 41.9 s)
+FIRST_CYCLE = 120.0        # no periodic cycle may start J4/J5 before steps 57/58 do
 WAITS = {                  # step -> virtual seconds the recording waited before it
     60: 5 + PURGE_DELAY + 1,   # J7 ('sleep 5') ended and was purged (keep_completed=0)
     72: PURGE_DELAY + 0.5,     # the retried 'delete queue R1', once the qdel'd jobs are gone
@@ -135,7 +141,7 @@ class Replay:
         self.home = _scratch("torque-replay-")
         self.double = install(os.path.join(self.home, "torque"), next_job_number=42,
                               next_queue_rank=31, purge_delay=PURGE_DELAY,
-                              mom_report_delay=MOM_REPORT_DELAY)
+                              mom_report_delay=MOM_REPORT_DELAY, first_cycle_after=FIRST_CYCLE)
         self.bin = _scratch("tb")
         for command in os.listdir(self.double.path):
             os.symlink(os.path.join(self.double.path, command), os.path.join(self.bin, command))
@@ -192,7 +198,7 @@ def replay():
     session.close()
 
 
-@pytest.mark.parametrize("path", STEPS, ids=[path.stem for path in STEPS])
+@pytest.mark.parametrize("path", STEPS, ids=[path.name for path in STEPS])
 def test_recorded_step(replay, path):
     step = Step(path)
     result = replay.play(step)

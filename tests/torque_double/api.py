@@ -96,13 +96,16 @@ class TorqueDouble:
 def install(directory: str | os.PathLike, nodes: tuple[tuple[str, int], ...] = (("vm", 4),),
             server: str = "vm", *, next_job_number: int = 0, next_queue_rank: int = 1,
             mom_report_delay: float = 2.0, purge_delay: float = 0.1,
-            python: str | None = None) -> TorqueDouble:
+            first_cycle_after: float | None = None, python: str | None = None) -> TorqueDouble:
     """Create a double in ``directory`` (made world-writable, as are its state
     files: commands run as root and as test users; its parents must be
     traversable by them). ``mom_report_delay``: virtual seconds a node made by
     'create node' stays down before its mom reports in. ``purge_delay``: how
     long a job lingers in C beyond keep_completed (TORQUE's ~0.1 s, which makes
-    an immediate 'delete queue' after qdel fail as busy)."""
+    an immediate 'delete queue' after qdel fail as busy). ``first_cycle_after``:
+    virtual seconds until pbs_sched's first periodic cycle (default
+    scheduler_iteration, 30); ``python``: the interpreter of the commands
+    (default: this one if every user may run it, else /usr/bin/python3)."""
     root = Path(directory)
     root.mkdir(parents=True, exist_ok=True)
     os.chmod(root, 0o777)
@@ -124,7 +127,8 @@ def install(directory: str | os.PathLike, nodes: tuple[tuple[str, int], ...] = (
         os.chmod(script, 0o755)
     state = initial.state(server, tuple(nodes), time.time(),
                           next_job_number=next_job_number, next_queue_rank=next_queue_rank,
-                          mom_report_delay=mom_report_delay, purge_delay=purge_delay)
+                          mom_report_delay=mom_report_delay, purge_delay=purge_delay,
+                          first_cycle_after=first_cycle_after)
     store.create(str(root), state)
     return TorqueDouble(root)
 

@@ -33,6 +33,8 @@ def run(ctx, args: list[str]) -> int:
     except SyntaxProblem as problem:
         ctx.err(str(problem))
         return 2
+    if request.operation in ("quit", "exit"):
+        return 0
     handler = HANDLERS.get((request.operation, request.object))
     if handler is None or (request.name is None and request.object != "server"):
         return ctx.unsupported(f"qmgr request not simulated: {text}")

@@ -50,7 +50,7 @@ def node(np: int, now: float, reported: bool) -> dict:
 
 def state(server: str, nodes: tuple[tuple[str, int], ...], now: float, *,
           next_job_number: int, next_queue_rank: int, mom_report_delay: float,
-          purge_delay: float) -> dict:
+          purge_delay: float, first_cycle_after: float | None) -> dict:
     """The whole initial state: the recorded server with ``nodes`` free."""
     settings = server_settings(server, next_job_number)
     return {
@@ -60,7 +60,8 @@ def state(server: str, nodes: tuple[tuple[str, int], ...], now: float, *,
         "server": settings,
         "next_queue_rank": next_queue_rank,
         "next_session": 3052,
-        "next_cycle": now + int(settings["scheduler_iteration"]),
+        "next_cycle": now + (first_cycle_after if first_cycle_after is not None
+                             else int(settings["scheduler_iteration"])),
         "queues": {
             "batch": {
                 "attrs": {

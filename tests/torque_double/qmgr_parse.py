@@ -55,6 +55,8 @@ def parse(request: str, attribute_names: dict[str, set[str]]) -> Request:
     if operation is None:
         raise SyntaxProblem(f"qmgr: Illegal operation: {command}\n"
                             "Try 'help' if you are having trouble.\n")
+    if operation in ("help", "active", "quit", "exit"):
+        return Request(operation, "", None, [])
     kind, i = _word(request, i)
     if not kind:
         raise SyntaxProblem("qmgr: No object type given\n")
