@@ -315,19 +315,37 @@ class TorqueBackend(Backend):
         self.torque.set_offline(names, note)
 
     def _undrain(self, ar: Reservation) -> None:
-        note = f"reserved for {queue_name(ar.id)}"
-        names = [name for name in ar.node_names if self.ledger.offline.get(name) == note]
-        self.torque.clear_offline(names, f"{queue_name(ar.id)} active" if ar.state in _OPEN else "n")
+        """At the start the drained nodes come back, noted as the AR's."""
+        drained = f"reserved for {queue_name(ar.id)}"
+        names = [name for name in ar.node_names if self.ledger.offline.get(name) == drained]
+        if not names:
+            return
+        current = {node.name: node.note for node in self.torque.nodes()}
+        note = f"{queue_name(ar.id)} active"
         for name in names:
+            self.ledger.note_offline(name, note if current.get(name) == drained else None)
+        self.torque.clear_offline([name for name in names if current.get(name) == drained], note)
+
+    def _forget_notes(self, ar_id: int) -> None:
+        """At the end: the nodes this AR drained or noted lose our note (and
+        their offline state); a node whose note someone else has since
+        changed is theirs."""
+        ours = {f"reserved for {queue_name(ar_id)}", f"{queue_name(ar_id)} active"}
+        noted = {name for name, note in self.ledger.offline.items() if note in ours}
+        if not noted:
+            return
+        current = {node.name: node.note for node in self.torque.nodes()}
+        self.torque.clear_offline([n for n in noted if current.get(n) == self.ledger.offline[n]])
+        for name in noted:
             self.ledger.note_offline(name, None)
 
     # -- window closed, cancel, forget ---------------------------------------------------
 
     def teardown(self, reservation: Reservation) -> None:
         with self.lock:
-            self._remove(reservation.id, reservation)
+            self._remove(reservation.id)
 
-    def _remove(self, ar_id: int, ar: Reservation | None = None) -> None:
+    def _remove(self, ar_id: int) -> None:
         """Stop the queue, delete its jobs, delete it (retrying while TORQUE
         still counts a job), then the property off the nodes, then the held
         foreign jobs released."""
@@ -338,8 +356,7 @@ class TorqueBackend(Backend):
         self._delete_queue(queue)
         self.ledger.set_active(ar_id, None)
         self._untag_all(ar_id)
-        if ar is not None:
-            self._undrain(ar)
+        self._forget_notes(ar_id)
         self._release_jobs(self.ledger.unhold(ar_id))
         self.ledger.forget(ar_id)
         self._applied.pop(ar_id, None)
@@ -390,7 +407,7 @@ class TorqueBackend(Backend):
             self._close_queue(queue_name(reservation.id))
             self.ledger.set_active(reservation.id, None)
             self._untag_all(reservation.id)
-            self._undrain(reservation)
+            self._forget_notes(reservation.id)
             self._release_jobs(self.ledger.unhold(reservation.id))
             self._applied[reservation.id] = ("released", None, False)
             self._sync_windows([])

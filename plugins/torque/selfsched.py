@@ -18,9 +18,10 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from overlay.config import NODE_SORT_KEYS
 from overlay.manager import sort_nodes
 from overlay.model import Node
-from overlay.ordering import DEFAULT_JOB_ORDER, JobOrder, order_jobs, read_orders
+from overlay.ordering import DEFAULT_JOB_ORDER, JobOrder, OrderError, order_jobs, read_orders
 from overlay_torque import nodespec
 from overlay_torque.ledger import Ledger
 from overlay_torque.status import TorqueJob, TorqueNode
@@ -59,6 +60,10 @@ def scheduling_orders(options: dict[str, Any], relative: Callable[[str], str]
     core's node_order), inline or from PluS's sched_conf; the default job
     order is TORQUE fifo's own (QueuePriority, ByQueue, JobPriority)."""
     orders = read_orders(options, "torque", lambda name: _read(relative(name)))
+    for key in orders.get("NodeSortKey", ()):
+        if key not in NODE_SORT_KEYS:
+            raise OrderError(f"torque.NodeSortKey: unknown key {key!r}; accepted: "
+                             f"{', '.join(NODE_SORT_KEYS)}")
     jobs = JobOrder(keys=orders.get("JobSortKey") or DEFAULT_JOB_ORDER,
                     owners=orders.get("OwnersOrder", ()), groups=orders.get("GroupsOrder", ()),
                     hosts=orders.get("HostsOrder", ()))
@@ -144,8 +149,10 @@ class SelfScheduler:
             hosts = self._place(job, self._sorted(nodes, now), free, windows, now)
             if hosts is None:
                 continue
-            self.torque.start(job.id, hosts)
-            for host, used in zip(hosts, _slots_per_host(job, hosts)):
+            slots = _slots_per_host(job)
+            self.torque.start(job.id, [f"{host}:ppn={used}" if used > 1 else host
+                                       for host, used in zip(hosts, slots)])
+            for host, used in zip(hosts, slots):
                 free[host] -= used
             started.append((job.id, hosts))
             log.info("started job %s of %s on %s", job.id, job.owner, "+".join(hosts))
@@ -194,5 +201,6 @@ def _candidate(job: TorqueJob) -> Candidate:
                      time=job.walltime or 0, owner=job.owner, group=job.group, host="")
 
 
-def _slots_per_host(job: TorqueJob, hosts: tuple[str, ...]) -> list[int]:
-    return [part.ppn for part in nodespec.parse(job.nodes_spec) for _ in range(part.count)][:len(hosts)]
+def _slots_per_host(job: TorqueJob) -> list[int]:
+    """Slots on each host chosen, in the order _place chose them."""
+    return [part.ppn for part in nodespec.parse(job.nodes_spec) for _ in range(part.count)]

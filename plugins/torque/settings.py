@@ -9,7 +9,7 @@ from typing import Any
 
 CONFLICT_POLICIES = ("requeue", "kill", "avoid")
 SCHEDULERS = ("pbs_sched", "plus")
-ORDER_KEYS = ("JobSortKey", "OwnersOrder", "GroupsOrder", "HostsOrder", "sched_conf")
+ORDER_KEYS = ("JobSortKey", "NodeSortKey", "OwnersOrder", "GroupsOrder", "HostsOrder", "sched_conf")
 _KEYS = ("bin", "server", "scheduler", "schedule_interval", "conflict", "drain", "keep_property",
          "queue_timeout", "timeout", "ledger", "ssh", *ORDER_KEYS)
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]*$")

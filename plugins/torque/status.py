@@ -108,13 +108,28 @@ def parse_nodes(text: str) -> list[TorqueNode]:
     for node in ET.fromstring(text.strip()).iter("Node"):
         def value(tag: str) -> str:
             return (node.findtext(tag) or "").strip()
-        jobs = tuple(entry.split("/", 1)[-1] for entry in value("jobs").split(",") if entry)
+        jobs = _slot_jobs(value("jobs"))
         nodes.append(TorqueNode(
             name=value("name"), states=frozenset(s for s in value("state").split(",") if s),
             np=int(value("np") or 0),
             properties=tuple(p for p in value("properties").split(",") if p),
             jobs=jobs, note=value("note"), status=_status(value("status"))))
     return nodes
+
+
+def _slot_jobs(text: str) -> tuple[str, ...]:
+    """pbsnodes' <jobs> ``0-2,5/45.vm,3/47.vm``: a job id per used slot."""
+    jobs: list[str] = []
+    slots = 0
+    for token in filter(None, text.split(",")):
+        numbers, sep, job = token.partition("/")
+        first, _, last = numbers.partition("-")
+        if first.isdigit():
+            slots += int(last) - int(first) + 1 if last.isdigit() else 1
+        if sep:
+            jobs.extend([job] * max(slots, 1))
+            slots = 0
+    return tuple(jobs)
 
 
 def _hosts(exec_host: str) -> tuple[str, ...]:

@@ -92,7 +92,8 @@ class Torque:
             raise TorqueError(f"creating queue {name} failed on {self.runner.where}: {result.text}")
 
     def set_queue(self, name: str, attribute: str, value: str) -> None:
-        self.qmgr(f"set queue {name} {attribute}={value}")
+        """A list value is quoted: qmgr takes a bare comma for the next attribute."""
+        self.qmgr(f"set queue {name} {attribute}=" + (f'"{value}"' if "," in value else value))
 
     def delete_queue(self, name: str) -> None:
         """Gone already is fine; a queue that still counts a job raises
@@ -183,7 +184,7 @@ class Torque:
         return True
 
     def start(self, job: str, hosts: Iterable[str]) -> None:
-        """qrun -H: synchronous, the job runs when it returns."""
+        """qrun -H host[:ppn=N]+...: synchronous, the job runs when it returns."""
         self.checked(["qrun", "-H", "+".join(hosts), job])
 
     def delete_jobs(self, jobs: Iterable[str]) -> None:
