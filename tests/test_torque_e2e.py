@@ -1,0 +1,130 @@
+"""End to end on the TORQUE test double: plus_scheduler with the torque
+backend, the commands run as real users, TORQUE's commands run by the
+daemon exactly as on a real server (the double only stands in for it)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+
+import pytest
+from daemon_harness import Daemon
+from sge_cluster import wait_for
+from torque_double import install
+
+SETTINGS = """\
+backend: torque
+torque: {bin: %s}
+"""
+
+
+@pytest.fixture
+def double():
+    directory = tempfile.mkdtemp(prefix="plus-torque-")
+    yield install(directory, nodes=(("n1", 4), ("n2", 4)), server="srv", next_job_number=1)
+    shutil.rmtree(directory, ignore_errors=True)
+
+
+@pytest.fixture
+def daemon(double):
+    d = Daemon(SETTINGS % double.path).start()
+    yield d
+    d.cleanup()
+
+
+def qsub(double, user: str, *args: str, script: str = "sleep 600") -> subprocess.CompletedProcess:
+    return subprocess.run(["runuser", "-u", user, "--", f"{double.path}/qsub", *args],
+                          input=script, capture_output=True, text=True, cwd="/tmp")
+
+
+def submitted(double, user: str, *args: str) -> str:
+    result = qsub(double, user, *args)
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip()
+
+
+def job(double, job_id: str) -> dict:
+    return double.state()["jobs"].get(job_id, {"state": "gone", "hold": "", "exec_host": None})
+
+
+def on_node(double, node: str) -> set[str]:
+    return {j["id"] for j in double.state()["jobs"].values()
+            if j["state"] == "R" and (j["exec_host"] or "").startswith(node + "/")}
+
+
+def test_an_ar_window_on_torque_from_grant_to_end(double, daemon):
+    foreign = submitted(double, "plusu2", "-l", "nodes=n1:ppn=4")
+    assert job(double, foreign)["state"] == "R"
+
+    view = daemon.reserve("plusu1", "-s", "now+6s", "-D", "25s", "-n", "1")
+    ar_id, queue = view["id"], f"R{view['id']}"
+    assert [a["node"] for a in view["allocations"]] == ["n1"]
+    state = double.state()
+    assert state["queues"][queue]["started"] == "False" and queue in state["nodes"]["n1"]["properties"]
+    detail = daemon.ok("plusu1", "plus_status", "-r", str(ar_id))
+    assert re.search(rf"submit: +qsub -q {queue} -l nodes=1:{queue} job\.sh", detail)
+
+    ar_job = submitted(double, "plusu1", "-q", queue, "-l", f"nodes=1:{queue}")
+    unbound = submitted(double, "plusu1", "-q", queue)
+    stranger = qsub(double, "plusu3", "-q", queue)
+    assert stranger.returncode == 159 and "ACL rejected" in stranger.stderr
+    wait_for(lambda: job(double, unbound).get("nodes") == f"1:{queue}", 5, "the job to be bound")
+    assert job(double, ar_job)["state"] == "Q"                       # nobody runs before the start
+
+    start = view["start"]
+    wait_for(lambda: job(double, ar_job)["state"] == "R", start + 5 - time.time(),
+             "the AR job to start with the window")
+    assert time.time() < start + 3
+    assert job(double, foreign)["state"] == "H"                       # requeued and held
+    assert on_node(double, "n1") == {ar_job, unbound}
+    late = submitted(double, "plusu2")                                 # pbs_sched may put it on n1
+    wait_for(lambda: late not in on_node(double, "n1") and job(double, late)["state"] != "Q", 5,
+             "the late foreign job to be kept off n1")
+    assert daemon.status("-r", str(ar_id))[0]["state"] == "r"
+
+    end = view["end"]
+    wait_for(lambda: queue not in double.state()["queues"], end + 5 - time.time(), "teardown")
+    state = double.state()
+    assert state["nodes"]["n1"]["properties"] == ["plus"]
+    assert ar_job not in on_node(double, "n1")
+    wait_for(lambda: job(double, foreign)["state"] == "R", 10, "the requeued job to run again")
+    assert daemon.status("-ne", "1")[0]["state"] == "x"
+    log = [" ".join(e["argv"]) for e in double.command_log()]
+    assert log.index(f"qmgr -c delete queue {queue}") < log.index(f"qmgr -c set node n1 properties -= {queue}")
+
+
+def test_a_daemon_killed_during_the_window_converges_after_a_restart(double, daemon):
+    view = daemon.reserve("plusu1", "-s", "now+3s", "-D", "10s", "-n", "2")
+    queue = f"R{view['id']}"
+    wait_for(lambda: double.state()["queues"][queue]["started"] == "True", 10, "the window to open")
+    daemon.kill9()
+    time.sleep(max(0, view["end"] - time.time()) + 1)
+    assert queue in double.state()["queues"]                           # nobody cleaned up yet
+    daemon.start()
+    wait_for(lambda: queue not in double.state()["queues"], 10, "the restarted daemon to tear down")
+    assert all(queue not in n["properties"] for n in double.state()["nodes"].values())
+    assert daemon.status("-ne", "1")[0]["state"] == "x"
+
+
+def test_cancel_and_destroy(double, daemon):
+    view = daemon.reserve("plusu1", "-s", "now+1h", "-D", "1h", "-n", "1")
+    queue = f"R{view['id']}"
+    daemon.ok("plusu1", "plus_cancel", "-r", str(view["id"]))
+    state = double.state()
+    assert state["queues"][queue]["enabled"] == "False"
+    assert all(queue not in n["properties"] for n in state["nodes"].values())
+    daemon.ok("plusu1", "plus_destroy", "-r", str(view["id"]))
+    assert queue not in double.state()["queues"]
+
+
+def test_a_node_going_down_puts_the_ar_in_warning(double, daemon):
+    view = daemon.reserve("plusu1", "-s", "now+1h", "-D", "1h", "-n", "1")
+    node = view["allocations"][0]["node"]
+    double.set_node_state(node, "down")
+    wait_for(lambda: daemon.status("-r", str(view["id"]))[0]["state"] == "W", 10, "state W")
+    assert f"node {node} down" in daemon.status("-r", str(view["id"]))[0]["message"]
+    double.set_node_state(node, "free")
+    wait_for(lambda: daemon.status("-r", str(view["id"]))[0]["state"] == "w", 10, "state w again")
