@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from overlay.model import Request, State
-from overlay.remote import CommandError, LocalRunner, SshRunner
+from overlay.remote import CommandError, SshRunner
 from overlay_sge import objects
+from crashing_runner import CrashingRunner
 from sge_cluster import (backend, clean, instance_states, job_states, names, require,
                          reservation, sh, submit, wait_for)
 
@@ -290,20 +291,6 @@ def test_reconcile_removes_what_ars_the_store_forgot_left_behind(tmp_path):
     assert states["all.q@node2"] == "" and states["all.q@node1"] == "s"
     ledger = json.loads((tmp_path / "sge-ledger.json").read_text())
     assert ledger["ars"] == [116] and ledger["suspended"] == ["all.q@node1"]
-
-
-class CrashingRunner(LocalRunner):
-    """Runs ``budget`` commands, then fails every one: a daemon killed there."""
-
-    def __init__(self, env, budget: int) -> None:
-        super().__init__(env)
-        self.budget = budget
-
-    def run(self, argv, **kwargs):
-        if self.budget <= 0:
-            raise CommandError("local: simulated crash")
-        self.budget -= 1
-        return super().run(argv, **kwargs)
 
 
 def test_a_crash_between_any_two_commands_converges(tmp_path):

@@ -12,12 +12,13 @@ import time
 
 import pytest
 from sge_cluster import reservation
+from crashing_runner import CrashingRunner
 from torque_double import install
 
 from overlay.config import Config
 from overlay.model import State
 from overlay.ordering import JobOrder
-from overlay.remote import CommandError, LocalRunner
+from overlay.remote import LocalRunner
 from overlay_torque import settings
 from overlay_torque.backend import TorqueBackend
 from overlay_torque.ledger import Ledger
@@ -336,20 +337,6 @@ def test_nodes_and_running_jobs_come_from_pbsnodes_and_qstat(double, tmp_path):
     [running] = plugin.running_jobs()
     assert (running.id, running.owner, running.nodes, running.reservation) == (job, "plusu2", ("n2",), None)
     assert running.runtime_limit_end is not None
-
-
-class CrashingRunner(LocalRunner):
-    """Runs ``budget`` commands, then fails like a daemon killed mid-way."""
-
-    def __init__(self, env, budget: int) -> None:
-        super().__init__(env)
-        self.budget = budget
-
-    def run(self, argv, **kwargs):
-        if self.budget <= 0:
-            raise CommandError("local: simulated crash")
-        self.budget -= 1
-        return super().run(argv, **kwargs)
 
 
 def test_a_crash_between_any_two_commands_converges(double, tmp_path):
