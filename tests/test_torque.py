@@ -18,7 +18,7 @@ from torque_double import install
 from overlay.config import Config
 from overlay.model import State
 from overlay.ordering import JobOrder
-from overlay.remote import LocalRunner
+from overlay.remote import CommandError, LocalRunner, SshRunner
 from overlay_torque import settings
 from overlay_torque.backend import TorqueBackend
 from overlay_torque.ledger import Ledger
@@ -73,6 +73,7 @@ def test_grant_creates_a_queue_that_accepts_but_does_not_run_and_tags_the_nodes(
     assert (queue["enabled"], queue["started"], queue["acl_user_enable"]) == ("True", "False", "True")
     assert queue["acl_users"] == "plusu1,plusu2" and queue["keep_completed"] == "0"
     assert queue["resources_default.walltime"] == "00:29:00"           # duration - duration_offset
+    assert queue["resources_default.nodes"] == "1:R7"                  # a job without a spec is bound
     assert state["nodes"]["n1"]["properties"] == ["R7"] and state["nodes"]["n2"]["properties"] == []
     job = qsub(double, "plusu1", "-q", "R7", "-l", "nodes=1:R7")
     refused = subprocess.run(["runuser", "-u", "plusu3", "--", f"{double.path}/qsub", "-q", "R7"],
@@ -437,3 +438,23 @@ def test_job_order_settings_need_the_self_scheduling_mode(tmp_path):
     chosen = TorqueBackend.from_config(config, {"scheduler": "plus", "sched_conf": "sched_conf"})
     order = chosen.scheduler.order
     assert order.keys == ("OwnersName",) and order.owners == ("plusu2", "plusu1")
+
+
+def test_the_ssh_runner_drives_torque_on_the_server_host(double, tmp_path):
+    """The same backend with its commands run over SSH: the loopback sshd
+    stands for the TORQUE server host, root for the manager account."""
+    runner = SshRunner("127.0.0.1", 2222, "root", key_file="/etc/plus-test/ssh/id_ed25519",
+                       known_hosts="/etc/plus-test/ssh/known_hosts", env={"PBS_DEFAULT": "srv"})
+    try:
+        runner.run(["true"], timeout=10)
+    except CommandError as exc:
+        pytest.fail(f"the test sshd (scripts/test-sshd.sh) is not reachable: {exc}")
+    foreign = qsub(double, "plusu2", "-l", "nodes=n2")
+    plugin = backend(double, tmp_path, runner=runner)
+    ar = reservation(50, ("n2",), state=State.RUNNING, start_in=-5)
+    plugin.prepare(ar)
+    plugin.activate(ar)
+    assert jobs(double)[foreign]["hold"] == "u" and double.state()["queues"]["R50"]["started"] == "True"
+    plugin.teardown(ar)
+    assert "R50" not in double.state()["queues"] and jobs(double)[foreign]["hold"] == "n"
+    runner.close()

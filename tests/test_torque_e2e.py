@@ -86,9 +86,9 @@ def test_an_ar_window_on_torque_from_grant_to_end(double, daemon):
     assert daemon.status("-r", str(ar_id))[0]["state"] == "r"
 
     end = view["end"]
-    wait_for(lambda: queue not in double.state()["queues"], end + 5 - time.time(), "teardown")
-    state = double.state()
-    assert state["nodes"]["n1"]["properties"] == ["plus"]
+    wait_for(lambda: queue not in double.state()["queues"]
+             and double.state()["nodes"]["n1"]["properties"] == ["plus"], end + 5 - time.time(),
+             "teardown: the queue, then the property")
     assert ar_job not in on_node(double, "n1")
     wait_for(lambda: job(double, foreign)["state"] == "R", 10, "the requeued job to run again")
     assert daemon.status("-ne", "1")[0]["state"] == "x"
@@ -105,8 +105,9 @@ def test_a_daemon_killed_during_the_window_converges_after_a_restart(double, dae
     time.sleep(max(0, view["end"] - time.time()) + 1)
     assert queue in double.state()["queues"]                           # nobody cleaned up yet
     daemon.start()
-    wait_for(lambda: queue not in double.state()["queues"], 10, "the restarted daemon to tear down")
-    assert all(queue not in n["properties"] for n in double.state()["nodes"].values())
+    wait_for(lambda: queue not in double.state()["queues"]
+             and all(queue not in n["properties"] for n in double.state()["nodes"].values()), 10,
+             "the restarted daemon to tear down")
     assert daemon.status("-ne", "1")[0]["state"] == "x"
 
 

@@ -103,7 +103,7 @@ class TorqueBackend(Backend):
             ours = self.ledger.offline.get(node.name) == node.note
             nodes.append(Node(
                 name=node.name, slots=node.np, memory_mb=node.kb("physmem") // 1024,
-                ncpus=int(node.status.get("ncpus", node.np) or node.np),
+                ncpus=int(node.status["ncpus"]) if node.status.get("ncpus", "").isdigit() else node.np,
                 arch=uname[-1] if uname else "", os=node.status.get("opsys", ""),
                 properties={p: "true" for p in node.properties if not self._ours(p)},
                 alive=node.alive and (not node.offline or ours), load=node.load))
@@ -157,12 +157,16 @@ class TorqueBackend(Backend):
             self._sync_windows([reservation])
 
     def _queue_attributes(self, ar: Reservation, started: bool) -> list[tuple[str, str]]:
-        """In the order the recording sets them, as print server shows them."""
+        """In the order the recording sets them, as print server shows them;
+        a job submitted without a node spec gets one bound to the AR's
+        property at once (one with a spec of its own is bound at the next
+        pass)."""
         users = _users(ar)
         runtime = max(1, ar.request.duration - self.duration_offset)
         return [("enabled", "True"), ("started", "True" if started else "False"),
                 ("acl_user_enable", "True"), ("acl_users", ",".join(users)),
-                ("resources_default.walltime", duration(runtime)), ("keep_completed", "0")]
+                ("resources_default.walltime", duration(runtime)), ("keep_completed", "0"),
+                ("resources_default.nodes", f"1:{queue_name(ar.id)}")]
 
     def _put_queue(self, ar: Reservation, started: bool | None = None) -> None:
         """Create the queue or correct what differs; a queue is never
@@ -225,13 +229,16 @@ class TorqueBackend(Backend):
                                                  (self.settings.keep_property,), ()))
             change()
 
-    def _bind(self, ar: Reservation, jobs: list[TorqueJob]) -> None:
+    def _bind(self, ar: Reservation, jobs: list[TorqueJob]) -> bool:
         """Queued jobs of the AR's queue get its property in their node
-        spec, so they can run only on its nodes."""
+        spec, so they can run only on its nodes; True if any had to."""
         prop = queue_name(ar.id)
+        bound = False
         for job in jobs:
             if job.queue == prop and not job.running and not nodespec.is_bound(job.nodes_spec, prop):
                 self.torque.alter_nodes(job.id, nodespec.bound(job.nodes_spec, prop))
+                bound = True
+        return bound
 
     # -- window open -------------------------------------------------------------------
 
@@ -440,9 +447,11 @@ class TorqueBackend(Backend):
                 if not self.ledger.owns(ar.id) or self._applied.get(ar.id, ("",))[0] == "released":
                     continue
                 jobs = jobs if jobs is not None else self.torque.jobs()
-                self._bind(ar, jobs)
+                bound = self._bind(ar, jobs)
                 if ar.id in self.ledger.active_ids():
                     self._keep_others_off(ar, jobs)
+                    if bound:
+                        self._run_now()
                 elif self.settings.drain and ar.state == State.WAITING and \
                         ar.start - self.settings.drain <= now < ar.start:
                     self._drain(ar)
