@@ -402,7 +402,7 @@ def test_self_scheduling_starts_jobs_with_qrun_and_keeps_windows_clear(double, t
     assert started[long] == ("n2",)                                        # would run into it: n2
     assert endless not in started and ar_job not in started
     assert any(c.startswith(f"qrun -H n1 {short}") for c in commands(double))
-    plugin.scheduler.set_windows([Window(40, ("n1",), now - 1, now + 3600)], replace=True, owned={40})
+    plugin.scheduler.put_window(Window(40, ("n1",), now - 1, now + 3600))
     ar.state = State.RUNNING
     ar.request = ar.request.with_changes(start=now - 1, end=now + 3600)
     plugin.activate(ar)
@@ -458,3 +458,15 @@ def test_the_ssh_runner_drives_torque_on_the_server_host(double, tmp_path):
     plugin.teardown(ar)
     assert "R50" not in double.state()["queues"] and jobs(double)[foreign]["hold"] == "n"
     runner.close()
+
+
+def test_a_cancelled_ar_frees_its_nodes_for_the_self_scheduler_at_once(double, tmp_path):
+    qmgr(double, "set server scheduling=false")
+    plugin = backend(double, tmp_path, scheduler="plus")
+    ar = reservation(42, ("n1", "n2"), start_in=600)
+    plugin.prepare(ar)
+    endless = qsub(double, "plusu2", "-l", "nodes=1")
+    assert plugin.scheduler.run_pass(int(time.time())) == []              # both nodes have a window ahead
+    ar.state = State.DELETED
+    plugin.release(ar)
+    assert dict(plugin.scheduler.run_pass(int(time.time()))) == {endless: ("n1",)}

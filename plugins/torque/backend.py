@@ -154,7 +154,8 @@ class TorqueBackend(Backend):
             self._tag(reservation)
             self._bind(reservation, self.torque.jobs())
             self._applied[reservation.id] = ("prepared", fingerprint, False)
-            self._sync_windows([reservation])
+            if self.scheduler is not None:
+                self.scheduler.put_window(_window(reservation))
 
     def _queue_attributes(self, ar: Reservation, started: bool) -> list[tuple[str, str]]:
         """In the order the recording sets them, as print server shows them;
@@ -185,15 +186,14 @@ class TorqueBackend(Backend):
     def _tag(self, ar: Reservation) -> None:
         """The property on the AR's nodes, and off the nodes it left."""
         prop = queue_name(ar.id)
-        nodes = {node.name: node for node in self.torque.nodes()}
+        nodes = self._node_map()
         for name in ar.node_names:
             node = nodes.get(name)
             if node is None:
                 raise TorqueError(f"node {name} of AR {ar.id} is not known to TORQUE")
-            if prop not in node.properties:
-                self.ledger.note_tag(name, ar.id, True)
-                self._change(node, lambda: self.torque.add_property(name, prop))
             self.ledger.note_tag(name, ar.id, True)
+            if prop not in node.properties:
+                self._change(node, lambda: self.torque.add_property(name, prop))
         for name in self.ledger.tagged(ar.id) - set(ar.node_names):
             self._untag(nodes.get(name), name, ar.id)
 
@@ -250,7 +250,7 @@ class TorqueBackend(Backend):
             self.ledger.set_active(reservation.id, hosts)
             jobs = self.torque.jobs()
             self._bind(reservation, jobs)
-            self._keep_others_off(reservation, jobs)
+            self._keep_others_off(reservation, jobs, self._node_map())
             self._undrain(reservation)
             if self._applied.get(reservation.id) != phase:
                 self._put_queue(reservation, started=not held)
@@ -265,7 +265,11 @@ class TorqueBackend(Backend):
         else:
             self.torque.kick()
 
-    def _keep_others_off(self, ar: Reservation, jobs: list[TorqueJob]) -> None:
+    def _node_map(self) -> dict[str, TorqueNode]:
+        return {node.name: node for node in self.torque.nodes()}
+
+    def _keep_others_off(self, ar: Reservation, jobs: list[TorqueJob],
+                         nodes: dict[str, TorqueNode]) -> None:
         """Foreign jobs running on the AR's nodes go by the conflict policy;
         with pbs_sched, queued foreign jobs that could land there are held
         for the window (pbs_sched keeps no job off a node by itself)."""
@@ -279,7 +283,6 @@ class TorqueBackend(Backend):
             for job in foreign:
                 self._requeue(job, ar.id)
         if self.scheduler is None:
-            nodes = {node.name: node for node in self.torque.nodes()}
             for job in jobs:
                 if (job.state == "Q" and not job.held and not self._is_ar_queue(job.queue)
                         and _could_land(job, [nodes[h] for h in hosts if h in nodes])):
@@ -311,12 +314,11 @@ class TorqueBackend(Backend):
             self.torque.release(job)
             self.ledger.end_hold(job)
 
-    def _drain(self, ar: Reservation) -> None:
+    def _drain(self, ar: Reservation, nodes: dict[str, TorqueNode]) -> None:
         """``drain`` seconds before the start: the nodes go offline, so
         pbs_sched starts nothing new there that the window would cut."""
         note = f"reserved for {queue_name(ar.id)}"
-        names = [node.name for node in self.torque.nodes()
-                 if node.name in ar.node_names and not node.offline]
+        names = [name for name in ar.node_names if name in nodes and not nodes[name].offline]
         for name in names:
             self.ledger.note_offline(name, note)
         self.torque.set_offline(names, note)
@@ -367,7 +369,8 @@ class TorqueBackend(Backend):
         self._release_jobs(self.ledger.unhold(ar_id))
         self.ledger.forget(ar_id)
         self._applied.pop(ar_id, None)
-        self._sync_windows([])
+        if self.scheduler is not None:
+            self.scheduler.drop_window(ar_id)
 
     def _close_queue(self, queue: str) -> None:
         current = self.torque.queues().get(queue)
@@ -400,7 +403,7 @@ class TorqueBackend(Backend):
         tagged = self.ledger.tagged(ar_id)
         if not tagged:
             return
-        nodes = {node.name: node for node in self.torque.nodes()}
+        nodes = self._node_map()
         for name in sorted(tagged):
             self._untag(nodes.get(name), name, ar_id)
 
@@ -417,7 +420,8 @@ class TorqueBackend(Backend):
             self._forget_notes(reservation.id)
             self._release_jobs(self.ledger.unhold(reservation.id))
             self._applied[reservation.id] = ("released", None, False)
-            self._sync_windows([])
+            if self.scheduler is not None:
+                self.scheduler.drop_window(reservation.id)
 
     def modify(self, before: Reservation, after: Reservation) -> None:
         """prepare() corrects the queue and the node properties; the
@@ -442,30 +446,30 @@ class TorqueBackend(Backend):
                 if ar is None or ar.state not in _OPEN:
                     self.ledger.set_active(ar_id, None)
             now = int(time.time())
-            jobs = None
-            for ar in reservations:
-                if not self.ledger.owns(ar.id) or self._applied.get(ar.id, ("",))[0] == "released":
-                    continue
-                jobs = jobs if jobs is not None else self.torque.jobs()
+            live = [ar for ar in reservations if self.ledger.owns(ar.id)
+                    and self._applied.get(ar.id, ("",))[0] != "released"]
+            jobs = self.torque.jobs() if live else []
+            nodes = self._node_map() if live else {}
+            for ar in live:
                 bound = self._bind(ar, jobs)
                 if ar.id in self.ledger.active_ids():
-                    self._keep_others_off(ar, jobs)
+                    self._keep_others_off(ar, jobs, nodes)
                     if bound:
                         self._run_now()
                 elif self.settings.drain and ar.state == State.WAITING and \
                         ar.start - self.settings.drain <= now < ar.start:
-                    self._drain(ar)
-            self._sync_windows(reservations, replace=True)
+                    self._drain(ar, nodes)
+            self._sync_windows(reservations)
 
-    def _sync_windows(self, reservations: list[Reservation], replace: bool = False) -> None:
+    def _sync_windows(self, reservations: list[Reservation]) -> None:
         """The self-scheduler keeps normal jobs that would overrun a window
         off its nodes, and AR jobs on theirs."""
         if self.scheduler is None:
             return
-        windows = [Window(ar.id, tuple(ar.node_names), ar.start, ar.end) for ar in reservations
-                   if ar.holds_resources and ar.state != State.PENDING and self.ledger.owns(ar.id)
-                   and self._applied.get(ar.id, ("",))[0] != "released"]
-        self.scheduler.set_windows(windows, replace=replace, owned=set(self.ledger.ars))
+        self.scheduler.replace_windows(
+            [_window(ar) for ar in reservations
+             if ar.holds_resources and ar.state != State.PENDING and self.ledger.owns(ar.id)
+             and self._applied.get(ar.id, ("",))[0] != "released"])
 
     # -- health ----------------------------------------------------------------------------
 
@@ -474,7 +478,7 @@ class TorqueBackend(Backend):
         AR W or E; a queue deleted or started by hand is noticed, so the
         next apply fixes it."""
         with self.lock:
-            nodes = {node.name: node for node in self.torque.nodes()}
+            nodes = self._node_map()
             queues = self.torque.queues()
             problems = {}
             for ar in reservations:
@@ -500,6 +504,10 @@ class TorqueBackend(Backend):
         wanted = applied[0] == "open" and not applied[2]
         if queue is None or started != wanted:
             self._applied.pop(ar.id, None)
+
+
+def _window(ar: Reservation) -> Window:
+    return Window(ar.id, tuple(ar.node_names), ar.start, ar.end)
 
 
 def _fingerprint(ar: Reservation) -> tuple:

@@ -24,7 +24,7 @@ from overlay.model import Node
 from overlay.ordering import DEFAULT_JOB_ORDER, JobOrder, OrderError, order_jobs, read_orders
 from overlay_torque import nodespec
 from overlay_torque.ledger import Ledger
-from overlay_torque.status import TorqueJob, TorqueNode
+from overlay_torque.status import TorqueJob, TorqueNode, parse_queues, parse_server
 from overlay_torque.torque import Torque, TorqueError
 
 log = logging.getLogger("plus.torque.sched")
@@ -90,19 +90,22 @@ class SelfScheduler:
         self.interval = interval
         self.lock = threading.Lock()
         self._windows: dict[int, Window] = {}
-        self._owned: set[int] = set()
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._warned = False
 
-    def set_windows(self, windows: list[Window], replace: bool, owned: set[int]) -> None:
+    def put_window(self, window: Window) -> None:
         with self.lock:
-            if replace:
-                self._windows = {}
-            self._windows.update({w.ar_id: w for w in windows})
-            self._windows = {k: w for k, w in self._windows.items() if k in owned}
-            self._owned = set(owned)
+            self._windows[window.ar_id] = window
+
+    def drop_window(self, ar_id: int) -> None:
+        with self.lock:
+            self._windows.pop(ar_id, None)
+
+    def replace_windows(self, windows: list[Window]) -> None:
+        with self.lock:
+            self._windows = {w.ar_id: w for w in windows}
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._loop, name="torque-scheduler", daemon=True)
@@ -128,13 +131,13 @@ class SelfScheduler:
 
     def run_pass(self, now: int) -> list[tuple[str, tuple[str, ...]]]:
         """Start what can start now; the (job, hosts) started, in order."""
-        queues = self.torque.queues()
-        server = self.torque.server_settings()
-        if server.get("scheduling") == "True" and not self._warned:
+        printed = self.torque.print_server()
+        queues = parse_queues(printed)
+        if parse_server(printed).get("scheduling") == "True" and not self._warned:
             self._warned = True
             log.error("torque.scheduler is plus but pbs_sched is on (server scheduling = True): "
                       "switch it off with qmgr -c 'set server scheduling = False'")
-        nodes = [n for n in self.torque.nodes() if n.alive and not n.offline]
+        nodes = self._sorted([n for n in self.torque.nodes() if n.alive and not n.offline], now)
         free = {n.name: n.np - len(n.jobs) for n in nodes}
         with self.lock:
             windows = list(self._windows.values())
@@ -146,7 +149,7 @@ class SelfScheduler:
         started = []
         for candidate in order_jobs([_candidate(job) for job in waiting.values()], order):
             job = waiting[candidate.id]
-            hosts = self._place(job, self._sorted(nodes, now), free, windows, now)
+            hosts = self._place(job, nodes, free, windows, now)
             if hosts is None:
                 continue
             slots = _slots_per_host(job)

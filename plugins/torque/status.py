@@ -143,7 +143,7 @@ def parse_jobs(text: str) -> list[TorqueJob]:
     if not text:
         return []
     jobs = []
-    for job in ET.fromstring(text.split("\n", 1)[-1] if text.startswith("<?xml") else text).iter("Job"):
+    for job in ET.fromstring(text).iter("Job"):
         def value(path: str) -> str:
             return (job.findtext(path) or "").strip()
         state = value("job_state")

@@ -16,8 +16,7 @@ import re
 from typing import Iterable
 
 from overlay.remote import CommandError, Result, Runner
-from overlay_torque.status import (TorqueJob, TorqueNode, parse_jobs, parse_nodes, parse_queues,
-                                   parse_server)
+from overlay_torque.status import TorqueJob, TorqueNode, parse_jobs, parse_nodes, parse_queues
 
 _UNREACHABLE = re.compile(r"cannot connect to server|Communication failure|could not connect to trqauthd"
                           r"|Cannot connect to default server", re.IGNORECASE)
@@ -82,9 +81,6 @@ class Torque:
     def queues(self) -> dict[str, dict[str, str]]:
         """Every queue with its attributes (qmgr print server)."""
         return parse_queues(self.print_server())
-
-    def server_settings(self) -> dict[str, str]:
-        return parse_server(self.print_server())
 
     def create_queue(self, name: str) -> None:
         result = self.run(["qmgr", "-c", f"create queue {name} queue_type=execution"])
