@@ -1,0 +1,54 @@
+"""The bounds on everything a user may send, in one place.
+
+A value outside them is refused where it enters (a command's option, a
+socket request, later the HTTP API) with a message naming the bound, so no
+request can store a time the lifecycle cannot schedule, a pattern that
+fills a cache, or a list that holds the manager's lock for seconds.
+Standard library only: the thin clients import it.
+"""
+
+from __future__ import annotations
+
+HORIZON_DAYS = 3650
+"""How far ahead a time may lie: ten years, on SQLite and PostgreSQL alike."""
+HORIZON = HORIZON_DAYS * 86400
+MAX_DURATION = HORIZON
+"""The longest window or duration, in seconds."""
+
+MAX_COUNT = 9_999_999
+"""Nodes, CPUs, slots, job counts: Grid Engine's largest slot count."""
+MAX_MEMORY_MB = 2 ** 30
+"""A memory size in MiB: one pebibyte."""
+
+MAX_NAME = 64
+"""User, group, AR, job and queue names, in characters."""
+MAX_PATTERN = 256
+"""A wildcard pattern or attribute value (-arch, -os, -l), in characters."""
+MAX_ITEMS = 256
+"""Entries in one list: users, queues, mail addresses, -l attributes."""
+MAX_ADDRESS = 254
+"""A mail address, in characters (RFC 5321)."""
+MAX_ARGUMENT = 4096
+"""Any other single command-line argument, in characters; longer ones are
+refused without being echoed back whole."""
+MAX_ECHO = 80
+"""How much of a refused value an error message repeats."""
+
+MAX_MESSAGE = 8 * 2 ** 20
+"""One socket request, in bytes (a job's script and environment included)."""
+MAX_SCRIPT = 4 * 2 ** 20
+"""A job script sent with plus_qsub, in bytes."""
+MAX_ENVIRONMENT = 2 ** 20
+"""A job's environment (-v, -V), names and values together, in bytes."""
+
+
+def shown(value: object) -> str:
+    """A user's value as an error message may quote it: at most MAX_ECHO
+    characters, control characters escaped, so that a refusal neither
+    floods the terminal nor forges lines."""
+    text = str(value)
+    cut = text[:MAX_ECHO]
+    printable = cut.encode("unicode_escape").decode("ascii") if not cut.isprintable() else cut
+    if len(text) > MAX_ECHO:
+        printable += f"... ({len(text)} characters)"
+    return printable
