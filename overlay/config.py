@@ -42,6 +42,9 @@ class Config:
     node_order: list[str] = field(default_factory=lambda: ["NodeName"])
     sge_queues: list[str] = field(default_factory=list)
     accounting_file: str = "reporting"
+    max_connections: int = 1024
+    max_connections_per_user: int = 32
+    request_timeout: int = 10
     plugins: list[str] = field(default_factory=list)
     sections: dict[str, dict] = field(default_factory=dict)
 
@@ -130,6 +133,9 @@ _VALIDATORS = {
     "node_order": _node_order,
     "sge_queues": _name_list,
     "accounting_file": _text,
+    "max_connections": _positive,
+    "max_connections_per_user": _positive,
+    "request_timeout": _positive,
     "plugins": _name_list,
 }
 

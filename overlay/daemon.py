@@ -14,14 +14,12 @@ import os
 import pwd
 import signal
 import socket
-import socketserver
-import struct
 import sys
 import threading
 from typing import Any, Callable
 
 from overlay import config as config_module
-from overlay import plugins, protocol
+from overlay import connections, limits, plugins, protocol, wire
 from overlay.accounting import ReportingWriter
 from overlay.backend import Backend
 from overlay.config import NODE_SORT_KEYS, Config, ConfigError
@@ -33,29 +31,8 @@ from overlay.store import Store
 
 log = logging.getLogger("plus.daemon")
 
-
-class BadArguments(Exception):
-    """A message from a client with missing or mistyped arguments."""
-
-
-def _arg(args: dict, key: str, kind: type | tuple, required: bool = False) -> Any:
-    value = args.get(key)
-    if value is None:
-        if required:
-            raise BadArguments(f"missing argument {key!r}")
-        return None
-    if isinstance(value, bool) and kind is int or not isinstance(value, kind):
-        raise BadArguments(f"argument {key!r} has the wrong type")
-    return value
-
-
-def _names(args: dict, key: str) -> tuple[str, ...] | None:
-    value = _arg(args, key, list)
-    if value is None:
-        return None
-    if not all(isinstance(v, str) for v in value):
-        raise BadArguments(f"argument {key!r} must be a list of names")
-    return tuple(value)
+_REPLY_TIMEOUT = 30.0
+"""Seconds a client may take to read its reply."""
 
 
 def reservation_view(ar: Reservation, manager: Manager) -> dict:
@@ -118,125 +95,129 @@ class Service:
         return Caller(uid=uid, user=entry.pw_name, groups=groups_of(entry.pw_name, gid),
                       is_manager=manager)
 
-    def handle(self, caller: Caller, op: str, args: dict) -> Any:
-        method = getattr(self, f"op_{op}", None) or self.plugin_operations.get(op)
-        if method is None:
-            raise BadArguments(f"unknown operation {op!r}")
-        return method(caller, args)
+    def handle(self, caller: Caller, op: Any, args: Any) -> Any:
+        """Run operation ``op``: the core's with its arguments decoded and
+        checked (wire.Arguments), a plugin's with the plain mapping, which
+        the plugin checks itself."""
+        method = getattr(self, f"op_{op}", None) if isinstance(op, str) else None
+        if method is not None:
+            return method(caller, wire.Arguments(op, args, self.manager.now()))
+        operation = self.plugin_operations.get(op) if isinstance(op, str) else None
+        if operation is None:
+            raise wire.BadArguments(f"unknown operation {limits.shown(op)}")
+        if not isinstance(args, dict):
+            raise wire.BadArguments("args must be an object")
+        return operation(caller, args)
 
     def _views(self, ars: list[Reservation]) -> list[dict]:
         return [reservation_view(ar, self.manager) for ar in ars]
 
-    def op_ping(self, caller: Caller, args: dict) -> dict:
+    def op_ping(self, caller: Caller, args: wire.Arguments) -> dict:
         return {"user": caller.user, "manager": caller.is_manager}
 
-    def op_reserve(self, caller: Caller, args: dict) -> dict:
-        attributes = _arg(args, "attributes", list) or []
-        request = Request(
-            start=_arg(args, "start", int, True), end=_arg(args, "end", int, True),
-            nodes=_arg(args, "nodes", int, True), users=_names(args, "users") or (),
-            slots_per_node=_arg(args, "slots_per_node", int),
-            memory_mb=_arg(args, "memory_mb", int), ncpus=_arg(args, "ncpus", int),
-            arch=_arg(args, "arch", str), os=_arg(args, "os", str),
-            attributes=tuple((str(k), str(v)) for k, v in attributes),
-            queues=_names(args, "queues") or (), name=_arg(args, "name", str) or "",
-            hard_error=bool(_arg(args, "hard_error", bool)),
-            mail_options=_arg(args, "mail_options", str) or "",
-            mail_list=_names(args, "mail_list") or ())
-        ar = self.manager.reserve(caller, request, bool(args.get("transactional")))
+    def op_reserve(self, caller: Caller, args: wire.Arguments) -> dict:
+        request = wire.reserve_request(args)
+        transactional = args.flag("transactional")
+        args.done()
+        ar = self.manager.reserve(caller, request, transactional)
         self.on_change([ar])
         return reservation_view(ar, self.manager)
 
-    def op_modify(self, caller: Caller, args: dict) -> dict:
-        ar = self.manager.modify(
-            caller, _arg(args, "id", int, True), start=_arg(args, "start", int),
-            end=_arg(args, "end", int), duration=_arg(args, "duration", int),
-            nodes=_arg(args, "nodes", int), users=_names(args, "users"),
-            transactional=bool(args.get("transactional")))
+    def op_modify(self, caller: Caller, args: wire.Arguments) -> dict:
+        ar_id = wire.ar_id(args, required=True)
+        start, end = args.time("start", "-s"), args.time("end", "-e")
+        duration = args.integer("duration", 1, limits.MAX_DURATION, what="-D")
+        nodes, users = args.count("nodes", "-n"), wire.users(args)
+        transactional = args.flag("transactional")
+        args.done()
+        ar = self.manager.modify(caller, ar_id, start=start, end=end, duration=duration,
+                                 nodes=nodes, users=users, transactional=transactional)
         self.on_change([ar])
         return reservation_view(ar, self.manager)
 
-    def _select_op(self, caller: Caller, args: dict, operation: Callable) -> list[dict]:
-        ars = operation(caller, _arg(args, "id", int), _arg(args, "owner", str),
-                        bool(args.get("transactional")))
+    def _select_op(self, caller: Caller, args: wire.Arguments, operation: Callable) -> list[dict]:
+        ar_id, owner, transactional = wire.ar_id(args), wire.owner(args), args.flag("transactional")
+        args.done()
+        ars = operation(caller, ar_id, owner, transactional)
         self.on_change(ars)
         return self._views(ars)
 
-    def op_cancel(self, caller: Caller, args: dict) -> list[dict]:
+    def op_cancel(self, caller: Caller, args: wire.Arguments) -> list[dict]:
         return self._select_op(caller, args, self.manager.cancel)
 
-    def op_destroy(self, caller: Caller, args: dict) -> list[dict]:
+    def op_destroy(self, caller: Caller, args: wire.Arguments) -> list[dict]:
         return self._select_op(caller, args, self.manager.destroy)
 
-    def op_commit(self, caller: Caller, args: dict) -> dict:
-        ar = self.manager.commit(caller, _arg(args, "id", int, True))
+    def _settle(self, caller: Caller, args: wire.Arguments, operation: Callable) -> dict:
+        ar_id = wire.ar_id(args, required=True)
+        args.done()
+        ar = operation(caller, ar_id)
         self.on_change([ar])
         return reservation_view(ar, self.manager)
 
-    def op_abort(self, caller: Caller, args: dict) -> dict:
-        ar = self.manager.abort(caller, _arg(args, "id", int, True))
-        self.on_change([ar])
-        return reservation_view(ar, self.manager)
+    def op_commit(self, caller: Caller, args: wire.Arguments) -> dict:
+        return self._settle(caller, args, self.manager.commit)
 
-    def op_status(self, caller: Caller, args: dict) -> list:
+    def op_abort(self, caller: Caller, args: wire.Arguments) -> dict:
+        return self._settle(caller, args, self.manager.abort)
+
+    def op_status(self, caller: Caller, args: wire.Arguments) -> list:
         """Full views, or with ``summary`` only the table's columns as lists
         (a tenth of the bytes: listings of many ARs stay fast)."""
-        ars = self.manager.status(
-            ar_id=_arg(args, "id", int), owner=_arg(args, "owner", str),
-            start=_arg(args, "start", int), end=_arg(args, "end", int),
-            expired=_arg(args, "expired", int) or 0)
-        if args.get("summary"):
-            with_nodes = bool(args.get("nodes"))
+        ar_id, owner = wire.ar_id(args), wire.owner(args)
+        start, end = args.time("start", "-s"), args.time("end", "-e")
+        expired = args.integer("expired", 0, limits.MAX_COUNT, what="-ne") or 0
+        summary, with_nodes = args.flag("summary"), args.flag("nodes")
+        args.done()
+        ars = self.manager.status(ar_id=ar_id, owner=owner, start=start, end=end, expired=expired)
+        if summary:
             # State is a str enum: JSON writes its letter, without Enum.value's slow lookup
             return [[ar.id, ar.name, ar.owner, ar.state, ar.start, ar.end,
                      ",".join(ar.node_names) if with_nodes else ""] for ar in ars]
         return self._views(ars)
 
-    def op_availnodes(self, caller: Caller, args: dict) -> dict:
-        start, end = _arg(args, "start", int, True), _arg(args, "end", int, True)
+    def op_availnodes(self, caller: Caller, args: wire.Arguments) -> dict:
+        start, end = args.time("start", "-s", True), args.time("end", "-e", True)
+        args.done()
         nodes = self.manager.available_nodes(start, end)
         return {"start": start, "end": end, "count": len(nodes), "nodes": nodes}
 
-    def op_shutdown(self, caller: Caller, args: dict) -> dict:
+    def op_shutdown(self, caller: Caller, args: wire.Arguments) -> dict:
+        args.done()
         if caller.uid != self.daemon_uid and not caller.is_manager:
             raise ReservationError("only the owner of plus_scheduler or a manager may stop it")
         threading.Timer(0.2, self.on_shutdown).start()  # after this reply is sent
         return {"stopping": os.getpid()}
 
 
-class _Handler(socketserver.StreamRequestHandler):
-    def handle(self) -> None:
-        service: Service = self.server.service  # type: ignore[attr-defined]
-        sock: socket.socket = self.request
-        try:
-            message = protocol.receive_message(sock)
-            pid, uid, gid = struct.unpack("3i", sock.getsockopt(
-                socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
-            caller = service.caller(uid, gid)
-            args = message.get("args") or {}
-            if not isinstance(args, dict):
-                raise BadArguments("args must be an object")
-            data = service.handle(caller, str(message.get("op")), args)
-            reply = {"ok": True, "data": data}
-        except ReservationError as exc:
-            reply = {"ok": False, "error": str(exc), "status": exc.exit_status}
-        except RequestError as exc:
-            reply = {"ok": False, "error": str(exc), "status": protocol.EXIT_USAGE}
-        except (BadArguments, protocol.ProtocolError) as exc:
-            reply = {"ok": False, "error": f"bad request: {exc}", "status": protocol.EXIT_USAGE}
-        except Exception as exc:
-            log.exception("request failed")
-            reply = {"ok": False, "error": f"internal error in plus_scheduler: {exc}",
-                     "status": protocol.EXIT_REFUSED}
-        try:
-            protocol.send_message(sock, reply)
-        except OSError:
-            pass
-
-
-class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
-    daemon_threads = True
-    request_queue_size = 256  # a burst of commands must queue, not fail with EAGAIN
+def _reply_to(service: Service, sock: socket.socket, peer: connections.Peer,
+              deadline: float, bounds: connections.Limits) -> None:
+    """Read one request by ``deadline``, run it, send the reply."""
+    try:
+        message = protocol.receive_message(sock, bounds.message_bytes, deadline)
+        caller = service.caller(peer.uid, peer.gid)
+        data = service.handle(caller, message.get("op"), message.get("args") or {})
+        reply = {"ok": True, "data": data}
+    except ReservationError as exc:
+        reply = {"ok": False, "error": str(exc), "status": exc.exit_status}
+    except RequestError as exc:
+        reply = {"ok": False, "error": str(exc), "status": protocol.EXIT_USAGE}
+    except (protocol.TooLarge, protocol.TooSlow) as exc:
+        log.warning("request from uid %d refused: %s (limit %s)", peer.uid, exc,
+                    f"{bounds.message_bytes} bytes" if isinstance(exc, protocol.TooLarge)
+                    else f"request_timeout {bounds.request_timeout:g} s")
+        reply = {"ok": False, "error": f"bad request: {exc}", "status": protocol.EXIT_USAGE}
+    except (wire.BadArguments, protocol.ProtocolError) as exc:
+        reply = {"ok": False, "error": f"bad request: {exc}", "status": protocol.EXIT_USAGE}
+    except Exception as exc:
+        log.exception("request from uid %d failed", peer.uid)
+        reply = {"ok": False, "error": f"internal error in plus_scheduler ({type(exc).__name__}); "
+                 "its log has the details", "status": protocol.EXIT_REFUSED}
+    sock.settimeout(_REPLY_TIMEOUT)  # a client that never reads its reply frees the thread
+    try:
+        protocol.send_message(sock, reply)
+    except OSError:
+        pass
 
 
 class PidLock:
@@ -285,14 +266,23 @@ class Daemon:
                 self.backend.close()
             self.pid_lock.release()
             raise
-        self.server: _Server | None = None
+        self.server: connections.BoundedServer | None = None
 
     def serve(self) -> None:
         path = self.config.socket_path
         if os.path.exists(path):
             os.unlink(path)  # stale: the pid lock proves no daemon owns it
-        self.server = _Server(path, _Handler, bind_and_activate=True)
-        self.server.service = self.service  # type: ignore[attr-defined]
+        fds = connections.raise_fd_limit()
+        bounds = connections.Limits(
+            total=min(self.config.max_connections, max(16, fds - connections.FDS_KEPT)),
+            per_user=self.config.max_connections_per_user,
+            request_timeout=self.config.request_timeout, message_bytes=limits.MAX_MESSAGE)
+        if bounds.total < self.config.max_connections:
+            log.warning("max_connections lowered from %d to %d: the open file limit is %d",
+                        self.config.max_connections, bounds.total, fds)
+        self.server = connections.BoundedServer(
+            path, lambda sock, peer, deadline: _reply_to(self.service, sock, peer, deadline, bounds),
+            bounds, exempt=lambda uid: uid in (0, self.service.daemon_uid))
         os.chmod(path, 0o666)
         self.lifecycle.start()
         self.backend.start()

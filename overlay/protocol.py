@@ -23,7 +23,6 @@ import time
 DEFAULT_CONF = "/etc/plus/plus.yaml"
 DEFAULT_STATE_DIR = "/var/lib/plus"
 DEFAULT_SOCKET = "plus.sock"
-MAX_MESSAGE = 16 * 1024 * 1024
 
 EXIT_OK = 0
 EXIT_REFUSED = 1        # the daemon refused: no nodes, not allowed, unknown AR
@@ -71,20 +70,44 @@ def send_message(sock: socket.socket, message: dict) -> None:
     sock.sendall(json.dumps(message, separators=(",", ":")).encode() + b"\n")
 
 
-def receive_message(sock: socket.socket) -> dict:
-    """Read one newline-terminated JSON object."""
+class TooLarge(ProtocolError):
+    """A message longer than the receiver accepts."""
+
+
+class TooSlow(ProtocolError):
+    """A message that did not arrive whole in the time allowed."""
+
+
+def receive_message(sock: socket.socket, limit: int | None = None,
+                    deadline: float | None = None) -> dict:
+    """Read one newline-terminated JSON object of at most ``limit`` bytes,
+    whole by ``deadline`` (time.monotonic()): the daemon gives every
+    connection both, so a client that sends slowly or endlessly holds
+    neither a thread nor memory for long."""
     chunks, size = [], 0
     while True:
-        chunk = sock.recv(65536)
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TooSlow("the message did not arrive in time")
+            sock.settimeout(left)
+        try:
+            chunk = sock.recv(65536)
+        except socket.timeout:
+            raise TooSlow("the message did not arrive in time") from None
         if not chunk:
             break
         chunks.append(chunk)
         size += len(chunk)
-        if chunk.endswith(b"\n") or size > MAX_MESSAGE:
+        if chunk.endswith(b"\n"):
             break
+        if limit is not None and size > limit:
+            raise TooLarge(f"the message is longer than {limit} bytes")
     raw = b"".join(chunks)
     if not raw.endswith(b"\n"):
         raise ProtocolError("the connection closed before a whole message arrived")
+    if limit is not None and size > limit:
+        raise TooLarge(f"the message is longer than {limit} bytes")
     try:
         message = json.loads(raw)
     except ValueError as exc:
@@ -117,5 +140,11 @@ def call(path: str, op: str, args: dict, timeout: float = 120.0) -> dict:
             raise ProtocolError(
                 f"cannot reach plus_scheduler at {path} ({exc.strerror or exc}); "
                 "is it running, and does PLUS_CONF name its configuration?") from None
-        send_message(sock, {"op": op, "args": args})
-        return receive_message(sock)
+        try:
+            send_message(sock, {"op": op, "args": args})
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # refused before it read the request (busy): its answer is waiting
+        try:
+            return receive_message(sock)
+        except ConnectionResetError:
+            raise ProtocolError("plus_scheduler closed the connection without an answer") from None

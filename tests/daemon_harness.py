@@ -55,9 +55,11 @@ class Daemon:
     def socket(self) -> Path:
         return self.dir / "state" / "plus.sock"
 
-    def start(self, *options: str, wait: bool = True) -> "Daemon":
+    def start(self, *options: str, wait: bool = True, wrapper: tuple[str, ...] = ()) -> "Daemon":
+        """Start plus_scheduler (under ``wrapper``, e.g. prlimit's argv, if given)."""
         with open(self.log, "a") as log:
-            self.process = subprocess.Popen([str(BIN / "plus_scheduler"), *options], env=self.env,
+            self.process = subprocess.Popen([*wrapper, str(BIN / "plus_scheduler"), *options],
+                                            env=self.env,
                                             stdout=log, stderr=subprocess.STDOUT, cwd="/")
         if wait:
             self.wait_ready()

@@ -1,0 +1,174 @@
+"""The daemon's Unix socket server, bounded so that no user can starve it.
+
+Each connection gets a thread, but only so many: a user may hold at most
+``per_user`` connections at once and all users together ``total`` (root
+is exempt, so that an administrator can always reach a busy daemon), a
+request must arrive whole within ``request_timeout`` seconds and be at
+most ``message_bytes`` long. A connection over a limit is answered with
+one line saying which limit and closed at once, and the daemon logs it
+(at most once a minute per user and limit). The file descriptor limit is
+raised to its hard maximum at start, and the connection total kept below
+it, so that accept() never fails for want of descriptors and spins.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import resource
+import socket
+import socketserver
+import struct
+import threading
+import time
+from collections import Counter
+from typing import Callable, NamedTuple
+
+from overlay import protocol
+
+log = logging.getLogger("plus.connections")
+
+_PEERCRED = struct.Struct("3i")
+FDS_KEPT = 256
+"""Descriptors left for the store, the backend, job output and logs."""
+_WARN_EVERY = 60.0
+
+
+class Peer(NamedTuple):
+    """Who is at the other end, as the kernel says (SO_PEERCRED)."""
+
+    pid: int
+    uid: int
+    gid: int
+
+
+class Limits(NamedTuple):
+    total: int
+    per_user: int
+    request_timeout: float
+    message_bytes: int
+
+
+def peer_of(sock: socket.socket) -> Peer:
+    return Peer(*_PEERCRED.unpack(sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
+                                                  _PEERCRED.size)))
+
+
+def raise_fd_limit() -> int:
+    """Raise the soft limit on open files to the hard one; the soft limit now."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or soft < hard:
+        target = hard if hard != resource.RLIM_INFINITY else max(soft, 1 << 20)
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+            log.info("open file limit raised from %d to %d", soft, target)
+            soft = target
+        except (ValueError, OSError) as exc:
+            log.warning("could not raise the open file limit from %d: %s", soft, exc)
+    return soft
+
+
+class RateLimitedLog:
+    """One warning per key per interval, saying how many were held back."""
+
+    def __init__(self, interval: float = _WARN_EVERY) -> None:
+        self.interval = interval
+        self._last: dict[object, float] = {}
+        self._held: Counter = Counter()
+        self._lock = threading.Lock()
+
+    def warning(self, key: object, message: str, *args: object) -> None:
+        now = time.monotonic()
+        with self._lock:
+            if now - self._last.get(key, -self.interval) < self.interval:
+                self._held[key] += 1
+                return
+            held = self._held.pop(key, 0)
+            self._last[key] = now
+        suffix = f" ({held} more since the last such message)" if held else ""
+        log.warning(message + suffix, *args)
+
+
+class BoundedServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    """A threading Unix stream server that counts connections per peer uid."""
+
+    daemon_threads = True
+    request_queue_size = 256  # a burst of commands must queue, not fail with EAGAIN
+
+    def __init__(self, path: str, handle: Callable[[socket.socket, Peer, float], None],
+                 limits: Limits, exempt: Callable[[int], bool]) -> None:
+        self.handle_connection = handle
+        self.limits = limits
+        self.exempt = exempt
+        self.open_by_uid: Counter = Counter()
+        self.open_total = 0
+        self.warnings = RateLimitedLog()
+        self._peers: dict[socket.socket, Peer] = {}
+        self._count_lock = threading.Lock()
+        super().__init__(path, socketserver.BaseRequestHandler, bind_and_activate=True)
+
+    def get_request(self):
+        try:
+            return super().get_request()
+        except OSError as exc:
+            if exc.errno in (errno.EMFILE, errno.ENFILE):
+                self.warnings.warning("fds", "cannot accept a connection: %s; "
+                                      "waiting for connections to close", exc.strerror)
+                time.sleep(0.1)  # not a busy loop while the table is full
+            raise
+
+    def verify_request(self, request: socket.socket, client_address) -> bool:
+        """Count the connection in, or answer that a limit bites and drop it."""
+        try:
+            peer = peer_of(request)
+        except OSError:
+            return False
+        refusal = self._admit(peer)
+        if refusal is None:
+            with self._count_lock:
+                self._peers[request] = peer
+            return True
+        request.settimeout(0.1)
+        try:
+            protocol.send_message(request, {"ok": False, "error": refusal,
+                                            "status": protocol.EXIT_REFUSED})
+        except OSError:
+            pass
+        return False
+
+    def _admit(self, peer: Peer) -> str | None:
+        with self._count_lock:
+            if self.exempt(peer.uid):
+                self.open_by_uid[peer.uid] += 1
+                return None
+            if self.open_by_uid[peer.uid] >= self.limits.per_user:
+                self.warnings.warning(("user", peer.uid), "refused a connection from uid %d: "
+                                      "%d open, the limit per user (max_connections_per_user)",
+                                      peer.uid, self.limits.per_user)
+                return (f"plus_scheduler is busy: you have {self.limits.per_user} connections "
+                        "open, the limit per user; try again when your other commands finish")
+            if self.open_total >= self.limits.total:
+                self.warnings.warning("total", "refused a connection from uid %d: %d open, "
+                                      "the limit (max_connections)", peer.uid, self.limits.total)
+                return (f"plus_scheduler is busy: {self.limits.total} connections are open, "
+                        "its limit; try again shortly")
+            self.open_by_uid[peer.uid] += 1
+            self.open_total += 1
+            return None
+
+    def _release(self, peer: Peer) -> None:
+        with self._count_lock:
+            self.open_by_uid[peer.uid] -= 1
+            if not self.open_by_uid[peer.uid]:
+                del self.open_by_uid[peer.uid]
+            if not self.exempt(peer.uid):
+                self.open_total -= 1
+
+    def finish_request(self, request: socket.socket, client_address) -> None:
+        with self._count_lock:
+            peer = self._peers.pop(request)
+        try:
+            deadline = time.monotonic() + self.limits.request_timeout
+            self.handle_connection(request, peer, deadline)
+        finally:
+            self._release(peer)

@@ -1,0 +1,175 @@
+"""Decoding what a client sends into the core's values, with the commands'
+own checks.
+
+A request on the socket (and later over HTTP) may come from a hand-made
+client, so everything the commands check before they connect is checked
+again here, with the same functions and the same messages: types, bounds
+(overlay.limits), names, patterns, lists. Unknown arguments are refused,
+so a misspelt field is never silently ignored.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable
+
+from overlay import limits
+from overlay.model import Request
+from overlay.request import (MAX_AR_ID, RequestError, parse_attribute_list, parse_mail_list,
+                             parse_mail_options, parse_name, parse_name_list)
+
+
+class BadArguments(Exception):
+    """A request with missing, unknown, mistyped or out-of-range arguments."""
+
+
+class Arguments:
+    """One request's arguments, read field by field; ``done()`` refuses any
+    the operation did not read."""
+
+    def __init__(self, op: str, args: Any, now: int) -> None:
+        if not isinstance(args, dict):
+            raise BadArguments("args must be an object")
+        self.op = op
+        self.args = args
+        self.now = now
+        self.read: set[str] = set()
+
+    def _get(self, key: str, required: bool) -> Any:
+        self.read.add(key)
+        value = self.args.get(key)
+        if value is None and required:
+            raise BadArguments(f"{self.op}: missing argument {key!r}")
+        return value
+
+    def done(self) -> None:
+        unknown = sorted(set(self.args) - self.read)
+        if unknown:
+            raise BadArguments(f"{self.op}: unknown argument '{limits.shown(unknown[0])}'; accepted: "
+                               f"{', '.join(sorted(self.read))}")
+
+    def integer(self, key: str, low: int, high: int, required: bool = False,
+                what: str = "") -> int | None:
+        value = self._get(key, required)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise BadArguments(f"{self.op}: argument {key!r} must be a whole number, "
+                               f"got {limits.shown(repr(value))}")
+        if not low <= value <= high:
+            raise RequestError(f"{what or key}: {value} is out of range; accepted: {low} to {high}")
+        return value
+
+    def time(self, key: str, option: str, required: bool = False) -> int | None:
+        """Epoch seconds from the epoch up to the horizon ahead of now."""
+        return self.integer(key, 0, self.now + limits.HORIZON, required, option)
+
+    def count(self, key: str, option: str, required: bool = False) -> int | None:
+        return self.integer(key, 1, limits.MAX_COUNT, required, option)
+
+    def flag(self, key: str) -> bool:
+        value = self._get(key, False)
+        if value is None:
+            return False
+        if not isinstance(value, bool):
+            raise BadArguments(f"{self.op}: argument {key!r} must be true or false, "
+                               f"got {limits.shown(repr(value))}")
+        return value
+
+    def text(self, key: str, required: bool = False) -> str | None:
+        value = self._get(key, required)
+        if value is None:
+            return None
+        if not isinstance(value, str):
+            raise BadArguments(f"{self.op}: argument {key!r} must be a string, "
+                               f"got {limits.shown(repr(value))}")
+        return value
+
+    def checked(self, key: str, check: Callable[[str], Any], required: bool = False) -> Any:
+        """A string argument passed through one of the commands' parsers."""
+        value = self.text(key, required)
+        return None if value is None else check(value)
+
+    def items(self, key: str) -> list | None:
+        value = self._get(key, False)
+        if value is None:
+            return None
+        if not isinstance(value, list):
+            raise BadArguments(f"{self.op}: argument {key!r} must be a list, "
+                               f"got {limits.shown(repr(value))}")
+        if len(value) > limits.MAX_ITEMS:
+            raise RequestError(f"{key}: {len(value)} entries; at most {limits.MAX_ITEMS} are accepted")
+        return value
+
+    def strings(self, key: str) -> list[str] | None:
+        value = self.items(key)
+        if value is not None and not all(isinstance(item, str) for item in value):
+            raise BadArguments(f"{self.op}: argument {key!r} must be a list of strings")
+        return value
+
+    def names(self, key: str, option: str, parse: Callable[[str], tuple]) -> tuple[str, ...] | None:
+        """A list whose entries each pass ``parse`` (the parser of the
+        option's comma-separated value) as a single entry."""
+        value = self.strings(key)
+        if value is None:
+            return None
+        for item in value:
+            if "," in item:
+                raise RequestError(f"{option}: invalid entry '{limits.shown(item)}': "
+                                   "one name per list entry")
+        return tuple(dict.fromkeys(parse(item)[0] for item in value))
+
+
+def _pattern(option: str) -> Callable[[str], str]:
+    """A wildcard value (-arch, -os): printable, at most MAX_PATTERN characters."""
+    def check(value: str) -> str:
+        if not value or len(value) > limits.MAX_PATTERN or not value.isprintable():
+            raise RequestError(f"{option}: invalid pattern '{limits.shown(value)}': accepted is "
+                               f"printable text of 1 to {limits.MAX_PATTERN} characters, "
+                               "with wildcards * ? [ ]")
+        return value
+    return check
+
+
+def _attributes(pairs: Iterable) -> tuple[tuple[str, str], ...]:
+    """-l as [name, value] pairs, each checked as plus_reserve -l checks it."""
+    checked = []
+    for pair in pairs:
+        if not (isinstance(pair, list) and len(pair) == 2 and all(isinstance(p, str) for p in pair)):
+            raise BadArguments(f"reserve: each of 'attributes' must be a [name, value] pair, "
+                               f"got {limits.shown(repr(pair))}")
+        name, value = pair
+        if "," in name or "," in value:
+            raise RequestError(f"-l: invalid resource '{limits.shown(name + '=' + value)}': "
+                               "accepted form is attr=value[,attr=value...]")
+        checked.extend(parse_attribute_list(f"{name}={value}"))
+    return tuple(checked)
+
+
+def users(args: Arguments) -> tuple[str, ...] | None:
+    """-U: user names and @group names."""
+    return args.names("users", "-U", lambda v: parse_name_list(v, "-U", groups=True))
+
+
+def reserve_request(args: Arguments) -> Request:
+    """plus_reserve's request, as the command would have sent it."""
+    memory = args.integer("memory_mb", 1, limits.MAX_MEMORY_MB, what="-mem")
+    return Request(
+        start=args.time("start", "-s", True), end=args.time("end", "-e", True),
+        nodes=args.count("nodes", "-n", True), users=users(args) or (),
+        slots_per_node=args.count("slots_per_node", "-sn"), memory_mb=memory,
+        ncpus=args.count("ncpus", "-ncpu"),
+        arch=args.checked("arch", _pattern("-arch")), os=args.checked("os", _pattern("-os")),
+        attributes=_attributes(args.items("attributes") or ()),
+        queues=args.names("queues", "-sgeq", lambda v: parse_name_list(v, "-sgeq")) or (),
+        name=args.checked("name", lambda v: parse_name(v, "-N")) or "",
+        hard_error=args.flag("hard_error"),
+        mail_options=args.checked("mail_options", parse_mail_options) or "",
+        mail_list=args.names("mail_list", "-M", parse_mail_list) or ())
+
+
+def ar_id(args: Arguments, required: bool = False) -> int | None:
+    return args.integer("id", 1, MAX_AR_ID, required, "-r")
+
+
+def owner(args: Arguments) -> str | None:
+    return args.checked("owner", lambda v: parse_name(v, "-o"))
