@@ -16,7 +16,9 @@ from __future__ import annotations
 import os
 import threading
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
+
+from overlay.limits import shown
 
 EVENT_CREATED = "CREATED"
 EVENT_START = "START TIME REACHED"
@@ -29,8 +31,11 @@ EVENT_TERMINATED = "TERMINATED"
 
 
 def _field(value: object) -> str:
-    """Colons separate fields; keep them (and newlines) out of free text."""
-    return str(value).replace(":", ";").replace("\n", " ")
+    """Colons separate fields and line breaks records: a colon in free text
+    becomes ';' and every control character (\\r, \\n, escapes, and the
+    Unicode line separators) a space, so no field can forge a record."""
+    text = str(value).replace(":", ";")
+    return text if text.isprintable() else "".join(c if c.isprintable() else " " for c in text)
 
 
 class ReportingWriter:
@@ -100,9 +105,15 @@ class ReportingFormatError(ValueError):
     """A line of the reporting file that is not a record this module knows."""
 
 
-def read_records(lines: Iterable[str]) -> Iterator[tuple[int, str, list[str]]]:
-    """(time, record_type, fields) of every AR record; other record types
-    (jobs, queues) are skipped, malformed AR records raise with the line number."""
+def _raise(error: ReportingFormatError) -> None:
+    raise error
+
+
+def read_records(lines: Iterable[str], on_error: Callable[[ReportingFormatError], None] = _raise
+                 ) -> Iterator[tuple[int, int, str, list[str]]]:
+    """(line number, time, record_type, fields) of every AR record; other
+    record types (jobs, queues) are skipped, a malformed AR record goes to
+    ``on_error`` (by default raised) with its line number."""
     for number, line in enumerate(lines, 1):
         line = line.rstrip("\n")
         if not line or line.startswith("#"):
@@ -110,18 +121,23 @@ def read_records(lines: Iterable[str]) -> Iterator[tuple[int, str, list[str]]]:
         parts = line.split(":")
         if len(parts) < 2 or not parts[1].startswith(("new_ar", "ar_")):
             continue
-        try:
-            yield int(parts[0]), parts[1], parts[2:]
-        except ValueError:
-            raise ReportingFormatError(f"line {number}: the record time '{parts[0]}' is not a number") from None
+        if not parts[0].isascii() or not parts[0].isdigit():
+            on_error(ReportingFormatError(f"line {number}: the record time "
+                                          f"'{shown(parts[0])}' is not a number"))
+            continue
+        yield number, int(parts[0]), parts[1], parts[2:]
 
 
-def collect(lines: Iterable[str]) -> list[ARUsage]:
+def collect(lines: Iterable[str], on_error: Callable[[ReportingFormatError], None] = _raise
+            ) -> list[ARUsage]:
     """Each AR's owner, window, hosts and termination from its records.
-    Records of a reused AR id start a new AR at its new_ar record."""
+    Records of a reused AR id start a new AR at its new_ar record. A
+    malformed record goes to ``on_error`` (by default raised); plus_account
+    skips it with a warning, as qacct does, so one bad line cannot keep
+    every user from their figures."""
     ars: dict[int, ARUsage] = {}
     finished: list[ARUsage] = []
-    for time, kind, fields in read_records(lines):
+    for number, time, kind, fields in read_records(lines, on_error):
         try:
             if kind == "new_ar":
                 number = int(fields[1])
@@ -141,6 +157,7 @@ def collect(lines: Iterable[str]) -> list[ARUsage]:
                 ar.terminated = int(fields[0])
                 ar.hosts[fields[4]] = int(fields[5])
         except (IndexError, ValueError):
-            raise ReportingFormatError(
-                f"malformed {kind} record at time {time}: {':'.join(fields)}") from None
+            on_error(ReportingFormatError(
+                f"line {number}: malformed {kind} record at time {time}: "
+                f"{shown(':'.join(fields))}"))
     return finished + list(ars.values())

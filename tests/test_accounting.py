@@ -238,9 +238,29 @@ def test_used_window_clips():
 def test_read_records_skips_other_kinds_and_reports_bad_times():
     records = list(read_records(["# comment\n", "\n", "5:new_job:1:2\n", "7:new_ar:7:1:x\n",
                                  "8:ar_log:8:7:1:w:CREATED:ok\n"]))
-    assert records == [(7, "new_ar", ["7", "1", "x"]), (8, "ar_log", ["8", "7", "1", "w", "CREATED", "ok"])]
+    assert records == [(4, 7, "new_ar", ["7", "1", "x"]),
+                       (5, 8, "ar_log", ["8", "7", "1", "w", "CREATED", "ok"])]
     with pytest.raises(ReportingFormatError, match="line 2"):
         list(read_records(["7:new_ar:7:1:x\n", "soon:new_ar:7:1:x\n"]))
+    errors = []
+    assert len(list(read_records(["7:new_ar:7:1:x\n", "١:new_ar:7:1:x\n", "8:new_ar:8:2:y\n"],
+                                 errors.append))) == 2
+    assert [str(e) for e in errors] == ["line 2: the record time '١' is not a number"]
+
+
+def test_no_field_can_forge_a_record(tmp_path):
+    """A name with a carriage return, a newline or a Unicode line separator
+    stays inside its own record, whichever way the file is split into lines."""
+    path = tmp_path / "reporting"
+    forged = "x\r9:new_ar:9:9:mallory\n9:ar_attribute\u2028\x1b[2J"
+    ar = make_ar(3, "frank", T0, T0 + H, {"n1": 1}, submitted=T0, name=forged)
+    writer = ReportingWriter(str(path))
+    writer.new_ar(T0, ar)
+    writer.ar_attribute(T0, ar)
+    text = path.read_text()
+    assert len(text.splitlines()) == 2 and len(text.split("\n")) == 3
+    [usage] = collect(text.splitlines(True))
+    assert usage.id == 3 and usage.owner == "frank" and usage.name.startswith("x 9;new_ar")
 
 
 @pytest.mark.parametrize("record,kind", [
@@ -461,15 +481,21 @@ def test_missing_file(capsys, tmp_path):
     (f"{T0}:ar_attribute:{T0}:9", "malformed ar_attribute record"),
     (f"{T0}:new_ar:{T0}:nine:alice", "malformed new_ar record"),
 ])
-def test_malformed_record(capsys, tmp_path, bad, fragment):
+def test_malformed_record_is_ignored_with_a_warning(capsys, tmp_path, bad, fragment):
+    """As qacct does ("ignoring invalid entry"): one bad line must not keep
+    every user from their figures."""
     path = tmp_path / "reporting"
-    path.write_text(f"{T0}:new_ar:{T0}:8:alice\n{bad}\n")
-    with pytest.raises(SystemExit) as info:
-        account.main(["-f", str(path)])
-    assert info.value.code == 1
-    err = capsys.readouterr().err
-    assert err.startswith(f"plus_account: {path}: ")
-    assert fragment in err
+    ar = make_ar(8, "alice", T0, T0 + H, {"n1": 1}, submitted=T0)
+    writer = ReportingWriter(str(path))
+    writer.new_ar(T0, ar)
+    with open(path, "a") as handle:
+        handle.write(bad + "\n")
+    writer.ar_attribute(T0, ar)
+    assert account.main(["-f", str(path), "-s", iso(T0), "-e", iso(T0 + H)]) == 0
+    out, err = capsys.readouterr()
+    assert err.startswith(f"plus_account: {path}: ignoring line 2: ")
+    assert fragment in err and len(err.splitlines()) == 1
+    assert rows(out.splitlines())["TOTAL"][0] == "1"
 
 
 def test_empty_file_gives_zero_totals(capsys, tmp_path):

@@ -8,7 +8,7 @@ import time
 from dataclasses import dataclass
 
 from overlay import protocol
-from overlay.accounting import ARUsage, ReportingFormatError, collect
+from overlay.accounting import ARUsage, collect
 from overlay.cli import common
 from overlay.timespec import format_duration, format_time
 
@@ -79,12 +79,11 @@ def main(argv: list[str] | None = None) -> int:
     first, last = period(p, args)
     path = args.f or default_logfile()
     try:
-        with open(path, encoding="utf-8") as handle:
-            ars = collect(handle)
+        with open(path, encoding="utf-8", newline="\n") as handle:
+            ars = collect(handle, lambda error: print(f"plus_account: {path}: ignoring {error}",
+                                                      file=sys.stderr))
     except OSError as exc:
         common.fail("plus_account", f"cannot read {path}: {exc.strerror}", protocol.EXIT_REFUSED)
-    except ReportingFormatError as exc:
-        common.fail("plus_account", f"{path}: {exc}", protocol.EXIT_REFUSED)
     owners = set(filter(None, (args.o or "").split(","))) if args.o is not None else None
     nodes = set(filter(None, (args.n or "").split(","))) if args.n is not None else None
     print(report(ars, first, min(last, int(time.time())), owners, nodes, args.l, args.S))
