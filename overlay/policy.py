@@ -1,13 +1,44 @@
 """What policy hooks see besides the request (``PolicyContext``): the clock,
-every node, the ARs there are, PluS's plus_rsvutil(owner, start, end), and a
-cache for the figures a policy works out once per request."""
+every node, the ARs there are, PluS's plus_rsvutil(owner, start, end), the
+ARs of a group's members, and a cache for the figures a policy works out once
+per request."""
 
 from __future__ import annotations
 
+import functools
+import pwd
+import time
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterable, NamedTuple
+from typing import Any, Callable, Collection, Iterable, NamedTuple
 
 from overlay.model import Node, Reservation, State
+
+GROUPS_TTL = 60       # seconds an owner's looked-up groups are trusted
+GROUPS_KEPT = 4096    # owners whose groups are kept between requests
+
+
+def owner_groups(owner: str, group: str) -> frozenset[str]:
+    """The groups ``owner`` is in now as the system reports them, primary and
+    supplementary (looked up again after GROUPS_TTL, so a change of
+    membership takes effect within a minute); ``group``, the AR's primary
+    group at creation, for an owner the system no longer knows."""
+    groups = _looked_up(owner, int(time.monotonic() // GROUPS_TTL))
+    if groups is None:
+        return frozenset((group,)) if group else frozenset()
+    return groups
+
+
+@functools.lru_cache(maxsize=GROUPS_KEPT)
+def _looked_up(owner: str, period: int) -> frozenset[str] | None:
+    """The owner's groups in one TTL period (None: no such user): each
+    request asks for every owner with ARs, and NSS lookups (getgrouplist)
+    may go to LDAP."""
+    from overlay.manager import groups_of    # here: the manager imports this module
+    try:
+        gid = pwd.getpwnam(owner).pw_gid
+    except KeyError:
+        return None
+    return frozenset(groups_of(owner, gid))
 
 
 class Usage(NamedTuple):
@@ -25,12 +56,39 @@ class PolicyContext:
     ones hold their resources, ``holds_resources``), ended ones kept for
     ``usage_history`` after they left plus_status, and the part of a
     cancelled AR before its cancellation; not the AR a plus_modify is
-    changing (its own usage would otherwise count against it)."""
+    changing (its own usage would otherwise count against it).
+    ``membership(owner, group)`` gives an AR owner's groups now
+    (``owner_groups``; tests give their own)."""
 
     now: int
     all_nodes: tuple[Node, ...]
     reservations: tuple[Reservation, ...] = ()
     cache: dict[Any, Any] = field(default_factory=dict)
+    membership: Callable[[str, str], Collection[str]] = owner_groups
+    _group_ars: dict[str, tuple[Reservation, ...]] = field(default_factory=dict, init=False,
+                                                            repr=False, compare=False)
+
+    def group_ars(self, group: str) -> tuple[Reservation, ...]:
+        """The ``reservations`` of every owner who is a member of ``group``
+        now, through their primary or a supplementary group: what a group's
+        quota counts. Worked out once per request and group."""
+        found = self._group_ars.get(group)
+        if found is None:
+            members: list[Reservation] = []
+            for (owner, created_in), ars in self._by_owner.items():
+                if group in self.membership(owner, created_in):
+                    members.extend(ars)
+            found = self._group_ars[group] = tuple(members)
+        return found
+
+    @functools.cached_property
+    def _by_owner(self) -> dict[tuple[str, str], list[Reservation]]:
+        """The reservations by owner and group at creation, so that each
+        owner's membership is asked once, not once per AR."""
+        by_owner: dict[tuple[str, str], list[Reservation]] = {}
+        for ar in self.reservations:
+            by_owner.setdefault((ar.owner, ar.group), []).append(ar)
+        return by_owner
 
     def usage(self, owner: str, start: int, end: int) -> Usage:
         """plus_rsvutil: the owner's ARs overlapping [start, end): how many,

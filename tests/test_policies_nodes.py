@@ -23,8 +23,13 @@ def cluster(count: int, **fields) -> tuple[Node, ...]:
     return tuple(Node(f"n{index:03d}", **fields) for index in range(count))
 
 
-def context(nodes: tuple[Node, ...] = cluster(10), reservations=(), now: int = T0) -> PolicyContext:
-    return PolicyContext(now, nodes, tuple(reservations))
+def context(nodes: tuple[Node, ...] = cluster(10), reservations=(), now: int = T0,
+            members: dict[str, tuple[str, ...]] | None = None) -> PolicyContext:
+    """A context whose AR owners are in the groups ``members`` gives them,
+    or else in their ARs' group only (the test's names are not the system's)."""
+    known = members or {}
+    return PolicyContext(now, nodes, tuple(reservations),
+                         membership=lambda owner, group: known.get(owner, (group,)))
 
 
 def request(lead: int = HOUR, hours: float = 1, nodes: int = 1, now: int = T0) -> Request:
