@@ -4,12 +4,14 @@ plus_scheduler does, refusing with "policy <key>: <why>"."""
 
 from __future__ import annotations
 
+import pwd
 import textwrap
 
 import pytest
 
-from overlay.manager import Caller
+from overlay.manager import Caller, groups_of
 from overlay.model import ReservationError
+from overlay.policy import owner_groups
 from test_manager import ALICE, BOB, HOUR, T0, Env
 
 CLUSTER = """\
@@ -96,6 +98,21 @@ def test_projects_give_members_their_nodes_only(tmp_path):
         env.reserve(BOB, nodes=1)
 
 
+def system_caller(user: str) -> Caller:
+    """A test user (scripts/test-users.sh) with their groups as the daemon
+    finds them: plusu1 and plusu2 are in plusgrp through a supplementary group."""
+    entry = pwd.getpwnam(user)
+    return Caller(entry.pw_uid, user, groups_of(user, entry.pw_gid), False)
+
+
+def test_an_owners_groups_are_the_systems_now():
+    assert "plusgrp" in owner_groups("plusu1", "")
+    assert owner_groups("plusu1", "") == frozenset(system_caller("plusu1").groups)
+    assert "plusgrp" not in owner_groups("plusu3", "plusgrp")       # what the system says counts
+    assert owner_groups("no-such-user", "chem") == {"chem"}        # gone: the AR's group
+    assert owner_groups("no-such-user", "") == frozenset()
+
+
 def test_limits_per_user_and_group_and_month(tmp_path, zone):
     zone("UTC")
     env = env_with(tmp_path, """\
@@ -103,25 +120,27 @@ def test_limits_per_user_and_group_and_month(tmp_path, zone):
           type: limits
           max_advance: 30d
           max_concurrent_per_user: 1
-          max_concurrent_per_group: 2
-          node_hours_per_month: {"*": 30}
+          max_concurrent_per_group: {plusgrp: 2}
+          node_hours_per_month: {plusgrp: 30}
         """)
-    env.reserve(nodes=2, hours=2)                                   # staff: 4 node-hours
+    first, second, outsider = (system_caller(user) for user in ("plusu1", "plusu2", "plusu3"))
+    assert first.groups[0] != "plusgrp" and second.groups[0] != "plusgrp"
+    env.reserve(first, nodes=2, hours=2)                            # plusgrp: 4 node-hours
     with pytest.raises(ReservationError, match="^policy site-limits: this request would make 2 ARs of "
-                                               "alice overlapping the window; max_concurrent_per_user "
+                                               "plusu1 overlapping the window; max_concurrent_per_user "
                                                "is 1$"):
-        env.reserve(nodes=1, start=T0 + 2 * HOUR)
-    env.reserve(nodes=1, start=T0 + 3 * HOUR)                       # after the first: 5
-    env.reserve(CAROL, nodes=1)                                     # chem
-    staff = Caller(uid=5004, user="dave", groups=("staff",), is_manager=False)
+        env.reserve(first, nodes=1, start=T0 + 2 * HOUR)
+    env.reserve(first, nodes=1, start=T0 + 3 * HOUR)                # after the first: 5
+    env.reserve(outsider, nodes=1)                                  # not in plusgrp
+    env.reserve(outsider, nodes=1, start=T0 + 2 * HOUR, hours=30)
     with pytest.raises(ReservationError, match="^policy site-limits: this request would make 3 ARs of "
-                                               "group staff overlapping the window; "
+                                               "group plusgrp overlapping the window; "
                                                "max_concurrent_per_group is 2$"):
-        env.reserve(staff, nodes=1, start=T0 + 2 * HOUR, hours=2)
-    with pytest.raises(ReservationError, match=r"^policy site-limits: group staff would use 45.0 "
+        env.reserve(second, nodes=1, start=T0 + 2 * HOUR, hours=2)
+    with pytest.raises(ReservationError, match=r"^policy site-limits: group plusgrp would use 45.0 "
                                                r"node-hours in 2027-01; node_hours_per_month is 30$"):
-        env.reserve(staff, nodes=2, start=T0 + 10 * HOUR, hours=20)
-    env.reserve(staff, nodes=1, start=T0 + 10 * HOUR, hours=20)     # 25 node-hours
+        env.reserve(second, nodes=2, start=T0 + 10 * HOUR, hours=20)
+    env.reserve(second, nodes=1, start=T0 + 10 * HOUR, hours=20)    # 25 node-hours
     with pytest.raises(ReservationError, match="start 30d 0:00:01 ahead is beyond max_advance 30d"):
         env.reserve(BOB, start=T0 + 30 * 24 * HOUR + 1)
 

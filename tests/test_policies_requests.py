@@ -52,9 +52,10 @@ def test_usage_is_per_owner_and_per_period():
 # -- limits ----------------------------------------------------------------------
 
 def limit_refusal(policy: Limits, req: Request, ars=(), owner: str = "alice",
-                  groups: tuple[str, ...] = ("staff",), now: int = T0) -> str | None:
+                  groups: tuple[str, ...] = ("staff",), now: int = T0,
+                  members: dict[str, tuple[str, ...]] | None = None) -> str | None:
     return policy.plus_validate_request(request=req, owner=owner, groups=groups,
-                                        context=context(reservations=ars, now=now))
+                                        context=context(reservations=ars, now=now, members=members))
 
 
 def test_max_advance_and_max_duration_allow_their_limit():
@@ -79,7 +80,7 @@ def test_concurrent_ars_per_user_overlapping_the_window():
         "this request would make 3 ARs of alice overlapping the window; max_concurrent_per_user is 2"
 
 
-def test_concurrent_ars_per_primary_group():
+def test_concurrent_ars_per_group_one_number_binds_the_primary_group():
     start = T0 + 10 * HOUR
     ars = [reservation(1, "bob", start, 1, 1, group="chem"),
            reservation(2, "carol", start, 1, 1, group="chem"),
@@ -92,6 +93,53 @@ def test_concurrent_ars_per_primary_group():
     assert limit_refusal(policy, req, ars, groups=("staff", "chem")) is None
     assert limit_refusal(Limits(max_concurrent_per_group=3), req, ars, groups=("chem",)) is None
     assert limit_refusal(policy, req, ars, groups=()) is None        # no group: no group limits
+
+
+def test_group_limits_count_the_ars_of_every_member_now():
+    start = T0 + 10 * HOUR
+    req = request(10 * HOUR, hours=2)
+    bobs = reservation(1, "bob", start, 1, 1, group="chem")
+    carols = reservation(2, "carol", start, 1, 1, group="bio")       # chem: a supplementary group
+    erins = reservation(3, "erin", start, 1, 1, group="chem")        # erin has left chem since
+    members = {"carol": ("bio", "chem"), "erin": ("bio",)}
+    policy = Limits(max_concurrent_per_group=2)
+    assert limit_refusal(policy, req, [bobs, carols], groups=("chem",), members=members) == \
+        "this request would make 3 ARs of group chem overlapping the window; max_concurrent_per_group is 2"
+    assert limit_refusal(policy, req, [bobs, erins], groups=("chem",), members=members) is None
+
+
+def test_a_quota_on_a_supplementary_group_binds_its_members(zone):
+    zone("UTC")
+    start = T0 + 10 * HOUR
+    req = request(10 * HOUR, hours=10, nodes=2)                       # 20 node-hours
+    ars = [reservation(1, "bob", start, 1, 1, group="chem"),
+           reservation(2, "carol", start, 10, 1, group="bio")]        # 10 node-hours, carol in chem
+    members = {"carol": ("bio", "chem")}
+    concurrent = Limits(max_concurrent_per_group={"chem": 2})
+    assert limit_refusal(concurrent, req, ars, groups=("staff", "chem"), members=members) == \
+        "this request would make 3 ARs of group chem overlapping the window; max_concurrent_per_group is 2"
+    assert limit_refusal(concurrent, req, ars, groups=("staff",), members=members) is None
+    monthly = Limits(node_hours_per_month={"chem": 31, "bio": 29})      # chem: 20 + 1 + 10
+    assert limit_refusal(monthly, req, ars, groups=("staff", "chem"), members=members) is None
+    assert limit_refusal(monthly, req, ars, groups=("staff", "chem", "bio"), members=members) == \
+        "group bio would use 30.0 node-hours in 2027-01; node_hours_per_month is 29"
+    assert limit_refusal(Limits(node_hours_per_month={"chem": 31.5}), req, ars + [
+        reservation(3, "dave", start, 1, 1, group="chem")], groups=("staff", "chem"),
+        members=members) == "group chem would use 32.0 node-hours in 2027-01; node_hours_per_month is 31.5"
+
+
+def test_the_star_binds_the_primary_group_not_the_supplementary_ones(zone):
+    zone("UTC")
+    req = request(HOUR, hours=10, nodes=2)                            # 20 node-hours
+    ars = [reservation(1, "bob", T0 + DAY, 10, 1, group="bob")]       # 10 node-hours, bob in users
+    members = {"bob": ("bob", "users")}
+    policy = Limits(max_concurrent_per_group=0, node_hours_per_month={"*": 25})
+    assert limit_refusal(policy, req, ars, groups=("alice", "users"), members=members) == \
+        "this request would make 1 ARs of group alice overlapping the window; max_concurrent_per_group is 0"
+    policy = Limits(node_hours_per_month={"*": 25})
+    assert limit_refusal(policy, req, ars, groups=("alice", "users"), members=members) is None
+    assert limit_refusal(policy, req, ars, groups=("users", "alice"), members=members) == \
+        "group users would use 30.0 node-hours in 2027-01; node_hours_per_month is 25"
 
 
 def local(*fields: int) -> int:

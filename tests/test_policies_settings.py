@@ -56,7 +56,7 @@ site-limits:
   max_advance: 30d
   max_duration: 2d
   max_concurrent_per_user: 3
-  max_concurrent_per_group: 10
+  max_concurrent_per_group: {chem: 20, "*": 10}
   node_hours_per_month: {chem: 5000, "*": 1000}
 """
 
@@ -88,6 +88,7 @@ def test_the_documented_example_registers_one_object_per_policy():
     assert [(t.name, t.near, t.far) for t in share.tiers] == [("VIPs", 100, 100), ("Users", 90, 50)]
     assert pm.get_plugin("node-health").min_idle == 600
     assert pm.get_plugin("site-limits").node_hours_per_month == {"chem": 5000, "*": 1000}
+    assert pm.get_plugin("site-limits").max_concurrent_per_group == {"chem": 20, "*": 10}
     assert len(pm.hook.plus_node_reservable.get_hookimpls()) == 3
     assert len(pm.hook.plus_validate_request.get_hookimpls()) == 3    # usage, limits, share (max_lead)
 
@@ -107,6 +108,16 @@ def test_defaults_and_durations_in_seconds():
     share = pm.get_plugin("share")
     assert (share.near, share.far, share.scope, share.max_lead) == (0, 7200, "request", None)
     assert (share.default.near, share.default.far) == (40, 40)
+
+
+def test_per_group_limits_take_one_number_for_the_primary_group_or_a_mapping():
+    pm = configure("""\
+        one: {type: limits, max_concurrent_per_group: 10, node_hours_per_month: 500.5}
+        each: {type: limits, max_concurrent_per_group: {chem: 3, "*": 10}, node_hours_per_month: {bio: 9}}
+        """)
+    one, each = pm.get_plugin("one"), pm.get_plugin("each")
+    assert (one.max_concurrent_per_group, one.node_hours_per_month) == ({"*": 10}, {"*": 500.5})
+    assert (each.max_concurrent_per_group, each.node_hours_per_month) == ({"chem": 3, "*": 10}, {"bio": 9})
 
 
 def test_a_policy_named_like_another_plugin_is_refused():
@@ -191,8 +202,13 @@ SHARE = "s: {type: share, near: 30m, far: 2h, default: {ratio: 50}, "
      "policies.p.node_hours_per_month.chem: expected a number of 0 or more, got -1"),
     ("p: {type: limits, node_hours_per_month: {'a b': 1}}",
      "policies.p.node_hours_per_month: invalid group 'a b'; expected a group name, or \"*\""),
-    ("p: {type: limits, node_hours_per_month: 5000}",
-     "policies.p.node_hours_per_month: expected a mapping, got 5000"),
+    ("p: {type: limits, node_hours_per_month: lots}",
+     "policies.p.node_hours_per_month: expected a number of 0 or more, or a mapping of group names "
+     "(and \"*\" for a primary group not listed) to such values, got 'lots'"),
+    ("p: {type: limits, max_concurrent_per_group: {chem: 1.5}}",
+     "policies.p.max_concurrent_per_group.chem: expected a whole number of 0 or more, got 1.5"),
+    ("p: {type: limits, max_concurrent_per_group: {'@chem': 1}}",
+     "policies.p.max_concurrent_per_group: invalid group '@chem'; expected a group name, or \"*\""),
     ("p: {type: limits, max_advance: 1w}", "policies.p.max_advance: expected a number of seconds"),
 ])
 def test_configuration_errors_name_the_key_path(text, message):

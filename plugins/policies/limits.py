@@ -1,6 +1,6 @@
 """``type: limits``: site limits checked once per request: how far ahead and
 how long, how many ARs at once per user and per group, and a monthly
-node-hour quota per group."""
+node-hour quota per group; a group's figures count all its members' ARs."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Iterable
 from overlay.hookspecs import hookimpl
 from overlay.model import Request, Reservation
 from overlay.policy import PolicyContext
-from overlay_policies.settings import AMOUNT, COUNT, DURATION, HOUR, NAME, Section, readable
+from overlay_policies.settings import AMOUNT, COUNT, DURATION, HOUR, NAME, Check, Section, readable
 
 ANY_GROUP = "*"
 
@@ -29,16 +29,40 @@ def months(start: int, end: int) -> list[tuple[str, int, int]]:
         first = following
 
 
-def quota(section: Section) -> dict[str, float]:
-    """node_hours_per_month: group names, or "*" for any group not listed, to node-hours."""
-    if "node_hours_per_month" not in section:
-        return {}
-    hours = section.section("node_hours_per_month", None)
-    for group in hours.values:
+PerGroup = dict[str, float]
+
+
+def per_group(section: Section, name: str, check: Check) -> float | PerGroup | None:
+    """A per-group figure: one value (the "*" of every owner's primary group)
+    or a mapping of group names, and "*", to values."""
+    if not isinstance(section.values.get(name), dict):
+        accepted = (f"{check.accepted}, or a mapping of group names (and \"*\" for a primary "
+                    "group not listed) to such values")
+        return section.get(name, Check(accepted, check.convert))
+    figures = section.section(name, None)
+    for group in figures.values:
         if group != ANY_GROUP and NAME.convert(group) is None:
-            raise ValueError(f"{hours.path}: invalid group {group!r}; expected a group name, "
-                             f"or \"*\" for any group not listed")
-    return {group: hours.get(group, AMOUNT) for group in hours.values}
+            raise ValueError(f"{figures.path}: invalid group {group!r}; expected a group name, "
+                             "or \"*\" for a primary group not listed")
+    return {group: figures.get(group, check) for group in figures.values}
+
+
+def by_group(figures: float | PerGroup | None) -> PerGroup:
+    """A per-group figure as a mapping: one value is "*"'s."""
+    if figures is None:
+        return {}
+    return figures if isinstance(figures, dict) else {ANY_GROUP: figures}
+
+
+def applying(figures: PerGroup, groups: tuple[str, ...]) -> list[tuple[str, float]]:
+    """The (group, value)s that bind an owner of ``groups`` (primary first):
+    each of their groups listed, primary or supplementary, and "*" for the
+    primary group when it is not listed (not for supplementary groups, where
+    it would cap every member of a catch-all group such as "users")."""
+    bound = [(group, figures[group]) for group in groups if group in figures]
+    if groups and groups[0] not in figures and ANY_GROUP in figures:
+        bound.insert(0, (groups[0], figures[ANY_GROUP]))
+    return bound
 
 
 class Limits:
@@ -47,27 +71,29 @@ class Limits:
     ``max_advance``: the start at most this far after now. ``max_duration``:
     the window at most this long. ``max_concurrent_per_user``: the owner's
     ARs (holding states) overlapping the requested window, this one
-    included. ``max_concurrent_per_group``: the same for ARs whose group
-    (Reservation.group, their owner's primary group) is the owner's primary
-    group. ``node_hours_per_month``: for the owner's primary group (or "*"
-    for groups not listed), in every calendar month (local time) the window
-    touches, the node-hours of the group's ARs inside that month (every AR
-    the daemon still keeps but cancelled ones, clipped to the month) plus
-    this request's nodes x its hours inside the month. An owner without a
-    group is not subject to the group limits."""
+    included. The per-group limits bind every group of the owner that they
+    list, primary or supplementary, and "*" the primary group when it is
+    not listed; a group's figure counts the ARs of every owner who is a
+    member of it now (context.group_ars). ``max_concurrent_per_group``: the
+    group's ARs (holding states) overlapping the window, this one included.
+    ``node_hours_per_month``: in every calendar month (local time) the
+    window touches, the node-hours of the group's ARs inside that month
+    (every AR the daemon still keeps but cancelled ones, clipped to the
+    month) plus this request's nodes x its hours inside the month. An owner
+    without a group is not subject to the group limits."""
 
     KEYS = ("max_advance", "max_duration", "max_concurrent_per_user", "max_concurrent_per_group",
             "node_hours_per_month")
 
     def __init__(self, max_advance: int | None = None, max_duration: int | None = None,
                  max_concurrent_per_user: int | None = None,
-                 max_concurrent_per_group: int | None = None,
-                 node_hours_per_month: dict[str, float] | None = None) -> None:
+                 max_concurrent_per_group: int | PerGroup | None = None,
+                 node_hours_per_month: float | PerGroup | None = None) -> None:
         self.max_advance = max_advance
         self.max_duration = max_duration
         self.max_concurrent_per_user = max_concurrent_per_user
-        self.max_concurrent_per_group = max_concurrent_per_group
-        self.node_hours_per_month = node_hours_per_month or {}
+        self.max_concurrent_per_group = by_group(max_concurrent_per_group)
+        self.node_hours_per_month = by_group(node_hours_per_month)
 
     def look_back(self) -> int:
         """How long ago an AR may have ended and still count: a month's
@@ -78,7 +104,8 @@ class Limits:
     def from_settings(cls, section: Section) -> "Limits":
         return cls(section.get("max_advance", DURATION), section.get("max_duration", DURATION),
                    section.get("max_concurrent_per_user", COUNT),
-                   section.get("max_concurrent_per_group", COUNT), quota(section))
+                   per_group(section, "max_concurrent_per_group", COUNT),
+                   per_group(section, "node_hours_per_month", AMOUNT))
 
     @hookimpl
     def plus_validate_request(self, request: Request, owner: str, groups: tuple[str, ...],
@@ -89,32 +116,37 @@ class Limits:
         if self.max_duration is not None and request.duration > self.max_duration:
             return (f"duration {readable(request.duration)} is beyond max_duration "
                     f"{readable(self.max_duration)}")
-        group = groups[0] if groups else None
         if self.max_concurrent_per_user is not None:
             count = 1 + _overlapping(request, [ar for ar in context.reservations if ar.owner == owner])
             if count > self.max_concurrent_per_user:
                 return (f"this request would make {count} ARs of {owner} overlapping the window; "
                         f"max_concurrent_per_user is {self.max_concurrent_per_user}")
-        if group is None:
-            return None
-        if self.max_concurrent_per_group is not None:
-            count = 1 + _overlapping(request, [ar for ar in context.reservations if ar.group == group])
-            if count > self.max_concurrent_per_group:
-                return (f"this request would make {count} ARs of group {group} overlapping the "
-                        f"window; max_concurrent_per_group is {self.max_concurrent_per_group}")
-        return self.monthly(request, group, context)
+        return self.group_limits(request, groups, context)
 
-    def monthly(self, request: Request, group: str, context: PolicyContext) -> str | None:
-        """node_hours_per_month for ``group``, month by month."""
-        limit = self.node_hours_per_month.get(group, self.node_hours_per_month.get(ANY_GROUP))
-        if limit is None:
-            return None
+    def group_limits(self, request: Request, groups: tuple[str, ...],
+                     context: PolicyContext) -> str | None:
+        """max_concurrent_per_group, then node_hours_per_month, for every
+        group of the owner that they bind."""
+        for group, limit in applying(self.max_concurrent_per_group, groups):
+            count = 1 + _overlapping(request, context.group_ars(group))
+            if count > limit:
+                return (f"this request would make {count} ARs of group {group} overlapping the "
+                        f"window; max_concurrent_per_group is {limit}")
+        for group, limit in applying(self.node_hours_per_month, groups):
+            refusal = self.monthly(request, group, limit, context)
+            if refusal:
+                return refusal
+        return None
+
+    @staticmethod
+    def monthly(request: Request, group: str, limit: float, context: PolicyContext) -> str | None:
+        """node_hours_per_month's ``limit`` for ``group``, month by month."""
         spans = months(request.start, request.end)
         first, last = spans[0][1], spans[-1][2]
         windows = [(request.start, request.end, request.nodes)]
-        for ar in context.reservations:       # ar.request, not ar.start: this runs for every AR
+        for ar in context.group_ars(group):   # ar.request, not ar.start: this runs for every AR
             window = ar.request
-            if ar.group == group and window.start < last and window.end > first:
+            if window.start < last and window.end > first:
                 windows.append((window.start, window.end, len(ar.allocations)))
         for label, begin, finish in spans:
             seconds = 0
