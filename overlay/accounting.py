@@ -13,12 +13,15 @@ Standard library only: plus_account reads the file itself, like qacct.
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator
 
 from overlay.limits import shown
+
+log = logging.getLogger("plus.accounting")
 
 EVENT_CREATED = "CREATED"
 EVENT_START = "START TIME REACHED"
@@ -47,9 +50,16 @@ class ReportingWriter:
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
 
     def write(self, time: int, record_type: str, *fields: object) -> None:
+        """Append one record. Records follow changes the store has committed,
+        so a failure (a full disk) is logged and the record lost, never
+        reported as the failure of the change itself."""
         line = ":".join([str(int(time)), record_type] + [_field(f) for f in fields]) + "\n"
-        with self._lock, open(self.path, "a", encoding="utf-8") as handle:
-            handle.write(line)
+        try:
+            with self._lock, open(self.path, "a", encoding="utf-8") as handle:
+                handle.write(line)
+        except OSError as exc:
+            log.error("cannot write the reporting file %s (%s); record lost: %s",
+                      self.path, exc.strerror, line.rstrip())
 
     def new_ar(self, time: int, ar) -> None:
         self.write(time, "new_ar", ar.submission_time, ar.id, ar.owner)

@@ -27,7 +27,8 @@ from overlay.lifecycle import Lifecycle
 from overlay.manager import Caller, Manager, groups_of
 from overlay.model import Request, Reservation, ReservationError
 from overlay.request import RequestError, parse_name_list
-from overlay.store import Store
+from overlay.store import Store, refuse_truncated, shown_url
+from overlay.storelease import LeaseLost, StoreLease
 
 log = logging.getLogger("plus.daemon")
 
@@ -251,19 +252,29 @@ class Daemon:
         os.makedirs(config.state_path, mode=0o755, exist_ok=True)
         self.pid_lock = PidLock(os.path.join(config.state_path, "plus_scheduler.pid"))
         self.backend: Backend | None = None
+        self.store: Store | None = None
+        self.lease: StoreLease | None = None
         try:
             self.pm = plugins.plugin_manager(config.plugins)
             claimed = plugins.configure(self.pm, config)
+            refuse_truncated(config.store_url)
+            self.store = Store(config.store_url)
+            self.lease = StoreLease(config.store_url, self.store.engine)
+            self.lease.acquire()
             self.backend = plugins.build_backend(self.pm, config.backend, config,
                                                  config.backend_options(), claimed)
-            self.store = Store(config.store_url)
             self.manager = Manager(config, self.store, self.backend, self.pm,
                                    ReportingWriter(config.accounting_path))
-            self.lifecycle = Lifecycle(self.manager, config.reconcile_interval)
+            self.lifecycle = Lifecycle(self.manager, config.reconcile_interval,
+                                       before_pass=self._check_lease)
             self.service = Service(self.manager, self.lifecycle.notice, self.stop)
         except Exception:
             if self.backend is not None:
                 self.backend.close()
+            if self.lease is not None:
+                self.lease.release()
+            if self.store is not None:
+                self.store.close()
             self.pid_lock.release()
             raise
         self.server: connections.BoundedServer | None = None
@@ -287,7 +298,7 @@ class Daemon:
         self.lifecycle.start()
         self.backend.start()
         log.info("plus_scheduler %d serving %s (backend %s, store %s)", os.getpid(), path,
-                 self.config.backend, self.config.store_url)
+                 self.config.backend, shown_url(self.config.store_url))
         try:
             self.server.serve_forever(poll_interval=0.5)
         finally:
@@ -308,9 +319,19 @@ class Daemon:
         except FileNotFoundError:
             pass
         self.backend.close()
+        self.lease.release()
         self.store.close()
         self.pid_lock.release()
         log.info("plus_scheduler stopped")
+
+    def _check_lease(self) -> None:
+        """Before each pass: stop rather than share the store with another daemon."""
+        try:
+            self.lease.check()
+        except LeaseLost as exc:
+            log.critical("%s; stopping, so that two daemons never act on one store", exc)
+            self.stop()
+            raise
 
 
 def _parser() -> argparse.ArgumentParser:

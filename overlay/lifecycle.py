@@ -11,9 +11,12 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import threading
+import time
+from typing import Callable
 
 from apscheduler.schedulers.background import BackgroundScheduler
 
+from overlay.limits import HORIZON
 from overlay.manager import Manager
 from overlay.model import Reservation
 
@@ -24,9 +27,12 @@ _RECONCILE_JOB = "reconcile"
 
 
 class Lifecycle:
-    def __init__(self, manager: Manager, interval: int) -> None:
+    def __init__(self, manager: Manager, interval: int,
+                 before_pass: Callable[[], None] | None = None) -> None:
+        """``before_pass`` runs before every pass; if it raises, the pass is skipped."""
         self.manager = manager
         self.interval = interval
+        self.before_pass = before_pass
         self.scheduler = BackgroundScheduler(timezone=dt.timezone.utc)
         self._run_lock = threading.Lock()
         self._aim_lock = threading.RLock()
@@ -50,6 +56,8 @@ class Lifecycle:
         """One reconcile pass, then aim the date job at the next transition."""
         with self._run_lock:
             try:
+                if self.before_pass is not None:
+                    self.before_pass()
                 self.manager.tick()
             except Exception:
                 log.exception("reconcile pass failed; the periodic reconcile retries")
@@ -77,7 +85,10 @@ class Lifecycle:
                 if self.scheduler.get_job(_NEXT_JOB):
                     self.scheduler.remove_job(_NEXT_JOB)
                 return
-            # a hair after the second, so that the tick's whole-second clock has reached it
+            # a hair after the second, so that the tick's whole-second clock has reached it;
+            # never past the horizon (an AR stored before times were bounded may lie
+            # beyond the years datetime can hold): the periodic pass aims again
+            due = min(due, int(time.time()) + HORIZON)
             when = dt.datetime.fromtimestamp(due + 0.05, dt.timezone.utc)
             self.scheduler.add_job(self.run, "date", run_date=when, id=_NEXT_JOB,
                                    replace_existing=True, misfire_grace_time=None)

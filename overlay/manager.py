@@ -154,6 +154,23 @@ class Manager:
                 self.planner.book(_pending_key(ar.id), a.node, ar.pending_request.start,
                                   ar.pending_request.end, a.slots)
 
+    def _stored(self, ar: Reservation, capacity: dict[str, int] | None = None,
+                **changes) -> Reservation:
+        """``ar`` with ``changes``, saved, and only then in memory: a write the
+        store refuses (a full disk, a lost race) leaves memory as it was."""
+        updated = replace(ar, **changes)
+        self.store.save(updated, capacity)
+        self.ars[updated.id] = updated
+        return updated
+
+    def _event(self, hook: str, **arguments) -> None:
+        """Tell the plugins of a change the store has already committed; a
+        plugin that fails is logged, and the command still succeeds."""
+        try:
+            getattr(self.pm.hook, hook)(**arguments)
+        except Exception:
+            log.exception("plugin hook %s failed", hook)
+
     def _unbook(self, ar_id: int) -> None:
         self.planner.unbook(ar_id)
         self.planner.unbook(_pending_key(ar_id))
@@ -347,7 +364,7 @@ class Manager:
         self.reporting.new_ar(now, ar)
         self.reporting.ar_attribute(now, ar)
         self._log(ar, EVENT_CREATED, "AR granted")
-        self.pm.hook.plus_reservation_granted(reservation=ar)
+        self._event("plus_reservation_granted", reservation=ar)
         self._apply(ar)
 
     # -- modify ----------------------------------------------------------------
@@ -378,9 +395,8 @@ class Manager:
                 raise
             self.refusals.pop(ar.id, None)
             if transactional:
-                ar.pending, ar.pending_since = Operation.MODIFY, now
-                ar.pending_request, ar.pending_allocations = request, allocations
-                self.store.save(ar, self.capacity())
+                ar = self._stored(ar, self.capacity(), pending=Operation.MODIFY, pending_since=now,
+                                  pending_request=request, pending_allocations=allocations)
                 self._book(ar)
                 return ar
             updated = replace(ar, request=request, allocations=allocations, acl=request.users)
@@ -445,29 +461,30 @@ class Manager:
             return self._now_or_pending(selected, Operation.CANCEL, transactional, self._cancel_now)
 
     def _now_or_pending(self, selected: list[Reservation], operation: Operation,
-                        transactional: bool, act: Callable[[Reservation], None]) -> list[Reservation]:
+                        transactional: bool, act: Callable[[Reservation], Reservation]
+                        ) -> list[Reservation]:
         """Act on every selected AR now, or with -T mark it pending; none
-        may already have a pending operation."""
+        may already have a pending operation. The ARs as they are now."""
         for ar in selected:
             self._check_no_pending(ar)
+        done = []
         for ar in selected:
             if transactional:
-                ar.pending, ar.pending_since = operation, self.now()
-                self.store.save(ar)
+                done.append(self._stored(ar, pending=operation, pending_since=self.now()))
             else:
-                act(ar)
-        return selected
+                done.append(act(ar))
+        return done
 
-    def _cancel_now(self, ar: Reservation) -> None:
+    def _cancel_now(self, ar: Reservation) -> Reservation:
         now = self.now()
-        ar.state, ar.finished_time, ar.message = State.DELETED, now, "cancelled"
-        ar.pending = ar.pending_since = None
-        self.store.save(ar)
+        ar = self._stored(ar, state=State.DELETED, finished_time=now, message="cancelled",
+                          pending=None, pending_since=None)
         self._unbook(ar.id)
         self.reporting.ar_acct(now, ar)
         self._log(ar, EVENT_DELETED, "AR cancelled")
-        self.pm.hook.plus_reservation_cancelled(reservation=ar)
+        self._event("plus_reservation_cancelled", reservation=ar)
         self._apply(ar)
+        return ar
 
     def destroy(self, caller: Caller, ar_id: int | None, owner: str | None,
                 transactional: bool = False) -> list[Reservation]:
@@ -475,19 +492,20 @@ class Manager:
             selected = self.select(caller, ar_id, owner, "destroy", transactional)
             return self._now_or_pending(selected, Operation.DESTROY, transactional, self._destroy_now)
 
-    def _destroy_now(self, ar: Reservation) -> None:
+    def _destroy_now(self, ar: Reservation) -> Reservation:
         now = self.now()
+        self._remove(ar, until=None if ar.state in FINISHED_STATES else now)
         if ar.holds_resources:
             self.reporting.ar_acct(now, ar)
-        self._remove(ar, until=None if ar.state in FINISHED_STATES else now)
         self._unbook(ar.id)
         self._log(ar, EVENT_TERMINATED, "AR destroyed")
         if ar.state not in FINISHED_STATES:
-            self.pm.hook.plus_reservation_cancelled(reservation=ar)
+            self._event("plus_reservation_cancelled", reservation=ar)
         try:
             self.backend.teardown(ar)
         except Exception as exc:
             log.warning("backend teardown of destroyed AR %s failed: %s", ar.id, exc)
+        return ar
 
     # -- commit, abort ---------------------------------------------------------
 
@@ -505,11 +523,10 @@ class Manager:
     def _commit(self, ar: Reservation) -> Reservation:
         operation = ar.pending
         if operation == Operation.RESERVE:
-            ar.pending = ar.pending_since = None
-            ar.state = ar.window_state(self.now())
-            if ar.state == State.EXITED:  # a short window that ended while pending
-                ar.finished_time = self.now()
-            self.store.save(ar)
+            state = ar.window_state(self.now())
+            ar = self._stored(ar, pending=None, pending_since=None, state=state,
+                              # a short window that ended while pending
+                              finished_time=self.now() if state == State.EXITED else None)
             self._book(ar)
             self._granted(ar)
         elif operation == Operation.MODIFY:
@@ -521,9 +538,9 @@ class Manager:
             self._replace(ar, updated)
             ar = updated
         elif operation == Operation.CANCEL:
-            self._cancel_now(ar)
+            ar = self._cancel_now(ar)
         elif operation == Operation.DESTROY:
-            self._destroy_now(ar)
+            ar = self._destroy_now(ar)
         return ar
 
     def abort(self, caller: Caller, ar_id: int) -> Reservation:
@@ -536,9 +553,8 @@ class Manager:
             self._remove(ar)
             self._unbook(ar.id)
             return ar
-        ar.pending = ar.pending_since = ar.pending_request = None
-        ar.pending_allocations = []
-        self.store.save(ar)
+        ar = self._stored(ar, pending=None, pending_since=None, pending_request=None,
+                          pending_allocations=[])
         self._book(ar)
         return ar
 
@@ -591,33 +607,32 @@ class Manager:
 
     def _advance(self, ar: Reservation, now: int, reason: str | None) -> None:
         if ar.pending is not None and ar.pending_since + self.config.commit_timeout <= now:
-            self._abort(ar, f"automatically: not committed within {self.config.commit_timeout} s")
+            ar = self._abort(ar, f"automatically: not committed within {self.config.commit_timeout} s")
             if ar.id not in self.ars:
                 return
         if ar.state in FINISHED_STATES or ar.state == State.PENDING:
             return
         if now >= ar.end:
-            ar.state, ar.finished_time, ar.message = State.EXITED, now, ""
-            self.store.save(ar)
+            ar = self._stored(ar, state=State.EXITED, finished_time=now, message="")
             self._unbook(ar.id)
             self.reporting.ar_acct(now, ar)
             self._log(ar, EVENT_END, "end time of AR reached")
-            self.pm.hook.plus_reservation_ended(reservation=ar)
+            self._event("plus_reservation_ended", reservation=ar)
             return
         target = ar.error_state(now) if reason else ar.window_state(now)
         if target == ar.state and (reason or "") == ar.message:
             return
-        before, ar.state, ar.message = ar.state, target, reason or ""
-        self.store.save(ar)
+        before = ar.state
+        ar = self._stored(ar, state=target, message=reason or "")
         if before in (State.WAITING, State.WARNING) and target in (State.RUNNING, State.ERROR):
             self._log(ar, EVENT_START, "start time of AR reached")
-            self.pm.hook.plus_reservation_started(reservation=ar)
+            self._event("plus_reservation_started", reservation=ar)
         if reason and before not in (State.WARNING, State.ERROR):
             self._log(ar, EVENT_UNSATISFIED, reason)
-            self.pm.hook.plus_reservation_error(reservation=ar, reason=reason)
+            self._event("plus_reservation_error", reservation=ar, reason=reason)
         elif not reason and before in (State.WARNING, State.ERROR):
             self._log(ar, EVENT_SATISFIED, "AR resources satisfied again")
-            self.pm.hook.plus_reservation_error(reservation=ar, reason=None)
+            self._event("plus_reservation_error", reservation=ar, reason=None)
 
     def _health(self, ars: list[Reservation]) -> dict[int, str]:
         try:

@@ -10,6 +10,7 @@ same slots twice.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import sqlite3
@@ -18,7 +19,8 @@ from contextlib import contextmanager
 from dataclasses import asdict
 from typing import Iterator, Mapping
 
-from sqlalchemy import Engine, MetaData, event, insert, inspect, make_url, text
+from sqlalchemy import BigInteger, Engine, MetaData, event, insert, inspect, make_url, text
+from sqlalchemy.exc import DatabaseError, OperationalError
 from sqlmodel import Field, Session, SQLModel, create_engine, delete, select
 
 from overlay.model import Allocation, Operation, Request, Reservation, ReservationError, State
@@ -36,6 +38,39 @@ class Conflict(ReservationError):
     """The database shows the slots as taken (another request won the race)."""
 
 
+class StoreUnavailable(ReservationError):
+    """The database could not be read or written; nothing was changed."""
+
+
+def _no_space(exc: BaseException, folder: str | None) -> bool:
+    if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
+        return True
+    if "disk is full" in str(exc) or "No space left" in str(exc):
+        return True
+    try:
+        return folder is not None and os.statvfs(folder).f_bavail == 0
+    except OSError:
+        return False
+
+
+@contextmanager
+def database_errors(url: str) -> Iterator[None]:
+    """Turn a failure of the database into one line a user can act on,
+    without SQL or passwords: a full disk says so and where."""
+    try:
+        yield
+    except (OperationalError, DatabaseError) as exc:
+        database = make_url(url).database if url.startswith("sqlite") else None
+        folder = os.path.dirname(os.path.abspath(database)) if database else None
+        if _no_space(exc.orig or exc, folder):
+            where = f"in {folder}" if folder else "on the database server"
+            raise StoreUnavailable(f"no space left {where}: the store could not be written; "
+                                   "nothing was changed") from exc
+        reason = (str(exc.orig) if exc.orig is not None else str(exc)).strip().splitlines()
+        raise StoreUnavailable(f"the store {shown_url(url)} failed ({reason[0] if reason else 'no reason given'}); "
+                               "nothing was changed") from exc
+
+
 class ReservationRow(SQLModel, table=True):
     __tablename__ = "reservation"
 
@@ -43,16 +78,16 @@ class ReservationRow(SQLModel, table=True):
     owner: str = Field(index=True)
     owner_group: str
     state: str = Field(index=True)
-    submission_time: int
-    start_time: int = Field(index=True)
-    end_time: int = Field(index=True)
+    submission_time: int = Field(sa_type=BigInteger)
+    start_time: int = Field(index=True, sa_type=BigInteger)
+    end_time: int = Field(index=True, sa_type=BigInteger)
     acl: str = ""
     account: str = ""
     message: str = ""
     request: str
-    finished_time: int | None = None
+    finished_time: int | None = Field(default=None, sa_type=BigInteger)
     pending: str | None = None
-    pending_since: int | None = None
+    pending_since: int | None = Field(default=None, sa_type=BigInteger)
     pending_request: str | None = None
 
 
@@ -63,8 +98,8 @@ class AllocationRow(SQLModel, table=True):
     reservation_id: int = Field(index=True, foreign_key="reservation.id")
     node: str = Field(index=True)
     slots: int
-    start_time: int = Field(index=True)
-    end_time: int = Field(index=True)
+    start_time: int = Field(index=True, sa_type=BigInteger)
+    end_time: int = Field(index=True, sa_type=BigInteger)
     pending: bool = False
     held: bool = True  # False once the AR ended or was cancelled: a record, not a booking
 
@@ -80,7 +115,7 @@ class UsageRow(SQLModel, table=True):
     reservation_id: int
     owner: str = Field(index=True)
     owner_group: str
-    end_time: int = Field(index=True)
+    end_time: int = Field(index=True, sa_type=BigInteger)
     request: str
     allocations: str
 
@@ -171,10 +206,24 @@ def make_engine(url: str) -> Engine:
     database = make_url(url).database
     if database and database != ":memory:":
         os.makedirs(os.path.dirname(os.path.abspath(database)), exist_ok=True)
+        _keep_private(database)
     engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
     event.listen(engine, "connect", _sqlite_connect)
     event.listen(engine, "begin", _sqlite_begin)
     return engine
+
+
+def _keep_private(database: str) -> None:
+    """The store holds job scripts and environments: the database and its
+    WAL and shared-memory files are the daemon's alone (SQLite gives the
+    latter two the database's mode). A new file is created 0600."""
+    os.close(os.open(database, os.O_RDWR | os.O_CREAT, 0o600))
+    for path in (database, database + "-wal", database + "-shm"):
+        try:
+            if os.stat(path).st_mode & 0o077:
+                os.chmod(path, 0o600)
+        except FileNotFoundError:
+            pass
 
 
 def create_tables(engine: Engine, url: str, metadata: MetaData) -> None:
@@ -188,13 +237,32 @@ def create_tables(engine: Engine, url: str, metadata: MetaData) -> None:
         metadata.create_all(connection)
         inspector = inspect(connection)
         for table in metadata.sorted_tables:
-            present = {column["name"] for column in inspector.get_columns(table.name)}
+            present = {column["name"]: column for column in inspector.get_columns(table.name)}
             missing = [column.name for column in table.columns if column.name not in present]
             if missing:
                 raise StoreError(
-                    f"the store {make_url(url).render_as_string()} was made by another "
+                    f"the store {shown_url(url)} was made by another "
                     f"version: table {table.name} lacks {', '.join(missing)}; migrate it or "
                     "give plus_scheduler a new store (-r)")
+            _widen_times(connection, table, present)
+
+
+def _widen_times(connection, table, present: dict) -> None:
+    """Make the epoch columns of a store made before they were BIGINT wide
+    enough for times after 2038 (PostgreSQL's INTEGER stops at 2**31 - 1;
+    SQLite's integers are 64-bit anyway)."""
+    if connection.dialect.name != "postgresql":
+        return
+    for column in table.columns:
+        if isinstance(column.type, BigInteger) and \
+                not isinstance(present[column.name]["type"], BigInteger):
+            connection.execute(text(f'ALTER TABLE "{table.name}" ALTER COLUMN '
+                                    f'"{column.name}" TYPE BIGINT'))
+
+
+def shown_url(url: str) -> str:
+    """A store URL as logs and messages may show it: without its password."""
+    return make_url(url).render_as_string(hide_password=True)
 
 
 def next_id(session: Session, counters: type, name: str, rows: type, maximum: int) -> int | None:
@@ -210,6 +278,32 @@ def next_id(session: Session, counters: type, name: str, rows: type, maximum: in
             session.add(counter)
             return candidate
     return None
+
+
+def refuse_truncated(url: str) -> None:
+    """Before a daemon opens its store: a SQLite file of 0 bytes is a
+    truncated one (SQLite writes its header with the first table), and
+    starting on it would silently lose every AR."""
+    if not url.startswith("sqlite"):
+        return
+    database = make_url(url).database
+    if database and database != ":memory:" and os.path.exists(database) and \
+            os.path.getsize(database) == 0 and not os.path.exists(database + "-wal"):
+        raise StoreError(f"the store {database} is empty (0 bytes): it was truncated or lost; "
+                         "restore it from a backup, or remove it to start with no ARs")
+
+
+def _check_integrity(engine: Engine, url: str) -> None:
+    """SQLite's quick_check at start: a damaged page is found now, not when
+    a write fails later with SQL in its message."""
+    try:
+        with engine.connect() as connection:
+            problems = [row[0] for row in connection.exec_driver_sql("PRAGMA quick_check(5)")]
+    except DatabaseError as exc:
+        problems = [str(exc.orig or exc).splitlines()[0]]
+    if problems != ["ok"]:
+        raise StoreError(f"the store {make_url(url).database} is damaged ({'; '.join(problems)}); "
+                         "restore it from a backup, or move it aside to start with no ARs")
 
 
 def _sqlite_connect(dbapi_connection, _record) -> None:
@@ -240,8 +334,11 @@ class Store:
     def __init__(self, url: str) -> None:
         self.url = url
         self.is_sqlite = url.startswith("sqlite")
-        self.engine = make_engine(url)
-        self._create_tables()
+        with database_errors(url):
+            self.engine = make_engine(url)
+            if self.is_sqlite:
+                _check_integrity(self.engine, url)
+            self._create_tables()
 
     def _create_tables(self) -> None:
         create_tables(self.engine, self.url, SQLModel.metadata)
@@ -249,7 +346,7 @@ class Store:
     @contextmanager
     def _write(self) -> Iterator[Session]:
         """A transaction holding the store's write lock until it ends."""
-        with Session(self.engine, expire_on_commit=False) as session:
+        with database_errors(self.url), Session(self.engine, expire_on_commit=False) as session:
             with session.begin():
                 if not self.is_sqlite:
                     session.exec(text(f"SELECT pg_advisory_xact_lock({_ADVISORY_LOCK})"))
@@ -267,7 +364,7 @@ class Store:
         engine = self.engine
         if not self.is_sqlite:
             engine = self.engine.execution_options(isolation_level="REPEATABLE READ")
-        with Session(engine, expire_on_commit=False) as session:
+        with database_errors(self.url), Session(engine, expire_on_commit=False) as session:
             with session.begin():
                 yield session
 
