@@ -302,7 +302,9 @@ def _check_integrity(engine: Engine, url: str) -> None:
     except DatabaseError as exc:
         problems = [str(exc.orig or exc).splitlines()[0]]
     if problems != ["ok"]:
-        raise StoreError(f"the store {make_url(url).database} is damaged ({'; '.join(problems)}); "
+        lines = [line for text in problems for line in text.splitlines()
+                 if line and not line.startswith("***")]
+        raise StoreError(f"the store {make_url(url).database} is damaged ({'; '.join(lines[:3])}); "
                          "restore it from a backup, or move it aside to start with no ARs")
 
 

@@ -1,0 +1,205 @@
+"""The store as a site finds it: private files, damage found at start, one
+daemon per store, times past 2038 on both databases, and a full disk."""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+
+from daemon_harness import Daemon
+from overlay.store import Store
+from test_store import CAPACITY, new_ar
+
+def _start_fails(daemon: Daemon) -> str:
+    """plus_scheduler refuses to start: its one line of explanation."""
+    daemon.start(wait=False)
+    daemon.process.wait(timeout=60)
+    assert daemon.process.returncode == 1
+    assert not daemon.socket.exists(), "a stale socket was left"
+    lines = daemon.log.read_text().strip().splitlines()
+    assert len(lines) == 1, lines
+    return lines[0]
+
+
+@pytest.fixture
+def daemon():
+    made = Daemon()
+    yield made
+    made.cleanup()
+
+
+def test_the_store_files_are_readable_by_the_daemon_only(daemon):
+    daemon.start()
+    daemon.reserve("plusu1", "-s", "now+2h", "-D", "1h", "-n", "1")
+    state = daemon.dir / "state"
+    for name in ("plus.db", "plus.db-wal", "plus.db-shm"):
+        assert (state / name).stat().st_mode & 0o777 == 0o600, name
+    copy = subprocess.run(["runuser", "-u", "plusu2", "--", "cat", str(state / "plus.db")],
+                          capture_output=True)
+    assert copy.returncode != 0 and b"Permission denied" in copy.stderr
+
+
+def test_a_store_made_readable_by_an_older_version_is_made_private(daemon):
+    daemon.start()
+    daemon.stop()
+    database = daemon.dir / "state" / "plus.db"
+    database.chmod(0o644)
+    daemon.start()
+    assert database.stat().st_mode & 0o777 == 0o600
+
+
+def test_a_truncated_store_stops_the_start(daemon):
+    (daemon.dir / "state").mkdir()
+    (daemon.dir / "state" / "plus.db").write_bytes(b"")
+    line = _start_fails(daemon)
+    assert line.startswith("plus_scheduler: cannot start: the store ")
+    assert "is empty (0 bytes)" in line
+
+
+def _damage(database: Path, where: str) -> None:
+    data = bytearray(database.read_bytes())
+    page = 4096
+    if where == "header":
+        data[:100] = bytes(random.Random(1).randrange(256) for _ in range(100))
+    else:
+        pages = len(data) // page
+        number = {"second page": 1, "middle page": pages // 2, "last page": pages - 1}[where]
+        noise = random.Random(number)
+        data[number * page:(number + 1) * page] = bytes(noise.randrange(256) for _ in range(page))
+    database.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("where", ["header", "second page", "middle page", "last page"])
+def test_a_damaged_store_stops_the_start(daemon, where):
+    daemon.start()
+    for hour in range(2, 60):
+        daemon.reserve("plusu1", "-s", f"now+{hour}h", "-D", "1h", "-n", "2", "-N", f"ar{hour}")
+    daemon.stop()
+    database = daemon.dir / "state" / "plus.db"
+    assert not (daemon.dir / "state" / "plus.db-wal").exists() or \
+        (daemon.dir / "state" / "plus.db-wal").stat().st_size == 0
+    _damage(database, where)
+    daemon.log.write_text("")
+    line = _start_fails(daemon)
+    assert line.startswith("plus_scheduler: cannot start: the store ")
+    assert "is damaged" in line and "SELECT" not in line
+
+
+def test_a_second_daemon_on_one_store_refuses_to_start(store_url, tmp_path):
+    if store_url.startswith("sqlite"):
+        store_url = f"sqlite:///{tmp_path / 'shared.db'}"
+    first, second = Daemon(store=store_url), Daemon(store=store_url)
+    try:
+        first.start()
+        line = _start_fails(second)
+        assert f"the store is in use by plus_scheduler pid {first.process.pid} on " in line
+        assert "one plus_scheduler per store" in line
+        assert first.run("plusu1", "plus_status").returncode == 0
+        first.stop()
+        second.log.write_text("")
+        second.start()
+        assert second.run("plusu1", "plus_status").returncode == 0
+    finally:
+        first.cleanup()
+        second.cleanup()
+
+
+def test_a_daemon_killed_hard_comes_back_at_once_on_its_own_store(store_url, tmp_path):
+    if store_url.startswith("sqlite"):
+        store_url = f"sqlite:///{tmp_path / 'own.db'}"
+    daemon = Daemon(store=store_url)
+    try:
+        daemon.start()
+        ar = daemon.reserve("plusu1", "-s", "now+2h", "-D", "1h", "-n", "1")
+        daemon.kill9()
+        daemon.start()
+        assert [view["id"] for view in daemon.status()] == [ar["id"]]
+    finally:
+        daemon.cleanup()
+
+
+def test_times_after_2038_are_stored_on_both_databases(store):
+    far = 2 ** 31 + 86400
+    ar = store.create(new_ar(start=far, end=far + 3600), CAPACITY)
+    assert store.get(ar.id).end == far + 3600
+
+
+def test_an_older_postgresql_store_gets_wide_time_columns(store_url):
+    if store_url.startswith("sqlite"):
+        pytest.skip("SQLite integers are 64-bit whatever the declared type")
+    old = Store(store_url)
+    with old.engine.begin() as connection:
+        for table, column in (("reservation", "start_time"), ("allocation", "end_time"),
+                              ("usage", "end_time")):
+            connection.execute(text(f'ALTER TABLE "{table}" ALTER COLUMN "{column}" TYPE INTEGER'))
+    old.close()
+    store = Store(store_url)
+    try:
+        far = 2 ** 31 + 86400
+        ar = store.create(new_ar(start=far, end=far + 3600), CAPACITY)
+        assert store.get(ar.id).start == far
+    finally:
+        store.close()
+
+
+@pytest.fixture
+def small_disk():
+    """A daemon whose state directory is a 16 MiB tmpfs."""
+    daemon = Daemon()
+    state = daemon.dir / "state"
+    state.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m,mode=0755", "tmpfs", str(state)],
+                   check=True)
+    yield daemon
+    daemon.stop()
+    subprocess.run(["umount", "-l", str(state)], check=False)
+    daemon.cleanup()
+
+
+def _fill(disk: Path) -> Path:
+    """Write a file until the disk has no byte left."""
+    filler = disk / "filler"
+    with open(filler, "wb", buffering=0) as handle:
+        for size in (65536, 512, 1):
+            try:
+                while True:
+                    handle.write(b"\0" * size)
+            except OSError:
+                pass
+    return filler
+
+
+def test_a_full_disk_refuses_changes_in_one_line_and_loses_nothing(small_disk):
+    daemon = small_disk
+    daemon.start()
+    kept = daemon.reserve("plusu1", "-s", "now+2h", "-D", "1h", "-n", "1")
+    filler = _fill(daemon.dir / "state")
+    granted, refusals = [], []
+    for hour in range(3, 40):
+        result = daemon.run("plusu1", "plus_reserve", "--json", "-s", f"now+{hour}h",
+                            "-D", "1h", "-n", "5")
+        if result.returncode == 0:
+            granted.append(json.loads(result.stdout)["id"])
+        else:
+            refusals.append(result.stderr)
+            if len(refusals) == 3:
+                break
+    assert refusals, "the disk never filled"
+    for refusal in refusals:
+        assert refusal.startswith("plus_reserve: no space left in "), refusal
+        assert len(refusal.strip().splitlines()) == 1 and "internal error" not in refusal
+    cancel = daemon.run("plusu1", "plus_cancel", "-r", str(kept["id"]))
+    shown = {view["id"]: view["state"] for view in daemon.status()}
+    assert shown == {kept["id"]: "d" if cancel.returncode == 0 else "w",
+                     **{ar_id: "w" for ar_id in granted}}
+    filler.unlink()
+    daemon.stop()
+    daemon.start()
+    assert {view["id"]: view["state"] for view in daemon.status()} == shown
+    daemon.reserve("plusu1", "-s", "now+50h", "-D", "1h", "-n", "1")
