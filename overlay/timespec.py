@@ -5,6 +5,8 @@ Accepted times (local time unless a zone is given):
   ISO 8601     2026-12-01T09:00[:SS][Z|+hh:mm] (a space may replace the T)
   relative     now, now+90s, now+10m, now+2h, now+1d, now+1:30:00
 Accepted durations: TIME as h:m:s (or m:s), plain seconds, or 90s/10m/2h/1d.
+Times lie between the epoch and the horizon after now, durations are at
+most MAX_DURATION (overlay.limits); digits are ASCII only.
 
 Standard library only: the thin clients import this module.
 """
@@ -15,61 +17,103 @@ import datetime as _dt
 import re
 import time as _time
 
+from overlay.limits import HORIZON, HORIZON_DAYS, MAX_ARGUMENT, MAX_DURATION, shown
+
 TIME_FORMS = ("[[CC]YY]MMDDhhmm[.SS], YYYY-MM-DDThh:mm[:ss][Z|+hh:mm], "
               "now, now+<duration> (e.g. now+10m, now+1:30:00)")
 DURATION_FORMS = "h:m:s, seconds, or <n>s/<n>m/<n>h/<n>d (e.g. 2:00:00, 90m, 1d)"
 
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-_GE_TIME = re.compile(r"^(\d{8}|\d{10}|\d{12})(?:\.(\d{2}))?$")
+# fullmatch only, [0-9] not \d: no trailing newline and no other script's digits
+_GE_TIME = re.compile(r"([0-9]{8}|[0-9]{10}|[0-9]{12})(?:\.([0-9]{2}))?")
 _ISO_TIME = re.compile(
-    r"^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2}))?"
-    r"(Z|[+-]\d{2}:?\d{2})?$")
-_RELATIVE = re.compile(r"^now(?:\+(.+))?$")
-_UNIT_DURATION = re.compile(r"^(\d+)([smhd])$")
-_TIME_DURATION = re.compile(r"^\d+(?::\d+){0,2}$")
+    r"([0-9]{4})-([0-9]{2})-([0-9]{2})[T ]([0-9]{2}):([0-9]{2})(?::([0-9]{2}))?"
+    r"(Z|[+-][0-9]{2}:?[0-9]{2})?")
+_RELATIVE = re.compile(r"now(?:\+(.+))?", re.DOTALL)
+_UNIT_DURATION = re.compile(r"([0-9]+)([smhd])")
+_TIME_DURATION = re.compile(r"[0-9]+(?::[0-9]+){0,2}")
 
 
 class TimeSpecError(ValueError):
-    """A time or duration argument that matches none of the accepted forms."""
+    """A time or duration argument that matches none of the accepted forms,
+    or lies outside the bounds."""
 
 
-def parse_duration(text: str) -> int:
-    """Seconds in a duration argument; raises TimeSpecError naming the forms."""
-    value = text.strip()
-    unit = _UNIT_DURATION.match(value)
+def _error(option: str, message: str) -> TimeSpecError:
+    """An error whose text starts with the option, when there is one."""
+    return TimeSpecError(f"{option}: {message}" if option else message)
+
+
+def _stripped(text: str, option: str, what: str) -> str:
+    """The argument without surrounding blanks; one too long for any form is
+    refused before a pattern or int() sees it."""
+    if len(text) > MAX_ARGUMENT:
+        raise _error(option, f"invalid {what} '{shown(text)}': longer than {MAX_ARGUMENT} characters")
+    return text.strip()
+
+
+def _duration_seconds(value: str) -> int | None:
+    """Seconds in a stripped duration, unbounded; None if no form matches."""
+    unit = _UNIT_DURATION.fullmatch(value)
     if unit:
         return int(unit.group(1)) * _UNIT_SECONDS[unit.group(2)]
-    if _TIME_DURATION.match(value):
+    if _TIME_DURATION.fullmatch(value):
         seconds = 0
         for part in value.split(":"):
             seconds = seconds * 60 + int(part)
         return seconds
-    raise TimeSpecError(f"invalid duration '{text}': accepted forms are {DURATION_FORMS}")
+    return None
 
 
-def parse_time(text: str, now: float | None = None) -> int:
-    """UTC epoch seconds of a time argument; raises TimeSpecError naming the forms."""
-    value = text.strip()
+def parse_duration(text: str, option: str = "") -> int:
+    """Seconds in a duration argument, 0 to MAX_DURATION; raises TimeSpecError
+    naming the option (if given) and the forms."""
+    seconds = _duration_seconds(_stripped(text, option, "duration"))
+    if seconds is None:
+        raise _error(option, f"invalid duration '{shown(text)}': accepted forms are {DURATION_FORMS}")
+    if seconds > MAX_DURATION:
+        raise _error(option, f"the duration '{shown(text)}' is longer than {HORIZON_DAYS} days; "
+                             f"accepted are durations up to {MAX_DURATION // 86400}d")
+    return seconds
+
+
+def parse_time(text: str, now: float | None = None, option: str = "") -> int:
+    """UTC epoch seconds of a time argument, from the epoch to the horizon
+    after ``now``; raises TimeSpecError naming the option (if given) and the forms."""
+    value = _stripped(text, option, "time")
     current = int(_time.time() if now is None else now)
-    relative = _RELATIVE.match(value)
+    relative = _RELATIVE.fullmatch(value)
     if relative:
         offset = relative.group(1)
-        if offset is None:
-            return current
-        try:
-            return current + parse_duration(offset)
-        except TimeSpecError:
-            raise TimeSpecError(
-                f"invalid time '{text}': the offset after now+ must be a duration "
-                f"({DURATION_FORMS})") from None
+        seconds = 0 if offset is None else _duration_seconds(offset)
+        if seconds is None:
+            raise _error(option, f"invalid time '{shown(text)}': the offset after now+ must be a "
+                                 f"duration ({DURATION_FORMS})")
+        return bounded_time(current + seconds, current, option, text)
     try:
-        if _GE_TIME.match(value):
-            return _parse_grid_engine(value, current)
-        if _ISO_TIME.match(value):
-            return _parse_iso(value)
-    except ValueError as exc:
-        raise TimeSpecError(f"invalid time '{text}': {exc}; accepted forms are {TIME_FORMS}") from None
-    raise TimeSpecError(f"invalid time '{text}': accepted forms are {TIME_FORMS}")
+        epoch = (_parse_grid_engine(value, current) if _GE_TIME.fullmatch(value) else
+                 _parse_iso(value) if _ISO_TIME.fullmatch(value) else None)
+    except (ValueError, OverflowError, OSError) as exc:   # no such date, or none the C library can hold
+        raise _error(option, f"invalid time '{shown(text)}': {exc}; accepted forms are "
+                             f"{TIME_FORMS}") from None
+    if epoch is None:
+        raise _error(option, f"invalid time '{shown(text)}': accepted forms are {TIME_FORMS}")
+    return bounded_time(epoch, current, option, text)
+
+
+def bounded_time(epoch: int, now: float, option: str = "", typed: str | None = None) -> int:
+    """``epoch`` if it lies from the epoch to the horizon after ``now``, where
+    the lifecycle can schedule it and every store can hold it; the error
+    quotes ``typed`` (the argument as the user wrote it) or the number."""
+    value = f"'{shown(typed)}'" if typed is not None else str(epoch)
+    if epoch < 0:
+        raise _error(option, f"{value} is before the epoch (1970-01-01 00:00 UTC); "
+                             "accepted are later times")
+    limit = int(now) + HORIZON
+    if epoch > limit:
+        raise _error(option, f"{value} is more than {HORIZON_DAYS} days ahead (the horizon); "
+                             f"accepted are times up to {format_time(limit)}")
+    return epoch
 
 
 def _parse_grid_engine(value: str, current: int) -> int:

@@ -12,9 +12,10 @@ import time
 
 import pytest
 
-from overlay.timespec import (DURATION_FORMS, TIME_FORMS, TimeSpecError, format_ctime,
-                              format_duration, format_iso, format_time, parse_duration,
-                              parse_time)
+from overlay.limits import HORIZON, HORIZON_DAYS, MAX_ARGUMENT, MAX_DURATION
+from overlay.timespec import (DURATION_FORMS, TIME_FORMS, TimeSpecError, bounded_time,
+                              format_ctime, format_duration, format_iso, format_time,
+                              parse_duration, parse_time)
 
 HOUR = 3600
 DAY = 86400
@@ -225,6 +226,81 @@ def test_malformed_durations_name_the_accepted_forms(text):
     assert DURATION_FORMS in message
 
 
+# --- bounds, digits and echo (issue 11) ---------------------------------------------------
+
+@pytest.mark.parametrize("text", ["now+3000000d", "999912312359", "2036-06-13T00:00Z",
+                                  f"now+{HORIZON + 1}"])
+def test_times_beyond_the_horizon_are_refused_naming_option_and_bound(zone, text):
+    zone("UTC")
+    with pytest.raises(TimeSpecError) as info:
+        parse_time(text, now=NOW, option="-s")
+    assert str(info.value) == (f"-s: '{text}' is more than {HORIZON_DAYS} days ahead (the horizon); "
+                               f"accepted are times up to {format_time(NOW + HORIZON)}")
+
+
+def test_the_horizon_itself_is_accepted():
+    assert parse_time(f"now+{HORIZON_DAYS}d", now=NOW) == NOW + HORIZON
+
+
+@pytest.mark.parametrize("text", ["196912312359", "1969-12-31T23:59:59Z", "1900-01-01T00:00"])
+def test_times_before_the_epoch_are_refused(zone, text):
+    zone("UTC")
+    with pytest.raises(TimeSpecError, match=rf"^-e: '{text}' is before the epoch"):
+        parse_time(text, now=NOW, option="-e")
+    assert parse_time("1970-01-01T00:00Z", now=NOW) == 0
+
+
+def test_bounded_time_checks_a_time_given_as_a_number():
+    assert bounded_time(NOW + HORIZON, NOW, "-s") == NOW + HORIZON
+    with pytest.raises(TimeSpecError, match=rf"^-s: {NOW + HORIZON + 1} is more than "):
+        bounded_time(NOW + HORIZON + 1, NOW, "-s")
+    with pytest.raises(TimeSpecError, match="^-e: -1 is before the epoch"):
+        bounded_time(-1, NOW, "-e")
+
+
+def test_durations_are_at_most_the_longest_window():
+    assert parse_duration(f"{HORIZON_DAYS}d") == MAX_DURATION
+    for text in (str(MAX_DURATION + 1), "9" * 4000 + "d", "1:" + "9" * 30 + ":0"):
+        with pytest.raises(TimeSpecError) as info:
+            parse_duration(text, "-D")
+        assert str(info.value).startswith(f"-D: the duration '{text[:20]}")
+        assert f"longer than {HORIZON_DAYS} days" in str(info.value)
+
+
+@pytest.mark.parametrize("text", ["\uff11\uff12\uff10\uff11\uff11\uff12\uff10\uff10",  # fullwidth 12011200
+                                  "\u0662\u0660\u0662\u0666-12-01T09:00",                  # Arabic-Indic 2026
+                                  "now+\u0661h", "2026-12-01T09:00+0\u0669:00"])
+def test_times_take_ascii_digits_only(text):
+    with pytest.raises(TimeSpecError, match="^invalid time .*accepted forms are|must be a duration"):
+        parse_time(text, now=NOW)
+
+
+@pytest.mark.parametrize("text", ["\u0661h", "\uff11:00", "\u09e7\u09e6"])
+def test_durations_take_ascii_digits_only(text):
+    with pytest.raises(TimeSpecError, match="accepted forms are"):
+        parse_duration(text)
+
+
+@pytest.mark.parametrize("parse", [lambda t: parse_time(t, now=NOW, option="-s"),
+                                   lambda t: parse_duration(t, "-D")])
+@pytest.mark.parametrize("text", ["1" * (MAX_ARGUMENT + 1), "now+" + "1" * 5000 + "s",
+                                  "x" * 2 ** 17, "\x1b[2J" + "y" * 200])
+def test_a_refused_argument_is_quoted_short_and_escaped(parse, text):
+    with pytest.raises(TimeSpecError) as info:
+        parse(text)
+    message = str(info.value)
+    assert len(message) < 400 and message.isprintable()
+    if len(text) > MAX_ARGUMENT:
+        assert f"longer than {MAX_ARGUMENT} characters" in message
+
+
+def test_errors_name_the_option_when_given():
+    with pytest.raises(TimeSpecError, match="^-a: invalid time 'soon'"):
+        parse_time("soon", option="-a")
+    with pytest.raises(TimeSpecError, match="^-D: invalid duration 'long'"):
+        parse_duration("long", "-D")
+
+
 # --- formatting -------------------------------------------------------------------------
 
 @pytest.mark.parametrize("seconds,text", [
@@ -272,7 +348,7 @@ def test_format_iso_is_utc_whatever_the_zone(zone, zone_name):
     zone(zone_name)
     assert format_iso(utc(2006, 12, 18, 10, 0, 0)) == "2006-12-18T10:00:00Z"
     assert format_iso(0) == "1970-01-01T00:00:00Z"
-    assert parse_time(format_iso(NOW + 7), now=0) == NOW + 7
+    assert parse_time(format_iso(NOW + 7), now=NOW) == NOW + 7
 
 
 @pytest.mark.parametrize("zone_name", ["UTC", "Asia/Tokyo"])
