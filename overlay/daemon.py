@@ -56,6 +56,7 @@ def reservation_view(ar: Reservation, manager: Manager) -> dict:
         "submit_hint": manager.backend.submit_hint(ar),
         "pending": None,
         "refusal": None,
+        "warnings": _warnings(ar, manager),
     }
     refusal = manager.refusals.get(ar.id)
     if refusal is not None:
@@ -69,6 +70,16 @@ def reservation_view(ar: Reservation, manager: Manager) -> dict:
             "allocations": [{"node": a.node, "slots": a.slots} for a in ar.pending_allocations],
         }
     return view
+
+
+def _warnings(ar: Reservation, manager: Manager) -> list[str]:
+    """What the owner should know before relying on the AR."""
+    idle = [name for name in ar.node_names
+            if name in manager.nodes and not manager.nodes[name].runs_jobs]
+    if not idle:
+        return []
+    return [f"{', '.join(idle)} run{'s' if len(idle) == 1 else ''} no jobs (exec: none in the "
+            "cluster file): jobs of this AR cannot start there"]
 
 
 class Service:

@@ -42,13 +42,22 @@ MAX_ENVIRONMENT = 2 ** 20
 """A job's environment (-v, -V), names and values together, in bytes."""
 
 
+def printable(text: str) -> str:
+    """``text`` with its control characters escaped (\\r, \\x1b, ...), for
+    terminals and XML: a stored name can neither move the cursor nor
+    forge a line of another user's listing."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii")
+                   for c in text)
+
+
 def shown(value: object) -> str:
     """A user's value as an error message may quote it: at most MAX_ECHO
     characters, control characters escaped, so that a refusal neither
     floods the terminal nor forges lines."""
     text = str(value)
-    cut = text[:MAX_ECHO]
-    printable = cut.encode("unicode_escape").decode("ascii") if not cut.isprintable() else cut
+    quoted = printable(text[:MAX_ECHO])
     if len(text) > MAX_ECHO:
-        printable += f"... ({len(text)} characters)"
-    return printable
+        quoted += f"... ({len(text)} characters)"
+    return quoted

@@ -288,9 +288,10 @@ class Manager:
                                                context=context)
         if ordered is not None:
             candidates = list(ordered)
+        # the AR's own nodes first (a modify keeps them), then hosts that run jobs
         preferred = set(prefer)
-        if preferred:
-            candidates.sort(key=lambda n: n.name not in preferred)
+        candidates.sort(key=lambda n: (n.name not in preferred, not n.runs_jobs))
+        matching = len(candidates)
         blocked = self.backend.blocked_nodes(request)
         refusals: dict[str, int] = {}
         if blocked:
@@ -317,7 +318,7 @@ class Manager:
             if len(chosen) == request.nodes:
                 return [Allocation(n.name, request.slots_on(n)) for n in chosen]
         reason = (f"only {len(chosen)} of the {request.nodes} requested nodes can be reserved "
-                  f"for this window ({len(self.nodes)} nodes known, {len(candidates)} match the "
+                  f"for this window ({len(self.nodes)} nodes known, {matching} match the "
                   f"request, {len(free)} free)")
         if refusals:
             reason += "; " + "; ".join(f"{text} ({count} nodes)" for text, count in refusals.items())

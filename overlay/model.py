@@ -66,6 +66,9 @@ class Node:
     load: float = 0.0
     idle_since: int = 0
     running_jobs: int = 0
+    runs_jobs: bool = True
+    """False for a host that only takes reservations (the native backend's
+    ``exec: none``): chosen last, and plus_status -r warns of it."""
 
 
 @dataclass(frozen=True)

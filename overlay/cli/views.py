@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from overlay.limits import printable
 from overlay.timespec import format_ctime, format_duration, format_iso, format_time
 
 if TYPE_CHECKING:
@@ -44,7 +45,7 @@ def table(rows: list[list], show_nodes: bool = False) -> str:
     """qrstat's table from summary rows [id, name, owner, state, start, end, nodes]."""
     header = TABLE_HEADER + ("  nodes" if show_nodes else "")
     when, length = format_time, format_duration  # local names: this loop runs per AR
-    lines = [f"{ar_id:>7} {name[:10]:<10} {owner[:12]:<12} {state:<5} "
+    lines = [f"{ar_id:>7} {printable(name[:10]):<10} {printable(owner[:12]):<12} {state:<5} "
              f"{when(start)} {when(end)} {length(end - start)}{'  ' + nodes if show_nodes else ''}"
              for ar_id, name, owner, state, start, end, nodes in rows]
     return "\n".join([header, RULE + ("-" * 7 if show_nodes else "")] + lines)
@@ -70,6 +71,7 @@ def detail(view: dict) -> str:
         fields.append(("mail_list", ",".join(view["request"]["mail_list"])))
     if view.get("message"):
         fields.append(("message", view["message"]))
+    fields += [("warning", warning) for warning in view.get("warnings", ())]
     if view.get("submit_hint"):
         fields.append(("submit", view["submit_hint"]))
     refusal = view.get("refusal")
@@ -84,13 +86,14 @@ def detail(view: dict) -> str:
             fields.append(("pending_window", f"{format_ctime(pending['start'])} - "
                                              f"{format_ctime(pending['end'])}"))
             fields.append(("pending_nodes", ",".join(a["node"] for a in pending["allocations"])))
-    return "\n".join([DETAIL_RULE] + [f"{label + ':':<28}{value}" for label, value in fields])
+    return "\n".join([DETAIL_RULE] + [f"{label + ':':<28}{printable(str(value))}"
+                                      for label, value in fields])
 
 
 def _text(parent: "ET.Element", tag: str, value: object) -> "ET.Element":
     import xml.etree.ElementTree as ET  # only XML output pays for it
     element = ET.SubElement(parent, tag)
-    element.text = str(value)
+    element.text = printable(str(value))
     return element
 
 
@@ -113,7 +116,7 @@ def summary_element(view: dict) -> "ET.Element":
         _text(ar, "message", view["message"])
     resources = ET.SubElement(ar, "resource_list")
     for name, value in resource_pairs(view):
-        ET.SubElement(resources, "resource", name=name, type=value)
+        ET.SubElement(resources, "resource", name=printable(name), type=printable(value))
     slots = ET.SubElement(ar, "granted_slots")
     for allocation in view["allocations"]:
         ET.SubElement(slots, "granted_slots", queue_instance=f"{queue_name(view)}@{allocation['node']}",
@@ -123,11 +126,11 @@ def summary_element(view: dict) -> "ET.Element":
         mails = ET.SubElement(ar, "mail_list")
         for address in view["request"]["mail_list"]:
             user, _, host = address.partition("@")
-            ET.SubElement(mails, "mail", user=user, host=host or "NONE")
+            ET.SubElement(mails, "mail", user=printable(user), host=printable(host) or "NONE")
     if view["acl"]:
         acl = ET.SubElement(ar, "acl_list")
         for user in view["acl"]:
-            ET.SubElement(acl, "acl", user=user)
+            ET.SubElement(acl, "acl", user=printable(user))
     _text(ar, "group", view["group"])
     nodes = ET.SubElement(ar, "reserved_nodes")
     for allocation in view["allocations"]:
