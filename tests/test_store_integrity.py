@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from sqlalchemy import text
+from sqlalchemy import make_url, text
 
 from daemon_harness import Daemon
 from overlay.store import Store
@@ -203,3 +203,21 @@ def test_a_full_disk_refuses_changes_in_one_line_and_loses_nothing(small_disk):
     daemon.start()
     assert {view["id"]: view["state"] for view in daemon.status()} == shown
     daemon.reserve("plusu1", "-s", "now+50h", "-D", "1h", "-n", "1")
+
+
+def test_the_database_password_never_reaches_the_log_or_the_terminal(store_url):
+    if store_url.startswith("sqlite"):
+        pytest.skip("a SQLite store has no password")
+    url = make_url(store_url)
+    daemon = Daemon(store=store_url)
+    wrong = Daemon(store=url.set(password="Wr0ngSecret").render_as_string(hide_password=False))
+    try:
+        daemon.start()
+        daemon.stop()
+        assert url.password and f":{url.password}@" not in daemon.log.read_text()
+        line = _start_fails(wrong)
+        assert line.startswith("plus_scheduler: cannot start: the store ")
+        assert "Wr0ngSecret" not in line and "password authentication failed" in line
+    finally:
+        daemon.cleanup()
+        wrong.cleanup()
