@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from overlay.limits import MAX_ITEMS, MAX_PATTERN
 from overlay_native.complexes import (Complex, ComplexError, ComplexTable, Pattern, compare,
                                       parse_requests, parse_value)
 from overlay_native.matching import (CategoryCache, ResourceContainer, assign, category_key,
@@ -416,6 +417,45 @@ def test_bad_requests(text, message):
     tab = table(new("lic", type="INT", relop="<=", consumable="YES"))
     with raises(message):
         parse_requests(tab, text)
+
+
+@pytest.mark.parametrize("ctype,text", [
+    ("INT", "\uff14"), ("DOUBLE", "\u0661.\u0665"), ("MEMORY", "\uff14G"),
+    ("TIME", "\u0661:00:00"), ("TIME", "\u0663\u0666\u0660\u0660"),
+])
+def test_numbers_take_ascii_digits_only(ctype, text):
+    with pytest.raises(ComplexError, match=f"^bad {ctype} value '{text}'; accepted: "):
+        parse_value(ctype, text)
+
+
+@pytest.mark.parametrize("ctype,text", [
+    ("TIME", "9" * 5000 + "::"), ("MEMORY", "0x" + "f" * 300), ("TIME", "0" + "7" * 400),
+    ("INT", "9" * 300),
+])
+def test_a_number_longer_than_max_pattern_is_a_complex_error(ctype, text):
+    with pytest.raises(ComplexError) as info:
+        parse_value(ctype, text)
+    assert f"({len(text)} characters)" in str(info.value) and len(str(info.value)) < 400
+
+
+def test_requests_are_bounded():
+    tab = table()
+    assert len(parse_requests(tab, "arch=" + "x" * MAX_PATTERN)) == 1
+    with raises(f"resource 'arch': invalid value 'x{'x' * 79}... ({MAX_PATTERN + 1} characters)'; "
+                f"accepted: printable text of at most {MAX_PATTERN} characters"):
+        parse_requests(tab, "arch=" + "x" * (MAX_PATTERN + 1))
+    with raises("resource 'arch': invalid value 'lx\\x1b[2J'; accepted: printable text of at "
+                f"most {MAX_PATTERN} characters"):
+        parse_requests(tab, "arch=lx\x1b[2J")
+    with pytest.raises(ComplexError, match=f"has {MAX_ITEMS + 1} resource requests; at most "
+                                           f"{MAX_ITEMS} are accepted$"):
+        parse_requests(tab, ",".join(["h_rt=1"] * (MAX_ITEMS + 1)))
+
+
+def test_an_unknown_resource_is_quoted_short():
+    with pytest.raises(ComplexError) as info:
+        parse_requests(table(), "\x00" + "x" * 2 ** 17 + "=1")
+    assert len(str(info.value)) < 400 and str(info.value).isprintable()
 
 
 # --- seed 002, examples E1 and E2 -------------------------------------------------------

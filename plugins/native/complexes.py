@@ -40,6 +40,8 @@ from typing import Any, Iterable, Iterator, Mapping
 
 import yaml
 
+from overlay.limits import MAX_ITEMS, MAX_PATTERN, shown
+
 TYPES = ("INT", "DOUBLE", "MEMORY", "TIME", "STRING", "CSTRING", "RESTRING", "HOST", "BOOL")
 NUMERIC = ("INT", "DOUBLE", "MEMORY", "TIME")
 STRINGS = ("STRING", "CSTRING", "RESTRING", "HOST")
@@ -117,11 +119,12 @@ _ACCEPTED = {
     "TIME": "seconds (decimal, 0x hex or 0 octal), h:m:s with empty fields as 0 (1::1), or INFINITY",
     "BOOL": "true, false, 1 or 0 (any case)",
 }
-_INT = re.compile(r"[+-]?\d+")
-_DOUBLE = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
-_DECIMAL = re.compile(r"\d+\.?\d*|\.\d+")
+# fullmatch only; [0-9], not \d, which takes any script's digits (as float() and int() do)
+_INT = re.compile(r"[+-]?[0-9]+")
+_DOUBLE = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
+_DECIMAL = re.compile(r"[0-9]+\.?[0-9]*|\.[0-9]+")
 _HEX_OCT = re.compile(r"0[xX][0-9a-fA-F]+|0[0-7]+")
-_CLOCK = re.compile(r"(\d*):(\d*):(\d*)")
+_CLOCK = re.compile(r"([0-9]*):([0-9]*):([0-9]*)")
 
 
 class ComplexError(ValueError):
@@ -139,6 +142,10 @@ def _constant(text: str) -> float | None:
 
 
 def _parse_number(ctype: str, text: str) -> float | None:
+    """The number ``text`` of a numeric type, or None; none is longer than
+    MAX_PATTERN characters, so int() and float() never meet a huge one."""
+    if len(text) > MAX_PATTERN:
+        return None
     if text.lower() == "infinity":
         return math.inf
     if ctype == "INT":
@@ -179,7 +186,7 @@ def parse_value(ctype: str, value: Any) -> float | str:
         number = _parse_number(ctype, value.strip())
         if number is not None:
             return number
-    raise ComplexError(f"bad {ctype} value {str(value)!r}; accepted: {_ACCEPTED[ctype]}")
+    raise ComplexError(f"bad {ctype} value '{shown(value)}'; accepted: {_ACCEPTED[ctype]}")
 
 
 @dataclass(frozen=True)
@@ -478,7 +485,7 @@ class ComplexTable:
         """The complex called ``name`` or having it as shortcut."""
         cx = self._index.get(name)
         if cx is None:
-            raise ComplexError(f"unknown resource {name!r}")
+            raise ComplexError(f"unknown resource '{shown(name)}'")
         return cx
 
     def remove(self, name: str) -> ComplexTable:
@@ -508,17 +515,22 @@ def _request(cx: Complex, text: str) -> Request:
     value: float | str | Pattern = Pattern(text) if cx.type == "RESTRING" and text else \
         parse_value(cx.type, text)
     if cx.consumable != "NO" and isinstance(value, float) and value < 0:
-        raise ComplexError(f"a consumable request cannot be negative, got {text!r}")
+        raise ComplexError(f"a consumable request cannot be negative, got '{shown(text)}'")
     return Request(cx, value, text)
 
 
 def parse_requests(table: ComplexTable, text: str) -> dict[str, Request]:
     """``-l`` resource requests ``name=value,...`` (name or shortcut; a BOOL alone
-    means true) keyed by complex name."""
+    means true) keyed by complex name; at most MAX_ITEMS of them, values
+    printable and at most MAX_PATTERN characters."""
+    if text.count(",") >= MAX_ITEMS:
+        raise ComplexError(f"'{shown(text)}' has {text.count(',') + 1} resource requests; at most "
+                           f"{MAX_ITEMS} are accepted")
     requests: dict[str, Request] = {}
     for item in (part.strip() for part in text.split(",")):
         if not item:
-            raise ComplexError(f"empty resource request in {text!r}; accepted: name=value,...")
+            raise ComplexError(f"empty resource request in '{shown(text)}'; accepted: "
+                               "name=value,...")
         name, sep, value = (part.strip() for part in item.partition("="))
         cx = table.find(name)
         if not sep:
@@ -527,6 +539,9 @@ def parse_requests(table: ComplexTable, text: str) -> dict[str, Request]:
             value = "true"
         if len(value) > 1 and value[0] == value[-1] == '"':
             value = value[1:-1]
+        if len(value) > MAX_PATTERN or not value.isprintable():
+            raise ComplexError(f"resource {cx.name!r}: invalid value '{shown(value)}'; accepted: "
+                               f"printable text of at most {MAX_PATTERN} characters")
         if cx.name == "slots":
             raise ComplexError("resource 'slots' cannot be requested with -l; "
                                "use a parallel environment (-pe) instead")
