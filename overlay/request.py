@@ -11,149 +11,200 @@ import fnmatch
 import re
 from typing import TYPE_CHECKING
 
+from overlay.limits import (HORIZON_DAYS, MAX_ADDRESS, MAX_ARGUMENT, MAX_COUNT, MAX_DURATION,
+                            MAX_ITEMS, MAX_MEMORY_MB, MAX_NAME, MAX_PATTERN, shown)
+from overlay.timespec import format_duration, format_time
+
 if TYPE_CHECKING:
     from overlay.model import Node, Request
 
 MAX_AR_ID = 9_999_999
-MAX_SLOTS = 9_999_999
-"""Grid Engine's largest slot count: the end of an open PE range (n-)."""
-NAME_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
+MAX_SLOTS = MAX_COUNT
+"""The end of an open PE range (n-)."""
+# Used with fullmatch (or anchored with \Z), never $, which lets a trailing
+# newline through; [0-9], not \d, which takes any script's digits.
+NAME_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*\Z")
 _WILD = r"[A-Za-z0-9_.*?\[\]-]+"
-_QUEUE = re.compile(rf"^{_WILD}(@@?{_WILD})?$|^@@?{_WILD}$")
-_JOB_REFERENCE = re.compile(r"^[A-Za-z0-9_.*?\[\]-]+$")
-_PE_RANGE = re.compile(r"^(\d*)(-?)(\d*)$")
-_MEMORY = re.compile(r"^(\d+(?:\.\d+)?)([kKmMgGtT]?)$")
+_QUEUE = re.compile(rf"{_WILD}(?:@@?{_WILD})?|@@?{_WILD}")
+_JOB_REFERENCE = re.compile(_WILD)
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+_AR_ID = re.compile(r"[Rr]?([0-9]+)")
+_PE_RANGE = re.compile(r"([0-9]*)(-?)([0-9]*)")
+_MEMORY = re.compile(r"([0-9]+(?:\.[0-9]+)?)([kKmMgGtT]?)")
 _MEMORY_BYTES = {"": 2 ** 20, "k": 10 ** 3, "K": 2 ** 10, "m": 10 ** 6, "M": 2 ** 20,
                  "g": 10 ** 9, "G": 2 ** 30, "t": 10 ** 12, "T": 2 ** 40}
 MAIL_EVENTS = "bea"
-_MAIL_ADDRESS = re.compile(r"^[A-Za-z0-9_.+%-]+(@[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?)?$")
+_MAIL_ADDRESS = re.compile(r"[A-Za-z0-9_.+%-]+(@[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?)?")
 MEMORY_FORMS = ("a number of megabytes, or a number with a Grid Engine "
                 "multiplier k K m M g G t T (e.g. 512, 4G)")
 
 
 class RequestError(ValueError):
-    """Malformed request syntax; the text names the option and accepted form."""
+    """Malformed request syntax, or a value out of bounds; the text names the
+    option and the accepted form."""
+
+
+def check_length(text: str, option: str, what: str, limit: int = MAX_ARGUMENT) -> str:
+    """``text`` unless it is longer than ``limit``: checked before a pattern
+    or int() sees it, so a huge argument costs nothing and is not echoed whole."""
+    if len(text) > limit:
+        raise RequestError(f"{option}: {what} '{shown(text)}' is longer than {limit} characters")
+    return text
+
+
+def _items(text: str, option: str) -> list[str]:
+    """The entries of a comma-separated list, stripped; at most MAX_ITEMS."""
+    count = text.count(",") + 1
+    if count > MAX_ITEMS:
+        raise RequestError(f"{option}: '{shown(text)}' has {count} entries; at most {MAX_ITEMS} "
+                           "are accepted")
+    return [item.strip() for item in text.split(",")]
+
+
+def _is_name(text: str) -> bool:
+    return len(text) <= MAX_NAME and NAME_PATTERN.match(text) is not None
 
 
 def parse_memory_mb(text: str, option: str = "-mem") -> int:
-    """Megabytes (MiB) in a memory size: plain numbers are MB as in PluS,
-    suffixed ones follow Grid Engine (lower case powers of 1000, upper 1024)."""
-    match = _MEMORY.match(text.strip())
+    """Megabytes (MiB) in a memory size, 1 to MAX_MEMORY_MB: plain numbers are
+    MB as in PluS, suffixed ones follow Grid Engine (lower case powers of 1000,
+    upper 1024)."""
+    match = _MEMORY.fullmatch(check_length(text, option, "memory size").strip())
     if not match:
-        raise RequestError(f"{option}: invalid memory size '{text}': accepted forms are {MEMORY_FORMS}")
+        raise RequestError(f"{option}: invalid memory size '{shown(text)}': accepted forms are "
+                           f"{MEMORY_FORMS}")
     # exact integer arithmetic; a minimum rounds up (4g = 4e9 bytes is 3815 MiB, not 3814)
     whole, _, fraction = match.group(1).partition(".")
     scale = 10 ** len(fraction)
     numerator = int(whole + fraction) * _MEMORY_BYTES[match.group(2)]
     megabytes = -(-numerator // (scale * 2 ** 20))
     if megabytes <= 0:
-        raise RequestError(f"{option}: memory size must be positive, got '{text}'")
+        raise RequestError(f"{option}: memory size must be positive, got '{shown(text)}'")
+    if megabytes > MAX_MEMORY_MB:
+        raise RequestError(f"{option}: memory size '{shown(text)}' is more than {MAX_MEMORY_MB} MB; "
+                           f"accepted are sizes up to {MAX_MEMORY_MB} MB")
     return megabytes
 
 
-def parse_ar_id(text: str) -> int:
+def parse_ar_id(text: str, option: str = "-r") -> int:
     """An AR id as PluS (R123) or Grid Engine (123) writes it."""
-    digits = text[1:] if text[:1] in ("R", "r") else text
-    if not digits.isdigit() or not 1 <= int(digits) <= MAX_AR_ID:
-        raise RequestError(f"invalid reservation id '{text}': accepted forms are 123 or R123 "
-                           f"(1 to {MAX_AR_ID})")
-    return int(digits)
+    match = _AR_ID.fullmatch(check_length(text, option, "reservation id"))
+    if not match or not 1 <= int(match.group(1)) <= MAX_AR_ID:
+        raise RequestError(f"{option}: invalid reservation id '{shown(text)}': accepted forms are "
+                           f"123 or R123 (1 to {MAX_AR_ID})")
+    return int(match.group(1))
 
 
 def window_end(start: int, end: int | None, duration: int | None) -> int:
     """The end of a window given by its start and an end and/or duration.
 
     Rejects windows whose start, end and duration disagree (seed 000,
-    5.2.2.1.1 "dissonant time window values"), and empty or inverted ones.
+    5.2.2.1.1 "dissonant time window values"), empty or inverted ones, and
+    ones longer than MAX_DURATION; times are shown as users type them.
     """
     if end is None and duration is None:
         raise RequestError("the window needs an end: give -e endTime or -D duration")
     if duration is not None and duration <= 0:
         raise RequestError(f"-D: the duration must be positive, got {duration} s")
     if end is not None and duration is not None and end - start != duration:
-        raise RequestError(f"dissonant time window: start + duration ({start + duration}) differs "
-                           f"from the end ({end}); give -e or -D, or values that agree")
+        raise RequestError(f"dissonant time window: the start {format_time(start)} plus the duration "
+                           f"{format_duration(duration)} is {format_time(start + duration)}, not the "
+                           f"end {format_time(end)}; give -e or -D, or values that agree")
     final_end = end if end is not None else start + duration
     if final_end <= start:
         raise RequestError("the end time must be later than the start time")
+    if final_end - start > MAX_DURATION:
+        raise RequestError(f"the window from {format_time(start)} to {format_time(final_end)} is "
+                           f"longer than {HORIZON_DAYS} days; accepted are windows up to "
+                           f"{MAX_DURATION // 86400}d")
     return final_end
 
 
-def parse_positive_int(text: str, option: str, what: str) -> int:
-    """A count that must be a whole number of at least 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise RequestError(f"{option}: {what} must be a whole number of at least 1, got '{text}'") from None
-    if value < 1:
-        raise RequestError(f"{option}: {what} must be at least 1, got {value}")
+def parse_int(text: str, option: str, what: str, least: int = 1, most: int = MAX_COUNT) -> int:
+    """A whole number (ASCII digits, optional sign) from ``least`` to ``most``:
+    counts are 1 to MAX_COUNT unless said otherwise."""
+    match = _INTEGER.fullmatch(check_length(text, option, what).strip())
+    if not match:
+        raise RequestError(f"{option}: {what} must be a whole number from {least} to {most}, "
+                           f"got '{shown(text)}'")
+    value = int(match.group(0))
+    if value < least:
+        raise RequestError(f"{option}: {what} must be at least {least}, got {shown(text.strip())}")
+    if value > most:
+        raise RequestError(f"{option}: {what} must be at most {most}, got {shown(text.strip())}")
     return value
 
 
+def parse_pattern(text: str, option: str) -> str:
+    """A wildcard pattern or attribute value (-arch, -os, -l values):
+    printable, 1 to MAX_PATTERN characters."""
+    if not text or len(text) > MAX_PATTERN or not text.isprintable():
+        raise RequestError(f"{option}: invalid pattern '{shown(text)}': accepted is printable text "
+                           f"of 1 to {MAX_PATTERN} characters, with wildcards * ? [ ]")
+    return text
+
+
 def parse_attribute_list(text: str, option: str = "-l") -> tuple[tuple[str, str], ...]:
-    """attr=value[,attr=value...] as qsub -l writes it."""
+    """attr=value[,attr=value...] as qsub -l writes it; values are patterns."""
     pairs = []
-    for item in text.split(","):
+    for item in _items(text, option):
         name, sep, value = item.partition("=")
         name, value = name.strip(), value.strip()
-        if not sep or not NAME_PATTERN.match(name) or not value or value.startswith("="):
-            raise RequestError(f"{option}: invalid resource '{item}': accepted form is attr=value[,attr=value...]")
-        pairs.append((name, value))
+        if not sep or not _is_name(name) or not value or value.startswith("="):
+            raise RequestError(f"{option}: invalid resource '{shown(item)}': accepted form is "
+                               f"attr=value[,attr=value...], attr a name of at most {MAX_NAME} "
+                               "characters")
+        pairs.append((name, parse_pattern(value, option)))
     return tuple(pairs)
 
 
 def parse_name(text: str, option: str) -> str:
     """One name (AR name, user): letters, digits, _ . - and no leading digit."""
-    if not NAME_PATTERN.match(text):
-        raise RequestError(f"{option}: invalid name '{text}': use letters, digits, _ . - "
-                           "starting with a letter or _")
+    if not _is_name(text):
+        raise RequestError(f"{option}: invalid name '{shown(text)}': use 1 to {MAX_NAME} letters, "
+                           "digits, _ . - starting with a letter or _")
     return text
 
 
 def parse_name_list(text: str, option: str, groups: bool = False) -> tuple[str, ...]:
     """A comma-separated list of user (or, with groups, @group) or queue names."""
-    names = []
-    for item in text.split(","):
-        item = item.strip()
-        bare = item[1:] if groups and item.startswith("@") else item
-        if not NAME_PATTERN.match(bare):
+    items = _items(text, option)
+    for item in items:
+        if not _is_name(item[1:] if groups and item.startswith("@") else item):
             form = "user[,@group,...]" if groups else "name[,name...]"
-            raise RequestError(f"{option}: invalid name '{item}' in '{text}': accepted form is {form}")
-        if item not in names:
-            names.append(item)
-    return tuple(names)
+            raise RequestError(f"{option}: invalid name '{shown(item)}' in '{shown(text)}': accepted "
+                               f"form is {form}, names of at most {MAX_NAME} characters")
+    return tuple(dict.fromkeys(items))
 
 
 def parse_yes_no(text: str, option: str) -> bool:
     """y[es] or n[o], as qrsub -he takes them."""
     answer = {"y": True, "yes": True, "n": False, "no": False}.get(text.strip().lower())
     if answer is None:
-        raise RequestError(f"{option}: expected y[es] or n[o], got '{text}'")
+        raise RequestError(f"{option}: expected y[es] or n[o], got '{shown(text)}'")
     return answer
 
 
 def parse_mail_options(text: str, option: str = "-m") -> str:
     """qrsub -m: any of b (begin), e (end), a (error state), or n alone."""
-    letters = "".join(dict.fromkeys(text.strip()))
+    letters = "".join(dict.fromkeys(check_length(text, option, "mail options").strip()))
     if letters == "n":
         return "n"
     if not letters or any(c not in MAIL_EVENTS for c in letters):
-        raise RequestError(f"{option}: invalid mail options '{text}': accepted are letters of "
-                           "b (begin), e (end), a (error state), or n (no mail)")
+        raise RequestError(f"{option}: invalid mail options '{shown(text)}': accepted are letters "
+                           "of b (begin), e (end), a (error state), or n (no mail)")
     return "".join(c for c in MAIL_EVENTS if c in letters)
 
 
 def parse_mail_list(text: str, option: str = "-M") -> tuple[str, ...]:
     """qrsub -M: user[@host][,user[@host]...]."""
-    addresses = []
-    for item in text.split(","):
-        item = item.strip()
-        if not _MAIL_ADDRESS.match(item):
-            raise RequestError(f"{option}: invalid mail address '{item}' in '{text}': accepted "
-                               "form is user[@host][,user[@host]...]")
-        if item not in addresses:
-            addresses.append(item)
-    return tuple(addresses)
+    items = _items(text, option)
+    for item in items:
+        if len(item) > MAX_ADDRESS or not _MAIL_ADDRESS.fullmatch(item):
+            raise RequestError(f"{option}: invalid mail address '{shown(item)}' in '{shown(text)}': "
+                               f"accepted form is user[@host][,user[@host]...], at most "
+                               f"{MAX_ADDRESS} characters each")
+    return tuple(dict.fromkeys(items))
 
 
 def access_list(owner: str, users: tuple[str, ...]) -> tuple[str, ...]:
@@ -187,17 +238,18 @@ def parse_pe_range(text: str, option: str = "-pe") -> tuple[tuple[int, int], ...
     """A PE slot range list (seed 001, 3): n-m, m for m-m, -m for 1-m, n- for
     n to infinity (MAX_SLOTS), comma-separated; merged and sorted."""
     ranges = []
-    for item in text.split(","):
-        match = _PE_RANGE.match(item.strip())
+    for item in _items(text, option):
+        match = _PE_RANGE.fullmatch(check_length(item, option, "slot range"))
         low, dash, high = match.groups() if match else ("", "", "")
         if not match or not (low or high) or (not dash and not low):
-            raise RequestError(f"{option}: invalid slot range '{item}' in '{text}': accepted forms "
-                               "are n, n-m, -m and n- (comma-separated), n and m at least 1")
+            raise RequestError(f"{option}: invalid slot range '{shown(item)}' in '{shown(text)}': "
+                               "accepted forms are n, n-m, -m and n- (comma-separated), n and m "
+                               "at least 1")
         first = int(low) if low else 1
         last = int(high) if high else (MAX_SLOTS if dash else first)
         if first < 1 or last < first or last > MAX_SLOTS:
-            raise RequestError(f"{option}: invalid slot range '{item}': the numbers must be 1 to "
-                               f"{MAX_SLOTS}, the first not above the second")
+            raise RequestError(f"{option}: invalid slot range '{shown(item)}': the numbers must be "
+                               f"1 to {MAX_SLOTS}, the first not above the second")
         ranges.append((first, last))
     merged: list[tuple[int, int]] = []
     for first, last in sorted(ranges):
@@ -218,25 +270,21 @@ def format_pe_range(ranges: tuple[tuple[int, int], ...]) -> str:
 def parse_queue_list(text: str, option: str) -> tuple[str, ...]:
     """qsub -q/-masterq wc_queue_list: queue, queue@host, queue@@hostgroup,
     @host, wildcards * ? [..] allowed; comma-separated."""
-    items = []
-    for item in text.split(","):
-        item = item.strip()
-        if not _QUEUE.match(item):
-            raise RequestError(f"{option}: invalid queue '{item}' in '{text}': accepted forms are "
-                               "queue, queue@host, queue@@hostgroup or @host, with wildcards * ? [ ]")
-        if item not in items:
-            items.append(item)
-    return tuple(items)
+    items = _items(text, option)
+    for item in items:
+        if len(item) > MAX_PATTERN or not _QUEUE.fullmatch(item):
+            raise RequestError(f"{option}: invalid queue '{shown(item)}' in '{shown(text)}': accepted "
+                               "forms are queue, queue@host, queue@@hostgroup or @host, with "
+                               f"wildcards * ? [ ], at most {MAX_PATTERN} characters each")
+    return tuple(dict.fromkeys(items))
 
 
 def parse_job_references(text: str, option: str = "-hold_jid") -> tuple[str, ...]:
     """Job ids or names (wildcards allowed), comma-separated."""
-    items = []
-    for item in text.split(","):
-        item = item.strip()
-        if not _JOB_REFERENCE.match(item):
-            raise RequestError(f"{option}: invalid job '{item}' in '{text}': accepted are job ids "
-                               "and job names (wildcards * ? [ ] allowed), comma-separated")
-        if item not in items:
-            items.append(item)
-    return tuple(items)
+    items = _items(text, option)
+    for item in items:
+        if len(item) > MAX_PATTERN or not _JOB_REFERENCE.fullmatch(item):
+            raise RequestError(f"{option}: invalid job '{shown(item)}' in '{shown(text)}': accepted "
+                               "are job ids and job names (wildcards * ? [ ] allowed), at most "
+                               f"{MAX_PATTERN} characters each, comma-separated")
+    return tuple(dict.fromkeys(items))

@@ -52,7 +52,7 @@ def test_every_option_lands_in_its_field(monkeypatch, tmp_path):
     (["-pe", "mpi", "0"], "-pe: invalid slot range '0'"),
     (["-R", "maybe"], "-R: expected y[es] or n[o], got 'maybe'"),
     (["-ar", "x"], "invalid reservation id 'x'"),
-    (["-p", "high"], "-p: expected a number -1023 to 1024, got 'high'"),
+    (["-p", "high"], "-p: the priority must be a whole number from -1023 to 1024, got 'high'"),
     (["-w", "x"], "-w: expected e, w, n or v, got 'x'"),
     (["-a", "soon"], "-a: "),
     (["-S", "bash"], "-S: expected an absolute path, got 'bash'"),

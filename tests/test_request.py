@@ -4,12 +4,17 @@ seed 000 qrsub windows, seed 002 matching)."""
 
 from __future__ import annotations
 
+import calendar
+
 import pytest
 
+from overlay.limits import (HORIZON_DAYS, MAX_ADDRESS, MAX_COUNT, MAX_DURATION, MAX_ITEMS,
+                            MAX_MEMORY_MB, MAX_NAME, MAX_PATTERN)
 from overlay.model import Node, Request
 from overlay.request import (MAX_AR_ID, MEMORY_FORMS, RequestError, access_list, node_satisfies,
-                             parse_ar_id, parse_attribute_list, parse_mail_list, parse_mail_options,
-                             parse_memory_mb, parse_name, parse_name_list, parse_positive_int,
+                             parse_ar_id, parse_attribute_list, parse_int, parse_job_references,
+                             parse_mail_list, parse_mail_options, parse_memory_mb, parse_name,
+                             parse_name_list, parse_pattern, parse_pe_range, parse_queue_list,
                              parse_yes_no, window_end)
 
 # --- parse_memory_mb ----------------------------------------------------------------------
@@ -81,23 +86,23 @@ def test_memory_below_one_megabyte_is_not_called_non_positive():
         assert value == 1
 
 
-# --- parse_positive_int -------------------------------------------------------------------
+# --- parse_int ---------------------------------------------------------------------------
 
 @pytest.mark.parametrize("text,value", [("1", 1), ("16", 16), (" 3 ", 3), ("007", 7)])
 def test_positive_ints(text, value):
-    assert parse_positive_int(text, "-n", "the number of nodes") == value
+    assert parse_int(text, "-n", "the number of nodes") == value
 
 
 @pytest.mark.parametrize("text,fragment", [
     ("0", "must be at least 1, got 0"),
     ("-2", "must be at least 1, got -2"),
-    ("1.5", "must be a whole number of at least 1, got '1.5'"),
-    ("two", "must be a whole number of at least 1, got 'two'"),
-    ("", "must be a whole number of at least 1, got ''"),
+    ("1.5", "must be a whole number from 1 to 9999999, got '1.5'"),
+    ("two", "must be a whole number from 1 to 9999999, got 'two'"),
+    ("", "must be a whole number from 1 to 9999999, got ''"),
 ])
 def test_positive_int_errors_name_option_and_what(text, fragment):
     with pytest.raises(RequestError) as info:
-        parse_positive_int(text, "-n", "the number of nodes")
+        parse_int(text, "-n", "the number of nodes")
     message = str(info.value)
     assert message.startswith("-n: the number of nodes ")
     assert fragment in message
@@ -363,8 +368,7 @@ def test_bad_mail_list(text):
 
 # -- qsub's -pe ranges, -q queue lists, -hold_jid job lists ---------------------------
 
-from overlay.request import (MAX_SLOTS, format_pe_range, parse_job_references,  # noqa: E402
-                             parse_pe_range, parse_queue_list)
+from overlay.request import MAX_SLOTS, format_pe_range  # noqa: E402
 
 
 @pytest.mark.parametrize("text,ranges", [
@@ -398,3 +402,118 @@ def test_job_references():
     assert parse_job_references("12,build*,12") == ("12", "build*")
     with pytest.raises(RequestError, match=r"^-hold_jid: invalid job 'a b'"):
         parse_job_references("a b")
+
+
+# --- bounds, digits, trailing newlines and echo (issue 11) --------------------------------
+
+def test_counts_are_bounded():
+    assert parse_int(str(MAX_COUNT), "-n", "the number of nodes") == MAX_COUNT
+    with pytest.raises(RequestError, match=rf"^-n: the number of nodes must be at most {MAX_COUNT}, "
+                                           rf"got {MAX_COUNT + 1}$"):
+        parse_int(str(MAX_COUNT + 1), "-n", "the number of nodes")
+    assert parse_int("0", "-ne", "numShowExpired", least=0) == 0
+    assert parse_int("-1023", "-p", "the priority", -1023, 1024) == -1023
+
+
+def test_memory_is_bounded():
+    assert parse_memory_mb(f"{MAX_MEMORY_MB}") == MAX_MEMORY_MB
+    with pytest.raises(RequestError, match=rf"^-mem: memory size '2048T' is more than {MAX_MEMORY_MB} MB"):
+        parse_memory_mb("2048T")
+
+
+def test_names_are_bounded():
+    assert parse_name("a" * MAX_NAME, "-N") == "a" * MAX_NAME
+    with pytest.raises(RequestError, match=rf"^-N: invalid name 'a+': use 1 to {MAX_NAME} letters"):
+        parse_name("a" * (MAX_NAME + 1), "-N")
+    with pytest.raises(RequestError, match="^-U: invalid name '@a+'"):
+        parse_name_list("alice,@" + "a" * (MAX_NAME + 1), "-U", groups=True)
+
+
+def test_patterns_are_bounded_and_printable():
+    assert parse_pattern("lx-*" + "a" * (MAX_PATTERN - 4), "-arch") == "lx-*" + "a" * (MAX_PATTERN - 4)
+    for text in ("", "a" * (MAX_PATTERN + 1), "lx\tamd64", "x\n"):
+        with pytest.raises(RequestError, match=rf"^-arch: invalid pattern .*1 to {MAX_PATTERN} "):
+            parse_pattern(text, "-arch")
+    with pytest.raises(RequestError, match=rf"^-l: invalid pattern 'a+\.\.\. \({MAX_PATTERN + 1} "):
+        parse_attribute_list("gpu=" + "a" * (MAX_PATTERN + 1))
+    with pytest.raises(RequestError, match="^-l: invalid resource 'g+=1'"):
+        parse_attribute_list("g" * (MAX_NAME + 1) + "=1")
+
+
+def test_addresses_are_bounded():
+    local = "a" * (MAX_ADDRESS - 9)
+    assert parse_mail_list(f"{local}@host.org") == (f"{local}@host.org",)
+    with pytest.raises(RequestError, match=rf"^-M: invalid mail address .*at most {MAX_ADDRESS} "):
+        parse_mail_list(f"a{local}@host.org")
+
+
+@pytest.mark.parametrize("parse,item", [
+    (lambda t: parse_name_list(t, "-U", groups=True), "u"),
+    (lambda t: parse_name_list(t, "-sgeq"), "all.q"),
+    (parse_mail_list, "bob@example.org"),
+    (parse_attribute_list, "gpu=yes"),
+    (lambda t: parse_queue_list(t, "-q"), "all.q"),
+    (parse_job_references, "12"),
+    (parse_pe_range, "4"),
+])
+def test_lists_hold_at_most_max_items_entries(parse, item):
+    assert parse(",".join([item] * MAX_ITEMS))
+    with pytest.raises(RequestError, match=rf"has {MAX_ITEMS + 1} entries; at most {MAX_ITEMS} are "
+                                           "accepted$"):
+        parse(",".join([item] * (MAX_ITEMS + 1)))
+
+
+@pytest.mark.parametrize("parse,text", [
+    (lambda t: parse_int(t, "-n", "the number of nodes"), "\uff11"),        # fullwidth 1
+    (lambda t: parse_int(t, "-n", "the number of nodes"), "1_000"),          # int() takes it
+    (parse_ar_id, "\u0661"),                                                # Arabic-Indic 1
+    (parse_ar_id, "R\uff11\uff12"),
+    (parse_memory_mb, "\uff14G"),
+    (parse_pe_range, "\u0662-\u0664"),
+])
+def test_numbers_take_ascii_digits_only(parse, text):
+    with pytest.raises(RequestError, match=f"'{text}'"):
+        parse(text)
+
+
+@pytest.mark.parametrize("text", ["alice\n", "alice\nbob", "\nalice"])
+def test_a_name_with_a_newline_is_refused(text):
+    """NAME_PATTERN ended in $, which lets one trailing newline through."""
+    with pytest.raises(RequestError, match=r"^-o: invalid name '.*\\n"):
+        parse_name(text, "-o")
+
+
+HUGE = "x" * 2 ** 17
+
+
+@pytest.mark.parametrize("parse", [
+    parse_memory_mb, parse_ar_id, parse_attribute_list, parse_mail_options, parse_mail_list,
+    parse_pe_range, parse_job_references,
+    lambda t: parse_int(t, "-n", "the number of nodes"),
+    lambda t: parse_int("9" * 5000, "-n", "the number of nodes"),
+    lambda t: parse_name(t, "-N"), lambda t: parse_name_list(t, "-U", groups=True),
+    lambda t: parse_yes_no(t, "-he"), lambda t: parse_pattern(t, "-arch"),
+    lambda t: parse_queue_list(t, "-q"), lambda t: parse_name("\x1b[2J" + t, "-N"),
+], ids=lambda f: getattr(f, "__name__", "parser"))
+def test_a_refused_value_is_quoted_short_and_escaped(parse):
+    with pytest.raises(RequestError) as info:
+        parse(HUGE)
+    message = str(info.value)
+    assert len(message) < 400 and message.isprintable(), message
+
+
+def test_a_dissonant_window_shows_times_as_users_type_them(zone):
+    zone("Asia/Tokyo")
+    start = calendar.timegm((2026, 12, 1, 0, 0, 0))           # 09:00 in Tokyo
+    with pytest.raises(RequestError) as info:
+        window_end(start, start + 7200, 3600)
+    assert str(info.value) == ("dissonant time window: the start 12/01/2026 09:00:00 plus the "
+                               "duration 1:0:0 is 12/01/2026 10:00:00, not the end 12/01/2026 "
+                               "11:00:00; give -e or -D, or values that agree")
+
+
+def test_a_window_is_at_most_max_duration_long():
+    assert window_end(1000, None, MAX_DURATION) == 1000 + MAX_DURATION
+    with pytest.raises(RequestError, match=f"is longer than {HORIZON_DAYS} days; accepted are "
+                                           f"windows up to {HORIZON_DAYS}d$"):
+        window_end(1000, 1001 + MAX_DURATION, None)

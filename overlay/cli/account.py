@@ -7,7 +7,7 @@ import sys
 import time
 from dataclasses import dataclass
 
-from overlay import protocol
+from overlay import limits, protocol
 from overlay.accounting import ARUsage, collect
 from overlay.cli import common
 from overlay.timespec import format_duration, format_time
@@ -31,24 +31,32 @@ def parser() -> common.Parser:
     p = common.Parser("plus_account", "Report how much was reserved: ARs, reserved time, "
                       "node-hours and slot-hours, from the reporting file plus_scheduler writes. "
                       "Without -o, -n or -l it prints the totals.")
-    p.add_argument("-s", metavar="startTime", type=common.time_arg, help="period start")
-    p.add_argument("-e", metavar="endTime", type=common.time_arg, help="period end (default now)")
+    p.add_argument("-s", metavar="startTime", type=common.time_arg("-s"), help="period start")
+    p.add_argument("-e", metavar="endTime", type=common.time_arg("-e"),
+                   help="period end (default now)")
     p.add_argument("-d", metavar="days", type=common.count_arg("-d", "the number of days"),
                    help="period length in days: the last N days, or N days from -s or before -e")
     p.add_argument("-f", metavar="logfile", help="reporting file (default: the one plus_scheduler "
                    "writes, accounting_file in its state_dir)")
-    p.add_argument("-o", metavar="owner", nargs="?", const="", help="one line per owner; "
-                   "with a name, only that owner")
-    p.add_argument("-n", metavar="nodes", nargs="?", const="", help="one line per node; "
-                   "with names (comma list), only those nodes")
+    p.add_argument("-o", metavar="owner", nargs="?", const=(), type=common.names_arg("-o"),
+                   help="one line per owner; with a name, only that owner")
+    p.add_argument("-n", metavar="nodes", nargs="?", const=(), type=common.names_arg("-n"),
+                   help="one line per node; with names (comma list), only those nodes")
     p.add_argument("-l", action="store_true", help="one line per AR")
     p.add_argument("-S", action="store_true", help="add a TOTAL line to the lines above")
     return p
 
 
 def default_logfile() -> str:
+    """The reporting file of plus_scheduler's configuration."""
     conf = protocol.conf_path()
-    scalars = protocol.read_top_level_scalars(conf)
+    try:
+        scalars = protocol.read_top_level_scalars(conf)
+    except common.READ_ERRORS as exc:
+        common.fail("plus_account", f"cannot read the configuration {limits.shown(conf)} "
+                                    f"({common.unreadable(exc)}); give -f logfile, or set "
+                                    "PLUS_CONF to plus_scheduler's configuration file",
+                    protocol.EXIT_REFUSED)
     state = os.path.join(os.path.dirname(os.path.abspath(conf)),
                          scalars.get("state_dir") or protocol.DEFAULT_STATE_DIR)
     return os.path.join(state, scalars.get("accounting_file") or "reporting")
@@ -73,6 +81,7 @@ def period(p: common.Parser, args) -> tuple[int, int]:
     return start, end
 
 
+@common.command("plus_account")
 def main(argv: list[str] | None = None) -> int:
     p = parser()
     args = p.parse_args(argv)
@@ -80,12 +89,13 @@ def main(argv: list[str] | None = None) -> int:
     path = args.f or default_logfile()
     try:
         with open(path, encoding="utf-8", newline="\n") as handle:
-            ars = collect(handle, lambda error: print(f"plus_account: {path}: ignoring {error}",
-                                                      file=sys.stderr))
-    except OSError as exc:
-        common.fail("plus_account", f"cannot read {path}: {exc.strerror}", protocol.EXIT_REFUSED)
-    owners = set(filter(None, (args.o or "").split(","))) if args.o is not None else None
-    nodes = set(filter(None, (args.n or "").split(","))) if args.n is not None else None
+            ars = collect(handle, lambda error: print(
+                f"plus_account: {limits.shown(path)}: ignoring {error}", file=sys.stderr))
+    except common.READ_ERRORS as exc:
+        common.fail("plus_account", f"cannot read {limits.shown(path)}: {common.unreadable(exc)}",
+                    protocol.EXIT_REFUSED)
+    owners = set(args.o) if args.o is not None else None
+    nodes = set(args.n) if args.n is not None else None
     print(report(ars, first, min(last, int(time.time())), owners, nodes, args.l, args.S))
     return 0
 

@@ -11,12 +11,15 @@ from overlay.timespec import format_time
 def parser() -> common.Parser:
     p = common.Parser("plus_availnodes", "Count the nodes free for reservation over a window "
                       "(whole nodes, alive, in the reservable queues), and name them.")
-    p.add_argument("-s", metavar="startTime", type=common.time_arg, required=True, help="start time")
-    p.add_argument("-e", metavar="endTime", type=common.time_arg, required=True, help="end time")
+    p.add_argument("-s", metavar="startTime", type=common.time_arg("-s"), required=True,
+                   help="start time")
+    p.add_argument("-e", metavar="endTime", type=common.time_arg("-e"), required=True,
+                   help="end time")
     common.add_output_options(p, "print XML")
     return p
 
 
+@common.command("plus_availnodes")
 def main(argv: list[str] | None = None) -> int:
     p = parser()
     args = p.parse_args(argv)

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import sys
 
-from overlay.cli import select
+from overlay.cli import common, select
 
 
+def parser() -> common.Parser:
+    return select.parser("plus_cancel", "Cancel reservations: their nodes are released at once "
+                         "and the record stays, in state d, until it expires (see plus_status -ne).")
+
+
+@common.command("plus_cancel")
 def main(argv: list[str] | None = None) -> int:
-    return select.run("plus_cancel", "cancel", "cancelled",
-                      "Cancel reservations: their nodes are released at once and the record "
-                      "stays, in state d, until it expires (see plus_status -ne).", argv)
+    return select.run(parser(), "cancel", "cancelled", argv)
 
 
 if __name__ == "__main__":

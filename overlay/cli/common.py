@@ -1,36 +1,105 @@
-"""What every command shares: option types with one-line errors, the call
+"""What every command shares: the entry wrapper (one line, never a
+traceback), option types with one-line errors naming the option, the call
 to plus_scheduler, and how failures are reported."""
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
+import os
+import signal
 import sys
 from typing import TYPE_CHECKING
 
-from overlay import protocol
-from overlay.request import (RequestError, parse_ar_id, parse_attribute_list,
+from overlay import limits, protocol
+from overlay.request import (RequestError, parse_ar_id, parse_attribute_list, parse_int,
                              parse_job_references, parse_mail_list, parse_mail_options,
-                             parse_memory_mb, parse_name, parse_name_list, parse_positive_int,
+                             parse_memory_mb, parse_name, parse_name_list, parse_pattern,
                              parse_yes_no)
+from overlay.timespec import DURATION_FORMS, TIME_FORMS, TimeSpecError, parse_duration, parse_time
 
 if TYPE_CHECKING:
     from typing import Any, Callable, NoReturn
-from overlay.timespec import DURATION_FORMS, TIME_FORMS, TimeSpecError, parse_duration, parse_time
 
 EXIT_STATUS_HELP = ("exit status: 0 done, 1 refused by plus_scheduler, 2 bad command line, "
                     "3 plus_scheduler unreachable, 25 max_advance_reservations reached")
+READ_ERRORS = (OSError, UnicodeDecodeError)
+"""What reading a text file a user names may raise: missing, unreadable, binary."""
+
+
+def command(prog: str) -> Callable[[Callable[..., int]], Callable[..., int]]:
+    """Wrap a command's main so that users never see a traceback: a closed
+    standard output (``plus_status | head``) ends it quietly, as it ends
+    other Unix tools, an interrupt exits 130, and anything unexpected is
+    one line."""
+    def decorate(main: Callable[..., int]) -> Callable[..., int]:
+        @functools.wraps(main)
+        def run(argv: list[str] | None = None) -> int:
+            try:
+                try:
+                    return main(argv)
+                finally:
+                    sys.stdout.flush()    # a closed pipe shows here, not at interpreter exit
+            except BrokenPipeError:
+                _leave_closed_pipe()
+            except KeyboardInterrupt:
+                sys.exit(128 + signal.SIGINT)
+            except Exception as exc:
+                fail(prog, f"unexpected error ({type(exc).__name__}: {limits.shown(exc)})",
+                     protocol.EXIT_REFUSED)
+        return run
+    return decorate
+
+
+def _leave_closed_pipe() -> NoReturn:
+    """Python's idiom for SIGPIPE (the signal module's documentation): point
+    standard output at /dev/null so the flush at exit finds no broken pipe,
+    and exit with the status of a command that SIGPIPE ended."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    sys.exit(128 + signal.SIGPIPE)
+
+
+def unreadable(error: OSError | UnicodeDecodeError) -> str:
+    """Why a file could not be read (one of READ_ERRORS), in a few words."""
+    if isinstance(error, UnicodeDecodeError):
+        return "not a text file (UTF-8)"
+    return error.strerror or str(error)
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse with PluS's single-dash long options and one-line errors."""
+    """argparse with PluS's single-dash long options and one-line errors
+    that quote a user's argument only shortened (overlay.limits.shown)."""
 
     def __init__(self, prog: str, description: str, add_help: bool = True) -> None:
         super().__init__(prog=prog, description=description, allow_abbrev=False, add_help=add_help,
-                         epilog=f"Times: {TIME_FORMS}. Durations: {DURATION_FORMS}. "
+                         exit_on_error=False, epilog=f"Times: {TIME_FORMS}. Durations: {DURATION_FORMS}. "
                                 f"{EXIT_STATUS_HELP}. The daemon is found through PLUS_CONF "
                                 f"(default {protocol.DEFAULT_CONF}).")
         self.help_option = "-h" if add_help else "-help"
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        """Refuse an argument longer than MAX_ARGUMENT before argparse sees it.
+        An option type's error (see _typed) is printed as it is; argparse's
+        own may quote an argument whole (a value given to a flag: -T=...),
+        so it is shortened like any quoted value."""
+        args = sys.argv[1:] if args is None else list(args)
+        for position, arg in enumerate(args, 1):
+            if len(arg) > limits.MAX_ARGUMENT:
+                self.error(f"argument {position} '{limits.shown(arg)}' is longer than "
+                           f"{limits.MAX_ARGUMENT} characters")
+        try:
+            return super().parse_known_args(args, namespace)
+        except argparse.ArgumentError as exc:
+            if exc.argument_name is None:
+                self.error(exc.message)
+            self.error(f"argument {exc.argument_name}: {limits.shown(exc.message)}")
+
+    def parse_args(self, args: Any = None, namespace: Any = None) -> Any:
+        namespace, extras = self.parse_known_args(args, namespace)
+        if extras:
+            self.error(f"unrecognized arguments: {limits.shown(' '.join(extras))}")
+        return namespace
 
     def error(self, message: str) -> NoReturn:
         self.exit(protocol.EXIT_USAGE, f"{self.prog}: {message} (see {self.prog} "
@@ -38,31 +107,52 @@ class Parser(argparse.ArgumentParser):
 
 
 def _typed(convert: Callable[[str], Any]) -> Callable[[str], Any]:
-    """An argparse type whose errors are the converter's own message."""
+    """An argparse type whose errors are the converter's own message, which
+    names the option: raised as an ArgumentError of no argument, so that the
+    parser prints it alone (argparse would name the option again, and for a
+    ValueError of another kind print the converter's function name)."""
     def parse(text: str) -> Any:
         try:
             return convert(text)
         except (TimeSpecError, RequestError) as exc:
-            raise argparse.ArgumentTypeError(str(exc)) from None
-    parse.__name__ = convert.__name__
+            raise argparse.ArgumentError(None, str(exc)) from None
     return parse
 
 
-time_arg = _typed(parse_time)
-duration_arg = _typed(parse_duration)
-memory_arg = _typed(parse_memory_mb)
-attributes_arg = _typed(parse_attribute_list)
-ar_id_arg = _typed(parse_ar_id)
-mail_options_arg = _typed(parse_mail_options)
-mail_list_arg = _typed(parse_mail_list)
+def time_arg(option: str) -> Callable[[str], int]:
+    return _typed(lambda text: parse_time(text, option=option))
+
+
+def duration_arg(option: str) -> Callable[[str], int]:
+    return _typed(lambda text: parse_duration(text, option))
+
+
+def memory_arg(option: str) -> Callable[[str], int]:
+    return _typed(lambda text: parse_memory_mb(text, option))
+
+
+def attributes_arg(option: str) -> Callable[[str], tuple[tuple[str, str], ...]]:
+    return _typed(lambda text: parse_attribute_list(text, option))
+
+
+def ar_id_arg(option: str) -> Callable[[str], int]:
+    return _typed(lambda text: parse_ar_id(text, option))
+
+
+def mail_options_arg(option: str) -> Callable[[str], str]:
+    return _typed(lambda text: parse_mail_options(text, option))
+
+
+def mail_list_arg(option: str) -> Callable[[str], tuple[str, ...]]:
+    return _typed(lambda text: parse_mail_list(text, option))
 
 
 def yes_no_arg(option: str) -> Callable[[str], bool]:
     return _typed(lambda text: parse_yes_no(text, option))
 
 
-def count_arg(option: str, what: str) -> Callable[[str], int]:
-    return _typed(lambda text: parse_positive_int(text, option, what))
+def count_arg(option: str, what: str, least: int = 1) -> Callable[[str], int]:
+    return _typed(lambda text: parse_int(text, option, what, least))
 
 
 def name_arg(option: str) -> Callable[[str], str]:
@@ -71,6 +161,11 @@ def name_arg(option: str) -> Callable[[str], str]:
 
 def names_arg(option: str, groups: bool = False) -> Callable[[str], tuple[str, ...]]:
     return _typed(lambda text: parse_name_list(text, option, groups))
+
+
+def pattern_arg(option: str) -> Callable[[str], str]:
+    """A wildcard pattern or free-text value (-arch, -os, an account)."""
+    return _typed(lambda text: parse_pattern(text, option))
 
 
 def users_arg(option: str) -> Callable[[str], tuple[str, ...]]:
@@ -96,8 +191,8 @@ def call(prog: str, op: str, args: dict,
     conf = protocol.conf_path()
     try:
         path = protocol.client_socket_path(conf)
-    except OSError as exc:
-        fail(prog, f"cannot read the configuration {conf} ({exc.strerror}); "
+    except READ_ERRORS as exc:
+        fail(prog, f"cannot read the configuration {limits.shown(conf)} ({unreadable(exc)}); "
                    "set PLUS_CONF to plus_scheduler's configuration file", protocol.EXIT_UNREACHABLE)
     try:
         reply = protocol.call(path, op, {k: v for k, v in args.items() if v is not None})

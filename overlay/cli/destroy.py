@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import sys
 
-from overlay.cli import select
+from overlay.cli import common, select
 
 
+def parser() -> common.Parser:
+    return select.parser("plus_destroy", "Destroy reservations: the AR, its jobs and its record "
+                         "are removed, whatever its state.")
+
+
+@common.command("plus_destroy")
 def main(argv: list[str] | None = None) -> int:
-    return select.run("plus_destroy", "destroy", "destroyed",
-                      "Destroy reservations: the AR, its jobs and its record are removed, "
-                      "whatever its state.", argv)
+    return select.run(parser(), "destroy", "destroyed", argv)
 
 
 if __name__ == "__main__":

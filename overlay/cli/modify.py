@@ -13,10 +13,10 @@ def parser() -> common.Parser:
                       "its length; -e or -D set the end.")
     p.add_argument("-T", action="store_true", dest="transactional",
                    help="hold the change until plus_commit or plus_abort")
-    p.add_argument("-r", metavar="rsvID", type=common.ar_id_arg, required=True, help="the AR")
-    p.add_argument("-s", metavar="startTime", type=common.time_arg, help="new start time")
-    p.add_argument("-e", metavar="endTime", type=common.time_arg, help="new end time")
-    p.add_argument("-D", metavar="duration", type=common.duration_arg, help="new duration")
+    p.add_argument("-r", metavar="rsvID", type=common.ar_id_arg("-r"), required=True, help="the AR")
+    p.add_argument("-s", metavar="startTime", type=common.time_arg("-s"), help="new start time")
+    p.add_argument("-e", metavar="endTime", type=common.time_arg("-e"), help="new end time")
+    p.add_argument("-D", metavar="duration", type=common.duration_arg("-D"), help="new duration")
     p.add_argument("-n", metavar="numNodes", type=common.count_arg("-n", "the number of nodes"),
                    help="new number of nodes")
     p.add_argument("-U", metavar="users", type=common.names_arg("-U", groups=True),
@@ -24,6 +24,7 @@ def parser() -> common.Parser:
     return p
 
 
+@common.command("plus_modify")
 def main(argv: list[str] | None = None) -> int:
     p = parser()
     args = p.parse_args(argv)

@@ -14,20 +14,23 @@ def parser() -> common.Parser:
     p = common.Parser("plus_reserve", "Reserve nodes for a time window. Prints the new AR's id.")
     p.add_argument("-T", action="store_true", dest="transactional",
                    help="hold the reservation until plus_commit or plus_abort")
-    p.add_argument("-s", metavar="startTime", type=common.time_arg, required=True, help="start time")
-    p.add_argument("-e", metavar="endTime", type=common.time_arg, help="end time")
-    p.add_argument("-D", metavar="duration", type=common.duration_arg, help="duration")
+    p.add_argument("-s", metavar="startTime", type=common.time_arg("-s"), required=True,
+                   help="start time")
+    p.add_argument("-e", metavar="endTime", type=common.time_arg("-e"), help="end time")
+    p.add_argument("-D", metavar="duration", type=common.duration_arg("-D"), help="duration")
     p.add_argument("-n", metavar="numNodes", type=common.count_arg("-n", "the number of nodes"),
                    required=True, help="number of nodes")
     p.add_argument("-U", metavar="users", type=common.names_arg("-U", groups=True),
                    help="users (and @groups) who may use the AR; you are always included")
-    p.add_argument("-mem", metavar="memSize", type=common.memory_arg,
+    p.add_argument("-mem", metavar="memSize", type=common.memory_arg("-mem"),
                    help="minimum memory per node (MB, or with K/M/G suffix)")
     p.add_argument("-ncpu", metavar="cpuNum", type=common.count_arg("-ncpu", "the number of CPUs"),
                    help="minimum CPUs per node")
-    p.add_argument("-arch", metavar="arch", help="node architecture (wildcards allowed), e.g. lx-amd64")
-    p.add_argument("-os", metavar="os", help="node operating system (wildcards allowed), e.g. linux")
-    p.add_argument("-l", metavar="attr=value[,...]", type=common.attributes_arg,
+    p.add_argument("-arch", metavar="arch", type=common.pattern_arg("-arch"),
+                   help="node architecture (wildcards allowed), e.g. lx-amd64")
+    p.add_argument("-os", metavar="os", type=common.pattern_arg("-os"),
+                   help="node operating system (wildcards allowed), e.g. linux")
+    p.add_argument("-l", metavar="attr=value[,...]", type=common.attributes_arg("-l"),
                    help="node attributes that must match (wildcards allowed in values)")
     p.add_argument("-p", action="store_true", help="print the reserved nodes after the id")
     p.add_argument("-sn", metavar="slotNum", type=common.count_arg("-sn", "the number of slots"),
@@ -37,15 +40,16 @@ def parser() -> common.Parser:
     p.add_argument("-he", metavar="y|n", type=common.yes_no_arg("-he"),
                    help="hard error handling (as qrsub): while a reserved node is down or in error, "
                         "the AR runs no jobs at all; default n: it stays usable on the other nodes")
-    p.add_argument("-m", metavar="b|e|a|n", type=common.mail_options_arg,
+    p.add_argument("-m", metavar="b|e|a|n", type=common.mail_options_arg("-m"),
                    help="mail at the AR's begin (b), end (e), error state and recovery (a); n: none")
-    p.add_argument("-M", metavar="user[@host],...", type=common.mail_list_arg,
+    p.add_argument("-M", metavar="user[@host],...", type=common.mail_list_arg("-M"),
                    help="mail these addresses (default: the owner)")
     p.add_argument("-N", metavar="name", type=common.name_arg("-N"), help="AR name (as qrsub -N)")
     common.add_output_options(p, "print the new AR as XML (qrstat schema)")
     return p
 
 
+@common.command("plus_reserve")
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:

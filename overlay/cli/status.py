@@ -9,24 +9,24 @@ from overlay.cli import common, views
 
 def parser() -> common.Parser:
     p = common.Parser("plus_status", "Show reservations: a table, or with -r the detail of one.")
-    p.add_argument("-r", metavar="rsvID", type=common.ar_id_arg, help="show this AR in detail")
-    p.add_argument("-o", metavar="owner", help="only ARs of this owner")
+    p.add_argument("-r", metavar="rsvID", type=common.ar_id_arg("-r"), help="show this AR in detail")
+    p.add_argument("-o", metavar="owner", type=common.name_arg("-o"), help="only ARs of this owner")
     p.add_argument("-n", action="store_true", help="add the reserved nodes to the table")
-    p.add_argument("-s", metavar="startTime", type=common.time_arg,
+    p.add_argument("-s", metavar="startTime", type=common.time_arg("-s"),
                    help="only ARs still open at or after this time")
-    p.add_argument("-e", metavar="endTime", type=common.time_arg,
+    p.add_argument("-e", metavar="endTime", type=common.time_arg("-e"),
                    help="only ARs starting before this time")
-    p.add_argument("-ne", metavar="numShowExpired", type=int, default=0,
+    p.add_argument("-ne", metavar="numShowExpired", default=0,
+                   type=common.count_arg("-ne", "numShowExpired", least=0),
                    help="also show up to this many of the most recently expired or cancelled ARs")
     common.add_output_options(p, "print XML valid against qrstat's schema")
     return p
 
 
+@common.command("plus_status")
 def main(argv: list[str] | None = None) -> int:
     p = parser()
     args = p.parse_args(argv)
-    if args.ne < 0:
-        p.error(f"-ne: numShowExpired must be 0 or more, got {args.ne}")
     if args.s is not None and args.e is not None and args.e <= args.s:
         p.error("-e: the end time must be later than the start time given with -s")
     summary = not (args.x or args.json or args.r is not None)

@@ -14,7 +14,7 @@ import os
 import sys
 import time
 
-from overlay import protocol
+from overlay import limits, protocol
 from overlay.cli import common
 from overlay.timespec import TIME_FORMS
 from overlay_native import acct
@@ -29,14 +29,15 @@ def parser() -> common.Parser:
     p.add_argument("-help", "--help", action="help", help="show this help and exit")
     for letter, what in GROUPINGS:
         names = ("-o", "-u") if letter == "o" else (f"-{letter}",)
-        p.add_argument(*names, dest=letter, nargs="?", const="", metavar=what.upper(),
-                       help=f"per {what}, or that {what} only")
-    p.add_argument("-j", nargs="?", const="", metavar="job", help="list jobs: all, or by id, "
-                   "name or pattern")
-    p.add_argument("-A", metavar="account", help="only jobs of this account")
-    p.add_argument("-b", metavar="BeginTime", type=common.time_arg,
+        p.add_argument(*names, dest=letter, nargs="?", const=(), metavar=what.upper(),
+                       type=common.pattern_arg(names[0]), help=f"per {what}, or that {what} only")
+    p.add_argument("-j", nargs="?", const="*", metavar="job", type=common.pattern_arg("-j"),
+                   help="list jobs: all, or by id, name or pattern")
+    p.add_argument("-A", metavar="account", type=common.pattern_arg("-A"),
+                   help="only jobs of this account")
+    p.add_argument("-b", metavar="BeginTime", type=common.time_arg("-b"),
                    help="jobs started at or after this time")
-    p.add_argument("-e", metavar="EndTime", type=common.time_arg,
+    p.add_argument("-e", metavar="EndTime", type=common.time_arg("-e"),
                    help="jobs started at or before this time")
     p.add_argument("-d", metavar="Days", type=common.count_arg("-d", "the number of days"),
                    help="days from -b, before -e, or the last days")
@@ -51,7 +52,7 @@ def default_file() -> str:
     conf = protocol.conf_path()
     try:
         state_dir = protocol.read_top_level_scalars(conf).get("state_dir")
-    except OSError:
+    except common.READ_ERRORS:
         state_dir = None
     base = os.path.join(os.path.dirname(os.path.abspath(conf)),
                         state_dir or protocol.DEFAULT_STATE_DIR)
@@ -72,6 +73,7 @@ def window(args: argparse.Namespace) -> tuple[float, float]:
             last if last is not None else float("inf"))
 
 
+@common.command(PROG)
 def main(argv: list[str] | None = None) -> int:
     p = parser()
     args = p.parse_args(argv)
@@ -82,18 +84,19 @@ def main(argv: list[str] | None = None) -> int:
     try:
         records = list(acct.read(path))
     except OSError as error:
-        common.fail(PROG, f"error: can't open accounting file {path}: {error.strerror}", 1)
+        common.fail(PROG, f"error: can't open accounting file {limits.shown(path)}: "
+                          f"{error.strerror}", 1)
     except ValueError as error:
         common.fail(PROG, f"error: {error}", 1)
     first, last = window(args)
     records = [r for r in records if first <= (r.end_time if args.E else r.start_time) <= last
                and (args.A is None or r.account == args.A)]
     if args.j is not None:
-        found = [r for r in records if not args.j or str(r.job_number) == args.j
+        found = [r for r in records if str(r.job_number) == args.j
                  or fnmatch.fnmatchcase(r.job_name, args.j)]
         if not found:
-            print(f"error: job id {args.j} not found" if args.j.isdigit()
-                  else f"error: job name {args.j} not found", file=sys.stderr)
+            kind = "id" if args.j.isascii() and args.j.isdigit() else "name"
+            print(f"error: job {kind} {limits.shown(args.j)} not found", file=sys.stderr)
             return 1
         print("\n".join(acct.detail(record) for record in found))
     elif chosen:

@@ -19,6 +19,7 @@ def parser() -> common.Parser:
     return p
 
 
+@common.command(PROG)
 def main(argv: list[str] | None = None) -> int:
     p = parser()
     args = p.parse_args(argv)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 
+from overlay import limits
 from overlay.cli import common
 from overlay_native.cli import views
 
@@ -29,12 +30,13 @@ def parser() -> common.Parser:
     return p
 
 
+@common.command(PROG)
 def main(argv: list[str] | None = None) -> int:
     p = parser()
     args = p.parse_args(argv)
     users = list(args.u) if args.u is not None else None
     if args.s and set(args.s) - set(STATES):
-        p.error(f"-s: unknown state letter in '{args.s}'; accepted: p, r, h")
+        p.error(f"-s: unknown state letter in '{limits.shown(args.s)}'; accepted: p, r, h")
     if args.j is not None:
         jobs = list(args.j)
         shown = common.call(PROG, "job_status", {"jobs": jobs})

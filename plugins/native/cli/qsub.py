@@ -11,15 +11,17 @@ the command line comes after them and so wins. Standard library only.
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import socket
 import sys
 from typing import Any, NoReturn
 
+from overlay import limits
 from overlay.cli import common
 from overlay.protocol import EXIT_REFUSED, EXIT_USAGE
-from overlay.request import (RequestError, parse_ar_id, parse_job_references, parse_pe_range,
-                             parse_queue_list, parse_yes_no)
+from overlay.request import (RequestError, check_length, parse_ar_id, parse_int,
+                             parse_job_references, parse_pe_range, parse_queue_list, parse_yes_no)
 from overlay.timespec import TIME_FORMS, TimeSpecError, parse_time
 
 PROG = "plus_qsub"
@@ -27,6 +29,7 @@ PREFIX = "#$"
 _ARITY = {"-a": 1, "-A": 1, "-ar": 1, "-b": 1, "-cwd": 0, "-e": 1, "-h": 0, "-hard": 0,
           "-hold_jid": 1, "-j": 1, "-l": 1, "-masterq": 1, "-N": 1, "-now": 1, "-o": 1, "-p": 1,
           "-pe": 2, "-q": 1, "-R": 1, "-S": 1, "-soft": 0, "-v": 1, "-V": 0, "-w": 1, "-wd": 1}
+_VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 HELP = f"""usage: {PROG} [options] [script [args...]]   (no script: read from stdin)
 
 Submit a batch job to the native batch system (plus_scheduler), as qsub does.
@@ -85,9 +88,10 @@ def split_options(argv: list[str]) -> tuple[list[tuple[str, list[str]]], list[st
             print(HELP)
             sys.exit(0)
         if name not in _ARITY:
-            usage_error(f"unknown option {name}")
+            usage_error(f"unknown option {limits.shown(name)}")
         count = _ARITY[name]
-        values = argv[index + 1:index + 1 + count]
+        values = [check_length(value, name, "argument")
+                  for value in argv[index + 1:index + 1 + count]]
         if len(values) < count:
             usage_error(f"{name} needs {count} argument{'s' if count > 1 else ''}")
         options.append((name, values))
@@ -102,7 +106,7 @@ def _yes(option: str, text: str) -> bool:
 def _absolute(option: str, path: str) -> str:
     path = os.path.abspath(os.path.expanduser(path))
     if not os.path.isdir(path):
-        raise RequestError(f"{option}: {path} is not a directory")
+        raise RequestError(f"{option}: {limits.shown(path)} is not a directory")
     return path
 
 
@@ -111,9 +115,10 @@ def _variables(text: str) -> dict[str, str]:
     found = {}
     for item in filter(None, (part.strip() for part in text.split(","))):
         name, sep, value = item.partition("=")
-        if not name or not (name[0].isalpha() or name[0] == "_") or \
-                not all(c.isalnum() or c == "_" for c in name):
-            raise RequestError(f"-v: invalid variable name '{name}' in '{text}'")
+        if not _VARIABLE.fullmatch(name):
+            raise RequestError(f"-v: invalid variable name '{limits.shown(name)}' in "
+                               f"'{limits.shown(text)}': accepted are letters, digits and _, "
+                               "not starting with a digit")
         found[name] = value if sep else os.environ.get(name, "")
     return found
 
@@ -139,22 +144,19 @@ def submission(options: list[tuple[str, list[str]]], rest: list[str]) -> dict[st
             job["hold_jids"] += list(parse_job_references(value))
         elif name == "-a":
             try:
-                job["start_after"] = parse_time(value)
+                job["start_after"] = parse_time(value, option=name)
             except TimeSpecError as error:
-                raise RequestError(f"-a: {error}") from None
+                raise RequestError(str(error)) from None
         elif name == "-ar":
-            job["ar"] = parse_ar_id(value)
+            job["ar"] = parse_ar_id(value, name)
         elif name == "-p":
-            try:
-                job["priority"] = int(value)
-            except ValueError:
-                raise RequestError(f"-p: expected a number -1023 to 1024, got '{value}'") from None
+            job["priority"] = parse_int(value, name, "the priority", -1023, 1024)
         elif name in ("-R", "-now", "-b", "-j"):
             job[{"-R": "reserve", "-now": "now", "-b": "binary", "-j": "merge"}[name]] = \
                 _yes(name, value)
         elif name == "-w":
             if value not in ("e", "w", "n", "v"):
-                raise RequestError(f"-w: expected e, w, n or v, got '{value}'")
+                raise RequestError(f"-w: expected e, w, n or v, got '{limits.shown(value)}'")
             job["verify"] = value
         elif name == "-cwd":
             job["cwd"] = os.getcwd()
@@ -163,6 +165,8 @@ def submission(options: list[tuple[str, list[str]]], rest: list[str]) -> dict[st
         elif name in ("-o", "-e", "-N", "-A", "-S"):
             if not value:
                 raise RequestError(f"{name}: needs a value")
+            if name in ("-N", "-A"):
+                check_length(value, name, "the name", limits.MAX_NAME)
             job[{"-o": "stdout", "-e": "stderr", "-N": "name", "-A": "account",
                  "-S": "shell"}[name]] = value
         elif name == "-v":
@@ -172,8 +176,29 @@ def submission(options: list[tuple[str, list[str]]], rest: list[str]) -> dict[st
         elif name == "-h":
             job["hold"] = True
     if job.get("shell") and not job["shell"].startswith("/"):
-        raise RequestError(f"-S: expected an absolute path, got '{job['shell']}'")
+        raise RequestError(f"-S: expected an absolute path, got '{limits.shown(job['shell'])}'")
     return job
+
+
+def checked_environment(env: dict[str, str]) -> dict[str, str]:
+    """The job's environment, unless it is larger than MAX_ENVIRONMENT bytes."""
+    size = sum(len(f"{k}={v}".encode("utf-8", "surrogateescape")) for k, v in env.items())
+    if size > limits.MAX_ENVIRONMENT:
+        raise RequestError(f"-v, -V: the environment passed is {size} bytes; at most "
+                           f"{limits.MAX_ENVIRONMENT} are accepted")
+    return env
+
+
+def read_script(source: str | int) -> str:
+    """A job script from a path or a file descriptor (0: standard input),
+    bytes that are not UTF-8 kept as they are; at most MAX_SCRIPT bytes."""
+    with open(source, encoding="utf-8", errors="surrogateescape",
+              closefd=isinstance(source, str)) as handle:
+        script = handle.read(limits.MAX_SCRIPT + 1)
+    if len(script.encode("utf-8", "surrogateescape")) > limits.MAX_SCRIPT:
+        raise RequestError(f"the script is larger than {limits.MAX_SCRIPT} bytes; at most "
+                           f"{limits.MAX_SCRIPT} are accepted")
+    return script
 
 
 def origin() -> dict[str, str]:
@@ -185,6 +210,7 @@ def origin() -> dict[str, str]:
     return {key: value for key, value in values.items() if value}
 
 
+@common.command(PROG)
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
@@ -195,24 +221,23 @@ def main(argv: list[str] | None = None) -> int:
             script_path = rest[0] if rest else ""
             try:
                 if script_path and script_path != "-":
-                    with open(script_path, encoding="utf-8", errors="surrogateescape") as handle:
-                        script = handle.read()
+                    script = read_script(script_path)
                     script_path = os.path.abspath(script_path)
                 else:
-                    script = sys.stdin.read()
+                    script = read_script(sys.stdin.fileno())
             except OSError as error:
                 common.fail(PROG, f"Unable to read script file because of error: error opening "
-                                  f"{script_path}: {error.strerror}", EXIT_REFUSED)
+                                  f"{limits.shown(script_path)}: {error.strerror}", EXIT_REFUSED)
             embedded, _ = split_options(embedded_options(script))
             options = embedded + options
         elif not rest:
             usage_error("-b y needs a command")
         job = submission(options, rest)
+        job["env"] = checked_environment({**origin(), **job["env"]})
     except RequestError as error:
         usage_error(str(error))
     job.update(script=script, script_path=script_path, binary=binary,
                command=rest if binary else rest[1:], submit_host=socket.gethostname())
-    job["env"] = {**origin(), **job["env"]}
     if job.get("now"):
         print("Waiting for immediate job to be scheduled.\n")
     reply = call(job)
