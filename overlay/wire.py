@@ -34,11 +34,17 @@ class Arguments:
         self.now = now
         self.read: set[str] = set()
 
-    def _get(self, key: str, required: bool) -> Any:
+    def _get(self, key: str, required: bool, kind: type, what: str) -> Any:
+        """The argument, None when absent; of type ``kind`` (a bool is no int)."""
         self.read.add(key)
         value = self.args.get(key)
-        if value is None and required:
-            raise BadArguments(f"{self.op}: missing argument {key!r}")
+        if value is None:
+            if required:
+                raise BadArguments(f"{self.op}: missing argument {key!r}")
+            return None
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            raise BadArguments(f"{self.op}: argument {key!r} must be {what}, "
+                               f"got {limits.shown(repr(value))}")
         return value
 
     def done(self) -> None:
@@ -49,13 +55,8 @@ class Arguments:
 
     def integer(self, key: str, low: int, high: int, required: bool = False,
                 what: str = "") -> int | None:
-        value = self._get(key, required)
-        if value is None:
-            return None
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise BadArguments(f"{self.op}: argument {key!r} must be a whole number, "
-                               f"got {limits.shown(repr(value))}")
-        if not low <= value <= high:
+        value = self._get(key, required, int, "a whole number")
+        if value is not None and not low <= value <= high:
             raise RequestError(f"{what or key}: {value} is out of range; accepted: {low} to {high}")
         return value
 
@@ -67,22 +68,10 @@ class Arguments:
         return self.integer(key, 1, limits.MAX_COUNT, required, option)
 
     def flag(self, key: str) -> bool:
-        value = self._get(key, False)
-        if value is None:
-            return False
-        if not isinstance(value, bool):
-            raise BadArguments(f"{self.op}: argument {key!r} must be true or false, "
-                               f"got {limits.shown(repr(value))}")
-        return value
+        return self._get(key, False, bool, "true or false") or False
 
     def text(self, key: str, required: bool = False) -> str | None:
-        value = self._get(key, required)
-        if value is None:
-            return None
-        if not isinstance(value, str):
-            raise BadArguments(f"{self.op}: argument {key!r} must be a string, "
-                               f"got {limits.shown(repr(value))}")
-        return value
+        return self._get(key, required, str, "a string")
 
     def checked(self, key: str, check: Callable[[str], Any], required: bool = False) -> Any:
         """A string argument passed through one of the commands' parsers."""
@@ -90,13 +79,8 @@ class Arguments:
         return None if value is None else check(value)
 
     def items(self, key: str) -> list | None:
-        value = self._get(key, False)
-        if value is None:
-            return None
-        if not isinstance(value, list):
-            raise BadArguments(f"{self.op}: argument {key!r} must be a list, "
-                               f"got {limits.shown(repr(value))}")
-        if len(value) > limits.MAX_ITEMS:
+        value = self._get(key, False, list, "a list")
+        if value is not None and len(value) > limits.MAX_ITEMS:
             raise RequestError(f"{key}: {len(value)} entries; at most {limits.MAX_ITEMS} are accepted")
         return value
 
