@@ -24,6 +24,13 @@ FAILED = {
 """sge_status(5)'s failed codes the native shepherd can produce."""
 
 
+def one_line(text: str) -> str:
+    """``text`` as one printable line, a space for anything else in it (line
+    breaks, control characters, bytes that were not UTF-8): a job's names
+    and reasons may neither split a record nor fail to be written."""
+    return text if text.isprintable() else "".join(c if c.isprintable() else " " for c in text)
+
+
 @dataclass
 class JobRecord:
     """One accounting(5) line; floats as Grid Engine writes them (%f)."""
@@ -79,7 +86,7 @@ class JobRecord:
         for spec in fields(self):
             value = getattr(self, spec.name)
             text = f"{value:f}" if isinstance(value, float) else str(value)
-            values.append(text.replace(":", ";").replace("\n", " "))
+            values.append(one_line(text).replace(":", ";"))
         return ":".join(values)
 
     @classmethod
