@@ -13,6 +13,7 @@ import os
 import pwd
 from typing import Any, Callable, Mapping
 
+from overlay.limits import MAX_ITEMS, shown
 from overlay.request import RequestError, format_pe_range
 from overlay_native.jobs import PENDING_STATES, Job, JobState, Submission
 from overlay_native.scheduler import Scheduler, Submitter
@@ -27,6 +28,8 @@ _TYPES = {"command": "strings", "script": "text?", "script_path": "text", "name"
 
 
 def _checked(key: str, kind: str, value: Any) -> Any:
+    """``value`` if it has the JSON type ``kind`` names (lists of at most
+    MAX_ITEMS entries); the submission's content is checked by make_job."""
     optional = kind.endswith("?")
     kind = kind.rstrip("?")
     if value is None and optional:
@@ -35,19 +38,20 @@ def _checked(key: str, kind: str, value: Any) -> Any:
           "path": isinstance(value, str) and os.path.isabs(value),
           "bool": isinstance(value, bool),
           "int": isinstance(value, int) and not isinstance(value, bool),
-          "strings": isinstance(value, list) and all(isinstance(v, str) for v in value),
+          "strings": isinstance(value, list) and len(value) <= MAX_ITEMS and all(
+              isinstance(v, str) for v in value),
           "environment": isinstance(value, dict) and all(
               isinstance(k, str) and k and "=" not in k and isinstance(v, str)
               for k, v in value.items()),
-          "ranges": isinstance(value, list) and all(
-              isinstance(r, list) and len(r) == 2 and all(isinstance(n, int) for n in r)
-              for r in value)}[kind]
+          "ranges": isinstance(value, list) and len(value) <= MAX_ITEMS and all(
+              isinstance(r, list) and len(r) == 2 and
+              all(isinstance(n, int) and not isinstance(n, bool) for n in r) for r in value)}[kind]
     if not ok:
         expected = {"text": "a string", "path": "an absolute path", "bool": "true or false",
-                    "int": "a whole number", "strings": "a list of strings",
-                    "environment": "a mapping of variable names to strings",
-                    "ranges": "a list of [first, last] slot ranges"}[kind]
-        raise RequestError(f"job: {key}: expected {expected}, got {value!r}")
+                    "int": "a whole number", "strings": f"a list of at most {MAX_ITEMS} strings",
+                    "environment": "a mapping of variable names (without '=') to strings",
+                    "ranges": f"a list of at most {MAX_ITEMS} [first, last] slot ranges"}[kind]
+        raise RequestError(f"job: {key}: expected {expected}, got {shown(repr(value))}")
     return value
 
 
@@ -55,7 +59,8 @@ def submission_from(args: Mapping[str, Any]) -> Submission:
     """A Submission from the client's JSON, every field checked."""
     unknown = sorted(set(args) - set(_TYPES))
     if unknown:
-        raise RequestError(f"job: unknown field {unknown[0]!r}")
+        raise RequestError(f"job: unknown field '{shown(unknown[0])}'; accepted: "
+                           f"{', '.join(_TYPES)}")
     values = {key: _checked(key, _TYPES[key], value) for key, value in args.items()}
     if not values.get("command") and values.get("script") is None:
         raise RequestError("job: a script or a command (-b y) is needed")
