@@ -10,6 +10,7 @@ skipping ids in use, like Grid Engine's.
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass
 from typing import Iterator
 
@@ -17,7 +18,10 @@ from sqlalchemy.orm import registry
 from sqlmodel import Field, Session, SQLModel, delete, select
 
 from overlay.store import StoreError, create_tables, make_engine, next_id
+from overlay_native.acct import one_line
 from overlay_native.jobs import MAX_JOB_ID, Job, JobState, Placement, Submission
+
+log = logging.getLogger("plus.native")
 
 
 class _Base(SQLModel, registry=registry()):
@@ -73,14 +77,20 @@ class JobStore:
         self.engine.dispose()
 
     def load(self) -> Iterator[StoredJob]:
+        """Every stored job; one whose record cannot be read comes back in
+        error state (Eqw) saying why, so that it is seen and can be deleted
+        while the others are restored."""
         with Session(self.engine) as session:
             rows = session.exec(select(JobRow).order_by(JobRow.id)).all()
         for row in rows:
-            yield StoredJob(
-                row.id, row.owner, tuple(filter(None, row.groups.split(","))), row.submit_time,
-                Submission.from_dict(json.loads(row.submission)), JobState(row.state),
-                Placement.from_dict(json.loads(row.placement)) if row.placement else None,
-                row.start_time, row.error, row.deleting)
+            try:
+                stored = _stored(row)
+            except Exception as error:    # a damaged record, or one of another version
+                why = one_line(f"its stored record cannot be read: {error}")
+                log.warning("job %s: %s", row.id, why)
+                stored = StoredJob(row.id, str(row.owner), (), 0, Submission(()), JobState.ERROR,
+                                   None, None, why, False)
+            yield stored
 
     def create(self, job: Job) -> Job:
         """Store a new job under the next free id (1..MAX_JOB_ID, wrapping,
@@ -100,6 +110,14 @@ class JobStore:
     def remove(self, job_id: int) -> None:
         with Session(self.engine) as session, session.begin():
             session.exec(delete(JobRow).where(JobRow.id == job_id))
+
+
+def _stored(row: JobRow) -> StoredJob:
+    return StoredJob(
+        row.id, row.owner, tuple(filter(None, row.groups.split(","))), row.submit_time,
+        Submission.from_dict(json.loads(row.submission)), JobState(row.state),
+        Placement.from_dict(json.loads(row.placement)) if row.placement else None,
+        row.start_time, row.error, row.deleting)
 
 
 def _row(job: Job) -> JobRow:

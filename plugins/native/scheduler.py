@@ -81,15 +81,16 @@ class Scheduler:
             self.jobs[stored.id] = self._restored(stored, config)
 
     def _restored(self, stored: StoredJob, config: ClusterConfig) -> Job:
-        """A stored job, its requests parsed against today's complexes; one
-        whose requests no longer parse waits in error state (Eqw)."""
+        """A stored job, checked again and its requests parsed against
+        today's complexes; one that no longer passes (or was stored before
+        a check it fails) waits in error state (Eqw) saying why."""
         try:
             job = make_job(config, stored.id, stored.owner, stored.groups, stored.submit_time,
                            stored.submission, is_manager=True)
-        except SubmitError as error:
+        except Exception as error:    # whatever a stored job holds, the others are restored
             return Job(stored.id, stored.owner, stored.groups[0] if stored.groups else "",
                        stored.groups, stored.submit_time, stored.submission, {}, {},
-                       JobState.ERROR, error=f"after a restart: {error}")
+                       JobState.ERROR, error=acct.one_line(f"after a restart: {_why(error)}"))
         job.state, job.placement, job.start_time = stored.state, stored.placement, stored.start_time
         job.error, job.deleting = stored.error, stored.deleting
         return job
@@ -180,8 +181,8 @@ class Scheduler:
         self.accounting.write(self._record(job, finished, now))
         if finished.failed and not job.deleting:
             host = job.placement.master[1] if job.placement else "?"
-            job.error = f"{time.strftime('%m/%d/%Y %H:%M:%S', time.localtime(now))} " \
-                        f"[{host}]: {finished.reason}"
+            job.error = acct.one_line(f"{time.strftime('%m/%d/%Y %H:%M:%S', time.localtime(now))} "
+                                      f"[{host}]: {finished.reason}")
             job.state, job.placement, job.start_time = JobState.ERROR, None, None
             self.store.save(job)
             return
@@ -448,23 +449,29 @@ class Scheduler:
         on the host); a job that cannot be started goes to Eqw."""
         config = self.cluster.config()
         for job, placement in starts:
-            spec = self._spec(job, placement, config)
+            host = placement.master[1]
             try:
-                self.hosts.start(placement.master[1], spec)
-            except (ExecutionError, ValueError) as error:
-                with self.lock:
-                    log.warning("job %d cannot be started on %s: %s", job.id,
-                                placement.master[1], error)
-                    self._ended(job, Finished(str(job.id), None, None, str(error), None, None,
-                                              failed=1), self.now())
+                self.hosts.start(host, self._spec(job, placement, config))
+            except Exception as error:    # one job's data or host: the others still start
+                self._not_started(job, host, error)
                 continue
             with self.lock:
                 if job.id in self.jobs and job.state == JobState.TRANSFERRING:
                     job.state = JobState.RUNNING
                     self.store.save(job)
-                    log.info("job %d started on %s", job.id, placement.master[1])
+                    log.info("job %d started on %s", job.id, host)
                 if job.deleting:
                     self._kill([job])
+
+    def _not_started(self, job: Job, host: str, error: Exception) -> None:
+        """A job whose start failed: Eqw with the reason, and accounted
+        (failed 1); any failure but the host's refusal is logged with its
+        traceback, to find where it came from."""
+        with self.lock:
+            log.warning("job %d cannot be started on %s: %s", job.id, host, _why(error),
+                        exc_info=not isinstance(error, ExecutionError))
+            self._ended(job, Finished(str(job.id), None, None, _why(error), None, None,
+                                      failed=1), self.now())
 
     def _spec(self, job: Job, placement: Placement, config: ClusterConfig) -> JobSpec:
         spec = job.submission
@@ -503,6 +510,10 @@ class Scheduler:
                 scale = slots if name in ("s_vmem", "h_vmem", "s_data", "h_data") else 1
                 limits[name] = min(finite) * scale
         return limits
+
+
+def _why(error: Exception) -> str:
+    return str(error) or type(error).__name__
 
 
 def _job_id(text: str) -> int:
