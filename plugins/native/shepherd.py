@@ -15,6 +15,11 @@ shepherd.log, so it outlives the caller and an SSH session), and returns
 once it has written ID/status. A kill request is the file ID/kill, or
 SIGTERM to the shepherd. ID/status is replaced atomically, once the job
 runs and once it has ended with everything it started.
+
+Nobody but root and a job's owner reads its files: the directories are
+0711 (nobody lists the jobs), the files 0600 (the script 0700), and the
+job's script and PE hostfile, which the job reads as its owner, belong to
+the owner.
 """
 
 import ctypes
@@ -82,24 +87,24 @@ def start(spool: str, spec: dict) -> None:
         raise Refused("job %s: unknown user %r on %s" % (job_id, owner, socket.gethostname())) from None
     os.umask(0o022)
     jobs = os.path.join(spool, "jobs")
-    os.makedirs(jobs, 0o755, exist_ok=True)
-    for path in (spool, jobs):    # what is here is run as root
+    for path in (spool, jobs):    # what is here is run as root, and is the owners' alone
+        os.makedirs(path, 0o711, exist_ok=True)
         info = os.stat(path)
         if info.st_uid != 0 or info.st_mode & 0o022:
             raise Refused("%s must be owned by root and writable by root only" % path)
+        os.chmod(path, 0o711)    # owners reach their job's files, nobody lists the jobs
     job_dir = os.path.join(jobs, job_id)
     try:
-        os.mkdir(job_dir, 0o711)    # the owner may read its PE hostfile, not list
+        os.mkdir(job_dir, 0o711)    # the owner may read its script and PE hostfile, not list
     except FileExistsError:
         raise Refused("job %s already exists in %s" % (job_id, jobs)) from None
     try:
         write_file(os.path.join(job_dir, "spec.json"), json.dumps(spec).encode(), 0o600)
-        write_file(os.path.join(job_dir, "shepherd.py"), own_source(), 0o644)
+        write_file(os.path.join(job_dir, "shepherd.py"), own_source(), 0o600)
         if spec.get("script") is not None:    # the spooled job script, the owner's alone
-            path = os.path.join(job_dir, "script")
-            write_file(path, spec["script"].encode(), 0o700)
-            owner = pwd.getpwnam(owner)
-            os.chown(path, owner.pw_uid, owner.pw_gid)
+            write_file(os.path.join(job_dir, "script"),
+                       spec["script"].encode("utf-8", "surrogateescape"), 0o700,
+                       pwd.getpwnam(owner))
         detach(job_dir)
     except BaseException:
         shutil.rmtree(job_dir, ignore_errors=True)
@@ -139,11 +144,15 @@ def detach(job_dir: str) -> None:
         raise Refused("the shepherd did not start: %s" % lines[-1])
 
 
-def write_file(path: str, data: bytes, mode: int) -> None:
-    """Write ``path`` whole, atomically: a reader sees the old or new file."""
+def write_file(path: str, data: bytes, mode: int,
+               owner: Optional[pwd.struct_passwd] = None) -> None:
+    """Write ``path`` whole, atomically: a reader sees the old or new file;
+    with ``owner``, the file is that user's (and still nobody else's)."""
     temporary = path + ".tmp"
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     try:
+        if owner is not None:
+            os.fchown(fd, owner.pw_uid, owner.pw_gid)
         os.write(fd, data)
         os.fsync(fd)
     finally:
@@ -213,7 +222,7 @@ class Shepherd:
     def spawn(self) -> Tuple[int, str]:
         """Fork the job; its pid, and why it could not be executed if so."""
         owner = pwd.getpwnam(self.spec["owner"])
-        hostfile = self.write_hostfile()
+        hostfile = self.write_hostfile(owner)
         error_r, error_w = os.pipe()    # close-on-exec: EOF once exec worked
         pid = os.fork()
         if pid == 0:
@@ -230,15 +239,16 @@ class Shepherd:
         with os.fdopen(error_r, "rb") as pipe:
             return pid, pipe.read().decode(errors="replace")
 
-    def write_hostfile(self) -> Optional[str]:
-        """Grid Engine's PE_HOSTFILE (host slots queue processors) if given."""
+    def write_hostfile(self, owner: pwd.struct_passwd) -> Optional[str]:
+        """Grid Engine's PE_HOSTFILE (host slots queue processors) if given,
+        for the job's owner alone."""
         hosts = self.spec["pe_hosts"]
         if not hosts:
             return None
         path = os.path.join(self.dir, "pe_hostfile")
         lines = "".join("%s %d %s@%s UNDEFINED\n" % (host, slots, self.spec["queue"], host)
                         for host, slots in hosts)
-        write_file(path, lines.encode(), 0o644)
+        write_file(path, lines.encode(), 0o600, owner)
         return path
 
     def supervise(self, pid: int) -> Tuple[int, str]:
@@ -318,7 +328,7 @@ class Shepherd:
                 return
 
     def write_status(self) -> None:
-        write_file(os.path.join(self.dir, "status"), json.dumps(self.status).encode(), 0o644)
+        write_file(os.path.join(self.dir, "status"), json.dumps(self.status).encode(), 0o600)
         if self.ready is not None:
             os.close(self.ready)
             self.ready = None
