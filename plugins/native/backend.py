@@ -128,6 +128,20 @@ class NativeBackend(Backend):
         self.scheduler.set_windows([window(ar) for ar in reservations if ar.holds_resources],
                                    complete=True)
 
+    def health(self, reservations: list[Reservation]) -> dict[int, str]:
+        """Hosts down, as for every backend, and reserved hosts no longer in
+        the cluster file: no job can run there any more."""
+        problems = super().health(reservations)
+        known = {node.name for node in self.nodes()}
+        for reservation in reservations:
+            gone = [name for name in reservation.node_names if name not in known]
+            if gone:
+                which = f"node {gone[0]} is" if len(gone) == 1 else \
+                    f"nodes {', '.join(gone)} are"
+                problems[reservation.id] = "; ".join(filter(None, (
+                    problems.get(reservation.id), f"{which} no longer in the cluster file")))
+        return problems
+
     def submit_hint(self, reservation: Reservation) -> str:
         return f"plus_qsub -ar {reservation.id} job.sh"
 

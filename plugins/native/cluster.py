@@ -19,6 +19,7 @@ import os
 import platform
 import re
 import socket
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
@@ -269,6 +270,8 @@ class _Reader:
                 text = handle.read()
         except OSError as exc:
             raise ClusterError(f"{self.path}: cannot read {path}: {exc.strerror}") from None
+        except UnicodeDecodeError:
+            raise ClusterError(f"{self.path}: {path}: not UTF-8 text") from None
         self.files.append(path)
         return text, path
 
@@ -617,18 +620,34 @@ def local_host() -> Host:
 def load_cluster(path: str | None, include_local: bool, ssh_defaults: Mapping[str, Any] = {},
                  duration_offset: int | None = None) -> tuple[ClusterConfig, list[str]]:
     """The cluster a file describes (this machine first if ``include_local``),
-    and the files read."""
+    and the files read; a file that is empty, not UTF-8 or not a mapping,
+    or a cluster without nodes, is a ClusterError naming the file."""
     reader = _Reader(path or "cluster", ssh_defaults, duration_offset)
     raw = None
     if path:
         reader.files.append(path)
+        raw = _read_cluster_file(path)
+    config = reader.read(raw, local_host() if include_local else None)
+    if not config.hosts:
+        raise ClusterError(f"{reader.path}: no nodes; list the execution hosts under nodes:")
+    return config, reader.files
+
+
+def _read_cluster_file(path: str) -> Any:
+    try:
         raw = read_yaml(path, "cluster file", ClusterError)
-    return reader.read(raw, local_host() if include_local else None), reader.files
+    except UnicodeDecodeError:
+        raise ClusterError(f"{path}: not UTF-8 text; the cluster file is YAML in UTF-8") from None
+    if raw is None:
+        raise ClusterError(f"{path}: the file is empty; a cluster file lists the execution hosts "
+                           "under nodes:")
+    return raw
 
 
 class Cluster:
-    """The current cluster: read again when one of its files changes; a
-    broken edit keeps the last good one."""
+    """The current cluster: read again when one of its files changes. A file
+    that cannot be used stops the daemon at its start; edited live, it keeps
+    the last good cluster, with one warning per change."""
 
     def __init__(self, path: str | None, include_local: bool,
                  ssh_defaults: Mapping[str, Any] = {}, duration_offset: int | None = None) -> None:
@@ -636,10 +655,9 @@ class Cluster:
         self.include_local = include_local
         self.ssh_defaults = dict(ssh_defaults)
         self.duration_offset = duration_offset
-        self._stamp: tuple | None = None
-        self._files: list[str] = []
-        self._config: ClusterConfig | None = None
-        self.config()
+        self._lock = threading.Lock()    # one reload, and one warning, per change
+        self._config, self._files = self._load()
+        self._stamp = self._stamps()
 
     def _stamps(self) -> tuple:
         stamps = []
@@ -650,22 +668,33 @@ class Cluster:
                 stamps.append(None)
         return tuple(stamps)
 
-    def config(self) -> ClusterConfig:
-        if self._config is not None and self._stamps() == self._stamp:
-            return self._config
+    def _load(self) -> tuple[ClusterConfig, list[str]]:
+        """The cluster the files describe, or a one-line ClusterError naming
+        the file, whatever went wrong in reading them."""
         try:
-            config, files = load_cluster(self.path, self.include_local, self.ssh_defaults,
-                                         self.duration_offset)
+            return load_cluster(self.path, self.include_local, self.ssh_defaults,
+                                self.duration_offset)
         except ClusterError as error:
-            if self._config is None:
-                raise
-            log.error("keeping the previous cluster: %s", error)
-            self._stamp = self._stamps()
+            raise ClusterError(" ".join(str(error).split())) from None
+        except Exception as error:    # a value or a failure the checks did not foresee
+            raise ClusterError(" ".join(f"{self.path}: cannot be read: {error}".split())) \
+                from error
+
+    def config(self) -> ClusterConfig:
+        with self._lock:
+            stamp = self._stamps()
+            if stamp != self._stamp:
+                self._stamp = stamp
+                self._reload()
             return self._config
-        self._files = files
+
+    def _reload(self) -> None:
+        try:
+            self._config, self._files = self._load()
+        except ClusterError as error:
+            log.warning("keeping the last good cluster: %s", error)
+            return
         self._stamp = self._stamps()
-        self._config = config
-        return config
 
     def nodes(self) -> list[Node]:
         return self.config().nodes()
