@@ -145,8 +145,10 @@ class NativeBackend(Backend):
     def submit_hint(self, reservation: Reservation) -> str:
         return f"plus_qsub -ar {reservation.id} job.sh"
 
-    def operations(self) -> dict[str, Callable]:
-        return service.operations(self.scheduler)
+    def operations(self, ar_status: Callable[[int], list[Reservation]]) -> dict[str, Callable]:
+        """The native commands' operations; ``ar_status`` is the core's AR
+        query (the truth on ARs the scheduler does not hold yet)."""
+        return service.operations(self.scheduler, ar_status)
 
     def start(self) -> None:
         self.scheduler.start()

@@ -15,4 +15,4 @@ def plus_backends():
 @hookimpl
 def plus_client_operations(manager):
     backend = manager.backend
-    return backend.operations() if isinstance(backend, NativeBackend) else {}
+    return backend.operations(manager.status) if isinstance(backend, NativeBackend) else {}

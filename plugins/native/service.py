@@ -14,9 +14,11 @@ import pwd
 from typing import Any, Callable, Mapping
 
 from overlay.limits import MAX_ITEMS, shown
+from overlay.model import Reservation, ReservationError, State
 from overlay.request import RequestError, format_pe_range
 from overlay_native.jobs import PENDING_STATES, Job, JobState, Submission
 from overlay_native.scheduler import Scheduler, Submitter
+from overlay_native.submit import SubmitError
 
 _TYPES = {"command": "strings", "script": "text?", "script_path": "text", "name": "text",
           "binary": "bool", "cwd": "path?", "env": "environment", "shell": "path?",
@@ -143,13 +145,30 @@ def queue_view(scheduler: Scheduler) -> list[dict]:
         return instances
 
 
-def operations(scheduler: Scheduler) -> dict[str, Callable]:
-    """The operations the native commands call, by name."""
+def _refuse_pending(ar_status: Callable[[int], list[Reservation]], ar_id: int) -> None:
+    """An AR awaiting plus_commit takes no jobs yet. The scheduler learns of
+    it only at the next reconcile, so the core (``ar_status``) is asked."""
+    try:
+        (reservation,) = ar_status(ar_id)
+    except ReservationError:
+        return    # none: the scheduler refuses it in Grid Engine's words
+    if reservation.state == State.PENDING:
+        raise SubmitError(f"AR {ar_id} is pending: it takes jobs once plus_commit -r {ar_id} "
+                          "commits it")
+
+
+def operations(scheduler: Scheduler,
+               ar_status: Callable[[int], list[Reservation]]) -> dict[str, Callable]:
+    """The operations the native commands call, by name; ``ar_status`` is
+    the core's AR query (plus_status -r)."""
     def who(caller) -> Submitter:
         return Submitter(caller.user, tuple(caller.groups), caller.is_manager)
 
     def submit(caller, args: dict) -> dict:
-        return scheduler.submit(who(caller), submission_from(args))
+        submission = submission_from(args)
+        if submission.ar is not None:
+            _refuse_pending(ar_status, submission.ar)
+        return scheduler.submit(who(caller), submission)
 
     def delete(caller, args: dict) -> list[str]:
         references = _checked("jobs", "strings", args.get("jobs", []))

@@ -1,0 +1,47 @@
+"""plus_qsub -ar on an AR created with plus_reserve -T and not yet committed:
+the scheduler does not hold it yet, so plus_qsub asks the core and says the
+AR awaits plus_commit, instead of saying it does not exist."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from overlay.model import Allocation, ReservationError, Request, Reservation, State
+from overlay_native.service import operations
+from overlay_native.submit import SubmitError
+from test_native_scheduler import SMALL, T, World
+
+CALLER = SimpleNamespace(user="alice", groups=["staff"], is_manager=False)
+JOB = {"command": ["sleep", "10"], "binary": True, "ar": 5}
+
+
+def core(state: State):
+    """The core's AR query (plus_status -r), knowing AR 5 in ``state``."""
+    def ar_status(ar_id: int) -> list[Reservation]:
+        if ar_id != 5:
+            raise ReservationError(f"AR {ar_id} does not exist")
+        return [Reservation(5, "alice", "staff", Request(T + 100, T + 200, 1), state, T,
+                            [Allocation("a", 1)], ("alice",))]
+    return ar_status
+
+
+def test_a_pending_ar_takes_no_jobs_until_committed(tmp_path):
+    world = World(tmp_path, SMALL)
+    submit = operations(world.scheduler, core(State.PENDING))["job_submit"]
+    with pytest.raises(SubmitError, match=r"^AR 5 is pending: it takes jobs once plus_commit -r 5 "
+                                          r"commits it$"):
+        submit(CALLER, JOB)
+    assert world.scheduler.jobs == {}
+
+
+def test_other_ars_are_left_to_the_scheduler(tmp_path):
+    world = World(tmp_path, SMALL)
+    for state in (State.WAITING, State.RUNNING):
+        submit = operations(world.scheduler, core(state))["job_submit"]
+        with pytest.raises(SubmitError, match="advance reservation 5 does not exist"):
+            submit(CALLER, JOB)    # the scheduler holds no window for it in this test
+    submit = operations(world.scheduler, core(State.PENDING))["job_submit"]
+    with pytest.raises(SubmitError, match="advance reservation 6 does not exist"):
+        submit(CALLER, {**JOB, "ar": 6})
