@@ -4,10 +4,12 @@ plus_qacct on a file) and the daemon's checks of what a client sends."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 
+from overlay.limits import MAX_ENVIRONMENT, MAX_NAME, MAX_SCRIPT
 from overlay.request import RequestError
 from overlay_native.cli import qacct, qsub
 from overlay_native.service import submission_from
@@ -59,11 +61,37 @@ def test_every_option_lands_in_its_field(monkeypatch, tmp_path):
     (["-v", "1X=2"], "-v: invalid variable name '1X'"),
     (["-wd", "/no/such/dir"], "-wd: /no/such/dir is not a directory"),
     (["-q", "a b"], "-q: invalid queue 'a b'"),
+    (["-v", "\u00e9=1"], "-v: invalid variable name '\u00e9'"),
+    (["-v", "X\u0661=1"], "-v: invalid variable name 'X\u0661'"),
+    (["-p", "\uff15"], "-p: the priority must be a whole number"),
+    (["-N", "n" * (MAX_NAME + 1)], f"-N: the name '{'n' * (MAX_NAME + 1)}' is longer than {MAX_NAME}"),
 ])
 def test_bad_options_say_what_is_wrong(argv, message):
     with pytest.raises(RequestError, match=message.replace("[", r"\[").replace("]", r"\]")
                        .replace("(", r"\(").replace(")", r"\)")):
         fields(argv + ["x.sh"])
+
+
+def test_a_directory_with_a_nul_byte_is_no_directory():
+    """expanduser raises ValueError on a NUL byte (a #$ line may hold one)."""
+    with pytest.raises(RequestError, match=r"^-wd: ~a\\x00b is not a directory$"):
+        fields(["-wd", "~a\x00b", "x.sh"])
+
+
+def test_the_script_and_the_environment_are_bounded(tmp_path, monkeypatch, capsys):
+    script = tmp_path / "big.sh"
+    script.write_bytes(b"#" * (MAX_SCRIPT + 1))
+    with pytest.raises(SystemExit) as stop:
+        qsub.main([str(script)])
+    assert stop.value.code == 2
+    assert capsys.readouterr().err == (f"plus_qsub: the script is larger than {MAX_SCRIPT} bytes; "
+                                       f"at most {MAX_SCRIPT} are accepted (see plus_qsub -help)\n")
+    monkeypatch.setenv("HUGE", "x" * MAX_ENVIRONMENT)
+    with pytest.raises(SystemExit) as stop:
+        qsub.main(["-v", "HUGE", "-b", "y", "true"])
+    assert stop.value.code == 2
+    assert re.match(r"plus_qsub: -v, -V: the environment passed is \d+ bytes; at most "
+                    rf"{MAX_ENVIRONMENT} are accepted", capsys.readouterr().err)
 
 
 def test_unknown_options_and_missing_arguments_exit_2(capsys):

@@ -104,10 +104,12 @@ def _yes(option: str, text: str) -> bool:
 
 
 def _absolute(option: str, path: str) -> str:
-    path = os.path.abspath(os.path.expanduser(path))
-    if not os.path.isdir(path):
-        raise RequestError(f"{option}: {limits.shown(path)} is not a directory")
-    return path
+    """An existing directory, made absolute (expanduser refuses a NUL byte
+    with ValueError; isdir just says no)."""
+    full = os.path.abspath(os.path.expanduser(path)) if "\0" not in path else path
+    if not os.path.isdir(full):
+        raise RequestError(f"{option}: {limits.shown(full)} is not a directory")
+    return full
 
 
 def _variables(text: str) -> dict[str, str]:
