@@ -26,6 +26,8 @@ MAX_PATTERN = 256
 """A wildcard pattern or attribute value (-arch, -os, -l), in characters."""
 MAX_ITEMS = 256
 """Entries in one list: users, queues, mail addresses, -l attributes."""
+MAX_WORDS = 65536
+"""Words of a job's command line (plus_qsub -b y command args...)."""
 MAX_ADDRESS = 254
 """A mail address, in characters (RFC 5321)."""
 MAX_ARGUMENT = 4096

@@ -335,3 +335,11 @@ def test_config_path_is_kept():
     config = Config(path="/etc/plus/plus.yaml")
     assert config.path == "/etc/plus/plus.yaml"
     assert config.relative("c.yaml") == "/etc/plus/c.yaml"
+
+
+def test_a_file_that_is_not_utf8_is_named(tmp_path):
+    path = tmp_path / "plus.yaml"
+    path.write_bytes(b"backend: native\nmanagers: [r\xf6ot]\n")
+    with pytest.raises(ConfigError) as refused:
+        load(str(path))
+    assert str(refused.value) == f"{path}: not UTF-8 text (byte 29); configuration must be YAML in UTF-8"

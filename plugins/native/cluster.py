@@ -162,7 +162,8 @@ class ClusterConfig:
                      ncpus=host.ncpus, arch=host.arch, os=host.os,
                      properties=dict(host.properties),
                      queues=tuple(q.name for q in self.queues.values() if host.name in q.slots),
-                     alive=host.alive, load=host.current_load())
+                     alive=host.alive, load=host.current_load(),
+                     runs_jobs=host.execution != NONE)
                 for host in self.hosts.values()]
 
     def containers(self, reports: Mapping[str, Mapping[str, float]] | None = None) -> Containers:

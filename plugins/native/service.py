@@ -13,14 +13,14 @@ import os
 import pwd
 from typing import Any, Callable, Mapping
 
-from overlay.limits import MAX_ITEMS, shown
+from overlay.limits import MAX_ITEMS, MAX_WORDS, shown
 from overlay.model import Reservation, ReservationError, State
 from overlay.request import RequestError, format_pe_range
 from overlay_native.jobs import PENDING_STATES, Job, JobState, Submission
 from overlay_native.scheduler import Scheduler, Submitter
 from overlay_native.submit import SubmitError
 
-_TYPES = {"command": "strings", "script": "text?", "script_path": "text", "name": "text",
+_TYPES = {"command": "words", "script": "text?", "script_path": "text", "name": "text",
           "binary": "bool", "cwd": "path?", "env": "environment", "shell": "path?",
           "stdout": "text?", "stderr": "text?", "merge": "bool", "hard": "text", "soft": "text",
           "pe": "text?", "pe_range": "ranges", "queues": "strings", "master_queues": "strings",
@@ -31,7 +31,8 @@ _TYPES = {"command": "strings", "script": "text?", "script_path": "text", "name"
 
 def _checked(key: str, kind: str, value: Any) -> Any:
     """``value`` if it has the JSON type ``kind`` names (lists of at most
-    MAX_ITEMS entries); the submission's content is checked by make_job."""
+    MAX_ITEMS entries, a command MAX_WORDS); the submission's content is
+    checked by make_job."""
     optional = kind.endswith("?")
     kind = kind.rstrip("?")
     if value is None and optional:
@@ -42,6 +43,8 @@ def _checked(key: str, kind: str, value: Any) -> Any:
           "int": isinstance(value, int) and not isinstance(value, bool),
           "strings": isinstance(value, list) and len(value) <= MAX_ITEMS and all(
               isinstance(v, str) for v in value),
+          "words": isinstance(value, list) and len(value) <= MAX_WORDS and all(
+              isinstance(v, str) for v in value),
           "environment": isinstance(value, dict) and all(
               isinstance(k, str) and k and "=" not in k and isinstance(v, str)
               for k, v in value.items()),
@@ -51,6 +54,7 @@ def _checked(key: str, kind: str, value: Any) -> Any:
     if not ok:
         expected = {"text": "a string", "path": "an absolute path", "bool": "true or false",
                     "int": "a whole number", "strings": f"a list of at most {MAX_ITEMS} strings",
+                    "words": f"a list of at most {MAX_WORDS} strings",
                     "environment": "a mapping of variable names (without '=') to strings",
                     "ranges": f"a list of at most {MAX_ITEMS} [first, last] slot ranges"}[kind]
         raise RequestError(f"job: {key}: expected {expected}, got {shown(repr(value))}")
