@@ -148,8 +148,8 @@ def read_yaml(path: str, what: str, error: type[Exception] = ConfigError) -> Any
             return yaml.safe_load(handle)
     except OSError as exc:
         raise error(f"cannot read {what} {path}: {exc.strerror}") from None
-    except UnicodeDecodeError as exc:
-        raise error(f"{path}: not UTF-8 text (byte {exc.start}); {what} must be YAML in UTF-8") from None
+    except UnicodeDecodeError:
+        raise error(f"{path}: not UTF-8 text; {what} must be YAML in UTF-8") from None
     except yaml.YAMLError as exc:
         raise error(f"{path}: not valid YAML: {exc}") from None
 

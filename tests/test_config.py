@@ -342,4 +342,4 @@ def test_a_file_that_is_not_utf8_is_named(tmp_path):
     path.write_bytes(b"backend: native\nmanagers: [r\xf6ot]\n")
     with pytest.raises(ConfigError) as refused:
         load(str(path))
-    assert str(refused.value) == f"{path}: not UTF-8 text (byte 29); configuration must be YAML in UTF-8"
+    assert str(refused.value) == f"{path}: not UTF-8 text; configuration must be YAML in UTF-8"
