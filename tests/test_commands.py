@@ -152,7 +152,7 @@ BAD_INPUT = [
     ("plusu1", ["plus_reserve", "-s", "now+1h", "-D", "1h", "-n", "\uff11"], 2, r"-n: the number of nodes must be a whole number"),
     ("plusu1", ["plus_reserve", "-s", "now+1h", "-D", "1h", "-n", "1", "-N", "ar\n"], 2, r"-N: invalid name 'ar\\n'"),
     ("plusu1", ["plus_reserve", "-s", "now+1h", "-D", "1h", "-n", "1", "-arch", "x" * 300], 2, r"-arch: invalid pattern 'x+\.\.\. \(300 characters\)'"),
-    ("plusu1", ["plus_reserve", "-s", "now+1h", "-D", "1h", "-n", "1", "-l", "x=" + "y" * 2 ** 17], 2, r"argument 8 'x=y+\.\.\. \(131074 characters\)' is longer than 4096 characters"),
+    ("plusu1", ["plus_reserve", "-s", "now+1h", "-D", "1h", "-n", "1", "-l", "x=" + "y" * 2 ** 16], 2, r"argument 8 'x=y+\.\.\. \(65538 characters\)' is longer than 4096 characters"),
     ("plusu1", ["plus_modify", "-r", "\u0661", "-D", "2h"], 2, r"^plus_modify: -r: invalid reservation id '\u0661': accepted forms are 123 or R123"),
     ("plusu1", ["plus_reserve", "-s", "now+1h", "-D", "1h", "-n", "1", "-mem", "12Q"], 2, r"invalid memory size '12Q'"),
     ("plusu1", ["plus_reserve", "-s", "now+1h", "-D", "1h", "-n", "1", "-l", "gpu"], 2, r"attr=value"),
