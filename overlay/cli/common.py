@@ -73,7 +73,8 @@ class Parser(argparse.ArgumentParser):
 
     def __init__(self, prog: str, description: str, add_help: bool = True) -> None:
         super().__init__(prog=prog, description=description, allow_abbrev=False, add_help=add_help,
-                         exit_on_error=False, epilog=f"Times: {TIME_FORMS}. Durations: {DURATION_FORMS}. "
+                         exit_on_error=False,       # its errors come to parse_known_args
+                         epilog=f"Times: {TIME_FORMS}. Durations: {DURATION_FORMS}. "
                                 f"{EXIT_STATUS_HELP}. The daemon is found through PLUS_CONF "
                                 f"(default {protocol.DEFAULT_CONF}).")
         self.help_option = "-h" if add_help else "-help"
