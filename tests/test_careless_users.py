@@ -4,13 +4,17 @@ say, and nodes that run no jobs chosen last."""
 
 from __future__ import annotations
 
+import gc
+import random
+import tracemalloc
 import xml.etree.ElementTree as ET
 
 import pytest
 
 from overlay.cli import views
 from overlay.daemon import reservation_view
-from overlay.model import ReservationError
+from overlay.model import Node, Request, ReservationError
+from overlay.request import node_satisfies
 from test_manager import ALICE, T0, Env
 
 HOSTILE_NAME = "x\x1b[2J\r\n    9 mallory    r\u2028"
@@ -73,3 +77,20 @@ def test_a_modify_keeps_its_nodes_before_preferring_ones_that_run_jobs(tmp_path)
     moved = env.manager.modify(ALICE, held.id, start=T0 + 7200, end=None, duration=None,
                                nodes=None, users=None)
     assert moved.node_names == ["arm01"]
+
+
+def test_distinct_long_wildcards_are_not_kept_for_ever():
+    """Refused requests with ever new -arch patterns used to fill fnmatch's
+    cache of 32,768 compiled patterns (140 to 552 MB in the daemon)."""
+    node = Node(name="n1", arch="lx-amd64", os="linux")
+    noise = random.Random(11)
+    tracemalloc.start()
+    try:
+        for number in range(2000):
+            pattern = "*" + "".join(noise.choice("ab?x") for _ in range(240)) + f"*{number}"
+            assert not node_satisfies(node, Request(start=0, end=1, nodes=1, arch=pattern))
+        gc.collect()
+        kept = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert kept < 3 * 2 ** 20, f"{kept / 2 ** 20:.1f} MiB kept"

@@ -28,13 +28,13 @@ Why a job cannot start is kept in ``reasons``, in Grid Engine's words.
 
 from __future__ import annotations
 
-import fnmatch
 from dataclasses import dataclass
 from typing import Iterable, Iterator, Mapping, Sequence
 
 
 from overlay.manager import sort_nodes
 from overlay.planner import INFINITY, UsageProfile
+from overlay.request import wildcard_match
 from overlay_native.cluster import ClusterConfig, Containers, ParallelEnvironment
 from overlay_native.jobs import Job, Placement
 from overlay_native.matching import (ResourceContainer, assignment_debits, category_key, mismatch,
@@ -313,7 +313,7 @@ class ClusterResources:
              reasons: list[str]) -> list[ParallelEnvironment]:
         """The PEs matching the job's -pe request that it may use."""
         config, pattern = self.config, job.submission.pe
-        matching = [pe for name, pe in config.pes.items() if fnmatch.fnmatchcase(name, pattern)]
+        matching = [pe for name, pe in config.pes.items() if wildcard_match(name, pattern)]
         if not matching:
             reasons.append("no matching pe found")
         usable = []

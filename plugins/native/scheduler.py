@@ -18,7 +18,6 @@ restart, jobs that were running are found again (or found ended) there.
 
 from __future__ import annotations
 
-import fnmatch
 import logging
 import math
 import threading
@@ -26,7 +25,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import Callable, Iterable
 
-from overlay.request import format_pe_range
+from overlay.request import format_pe_range, wildcard_match
 from overlay_native import acct
 from overlay_native.cluster import Cluster, ClusterConfig, ClusterQueue
 from overlay_native.complexes import parse_value
@@ -265,7 +264,7 @@ class Scheduler:
         for reference in job.submission.hold_jids:
             for other in self.jobs.values():
                 if (reference == str(other.id) or (other.owner == job.owner and
-                                                   fnmatch.fnmatchcase(other.name, reference))) \
+                                                   wildcard_match(other.name, reference))) \
                         and str(other.id) not in found:
                     found.append(str(other.id))
         return tuple(found)
@@ -326,7 +325,7 @@ class Scheduler:
         """The jobs a command names by id or name (wildcards allowed); none
         adds Grid Engine's denial to ``messages``."""
         matched = [job for job in self.jobs.values()
-                   if reference == str(job.id) or fnmatch.fnmatchcase(job.name, reference)]
+                   if reference == str(job.id) or wildcard_match(job.name, reference)]
         if not matched:
             messages.append(f'denied: job "{reference}" does not exist')
         return matched

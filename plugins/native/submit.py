@@ -16,7 +16,6 @@ run again on every job the store gives back after a restart.
 
 from __future__ import annotations
 
-import fnmatch
 import posixpath
 from dataclasses import replace
 from typing import Mapping, Sequence
@@ -24,6 +23,7 @@ from typing import Mapping, Sequence
 from overlay.limits import (HORIZON, MAX_ARGUMENT, MAX_COUNT, MAX_ENVIRONMENT, MAX_NAME,
                             MAX_SCRIPT, shown)
 from overlay.model import ReservationError
+from overlay.request import wildcard_match
 from overlay_native.cluster import ClusterConfig
 from overlay_native.complexes import ComplexError, Request, parse_requests
 from overlay_native.jobs import Job, Submission
@@ -167,7 +167,7 @@ def make_job(config: ClusterConfig, job_id: int, owner: str, groups: Sequence[st
     if spec.pe is not None:
         if not spec.pe_range:
             raise SubmitError(f"-pe {spec.pe}: a slot range is needed (e.g. -pe {spec.pe} 4)")
-        if not any(fnmatch.fnmatchcase(name, spec.pe) for name in config.pes):
+        if not any(wildcard_match(name, spec.pe) for name in config.pes):
             raise SubmitError(f'job rejected: the requested parallel environment "{spec.pe}" '
                               "does not exist")
     for option, patterns in (("-q", spec.queues), ("-masterq", spec.master_queues)):
