@@ -66,6 +66,10 @@ def _is_name(text: str) -> bool:
     return len(text) <= MAX_NAME and NAME_PATTERN.match(text) is not None
 
 
+def _is_pattern(text: str) -> bool:
+    return 1 <= len(text) <= MAX_PATTERN and text.isprintable()
+
+
 def parse_memory_mb(text: str, option: str = "-mem") -> int:
     """Megabytes (MiB) in a memory size, 1 to MAX_MEMORY_MB: plain numbers are
     MB as in PluS, suffixed ones follow Grid Engine (lower case powers of 1000,
@@ -139,7 +143,7 @@ def parse_int(text: str, option: str, what: str, least: int = 1, most: int = MAX
 def parse_pattern(text: str, option: str) -> str:
     """A wildcard pattern or attribute value (-arch, -os, -l values):
     printable, 1 to MAX_PATTERN characters."""
-    if not text or len(text) > MAX_PATTERN or not text.isprintable():
+    if not _is_pattern(text):
         raise RequestError(f"{option}: invalid pattern '{shown(text)}': accepted is printable text "
                            f"of 1 to {MAX_PATTERN} characters, with wildcards * ? [ ]")
     return text
@@ -151,11 +155,12 @@ def parse_attribute_list(text: str, option: str = "-l") -> tuple[tuple[str, str]
     for item in _items(text, option):
         name, sep, value = item.partition("=")
         name, value = name.strip(), value.strip()
-        if not sep or not _is_name(name) or not value or value.startswith("="):
+        if not sep or not _is_name(name) or not _is_pattern(value) or value.startswith("="):
             raise RequestError(f"{option}: invalid resource '{shown(item)}': accepted form is "
                                f"attr=value[,attr=value...], attr a name of at most {MAX_NAME} "
-                               "characters")
-        pairs.append((name, parse_pattern(value, option)))
+                               f"characters, value printable text of at most {MAX_PATTERN} "
+                               "(wildcards * ? [ ] allowed)")
+        pairs.append((name, value))
     return tuple(pairs)
 
 
