@@ -34,6 +34,8 @@ _PE_RANGE = re.compile(r"([0-9]*)(-?)([0-9]*)")
 _MEMORY = re.compile(r"([0-9]+(?:\.[0-9]+)?)([kKmMgGtT]?)")
 _MEMORY_BYTES = {"": 2 ** 20, "k": 10 ** 3, "K": 2 ** 10, "m": 10 ** 6, "M": 2 ** 20,
                  "g": 10 ** 9, "G": 2 ** 30, "t": 10 ** 12, "T": 2 ** 40}
+_BLANKS = " \t"
+"""What may surround a list's entries (not a line break: it would be dropped unseen)."""
 MAIL_EVENTS = "bea"
 _MAIL_ADDRESS = re.compile(r"[A-Za-z0-9_.+%-]+(@[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?)?")
 MEMORY_FORMS = ("a number of megabytes, or a number with a Grid Engine "
@@ -54,12 +56,13 @@ def check_length(text: str, option: str, what: str, limit: int = MAX_ARGUMENT) -
 
 
 def _items(text: str, option: str) -> list[str]:
-    """The entries of a comma-separated list, stripped; at most MAX_ITEMS."""
+    """The entries of a comma-separated list, at most MAX_ITEMS, without the
+    blanks around them; a line break stays, to be refused with the entry."""
     count = text.count(",") + 1
     if count > MAX_ITEMS:
         raise RequestError(f"{option}: '{shown(text)}' has {count} entries; at most {MAX_ITEMS} "
                            "are accepted")
-    return [item.strip() for item in text.split(",")]
+    return [item.strip(_BLANKS) for item in text.split(",")]
 
 
 def _is_name(text: str) -> bool:
@@ -154,7 +157,7 @@ def parse_attribute_list(text: str, option: str = "-l") -> tuple[tuple[str, str]
     pairs = []
     for item in _items(text, option):
         name, sep, value = item.partition("=")
-        name, value = name.strip(), value.strip()
+        name, value = name.strip(_BLANKS), value.strip(_BLANKS)
         if not sep or not _is_name(name) or not _is_pattern(value) or value.startswith("="):
             raise RequestError(f"{option}: invalid resource '{shown(item)}': accepted form is "
                                f"attr=value[,attr=value...], attr a name of at most {MAX_NAME} "

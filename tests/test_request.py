@@ -485,6 +485,17 @@ def test_a_name_with_a_newline_is_refused(text):
         parse_name(text, "-o")
 
 
+@pytest.mark.parametrize("parse,text", [
+    (lambda t: parse_name_list(t, "-sgeq"), "all.q\n"), (parse_mail_list, "bob,alice\r"),
+    (parse_attribute_list, "gpu=yes\n"), (lambda t: parse_queue_list(t, "-q"), "\nall.q"),
+    (parse_job_references, "12\n"), (parse_pe_range, "4\n"),
+])
+def test_a_list_entry_with_a_line_break_is_refused_not_stripped(parse, text):
+    """Blanks around entries go (alice, bob); a line break would go unseen."""
+    with pytest.raises(RequestError, match=r"^-\w+: invalid .*\\[rn]"):
+        parse(text)
+
+
 HUGE = "x" * 2 ** 17
 
 
