@@ -25,10 +25,11 @@ from overlay.backend import Backend
 from overlay.config import NODE_SORT_KEYS, Config, ConfigError
 from overlay.lifecycle import Lifecycle
 from overlay.manager import Caller, Manager, groups_of
-from overlay.model import Request, Reservation, ReservationError
+from overlay.model import Reservation, ReservationError
 from overlay.request import RequestError, parse_name_list
 from overlay.store import Store, refuse_truncated, shown_url
 from overlay.storelease import LeaseLost, StoreLease
+from overlay.timespec import TimeSpecError
 
 log = logging.getLogger("plus.daemon")
 
@@ -212,7 +213,7 @@ def _reply_to(service: Service, sock: socket.socket, peer: connections.Peer,
         reply = {"ok": True, "data": data}
     except ReservationError as exc:
         reply = {"ok": False, "error": str(exc), "status": exc.exit_status}
-    except RequestError as exc:
+    except (RequestError, TimeSpecError) as exc:
         reply = {"ok": False, "error": str(exc), "status": protocol.EXIT_USAGE}
     except (protocol.TooLarge, protocol.TooSlow) as exc:
         log.warning("request from uid %d refused: %s (limit %s)", peer.uid, exc,

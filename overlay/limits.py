@@ -60,6 +60,6 @@ def shown(value: object) -> str:
     floods the terminal nor forges lines."""
     text = str(value)
     quoted = printable(text[:MAX_ECHO])
-    if len(text) > MAX_ECHO:
-        quoted += f"... ({len(text)} characters)"
+    if len(quoted) > MAX_ECHO or len(text) > MAX_ECHO:
+        quoted = quoted[:MAX_ECHO] + f"... ({len(text)} characters)"
     return quoted

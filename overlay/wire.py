@@ -15,7 +15,8 @@ from typing import Any, Callable, Iterable
 from overlay import limits
 from overlay.model import Request
 from overlay.request import (MAX_AR_ID, RequestError, parse_attribute_list, parse_mail_list,
-                             parse_mail_options, parse_name, parse_name_list)
+                             parse_mail_options, parse_name, parse_name_list, parse_pattern)
+from overlay.timespec import bounded_time
 
 
 class BadArguments(Exception):
@@ -61,8 +62,10 @@ class Arguments:
         return value
 
     def time(self, key: str, option: str, required: bool = False) -> int | None:
-        """Epoch seconds from the epoch up to the horizon ahead of now."""
-        return self.integer(key, 0, self.now + limits.HORIZON, required, option)
+        """Epoch seconds from the epoch up to the horizon ahead of now, as
+        the commands' time options take them."""
+        value = self._get(key, required, int, "a whole number")
+        return None if value is None else bounded_time(value, self.now, option)
 
     def count(self, key: str, option: str, required: bool = False) -> int | None:
         return self.integer(key, 1, limits.MAX_COUNT, required, option)
@@ -103,17 +106,6 @@ class Arguments:
         return tuple(dict.fromkeys(parse(item)[0] for item in value))
 
 
-def _pattern(option: str) -> Callable[[str], str]:
-    """A wildcard value (-arch, -os): printable, at most MAX_PATTERN characters."""
-    def check(value: str) -> str:
-        if not value or len(value) > limits.MAX_PATTERN or not value.isprintable():
-            raise RequestError(f"{option}: invalid pattern '{limits.shown(value)}': accepted is "
-                               f"printable text of 1 to {limits.MAX_PATTERN} characters, "
-                               "with wildcards * ? [ ]")
-        return value
-    return check
-
-
 def _attributes(pairs: Iterable) -> tuple[tuple[str, str], ...]:
     """-l as [name, value] pairs, each checked as plus_reserve -l checks it."""
     checked = []
@@ -142,7 +134,8 @@ def reserve_request(args: Arguments) -> Request:
         nodes=args.count("nodes", "-n", True), users=users(args) or (),
         slots_per_node=args.count("slots_per_node", "-sn"), memory_mb=memory,
         ncpus=args.count("ncpus", "-ncpu"),
-        arch=args.checked("arch", _pattern("-arch")), os=args.checked("os", _pattern("-os")),
+        arch=args.checked("arch", lambda v: parse_pattern(v, "-arch")),
+        os=args.checked("os", lambda v: parse_pattern(v, "-os")),
         attributes=_attributes(args.items("attributes") or ()),
         queues=args.names("queues", "-sgeq", lambda v: parse_name_list(v, "-sgeq")) or (),
         name=args.checked("name", lambda v: parse_name(v, "-N")) or "",

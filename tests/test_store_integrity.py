@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import random
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
