@@ -74,3 +74,17 @@ def test_a_malformed_line_names_file_and_line(tmp_path):
     with pytest.raises(ValueError, match=r"accounting:3: not an accounting record: expected 45 "
                                          r"fields, found 3"):
         list(acct.read(str(path)))
+
+
+def test_a_malformed_line_can_be_skipped_and_an_infinite_figure_is_malformed(tmp_path):
+    """plus_qacct goes on past a bad line (as qacct: 'ignoring invalid
+    entry'), so one forged or damaged record cannot hide everyone's jobs."""
+    good = records()[0].line()
+    fields = good.split(":")
+    fields[36] = "inf"  # a float field: ru_* and cpu figures must be finite
+    path = tmp_path / "accounting"
+    path.write_text(good + "\n" + ":".join(fields) + "\nnot:a:record\n" + good + "\n")
+    errors = []
+    assert len(list(acct.read(str(path), errors.append))) == 2
+    assert [str(e).split(": ", 1)[0] for e in errors] == [f"{path}:2", f"{path}:3"]
+    assert "is not a finite number" in str(errors[0])

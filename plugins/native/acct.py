@@ -8,12 +8,14 @@ Standard library only: plus_qacct reads the file itself, as qacct does.
 
 from __future__ import annotations
 
+import math
 import os
 import signal
 import threading
 from dataclasses import dataclass, fields
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
+from overlay.limits import shown
 from overlay.timespec import format_ctime
 
 FAILED = {
@@ -98,9 +100,17 @@ class JobRecord:
         values = {}
         for spec, text in zip(specs, parts, strict=True):
             kind = spec.type if isinstance(spec.type, str) else spec.type.__name__
-            values[spec.name] = float(text) if kind == "float" else \
-                int(float(text)) if kind == "int" else text
+            values[spec.name] = _number(text, spec.name, float) if kind == "float" else \
+                int(_number(text, spec.name, float)) if kind == "int" else text
         return cls(**values)
+
+
+def _number(text: str, field: str, kind: type) -> float:
+    """A finite number of a record's field (inf and nan are no figures)."""
+    value = kind(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{field}: '{shown(text)}' is not a finite number")
+    return value
 
 
 HEADER = "# Version: plus-overlay\n# \n# DO NOT MODIFY THIS FILE MANUALLY!\n# \n"
@@ -120,18 +130,25 @@ class AccountingWriter:
             handle.write(("" if handle.tell() else HEADER) + record.line() + "\n")
 
 
-def read(path: str) -> Iterator[JobRecord]:
+def _raise(error: ValueError) -> None:
+    raise error
+
+
+def read(path: str, on_error: Callable[[ValueError], None] = _raise) -> Iterator[JobRecord]:
     """The records of an accounting file; comments and lines of one
-    character or less are skipped (as qacct does), a malformed line is an
-    error naming it."""
+    character or less are skipped (as qacct does), a malformed line goes to
+    ``on_error`` (by default raised) naming it: plus_qacct skips it with a
+    warning, as qacct does, so one bad line cannot hide everyone's jobs."""
     with open(path, encoding="utf-8", errors="replace") as handle:
         for number, line in enumerate(handle, 1):
             if len(line.strip()) <= 1 or line.startswith("#"):
                 continue
             try:
-                yield JobRecord.parse(line)
+                record = JobRecord.parse(line)
             except ValueError as error:
-                raise ValueError(f"{path}:{number}: not an accounting record: {error}") from None
+                on_error(ValueError(f"{path}:{number}: not an accounting record: {error}"))
+                continue
+            yield record
 
 
 # -- qacct's views ---------------------------------------------------------------------------

@@ -82,12 +82,11 @@ def main(argv: list[str] | None = None) -> int:
         p.error("give at most one of -o, -g, -h, -q, -ar and -j")
     path = args.f or default_file()
     try:
-        records = list(acct.read(path))
+        records = list(acct.read(path, lambda error: print(f"{PROG}: error: ignoring {error}",
+                                                           file=sys.stderr)))
     except OSError as error:
         common.fail(PROG, f"error: can't open accounting file {limits.shown(path)}: "
                           f"{error.strerror}", 1)
-    except ValueError as error:
-        common.fail(PROG, f"error: {error}", 1)
     first, last = window(args)
     records = [r for r in records if first <= (r.end_time if args.E else r.start_time) <= last
                and (args.A is None or r.account == args.A)]
