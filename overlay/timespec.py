@@ -142,13 +142,21 @@ def format_duration(seconds: int) -> str:
 
 
 _minutes: dict[tuple, dict[int, str]] = {}
+_LAST_SHOWN = 253402214400
+"""9999-12-30 00:00 UTC: a later time (an AR stored before times were
+bounded) is shown as this, in every zone, instead of failing the listing."""
+
+
+def _showable(epoch: int) -> int:
+    return min(max(int(epoch), 0), _LAST_SHOWN)
+
 
 
 def format_time(epoch: int) -> str:
     """qrstat's table time: MM/DD/YYYY hh:mm:ss in local time. Listings of
     thousands of ARs repeat minutes, and zone offsets are whole minutes, so
     each minute is formatted once."""
-    minute, second = divmod(int(epoch), 60)
+    minute, second = divmod(_showable(epoch), 60)
     cache = _minutes.setdefault(_time.tzname, {})  # per zone: tests and tzset() change it
     text = cache.get(minute)
     if text is None:
@@ -158,9 +166,10 @@ def format_time(epoch: int) -> str:
 
 def format_ctime(epoch: int) -> str:
     """qrstat -ar's detail time, as ctime(3) writes it: Mon Dec  5 10:00:00 2006."""
-    return _time.ctime(epoch)
+    return _time.ctime(_showable(epoch))
 
 
 def format_iso(epoch: int) -> str:
     """xs:dateTime for XML output, in UTC."""
-    return _dt.datetime.fromtimestamp(epoch, _dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return _dt.datetime.fromtimestamp(_showable(epoch), _dt.timezone.utc).strftime(
+        "%Y-%m-%dT%H:%M:%SZ")

@@ -360,3 +360,13 @@ def test_local_forms_round_trip(zone, zone_name):
     iso = time.strftime("%Y-%m-%dT%H:%M:%S", local)
     assert parse_time(ge, now=NOW) == stamp
     assert parse_time(iso, now=NOW) == stamp
+
+
+@pytest.mark.parametrize("epoch", [2 ** 40, 253402300799, 10 ** 18, -5])
+def test_a_time_beyond_what_calendars_hold_is_shown_not_fatal(epoch, zone):
+    """An AR stored before times were bounded (year 10240) must not break
+    every user's plus_status or plus_status -x."""
+    zone("Asia/Tokyo")
+    shown = (format_time(epoch), format_ctime(epoch), format_iso(epoch))
+    assert shown[2] == ("9999-12-30T00:00:00Z" if epoch > 0 else "1970-01-01T00:00:00Z")
+    assert all(text for text in shown)
