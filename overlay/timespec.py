@@ -143,7 +143,7 @@ def format_duration(seconds: int) -> str:
 
 _minutes: dict[tuple, dict[int, str]] = {}
 _LAST_SHOWN = 253402214400
-"""9999-12-30 00:00 UTC: a later time (an AR stored before times were
+"""9999-12-31 00:00 UTC: a later time (an AR stored before times were
 bounded) is shown as this, in every zone, instead of failing the listing."""
 
 
