@@ -288,24 +288,26 @@ def format_pe_range(ranges: tuple[tuple[int, int], ...]) -> str:
                     f"{a}-" if b == MAX_SLOTS else f"{a}-{b}" for a, b in ranges)
 
 
+def _wildcard_items(text: str, option: str, form: "re.Pattern", what: str, accepted: str
+                    ) -> tuple[str, ...]:
+    """A comma-separated list whose entries each fully match ``form``, at
+    most MAX_PATTERN characters, each once in their first order."""
+    items = _items(text, option)
+    for item in items:
+        if len(item) > MAX_PATTERN or not form.fullmatch(item):
+            raise RequestError(f"{option}: invalid {what} '{shown(item)}' in '{shown(text)}': "
+                               f"accepted {accepted}, with wildcards * ? [ ], at most "
+                               f"{MAX_PATTERN} characters each, comma-separated")
+    return tuple(dict.fromkeys(items))
+
+
 def parse_queue_list(text: str, option: str) -> tuple[str, ...]:
     """qsub -q/-masterq wc_queue_list: queue, queue@host, queue@@hostgroup,
     @host, wildcards * ? [..] allowed; comma-separated."""
-    items = _items(text, option)
-    for item in items:
-        if len(item) > MAX_PATTERN or not _QUEUE.fullmatch(item):
-            raise RequestError(f"{option}: invalid queue '{shown(item)}' in '{shown(text)}': accepted "
-                               "forms are queue, queue@host, queue@@hostgroup or @host, with "
-                               f"wildcards * ? [ ], at most {MAX_PATTERN} characters each")
-    return tuple(dict.fromkeys(items))
+    return _wildcard_items(text, option, _QUEUE, "queue",
+                           "forms are queue, queue@host, queue@@hostgroup or @host")
 
 
 def parse_job_references(text: str, option: str = "-hold_jid") -> tuple[str, ...]:
     """Job ids or names (wildcards allowed), comma-separated."""
-    items = _items(text, option)
-    for item in items:
-        if len(item) > MAX_PATTERN or not _JOB_REFERENCE.fullmatch(item):
-            raise RequestError(f"{option}: invalid job '{shown(item)}' in '{shown(text)}': accepted "
-                               "are job ids and job names (wildcards * ? [ ] allowed), at most "
-                               f"{MAX_PATTERN} characters each, comma-separated")
-    return tuple(dict.fromkeys(items))
+    return _wildcard_items(text, option, _JOB_REFERENCE, "job", "are job ids and job names")
