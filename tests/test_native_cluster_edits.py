@@ -20,7 +20,7 @@ GOOD = "nodes:\n  - {name: 'n[01-03]', slots: 2}\n"
 UNUSABLE = [
     (b"", "the file is empty"),
     (b"# all commented out\n", "the file is empty"),
-    (b"nodes:\n  - {name: caf\xe9}\n", "not UTF-8 text; the cluster file is YAML in UTF-8"),
+    (b"nodes:\n  - {name: caf\xe9}\n", "not UTF-8 text; cluster file must be YAML in UTF-8"),
     (b"- n01\n- n02\n", "expected a mapping with nodes:"),
     (b"nodes: []\n", "no nodes; list the execution hosts under nodes:"),
     (b"queues: [{name: all.q}]\n", "no nodes"),

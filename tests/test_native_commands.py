@@ -145,3 +145,13 @@ def test_plus_qacct_reads_the_file_itself(capsys, zone):
 def test_json_of_a_submission_round_trips():
     spec = submission_from({"command": ["a"], "script": "x", "pe": "mpi", "pe_range": [[1, 2]]})
     assert json.loads(spec.encoded)["pe_range"] == [[1, 2]]
+
+
+def test_plus_qacct_goes_on_past_malformed_lines_and_names_the_first_five(capsys, tmp_path):
+    path = tmp_path / "accounting"
+    good = (DATA / "accounting").read_text().splitlines()[-1]
+    path.write_text("\n".join([good] + [f"bad:{n}" for n in range(7)]) + "\n")
+    assert qacct.main(["-f", str(path), "-j", good.split(":")[5]]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == f"plus_qacct: error: ignoring {path}:2: not an accounting record: expected 45 fields, found 2"
+    assert len(err) == 6 and err[5] == "plus_qacct: error: ignoring 2 more malformed lines"

@@ -12,7 +12,8 @@ from dataclasses import replace
 import pytest
 from sqlmodel import Session
 
-from overlay.limits import MAX_ARGUMENT, MAX_COUNT, MAX_ENVIRONMENT, MAX_ITEMS, MAX_NAME, MAX_SCRIPT
+from overlay.limits import (MAX_ARGUMENT, MAX_COUNT, MAX_ENVIRONMENT, MAX_NAME, MAX_SCRIPT,
+                            MAX_WORDS)
 from overlay.request import RequestError
 from overlay_native import acct
 from overlay_native.execution import ExecutionError
@@ -26,7 +27,7 @@ BINARY = {"command": ["sleep", "10"], "binary": True}
 NEVER_RUN = [
     ({**BINARY, "command": ["echo", "a\0b"]}, "the command: expected text without NUL bytes"),
     ({**BINARY, "command": ["x" * (MAX_ARGUMENT + 1)]}, f"at most {MAX_ARGUMENT} characters"),
-    ({**BINARY, "command": ["x"] * (MAX_ITEMS + 1)}, f"command: expected a list of at most {MAX_ITEMS}"),
+    ({**BINARY, "command": ["x"] * (MAX_WORDS + 1)}, f"command: expected a list of at most {MAX_WORDS}"),
     ({"command": [], "script": "true\n", "script_path": "/tmp/a\0b"},
      "the script's path: expected text without NUL bytes"),
     ({"command": [], "script": "\ud800"}, "the script: expected text read from a file"),

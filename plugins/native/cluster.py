@@ -635,10 +635,7 @@ def load_cluster(path: str | None, include_local: bool, ssh_defaults: Mapping[st
 
 
 def _read_cluster_file(path: str) -> Any:
-    try:
-        raw = read_yaml(path, "cluster file", ClusterError)
-    except UnicodeDecodeError:
-        raise ClusterError(f"{path}: not UTF-8 text; the cluster file is YAML in UTF-8") from None
+    raw = read_yaml(path, "cluster file", ClusterError)
     if raw is None:
         raise ClusterError(f"{path}: the file is empty; a cluster file lists the execution hosts "
                            "under nodes:")

@@ -20,6 +20,8 @@ from overlay.timespec import TIME_FORMS
 from overlay_native import acct
 
 PROG = "plus_qacct"
+_WARNINGS = 5
+"""Malformed lines named one by one; the rest are counted."""
 GROUPINGS = (("o", "owner"), ("g", "group"), ("h", "host"), ("q", "queue"), ("ar", "ar"))
 
 
@@ -82,11 +84,19 @@ def main(argv: list[str] | None = None) -> int:
         p.error("give at most one of -o, -g, -h, -q, -ar and -j")
     path = args.f or default_file()
     try:
-        records = list(acct.read(path, lambda error: print(f"{PROG}: error: ignoring {error}",
-                                                           file=sys.stderr)))
+        malformed: list[ValueError] = []
+        records = list(acct.read(path, malformed.append))
     except OSError as error:
         common.fail(PROG, f"error: can't open accounting file {limits.shown(path)}: "
                           f"{error.strerror}", 1)
+    if malformed and not records:
+        common.fail(PROG, f"error: {limits.shown(path)} is no accounting file: "
+                          f"{len(malformed)} malformed lines, the first: {malformed[0]}", 1)
+    for error in malformed[:_WARNINGS]:
+        print(f"{PROG}: error: ignoring {error}", file=sys.stderr)
+    if len(malformed) > _WARNINGS:
+        print(f"{PROG}: error: ignoring {len(malformed) - _WARNINGS} more malformed lines",
+              file=sys.stderr)
     first, last = window(args)
     records = [r for r in records if first <= (r.end_time if args.E else r.start_time) <= last
                and (args.A is None or r.account == args.A)]
