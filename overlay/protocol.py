@@ -112,6 +112,8 @@ def receive_message(sock: socket.socket, limit: int | None = None,
         message = json.loads(raw)
     except ValueError as exc:
         raise ProtocolError(f"unreadable message: {exc}") from None
+    except RecursionError:
+        raise ProtocolError("unreadable message: nested too deeply") from None
     if not isinstance(message, dict):
         raise ProtocolError("unreadable message: not a JSON object")
     return message

@@ -105,7 +105,7 @@ def bounded_time(epoch: int, now: float, option: str = "", typed: str | None = N
     """``epoch`` if it lies from the epoch to the horizon after ``now``, where
     the lifecycle can schedule it and every store can hold it; the error
     quotes ``typed`` (the argument as the user wrote it) or the number."""
-    value = f"'{shown(typed)}'" if typed is not None else str(epoch)
+    value = f"'{shown(typed)}'" if typed is not None else shown(epoch)
     if epoch < 0:
         raise _error(option, f"{value} is before the epoch (1970-01-01 00:00 UTC); "
                              "accepted are later times")

@@ -58,7 +58,8 @@ class Arguments:
                 what: str = "") -> int | None:
         value = self._get(key, required, int, "a whole number")
         if value is not None and not low <= value <= high:
-            raise RequestError(f"{what or key}: {value} is out of range; accepted: {low} to {high}")
+            raise RequestError(f"{what or key}: {limits.shown(value)} is out of range; "
+                               f"accepted: {low} to {high}")
         return value
 
     def time(self, key: str, option: str, required: bool = False) -> int | None:
