@@ -14,10 +14,8 @@ from typing import Any
 import yaml
 
 from overlay import protocol
+from overlay.ordering import OrderError, node_order
 from overlay.request import NAME_PATTERN
-
-NODE_SORT_KEYS = ("NodeName", "LowestLoadAverage", "LongestIdleTime", "LargestPhysicalMemory")
-
 
 class ConfigError(Exception):
     """The configuration cannot be used; the text names the key."""
@@ -109,11 +107,10 @@ def _text(key: str, value: Any) -> str:
 
 
 def _node_order(key: str, value: Any) -> list[str]:
-    keys = value if isinstance(value, list) else [value]
-    for item in keys:
-        if item not in NODE_SORT_KEYS:
-            raise ConfigError(f"{key}: unknown sort key {item!r}; accepted: {', '.join(NODE_SORT_KEYS)}")
-    return keys
+    try:
+        return list(node_order(key, value if isinstance(value, list) else [value]))
+    except OrderError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 _VALIDATORS = {

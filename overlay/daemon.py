@@ -22,14 +22,16 @@ from overlay import config as config_module
 from overlay import connections, limits, plugins, protocol, wire
 from overlay.accounting import ReportingWriter
 from overlay.backend import Backend
-from overlay.config import NODE_SORT_KEYS, Config, ConfigError
+from overlay.config import Config, ConfigError
 from overlay.lifecycle import Lifecycle
-from overlay.manager import Caller, Manager, groups_of
+from overlay.ordering import NODE_SORT_KEYS
+from overlay.manager import Caller, Manager
 from overlay.model import Reservation, ReservationError
 from overlay.request import RequestError, parse_name_list
 from overlay.store import Store, refuse_truncated, shown_url
 from overlay.storelease import LeaseLost, StoreLease
 from overlay.timespec import TimeSpecError
+from overlay.users import groups_of
 
 log = logging.getLogger("plus.daemon")
 

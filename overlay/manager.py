@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import grp
 import logging
-import os
 import pwd
 import threading
 import time
@@ -29,11 +28,13 @@ from overlay.backend import Backend
 from overlay.config import Config
 from overlay.model import (FINISHED_STATES, Allocation, LimitExceeded, Node, Operation,
                            PermissionDenied, Request, Reservation, ReservationError, State)
+from overlay.ordering import sort_nodes
 from overlay.planner import Planner
 from overlay.policy import PolicyContext, context_for, used_part
 from overlay.request import (RequestError, access_list, node_satisfies, parse_mail_list,
                              parse_mail_options, window_end)
 from overlay.store import Store
+from overlay.users import groups_of
 
 log = logging.getLogger("plus.manager")
 
@@ -58,34 +59,6 @@ class Refusal(NamedTuple):
     time: int
     operation: str
     reason: str
-
-
-def groups_of(user: str, gid: int) -> tuple[str, ...]:
-    """The user's group names, the primary (``gid``) first."""
-    names: list[str] = []
-    for group_id in [gid] + os.getgrouplist(user, gid):
-        try:
-            name = grp.getgrgid(group_id).gr_name
-        except KeyError:
-            continue
-        if name not in names:
-            names.append(name)
-    return tuple(names)
-
-
-def with_members(entries: Iterable[str]) -> list[str]:
-    """An access list with each @group's members listed after it by name:
-    batch systems match a group entry against a job's primary group only,
-    or not at all."""
-    expanded = []
-    for entry in entries:
-        expanded.append(entry)
-        if entry.startswith("@"):
-            try:
-                expanded.extend(sorted(grp.getgrnam(entry[1:]).gr_mem))
-            except KeyError:
-                pass    # a group this host does not know: the entry only
-    return expanded
 
 
 def owner_of(ar: Reservation) -> Caller:
@@ -695,15 +668,3 @@ class Manager:
     def next_due(self) -> int | None:
         """The next instant at which any AR changes state by the clock."""
         return min((t for ar in self.ars.values() for t in self.due_times(ar)), default=None)
-
-
-def sort_nodes(nodes: list[Node], keys: list[str], now: int) -> list[Node]:
-    """PluS NodeSortKey: NodeName, LowestLoadAverage, LongestIdleTime,
-    LargestPhysicalMemory; earlier keys dominate, the name breaks ties."""
-    extractors = {
-        "NodeName": lambda n: n.name,
-        "LowestLoadAverage": lambda n: n.load,
-        "LongestIdleTime": lambda n: n.idle_since if n.idle_since else now,
-        "LargestPhysicalMemory": lambda n: -n.memory_mb,
-    }
-    return sorted(nodes, key=lambda n: tuple(extractors[k](n) for k in keys) + (n.name,))

@@ -1,19 +1,23 @@
-"""Job order of the schedulers this overlay runs (the native backend's, the
-TORQUE backend's self-scheduling mode): PluS's JobSortKey with the owners',
+"""The orders of nodes and jobs: PluS's NodeSortKey (the core's node_order,
+the native scheduler's and TORQUE's self-scheduling mode's), and the job
+order of the schedulers this overlay runs: JobSortKey with the owners',
 groups' and hosts' orders (seed 004, 3.2), the TORQUE fifo settings they
 stand for (3.3), and PluS's own sched_conf file read unchanged.
 
-Keys sort lexicographically, earlier keys dominating; jobs still tied go
-by submit time, then id (FIFO).
+Keys sort lexicographically, earlier keys dominating; nodes still tied go
+by name, jobs by submit time, then id (FIFO).
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Hashable, Mapping, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Hashable, Mapping, Protocol, Sequence
 
-from overlay.config import NODE_SORT_KEYS
+if TYPE_CHECKING:
+    from overlay.model import Node
+
+NODE_SORT_KEYS = ("NodeName", "LowestLoadAverage", "LongestIdleTime", "LargestPhysicalMemory")
 
 JOB_SORT_KEYS = ("JobPriority", "SubmitTime", "LeastCPURequested", "MostCPURequested",
                  "LeastNodeRequested", "MostNodeRequested", "LeastTimeRequested",
@@ -25,6 +29,28 @@ _NEEDS = {"OwnersName": "OwnersOrder", "OwnersGroup": "GroupsOrder", "OwnersHost
 
 class OrderError(ValueError):
     """A sort setting that cannot be used; the text names it."""
+
+
+def node_order(where: str, keys: Sequence[str]) -> tuple[str, ...]:
+    """NodeSortKey names, checked: the one check of the core's node_order,
+    the native scheduler's and TORQUE's self-scheduling mode's."""
+    for key in keys:
+        if key not in NODE_SORT_KEYS:
+            raise OrderError(f"{where}: unknown sort key {key!r}; accepted: "
+                             f"{', '.join(NODE_SORT_KEYS)}")
+    return tuple(keys)
+
+
+def sort_nodes(nodes: list[Node], keys: Sequence[str], now: int) -> list[Node]:
+    """PluS NodeSortKey: NodeName, LowestLoadAverage, LongestIdleTime,
+    LargestPhysicalMemory; earlier keys dominate, the name breaks ties."""
+    extractors = {
+        "NodeName": lambda n: n.name,
+        "LowestLoadAverage": lambda n: n.load,
+        "LongestIdleTime": lambda n: n.idle_since if n.idle_since else now,
+        "LargestPhysicalMemory": lambda n: -n.memory_mb,
+    }
+    return sorted(nodes, key=lambda n: tuple(extractors[k](n) for k in keys) + (n.name,))
 
 
 class Orderable(Protocol):
@@ -145,11 +171,12 @@ def parse_sched_conf(text: str, path: str = "sched_conf") -> dict[str, tuple[str
                              f"{', '.join(known)}, got {line.strip()!r}")
         values = tuple(v.strip() for v in match.group(2).split(",") if v.strip())
         name = match.group(1)
-        accepted = {"NodeSortKey": NODE_SORT_KEYS, "JobSortKey": JOB_SORT_KEYS}.get(name)
-        for value in values if accepted else ():
-            if value not in accepted:
+        if name == "NodeSortKey":
+            node_order(f"{path}:{number}: NodeSortKey", values)
+        for value in values if name == "JobSortKey" else ():
+            if value not in JOB_SORT_KEYS:
                 raise OrderError(f"{path}:{number}: {name}: unknown key {value!r}; accepted: "
-                                 f"{', '.join(accepted)}")
+                                 f"{', '.join(JOB_SORT_KEYS)}")
         settings[name] = values
     return settings
 
@@ -170,6 +197,7 @@ def read_orders(raw: Mapping[str, Any], section: str,
     """JobSortKey and friends from a configuration section, inline or from
     PluS's sched_conf file (``read_file(name) -> (text, path)``)."""
     inline = {key: _names(f"{section}.{key}", raw[key]) for key in ORDER_SETTINGS if key in raw}
+    node_order(f"{section}.NodeSortKey", inline.get("NodeSortKey", ()))
     if "sched_conf" not in raw:
         return inline
     if inline:

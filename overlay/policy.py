@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Collection, Iterable, NamedTuple
 
 from overlay.model import Node, Reservation, State
+from overlay.users import groups_of
 
 GROUPS_TTL = 60       # seconds an owner's looked-up groups are trusted
 GROUPS_KEPT = 4096    # owners whose groups are kept between requests
@@ -33,7 +34,6 @@ def _looked_up(owner: str, period: int) -> frozenset[str] | None:
     """The owner's groups in one TTL period (None: no such user): each
     request asks for every owner with ARs, and NSS lookups (getgrouplist)
     may go to LDAP."""
-    from overlay.manager import groups_of    # here: the manager imports this module
     try:
         gid = pwd.getpwnam(owner).pw_gid
     except KeyError:

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from overlay import config as config_module
 from overlay import protocol
 from overlay.config import Config, ConfigError, load
+from overlay.ordering import NODE_SORT_KEYS
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -102,7 +102,7 @@ def test_the_shipped_configuration_loads():
 def test_node_order_may_be_a_single_key(tmp_path):
     config = load(write(tmp_path, "node_order: LargestPhysicalMemory\n"))
     assert config.node_order == ["LargestPhysicalMemory"]
-    for key in config_module.NODE_SORT_KEYS:
+    for key in NODE_SORT_KEYS:
         assert load(write(tmp_path, f"node_order: [{key}]\n")).node_order == [key]
 
 
@@ -226,7 +226,7 @@ def test_negative_counts_say_what_is_accepted(tmp_path):
 def test_bad_node_order_lists_the_sort_keys(tmp_path):
     message = load_error(tmp_path, "node_order: [Fastest]\n")
     assert "'Fastest'" in message
-    for key in config_module.NODE_SORT_KEYS:
+    for key in NODE_SORT_KEYS:
         assert key in message
 
 

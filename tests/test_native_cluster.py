@@ -230,7 +230,7 @@ def test_an_edited_complexes_file_is_read_again(tmp_path):
     ("nodes: [{name: a}]\nscheduler: {queue_sort_method: random}\n",
      r"queue_sort_method: expected load or seqno"),
     ("nodes: [{name: a}]\nscheduler: {JobSortKey: [OwnersName]}\n", r"JobSortKey OwnersName needs OwnersOrder"),
-    ("nodes: [{name: a}]\nscheduler: {NodeSortKey: [Fastest]}\n", r"NodeSortKey: unknown key 'Fastest'"),
+    ("nodes: [{name: a}]\nscheduler: {NodeSortKey: [Fastest]}\n", r"NodeSortKey: unknown sort key 'Fastest'"),
     ("nodes: [{name: a}]\nscheduler: {sched_conf: s, JobSortKey: [JobPriority]}\n",
      r"give either sched_conf or JobSortKey, not both"),
     ("nodes: [{name: a}]\nscheduler: {params: DURATION_OFFSET=10}\n",

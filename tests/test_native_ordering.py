@@ -131,7 +131,7 @@ def test_plus_sched_conf_sample_of_the_manual():
 
 @pytest.mark.parametrize("text,message", [
     ("JobSortKey: Fastest\n", r"sched_conf:1: JobSortKey: unknown key 'Fastest'"),
-    ("\nNodeSortKey: Random\n", r"sched_conf:2: NodeSortKey: unknown key 'Random'"),
+    ("\nNodeSortKey: Random\n", r"sched_conf:2: NodeSortKey: unknown sort key 'Random'"),
     ("Colour: blue\n", r"sched_conf:1: expected 'Name: value, \.\.\.' with Name one of NodeSortKey"),
     ("JobSortKey JobPriority\n", r"sched_conf:1: expected"),
 ])

@@ -9,7 +9,8 @@ import textwrap
 
 import pytest
 
-from overlay.manager import Caller, groups_of
+from overlay.manager import Caller
+from overlay.users import groups_of
 from overlay.model import ReservationError
 from overlay.policy import owner_groups
 from test_manager import ALICE, BOB, HOUR, T0, Env

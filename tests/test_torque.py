@@ -432,7 +432,7 @@ def test_job_order_settings_need_the_self_scheduling_mode(tmp_path):
     config = Config(path=str(tmp_path / "plus.yaml"), state_dir=str(tmp_path))
     with pytest.raises(ValueError, match=r"torque.JobSortKey: job order settings need torque.scheduler"):
         TorqueBackend.from_config(config, {"JobSortKey": ["JobPriority"]})
-    with pytest.raises(ValueError, match=r"torque.NodeSortKey: unknown key 'Random'"):
+    with pytest.raises(ValueError, match=r"torque.NodeSortKey: unknown sort key 'Random'"):
         TorqueBackend.from_config(config, {"scheduler": "plus", "NodeSortKey": ["Random"]})
     (tmp_path / "sched_conf").write_text("JobSortKey: OwnersName\nOwnersOrder: plusu2, plusu1\n")
     chosen = TorqueBackend.from_config(config, {"scheduler": "plus", "sched_conf": "sched_conf"})

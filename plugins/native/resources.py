@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Iterable, Iterator, Mapping, Sequence
 
 
-from overlay.manager import sort_nodes
+from overlay.ordering import sort_nodes
 from overlay.planner import INFINITY, UsageProfile
 from overlay.request import wildcard_match
 from overlay_native.cluster import ClusterConfig, Containers, ParallelEnvironment

@@ -13,7 +13,6 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from overlay.config import NODE_SORT_KEYS
 from overlay.ordering import ORDER_SETTINGS, JobOrder, OrderError, read_orders
 from overlay_native.complexes import ComplexError, parse_value
 
@@ -137,10 +136,6 @@ def parse_scheduler(raw: Any, read_file, queue_priority: Mapping[str, int] | Non
     except OrderError as error:
         raise SchedConfError(str(error)) from None
     try:
-        for key in orders.get("NodeSortKey", ()):
-            if key not in NODE_SORT_KEYS:
-                raise SchedConfError(f"scheduler.NodeSortKey: unknown key {key!r}; accepted: "
-                                     f"{', '.join(NODE_SORT_KEYS)}")
         settings["node_order"] = orders.get("NodeSortKey", ())
         settings["job_order"] = JobOrder(
             keys=orders.get("JobSortKey", GE_JOB_ORDER), owners=orders.get("OwnersOrder", ()),

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
-from overlay.manager import with_members
+from overlay.users import with_members
 from overlay.model import Allocation
 
 AR_QUEUE = re.compile(r"^R([1-9][0-9]{0,6})$")

@@ -22,7 +22,7 @@ import threading
 import time
 
 from overlay.backend import Backend, Job
-from overlay.manager import with_members
+from overlay.users import with_members
 from overlay.model import Node, Request, Reservation, State
 from overlay.remote import runner_from_options
 from overlay_torque import nodespec, settings

@@ -18,10 +18,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from overlay.config import NODE_SORT_KEYS
-from overlay.manager import sort_nodes
 from overlay.model import Node
-from overlay.ordering import DEFAULT_JOB_ORDER, JobOrder, OrderError, order_jobs, read_orders
+from overlay.ordering import DEFAULT_JOB_ORDER, JobOrder, order_jobs, read_orders, sort_nodes
 from overlay_torque import nodespec
 from overlay_torque.ledger import Ledger
 from overlay_torque.status import TorqueJob, TorqueNode, parse_queues, parse_server
@@ -60,10 +58,6 @@ def scheduling_orders(options: dict[str, Any], relative: Callable[[str], str]
     core's node_order), inline or from PluS's sched_conf; the default job
     order is TORQUE fifo's own (QueuePriority, ByQueue, JobPriority)."""
     orders = read_orders(options, "torque", lambda name: _read(relative(name)))
-    for key in orders.get("NodeSortKey", ()):
-        if key not in NODE_SORT_KEYS:
-            raise OrderError(f"torque.NodeSortKey: unknown key {key!r}; accepted: "
-                             f"{', '.join(NODE_SORT_KEYS)}")
     jobs = JobOrder(keys=orders.get("JobSortKey") or DEFAULT_JOB_ORDER,
                     owners=orders.get("OwnersOrder", ()), groups=orders.get("GroupsOrder", ()),
                     hosts=orders.get("HostsOrder", ()))
