@@ -1,5 +1,6 @@
 """The use cases: reserve, modify, cancel, destroy, commit, abort, status,
-availnodes, and the clock-driven transitions the lifecycle asks for.
+availnodes, and how an AR changes when the clock says so (the lifecycle,
+overlay/lifecycle.py, decides when).
 
 The manager keeps the ARs and a planner in memory for speed; every change
 goes to the store first (which re-checks capacity under its lock), then to
@@ -339,7 +340,7 @@ class Manager:
         self.reporting.ar_attribute(now, ar)
         self._log(ar, EVENT_CREATED, "AR granted")
         self._event("plus_reservation_granted", reservation=ar)
-        self._apply(ar)
+        self.apply(ar)
 
     # -- modify ----------------------------------------------------------------
 
@@ -404,7 +405,7 @@ class Manager:
             self.backend.modify(before, after)
         except Exception as exc:  # the reconcile loop retries
             log.warning("backend modify of AR %s failed: %s", after.id, exc)
-        self._apply(after)
+        self.apply(after)
 
     # -- cancel, destroy -------------------------------------------------------
 
@@ -457,7 +458,7 @@ class Manager:
         self.reporting.ar_acct(now, ar)
         self._log(ar, EVENT_DELETED, "AR cancelled")
         self._event("plus_reservation_cancelled", reservation=ar)
-        self._apply(ar)
+        self.apply(ar)
         return ar
 
     def destroy(self, caller: Caller, ar_id: int | None, owner: str | None,
@@ -475,10 +476,7 @@ class Manager:
         self._log(ar, EVENT_TERMINATED, "AR destroyed")
         if ar.state not in FINISHED_STATES:
             self._event("plus_reservation_cancelled", reservation=ar)
-        try:
-            self.backend.teardown(ar)
-        except Exception as exc:
-            log.warning("backend teardown of destroyed AR %s failed: %s", ar.id, exc)
+        self._teardown(ar)
         return ar
 
     # -- commit, abort ---------------------------------------------------------
@@ -559,43 +557,20 @@ class Manager:
         with self.lock:
             return self.planner.free_nodes([n.name for n in self._reservable()], None, start, end)
 
-    # -- time ------------------------------------------------------------------
+    # -- what the clock changes (the lifecycle decides when) ----------------------
 
-    def tick(self) -> int | None:
-        """Bring every AR to the state the clock and the backend's health
-        give it; returns the next time something is due, or None."""
-        with self.lock:
-            now = self.now()
-            self.refresh_nodes()
-            problems = self._health([ar for ar in self.ars.values() if ar.holds_resources])
-            for ar in list(self.ars.values()):
-                self._advance(ar, now, problems.get(ar.id))
-            self._expire(now)
-            for ar in list(self.ars.values()):
-                self._apply(ar)
-            try:
-                self.backend.reconcile(list(self.ars.values()))
-            except Exception as exc:
-                log.warning("backend reconcile failed (will retry): %s", exc)
-            return self.next_due()
+    def end(self, ar: Reservation) -> None:
+        """The AR's end time has come: it exits and frees its nodes."""
+        now = self.now()
+        ar = self._stored(ar, state=State.EXITED, finished_time=now, message="")
+        self._unbook(ar.id)
+        self.reporting.ar_acct(now, ar)
+        self._log(ar, EVENT_END, "end time of AR reached")
+        self._event("plus_reservation_ended", reservation=ar)
 
-    def _advance(self, ar: Reservation, now: int, reason: str | None) -> None:
-        if ar.pending is not None and ar.pending_since + self.config.commit_timeout <= now:
-            ar = self._abort(ar, f"automatically: not committed within {self.config.commit_timeout} s")
-            if ar.id not in self.ars:
-                return
-        if ar.state in FINISHED_STATES or ar.state == State.PENDING:
-            return
-        if now >= ar.end:
-            ar = self._stored(ar, state=State.EXITED, finished_time=now, message="")
-            self._unbook(ar.id)
-            self.reporting.ar_acct(now, ar)
-            self._log(ar, EVENT_END, "end time of AR reached")
-            self._event("plus_reservation_ended", reservation=ar)
-            return
-        target = ar.error_state(now) if reason else ar.window_state(now)
-        if target == ar.state and (reason or "") == ar.message:
-            return
+    def change_state(self, ar: Reservation, target: State, reason: str | None) -> None:
+        """The window opened, or the backend's health changed: the AR goes to
+        ``target`` (with ``reason`` if it is in error), with its records and events."""
         before = ar.state
         ar = self._stored(ar, state=target, message=reason or "")
         if before in (State.WAITING, State.WARNING) and target in (State.RUNNING, State.ERROR):
@@ -608,24 +583,17 @@ class Manager:
             self._log(ar, EVENT_SATISFIED, "AR resources satisfied again")
             self._event("plus_reservation_error", reservation=ar, reason=None)
 
-    def _health(self, ars: list[Reservation]) -> dict[int, str]:
-        try:
-            return self.backend.health(ars)
-        except Exception as exc:
-            return {ar.id: f"backend health check failed: {exc}" for ar in ars}
+    def time_out(self, ar: Reservation) -> Reservation:
+        """A -T operation was not committed in time: it is aborted."""
+        return self._abort(ar, f"automatically: not committed within {self.config.commit_timeout} s")
 
-    def _expire(self, now: int) -> None:
-        """Forget finished ARs after ``expiry`` seconds, and beyond the
-        ``max_expired`` most recent ones; drop kept usage older than
-        ``usage_history``."""
-        done = sorted((ar for ar in self.ars.values() if ar.state in FINISHED_STATES),
-                      key=lambda ar: (ar.finished_time or 0, ar.id))
-        surplus = len(done) - self.config.max_expired
-        for index, ar in enumerate(done):
-            if index < surplus or (ar.finished_time or 0) + self.config.expiry <= now:
-                self._remove(ar)
-                self._teardown(ar)
-        horizon = now - self.config.usage_history
+    def forget(self, ar: Reservation) -> None:
+        """A finished AR has expired: gone from the store, memory and backend."""
+        self._remove(ar)
+        self._teardown(ar)
+
+    def forget_usage(self, horizon: int) -> None:
+        """Drop kept usage of ARs that ended at or before ``horizon``."""
         if self.history and min(used.end for used in self.history) <= horizon:
             self.history = [used for used in self.history if used.end > horizon]
             self.store.forget_usage(horizon)
@@ -636,7 +604,7 @@ class Manager:
         except Exception as exc:
             log.warning("backend teardown of AR %s failed: %s", ar.id, exc)
 
-    def _apply(self, ar: Reservation) -> None:
+    def apply(self, ar: Reservation) -> None:
         """Make the backend match one AR's stored state (idempotent)."""
         try:
             if ar.state in (State.WAITING, State.WARNING):
@@ -651,20 +619,3 @@ class Manager:
         except Exception as exc:
             log.warning("backend could not apply state %s of AR %s (will retry): %s",
                         ar.state.value, ar.id, exc)
-
-    def due_times(self, ar: Reservation) -> list[int]:
-        """When the clock alone changes this AR: commit time-out, start, end, expiry."""
-        times = []
-        if ar.pending is not None:
-            times.append(ar.pending_since + self.config.commit_timeout)
-        if ar.state in (State.WAITING, State.WARNING):
-            times.append(ar.start)
-        if ar.state not in FINISHED_STATES:
-            times.append(ar.end)
-        elif ar.finished_time is not None:
-            times.append(ar.finished_time + self.config.expiry)
-        return times
-
-    def next_due(self) -> int | None:
-        """The next instant at which any AR changes state by the clock."""
-        return min((t for ar in self.ars.values() for t in self.due_times(ar)), default=None)

@@ -8,10 +8,11 @@ import time
 from overlay.lifecycle import Lifecycle
 
 
-class SlowManager:
-    """A manager whose second pass waits until the test lets it go."""
+class SlowLifecycle(Lifecycle):
+    """A lifecycle whose second pass waits until the test lets it go."""
 
     def __init__(self) -> None:
+        super().__init__(manager=None, interval=1)
         self.passes = 0
         self.inside = threading.Event()
         self.release = threading.Event()
@@ -30,13 +31,12 @@ class SlowManager:
 def test_stop_during_a_pass_waits_for_it_and_returns():
     """APScheduler's shutdown holds the lock add_job needs: a pass that aims
     the next date job after shutdown began would wait for ever."""
-    manager = SlowManager()
-    lifecycle = Lifecycle(manager, interval=1)
+    lifecycle = SlowLifecycle()
     lifecycle.start()
-    assert manager.inside.wait(5), "the periodic pass did not run"
+    assert lifecycle.inside.wait(5), "the periodic pass did not run"
     stopper = threading.Thread(target=lifecycle.stop)
     stopper.start()
     time.sleep(0.2)                      # shutdown is now waiting for the pass
-    manager.release.set()
+    lifecycle.release.set()
     stopper.join(5)
     assert not stopper.is_alive(), "stop() deadlocked with the pass it waited for"

@@ -17,6 +17,7 @@ from aiosmtpd.controller import Controller
 from overlay import config as config_module
 from overlay import plugins
 from overlay.accounting import ReportingWriter
+from overlay.lifecycle import Lifecycle
 from overlay.manager import Caller, Manager
 from overlay.model import Request, State
 from overlay.store import Store
@@ -93,6 +94,7 @@ class Env:
         self.now = T0
         self.manager = Manager(config, self.store, backend, self.pm,
                                ReportingWriter(config.accounting_path), clock=lambda: self.now)
+        self.lifecycle = Lifecycle(self.manager, config.reconcile_interval)
         self.notifier = self.pm.get_plugin("mail-notifier")
 
     def node_alive(self, alive: bool) -> None:
@@ -105,7 +107,7 @@ class Env:
 
     def tick_at(self, now: int) -> None:
         self.now = now
-        self.manager.tick()
+        self.lifecycle.tick()
 
     def close(self) -> None:
         if self.notifier is not None:

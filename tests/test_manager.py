@@ -10,6 +10,7 @@ from overlay import config as config_module
 from overlay import plugins
 from overlay.accounting import ReportingWriter
 from overlay.hookspecs import hookimpl
+from overlay.lifecycle import Lifecycle
 from overlay.manager import Caller, Manager
 from overlay.model import (LimitExceeded, Operation, PermissionDenied, Request,
                            ReservationError, State)
@@ -60,6 +61,7 @@ class Env:
         self.store = Store(self.config.store_url)
         self.manager = Manager(self.config, self.store, self.backend, self.pm,
                                ReportingWriter(self.config.accounting_path), clock=self.clock)
+        self.lifecycle = Lifecycle(self.manager, self.config.reconcile_interval)
         return self.manager
 
     def request(self, start: int = T0 + HOUR, hours: float = 1, nodes: int = 1, **extra) -> Request:
@@ -150,7 +152,7 @@ def test_window_rules(env):
         env.manager.reserve(ALICE, Request(start=T0 + 100, end=T0 + 100, nodes=1))
     late = env.reserve(start=T0 - 30)  # within the grace: taken as now
     assert late.start == T0
-    assert env.manager.tick() is not None
+    assert env.lifecycle.tick() is not None
     assert env.manager.ars[late.id].state == State.RUNNING
 
 
@@ -222,7 +224,7 @@ def test_modify_refusals_leave_the_ar_unchanged(env):
 def test_started_ar_keeps_its_start_but_may_be_extended(env):
     ar = env.reserve()
     env.clock.now = ar.start + 10
-    env.manager.tick()
+    env.lifecycle.tick()
     with pytest.raises(ReservationError, match="has started"):
         env.manager.modify(ALICE, ar.id, ar.start + 600, None, None, None, None)
     extended = env.manager.modify(ALICE, ar.id, None, ar.end + HOUR, None, None, None)
@@ -294,11 +296,11 @@ def test_abort_of_pending_reserve_forgets_it(env):
 def test_pending_operations_time_out(env):
     ar = env.reserve(nodes=5, transactional=True)
     env.clock.now = T0 + 299
-    env.manager.tick()
+    env.lifecycle.tick()
     assert ar.id in env.manager.ars
     env.clock.now = T0 + 300
-    assert env.manager.next_due() is not None
-    env.manager.tick()
+    assert env.lifecycle.next_due() is not None
+    env.lifecycle.tick()
     assert ar.id not in env.manager.ars and env.stored_ids() == []
 
 
@@ -368,24 +370,24 @@ def test_pending_operation_survives_restart(env):
 
 def test_window_transitions_and_expiry(env):
     ar = env.reserve(nodes=2)
-    assert env.manager.next_due() == ar.start
+    assert env.lifecycle.next_due() == ar.start
     env.clock.now = ar.start
-    env.manager.tick()
+    env.lifecycle.tick()
     assert env.manager.ars[ar.id].state == State.RUNNING
     assert env.backend.scheduler.windows[ar.id].open
-    assert env.manager.next_due() == ar.end
+    assert env.lifecycle.next_due() == ar.end
     env.clock.now = ar.end
-    env.manager.tick()
+    env.lifecycle.tick()
     assert env.manager.ars[ar.id].state == State.EXITED
     assert ar.id not in env.backend.scheduler.windows
     assert env.store.get(ar.id).finished_time == ar.end
     log = env.reporting()
     assert "START TIME REACHED" in log and "END TIME REACHED" in log
     env.clock.now = ar.end + 3599
-    env.manager.tick()
+    env.lifecycle.tick()
     assert ar.id in env.manager.ars
     env.clock.now = ar.end + 3600
-    env.manager.tick()
+    env.lifecycle.tick()
     assert ar.id not in env.manager.ars and env.stored_ids() == []
 
 
@@ -395,7 +397,7 @@ def test_max_expired_keeps_the_most_recent(tmp_path):
     for ar_id in ids:
         env.clock.now += 1
         env.manager.cancel(ALICE, ar_id, None)
-    env.manager.tick()
+    env.lifecycle.tick()
     assert sorted(env.manager.ars) == ids[2:]
     assert [ar.id for ar in env.manager.status(expired=5)] == ids[2:]
 
@@ -405,7 +407,7 @@ def test_restart_catches_up_missed_transitions(env):
     started = env.reserve(start=T0 + 2 * HOUR, hours=5)
     env.clock.now = T0 + 3 * HOUR
     manager = env.restart()
-    manager.tick()
+    env.lifecycle.tick()
     assert manager.ars[ended.id].state == State.EXITED
     assert manager.ars[started.id].state == State.RUNNING
     assert env.backend.scheduler.windows[started.id].open
@@ -415,14 +417,14 @@ def test_node_failure_puts_ar_in_warning_then_error(env):
     ar = env.reserve(nodes=2, attributes=())
     failed = [n for n in ar.node_names if n.startswith("n")][0]
     env.cluster_file.write_text(_with_alive(CLUSTER, failed, False))
-    env.manager.tick()
+    env.lifecycle.tick()
     assert env.manager.ars[ar.id].state == State.WARNING
     assert failed in env.manager.ars[ar.id].message
     env.clock.now = ar.start
-    env.manager.tick()
+    env.lifecycle.tick()
     assert env.manager.ars[ar.id].state == State.ERROR
     env.cluster_file.write_text(_with_alive(CLUSTER, failed, True))
-    env.manager.tick()
+    env.lifecycle.tick()
     assert env.manager.ars[ar.id].state == State.RUNNING
     assert env.manager.ars[ar.id].message == ""
     log = env.reporting()
@@ -510,15 +512,15 @@ def test_ended_ars_count_for_usage_history_after_plus_status_forgot_them(tmp_pat
     env = Env(tmp_path, "usage_history: 864000\n")              # 10 days
     ar = env.reserve(nodes=2, hours=2)
     env.clock.now = ar.end
-    env.manager.tick()
+    env.lifecycle.tick()
     env.clock.now = ar.end + 3600                                  # expiry: 3600 s
-    env.manager.tick()
+    env.lifecycle.tick()
     assert ar.id not in env.manager.ars
     assert usage_seen(env) == (1, 2 * HOUR, 4.0)
     env.restart()
     assert usage_seen(env) == (1, 2 * HOUR, 4.0)
     env.clock.now = ar.end + 864000
-    env.manager.tick()
+    env.lifecycle.tick()
     assert usage_seen(env).count == 0
     env.restart()
     assert usage_seen(env).count == 0
@@ -531,13 +533,13 @@ def test_cancelled_and_destroyed_ars_count_as_far_as_they_ran(env):
     destroyed = env.reserve(nodes=1, start=T0 + HOUR, hours=4, slots_per_node=1)
     pending = env.reserve(nodes=1, start=T0 + HOUR, transactional=True, slots_per_node=1)
     env.clock.now = T0 + 2 * HOUR
-    env.manager.tick()
+    env.lifecycle.tick()
     env.manager.cancel(ALICE, cancelled.id, None)                  # ran 1 h on 2 nodes
     env.manager.destroy(ADMIN, destroyed.id, None)                 # ran 1 h on 1 node
     assert pending.id not in env.manager.ars                       # -T never committed
     assert usage_seen(env) == (2, 2 * HOUR, 3.0)
     env.clock.now = T0 + 30 * HOUR                                 # all expired from view
-    env.manager.tick()
+    env.lifecycle.tick()
     assert env.manager.ars.keys() == {a.id for a in env.manager.ars.values() if a.owner == "bob"}
     assert usage_seen(env) == (2, 2 * HOUR, 3.0)
 
@@ -546,9 +548,9 @@ def test_no_usage_history_keeps_nothing(tmp_path):
     env = Env(tmp_path, "usage_history: 0\n")
     ar = env.reserve(nodes=1)
     env.clock.now = ar.end
-    env.manager.tick()
+    env.lifecycle.tick()
     env.clock.now = ar.end + 3600
-    env.manager.tick()
+    env.lifecycle.tick()
     assert ar.id not in env.manager.ars
     assert usage_seen(env).count == 0
 
@@ -649,13 +651,13 @@ def test_lifecycle_events_reach_plugins(env):
     assert recorder.events == [("granted", first.id)]
     env.manager.commit(ALICE, second.id)
     env.cluster_file.write_text(_with_alive(CLUSTER, second.node_names[0], False))
-    env.manager.tick()
+    env.lifecycle.tick()
     env.cluster_file.write_text(CLUSTER)
     env.clock.now = first.start
-    env.manager.tick()
+    env.lifecycle.tick()
     env.manager.cancel(ALICE, second.id, None)
     env.clock.now = first.end
-    env.manager.tick()
+    env.lifecycle.tick()
     assert recorder.events == [
         ("granted", first.id), ("granted", second.id), ("error", second.id, True),
         ("started", first.id), ("started", second.id), ("error", second.id, False),

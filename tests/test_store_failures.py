@@ -87,10 +87,10 @@ def test_a_failed_transition_is_retried_by_the_next_pass(env):
     env.clock.now += HOUR + 1
     env.failing.on = True
     with pytest.raises(StoreUnavailable):
-        env.manager.tick()
+        env.lifecycle.tick()
     assert env.manager.ars[ar.id].state == State.WAITING
     env.failing.on = False
-    env.manager.tick()
+    env.lifecycle.tick()
     assert env.manager.ars[ar.id].state == State.RUNNING
     assert env.restart().ars[ar.id].state == State.RUNNING
 
