@@ -279,7 +279,7 @@ def test_defaults_and_disabled(make_env):
     ("port: x", "mail.port: expected a port number 1-65535, got 'x'"),
     ("port: 0", "mail.port: expected a port number 1-65535, got 0"),
     ("port: true", "mail.port: expected a port number 1-65535, got True"),
-    ("hostname: mx", "mail: unknown key 'hostname'; known: domain, enabled, host, port, sender, timeout"),
+    ("hostname: mx", "mail.hostname: unknown setting; known: host, port, sender, domain, timeout, enabled"),
     ("host: ''", "mail.host: expected a host name or address, got ''"),
     ("sender: plus", "mail.sender: expected an address user@host, got 'plus'"),
     ("domain: '@example.org'", "mail.domain: expected a domain name such as example.org, got '@example.org'"),

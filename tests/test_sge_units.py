@@ -101,11 +101,12 @@ def test_hosts_from_real_qhost():
 
 @pytest.mark.parametrize("options,message", [
     ({"conflict": "preempt"}, r"sge.conflict: expected one of requeue, kill, avoid, got 'preempt'"),
-    ({"timeout": 0}, r"sge.timeout: expected a number of seconds of 1 or more, got 0"),
+    ({"timeout": 0}, r"sge.timeout: expected a whole number of seconds of 1 or more, got 0"),
     ({"timeout": "5"}, r"sge.timeout: .*got '5'"),
     ({"sge_root": "relative/path"}, r"sge.sge_root: expected an absolute path"),
-    ({"template_queue": "all q"}, r"sge.template_queue: 'all q' is not a valid Grid Engine object name"),
-    ({"complex": ""}, r"sge.complex: expected a non-empty string"),
+    ({"template_queue": "all q"}, r"sge.template_queue: expected a Grid Engine object name \(.*got 'all q'"),
+    ({"complex": ""}, r"sge.complex: expected a Grid Engine object name"),
+    ({"ledger": " "}, r"sge.ledger: expected a non-empty string, got ' '"),
     ({"cell": "default"}, r"sge.cell: unknown setting; known: sge_root, sge_cell"),
 ])
 def test_bad_settings_name_the_key_and_what_is_accepted(options, message):

@@ -10,7 +10,8 @@ from typing import Iterable
 from overlay.hookspecs import hookimpl
 from overlay.model import Request, Reservation
 from overlay.policy import PolicyContext
-from overlay_policies.settings import AMOUNT, COUNT, DURATION, HOUR, NAME, Check, Section, readable
+from overlay.settings import Check
+from overlay_policies.settings import AMOUNT, COUNT, DURATION, HOUR, NAME, Section, readable
 
 ANY_GROUP = "*"
 

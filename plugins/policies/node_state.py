@@ -8,7 +8,8 @@ from overlay.hookspecs import hookimpl
 from overlay.model import Node
 from overlay.policy import PolicyContext
 from overlay_policies.patterns import NodeNames
-from overlay_policies.settings import AMOUNT, COUNT, DURATION, FLAG, PATTERN, Section, readable
+from overlay.settings import FLAG
+from overlay_policies.settings import AMOUNT, COUNT, DURATION, PATTERN, Section, readable
 
 
 class NodeState:

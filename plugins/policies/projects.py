@@ -10,7 +10,8 @@ from overlay.model import Node
 from overlay.policy import PolicyContext
 from overlay_policies.members import Members
 from overlay_policies.patterns import NodeNames
-from overlay_policies.settings import MEMBER, PATTERN, Section, choice
+from overlay.settings import choice
+from overlay_policies.settings import MEMBER, PATTERN, Section
 
 OTHERS = ("deny", "allow")
 

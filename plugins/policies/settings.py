@@ -1,31 +1,17 @@
-"""Checks of the ``policies:`` section's values. Every message names the full
-key path and what is accepted, because the daemon refuses to start on them
-and the operator has to find the mistake in the YAML file."""
+"""Checks of the ``policies:`` section's values, on the core's Check
+(overlay/settings.py). Every message names the full key path and what is
+accepted, because the daemon refuses to start on them and the operator has
+to find the mistake in the YAML file."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any, Iterable
 
 from overlay.request import NAME_PATTERN
+from overlay.settings import Check
 from overlay.timespec import DURATION_FORMS, TimeSpecError, parse_duration
 
 DAY, HOUR, MINUTE = 86400, 3600, 60
-
-
-@dataclass(frozen=True)
-class Check:
-    """One kind of value: ``convert`` gives the value to use, or None when
-    the YAML value is not of this kind (then the message says ``accepted``)."""
-
-    accepted: str
-    convert: Callable[[Any], Any]
-
-    def __call__(self, key: str, value: Any) -> Any:
-        result = self.convert(value)
-        if result is None:
-            raise ValueError(f"{key}: expected {self.accepted}, got {value!r}")
-        return result
 
 
 def _number(value: Any) -> float | None:
@@ -60,10 +46,6 @@ def _seconds(value: Any) -> int | None:
     return _count(value)
 
 
-def _flag(value: Any) -> bool | None:
-    return value if isinstance(value, bool) else None
-
-
 def _name(value: Any) -> str | None:
     return value if isinstance(value, str) and NAME_PATTERN.match(value) else None
 
@@ -80,7 +62,6 @@ def _pattern(value: Any) -> str | None:
     return value if isinstance(value, str) and value and not any(c.isspace() for c in value) else None
 
 
-FLAG = Check("true or false", _flag)
 COUNT = Check("a whole number of 0 or more", _count)
 AMOUNT = Check("a number of 0 or more", _amount)
 RATIO = Check("a percentage from 0 to 100", _ratio)
@@ -88,12 +69,6 @@ DURATION = Check(f"a number of seconds or a duration ({DURATION_FORMS})", _secon
 NAME = Check("a name of letters, digits, _ . - starting with a letter or _", _name)
 MEMBER = Check("a user name or an @group name", _member)
 PATTERN = Check("a node name or an fnmatch pattern such as 'node*' or 'gpu[1-4]'", _pattern)
-
-
-def choice(options: Iterable[str]) -> Check:
-    """One of a few words."""
-    words = tuple(options)
-    return Check(f"one of {', '.join(words)}", lambda value: value if value in words else None)
 
 
 def mapping(key: str, value: Any) -> dict:

@@ -12,13 +12,14 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
-from overlay.users import with_members
 from overlay.model import Allocation
+from overlay.users import with_members
 
 AR_QUEUE = re.compile(r"^R([1-9][0-9]{0,6})$")
 _HOST = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9.-]{0,253}[A-Za-z0-9])?$")
 _USER = re.compile(r"^@?[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
-_OBJECT = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
+OBJECT_PATTERN = r"[A-Za-z_][A-Za-z0-9_.-]{0,63}"
+"""A queue, complex or cell name taken from the configuration (matched whole)."""
 
 CONTROLLED = ("qname", "hostlist", "slots", "user_lists", "xuser_lists", "complex_values",
               "h_rt", "s_rt", "load_thresholds", "suspend_thresholds", "subordinate_list",
@@ -55,14 +56,6 @@ def check_user(entry: str) -> str:
     if not _USER.match(entry):
         raise ValueError(f"refusing user {entry!r}: not a valid user or @group name")
     return entry
-
-
-def check_object(name: str, what: str) -> str:
-    """A queue, complex or PE name taken from the configuration."""
-    if not _OBJECT.match(name):
-        raise ValueError(f"{what}: {name!r} is not a valid Grid Engine object name "
-                         "(letters, digits, _ . -, not starting with a digit)")
-    return name
 
 
 def parse_config(text: str) -> dict[str, str]:
