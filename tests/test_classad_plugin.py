@@ -26,7 +26,8 @@ def configure(tmp_path, section: str):
 
 
 @pytest.mark.parametrize("section,message", [
-    ("classad: {files: x.ad}\n", "classad: unknown key 'files'; known: file"),
+    ("classad: {files: x.ad}\n", "classad.files: unknown setting; known: file"),
+    ("classad: {}\n", "classad.file: missing; expected the path of a PluS reservable.ad file"),
     ("classad: {file: ''}\n", "classad.file: expected the path of a PluS reservable.ad file"),
     ("classad: {file: 12}\n", "classad.file: expected the path of a PluS reservable.ad file"),
     ("classad: {file: missing.ad}\n", "cannot read the ClassAd policy /"),

@@ -6,6 +6,7 @@ import os
 
 import pytest
 
+from overlay_native.backend import NativeBackend
 from overlay_native.cluster import Cluster, ClusterError, expand_names
 
 
@@ -274,3 +275,17 @@ def test_queue_lists_match_instances(tmp_path):
     assert match(["*@big"], "big.q", "big") and match(["@n[12]"], "all.q", "n2")
     assert match(["all.q@@small"], "all.q", "n2") and not match(["all.q@@small"], "all.q", "big")
     assert match(["big.q", "a*.q"], "all.q", "n1")
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"local_host": "no"}, "native.local_host: expected true or false, got 'no'"),
+    ({"spool_dir": "spool"}, "native.spool_dir: expected an absolute path, got 'spool'"),
+    ({"ssh": {"host": "h1"}}, "native.ssh: expected a mapping of port, user, key"),
+    ({"colour": "red"}, "native.colour: unknown setting; known: cluster, local_host, ssh"),
+])
+def test_the_native_section_is_checked_key_by_key(options, message):
+    """The section is read with the core's settings helper: a string 'no'
+    for local_host used to count as true."""
+    with pytest.raises(ValueError) as refused:
+        NativeBackend.from_config(None, options)
+    assert str(refused.value).startswith(message)

@@ -12,10 +12,12 @@ from typing import Any
 
 import pluggy
 
+from overlay import settings
 from overlay.hookspecs import hookimpl
 
 SECTION = "classad"
-KEYS = ("file",)
+CHECKS = {"file": settings.text("the path of a PluS reservable.ad file (relative to the "
+                                "configuration's folder)")}
 
 
 @hookimpl
@@ -23,13 +25,9 @@ def plus_configure(config: Any, plugin_manager: pluggy.PluginManager) -> list[st
     options = config.sections.get(SECTION)
     if options is None:
         return [SECTION]
-    for key in options:
-        if key not in KEYS:
-            raise ValueError(f"{SECTION}: unknown key {key!r}; known: {', '.join(KEYS)}")
-    path = options.get("file")
-    if not isinstance(path, str) or not path.strip():
-        raise ValueError(f"{SECTION}.file: expected the path of a PluS reservable.ad file "
-                         f"(relative to the configuration's folder), got {path!r}")
+    path = settings.read_section(SECTION, options, CHECKS).get("file")
+    if path is None:
+        raise ValueError(f"{SECTION}.file: missing; expected {CHECKS['file'].accepted}")
     try:
         from overlay_classad.policy import ClassAdPolicy
     except ImportError as exc:

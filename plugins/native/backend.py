@@ -14,6 +14,7 @@ import os
 from dataclasses import replace
 from typing import Callable
 
+from overlay import settings
 from overlay.backend import Backend, Job
 from overlay.model import Node, Request, Reservation
 from overlay_native import acct, service
@@ -25,8 +26,18 @@ from overlay_native.resources import ReservedWindow
 from overlay_native.scheduler import Scheduler
 
 log = logging.getLogger("plus.native")
-OPTIONS = ("cluster", "local_host", "ssh", "spool_dir", "python", "accounting_file")
 DEFAULT_SPOOL = "/var/spool/plus"
+CHECKS = {
+    "cluster": settings.text("the cluster file's path (relative to the configuration's folder)"),
+    "local_host": settings.FLAG,
+    "ssh": settings.Check("a mapping of port, user, key, known_hosts, accept_unknown_host "
+                          "(defaults for hosts with exec: ssh; the host is each node's name)",
+                          lambda value: {} if value is None else value
+                          if isinstance(value, dict) and "host" not in value else None),
+    "spool_dir": settings.path(),
+    "python": settings.text("the Python interpreter on the execution hosts"),
+    "accounting_file": settings.text(),
+}
 
 
 def window(reservation: Reservation) -> ReservedWindow:
@@ -46,28 +57,17 @@ class NativeBackend(Backend):
 
     @classmethod
     def from_config(cls, config, options: dict) -> "NativeBackend":
-        unknown = set(options) - set(OPTIONS)
-        if unknown:
-            raise ValueError(f"native: unknown setting(s) {', '.join(sorted(unknown))}; "
-                             f"known: {', '.join(OPTIONS)}")
-        ssh = options.get("ssh") or {}
-        if not isinstance(ssh, dict) or "host" in ssh:
-            raise ValueError("native.ssh: expected a mapping of port, user, key, known_hosts, "
-                             "accept_unknown_host (defaults for hosts with exec: ssh; the host "
-                             "is each node's name)")
-        spool = options.get("spool_dir", DEFAULT_SPOOL)
-        if not isinstance(spool, str) or not os.path.isabs(spool):
-            raise ValueError(f"native.spool_dir: expected an absolute path (on every execution "
-                             f"host), got {spool!r}")
-        path = options.get("cluster")
+        values = settings.read_section("native", options, CHECKS)
+        path = values.get("cluster")
         cluster = Cluster(config.relative(path) if path else None,
-                          bool(options.get("local_host", True)), ssh, config.duration_offset)
-        accounting = os.path.join(config.state_path,
-                                  str(options.get("accounting_file", "accounting")))
+                          values.get("local_host", True), values.get("ssh", {}),
+                          config.duration_offset)
+        accounting = os.path.join(config.state_path, values.get("accounting_file", "accounting"))
         store = JobStore(config.store_url)
         try:
-            scheduler = Scheduler(cluster, store, ExecutionHosts(spool, str(options.get(
-                "python", "python3"))), acct.AccountingWriter(accounting),
+            scheduler = Scheduler(cluster, store, ExecutionHosts(
+                values.get("spool_dir", DEFAULT_SPOOL), values.get("python", "python3")),
+                acct.AccountingWriter(accounting),
                 os.path.join(config.state_path, "schedule"), config.duration_offset)
         except Exception:
             store.close()
