@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from overlay import protocol
+from overlay import protocol, settings
 from overlay.ordering import OrderError, node_order
 from overlay.request import NAME_PATTERN
 
@@ -88,24 +88,6 @@ def _name_list(key: str, value: Any, groups: bool = False, star: bool = False) -
     return value
 
 
-def _non_negative(key: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ConfigError(f"{key}: expected a whole number of 0 or more, got {value!r}")
-    return value
-
-
-def _positive(key: str, value: Any) -> int:
-    if _non_negative(key, value) == 0:
-        raise ConfigError(f"{key}: expected a whole number of 1 or more, got 0")
-    return value
-
-
-def _text(key: str, value: Any) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise ConfigError(f"{key}: expected a non-empty string, got {value!r}")
-    return value
-
-
 def _node_order(key: str, value: Any) -> list[str]:
     try:
         return list(node_order(key, value if isinstance(value, list) else [value]))
@@ -113,6 +95,7 @@ def _node_order(key: str, value: Any) -> list[str]:
         raise ConfigError(str(exc)) from None
 
 
+_text, _non_negative, _positive = settings.text(), settings.whole(0), settings.whole(1)
 _VALIDATORS = {
     "backend": _text,
     "state_dir": _text,
@@ -163,7 +146,10 @@ def load(path: str, overrides: dict[str, Any] | None = None) -> Config:
     for key, value in raw.items():
         validator = _VALIDATORS.get(key)
         if validator is not None:
-            setattr(config, key, validator(key, value))
+            try:
+                setattr(config, key, validator(key, value))
+            except ValueError as exc:  # the settings helper's checks
+                raise ConfigError(str(exc)) from None
         elif isinstance(value, dict) and key.isidentifier():
             config.sections[key] = value
         else:

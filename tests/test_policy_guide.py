@@ -36,7 +36,7 @@ def test_the_example_passes_its_own_tests(installed, tmp_path):
         cwd=tmp_path, env={"PYTHONPATH": str(installed), "PATH": "/usr/bin:/bin"},
         capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "2 passed" in result.stdout
+    assert "3 passed" in result.stdout
 
 
 def test_the_daemon_loads_it_by_its_entry_point(installed, monkeypatch):

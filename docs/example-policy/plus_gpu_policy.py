@@ -3,6 +3,7 @@
 plus.yaml:   gpu_policy: {group: gpu}
 """
 
+from overlay import settings
 from overlay.hookspecs import hookimpl
 
 
@@ -17,10 +18,11 @@ class GpuForGroup:
         return None
 
 
+CHECKS = {"group": settings.text("a group name", r"[A-Za-z_][A-Za-z0-9_.-]*")}
+
+
 @hookimpl
 def plus_configure(config, plugin_manager):
-    group = config.sections.get("gpu_policy", {}).get("group", "gpu")
-    if not isinstance(group, str) or not group:
-        raise ValueError(f"gpu_policy.group: expected a group name, got {group!r}")
-    plugin_manager.register(GpuForGroup(group), name="gpu-policy")
+    values = settings.read_section("gpu_policy", config.sections.get("gpu_policy", {}), CHECKS)
+    plugin_manager.register(GpuForGroup(values.get("group", "gpu")), name="gpu-policy")
     return ["gpu_policy"]

@@ -38,3 +38,9 @@ def test_installed_through_its_entry_point(tmp_path):
         manager.reserve(Caller(1001, "alice", ("staff",), False), two_nodes)
     granted = manager.reserve(Caller(1002, "bob", ("staff", "gpu"), False), two_nodes)
     assert sorted(granted.node_names) == ["c1", "g1"]
+
+
+def test_a_bad_setting_stops_the_start_naming_it(tmp_path):
+    (tmp_path / "plus.yaml").write_text("state_dir: state\ngpu_policy: {group: 12}\n")
+    with pytest.raises(plugins.PluginError, match="gpu_policy.group: expected a group name, got 12"):
+        plugins.configure(plugins.plugin_manager(), config.load(str(tmp_path / "plus.yaml")))
