@@ -20,7 +20,6 @@ from overlay.model import Node, Request, Reservation
 from overlay_native import acct, service
 from overlay_native.cluster import Cluster
 from overlay_native.hosts import ExecutionHosts
-from overlay_native.jobs import JobState
 from overlay_native.jobstore import JobStore
 from overlay_native.resources import ReservedWindow
 from overlay_native.scheduler import Scheduler
@@ -82,12 +81,9 @@ class NativeBackend(Backend):
                 for node in self.cluster.nodes()]
 
     def running_jobs(self) -> list[Job]:
-        with self.scheduler.lock:
-            return [Job(str(j.id), j.owner, tuple(j.placement.hosts), j.ar,
-                        None if j.placement.h_rt is None else
-                        int(j.start_time + j.placement.h_rt))
-                    for j in self.scheduler.jobs.values()
-                    if j.placement and j.state in (JobState.RUNNING, JobState.TRANSFERRING)]
+        return [Job(str(j.id), j.owner, tuple(j.placement.hosts), j.ar,
+                    None if j.placement.h_rt is None else int(j.start_time + j.placement.h_rt))
+                for j in self.scheduler.running_jobs()]
 
     def blocked_nodes(self, request: Request) -> dict[str, str]:
         """Hosts whose running jobs (outside ARs) still hold, at the AR's
@@ -95,19 +91,16 @@ class NativeBackend(Backend):
         (Grid Engine 6.2: no preemption, no conflicts)."""
         busy: dict[str, tuple[int, str]] = {}
         offset = self.scheduler.offset
-        with self.scheduler.lock:
-            for job in self.scheduler.jobs.values():
-                if job.ar is not None or not job.placement or \
-                        job.state not in (JobState.RUNNING, JobState.TRANSFERRING):
-                    continue
-                h_rt = job.placement.h_rt
-                if h_rt is not None and job.start_time + h_rt + offset <= request.start:
-                    continue
-                why = f"job {job.id} of {job.owner} " + ("has no h_rt" if h_rt is None
-                                                         else "runs past the start")
-                for _, host, slots in job.placement.tasks:
-                    held, _ = busy.get(host, (0, why))
-                    busy[host] = (held + slots, why)
+        for job in self.scheduler.running_jobs():
+            h_rt = job.placement.h_rt
+            if job.ar is not None or (h_rt is not None and
+                                      job.start_time + h_rt + offset <= request.start):
+                continue
+            why = f"job {job.id} of {job.owner} " + ("has no h_rt" if h_rt is None
+                                                     else "runs past the start")
+            for _, host, slots in job.placement.tasks:
+                held, _ = busy.get(host, (0, why))
+                busy[host] = (held + slots, why)
         nodes = {node.name: node for node in self.cluster.nodes()}
         return {host: f"host busy: {why}" for host, (held, why) in busy.items()
                 if host in nodes and nodes[host].slots - held < request.slots_on(nodes[host])}

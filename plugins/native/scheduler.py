@@ -18,6 +18,7 @@ restart, jobs that were running are found again (or found ended) there.
 
 from __future__ import annotations
 
+import copy
 import logging
 import math
 import threading
@@ -343,6 +344,31 @@ class Scheduler:
             except ExecutionError as error:
                 log.warning("job %d: cannot ask its host to end it (retried next pass): %s",
                             job.id, error)
+
+    # -- what the backend and the commands read ------------------------------------------------
+
+    def running_jobs(self) -> list[Job]:
+        """Copies of the jobs that hold slots now (started or being started),
+        for readers outside the scheduler's lock."""
+        with self.lock:
+            return [copy.copy(job) for job in self.jobs.values() if job.placement
+                    and job.state in (JobState.RUNNING, JobState.TRANSFERRING)]
+
+    def jobs_by_priority(self) -> list[Job]:
+        """Copies of every job, highest priority first (qstat's order)."""
+        with self.lock:
+            return [copy.copy(job) for job in
+                    sorted(self.jobs.values(), key=lambda j: (-j.priority, j.id))]
+
+    def reserved_slots(self, now: int) -> dict[str, int]:
+        """Slots held on each host by the ARs whose window is open at ``now``."""
+        reserved: dict[str, int] = {}
+        with self.lock:
+            for window in self.windows.values():
+                if window.start <= now < window.end:
+                    for host, slots in window.slots.items():
+                        reserved[host] = reserved.get(host, 0) + slots
+        return reserved
 
     # -- advance reservations ------------------------------------------------------------------
 

@@ -119,34 +119,27 @@ def queue_view(scheduler: Scheduler) -> list[dict]:
     and total slots, load, arch, states (d disabled, s suspended, u unknown),
     and the jobs in it."""
     config, now = scheduler.cluster.config(), scheduler.now()
-    with scheduler.lock:
-        jobs = [j for j in scheduler.jobs.values() if j.placement and j.state in
-                (JobState.RUNNING, JobState.TRANSFERRING)]
-        reserved: dict[str, int] = {}
-        for window in scheduler.windows.values():
-            if window.start <= now < window.end:
-                for host, slots in window.slots.items():
-                    reserved[host] = reserved.get(host, 0) + slots
-        instances = []
-        for queue in sorted(config.queues.values(), key=lambda q: q.name):    # as qstat -f
-            for host, total in sorted(queue.slots.items()):
-                used = [(j, n) for j in jobs for q, h, n in j.placement.tasks
-                        if (q, h) == (queue.name, host)]
-                states = ("d" if host in queue.disabled else "") + \
-                    ("s" if host in queue.suspended else "") + \
-                    ("u" if not config.hosts[host].alive or not scheduler.hosts.runs_jobs(host)
-                     or host in scheduler.unreachable else "")
-                load = scheduler.reports.get(host, {}).get("load_avg", config.hosts[host].load)
-                instances.append({
-                    "name": f"{queue.name}@{host}",
-                    "qtype": ("B" if "BATCH" in queue.qtype else "") +
-                             ("I" if "INTERACTIVE" in queue.qtype else "") +
-                             ("P" if queue.pe_list else ""),
-                    "reserved": min(reserved.get(host, 0), total), "used": sum(n for _, n in used),
-                    "total": total, "load": None if load is None or math.isnan(load) else load,
-                    "arch": config.hosts[host].arch, "states": states,
-                    "jobs": [dict(job_view(j, scheduler), slots=n) for j, n in used]})
-        return instances
+    jobs, reserved = scheduler.running_jobs(), scheduler.reserved_slots(now)
+    instances = []
+    for queue in sorted(config.queues.values(), key=lambda q: q.name):    # as qstat -f
+        for host, total in sorted(queue.slots.items()):
+            used = [(j, n) for j in jobs for q, h, n in j.placement.tasks
+                    if (q, h) == (queue.name, host)]
+            states = ("d" if host in queue.disabled else "") + \
+                ("s" if host in queue.suspended else "") + \
+                ("u" if not config.hosts[host].alive or not scheduler.hosts.runs_jobs(host)
+                 or host in scheduler.unreachable else "")
+            load = scheduler.reports.get(host, {}).get("load_avg", config.hosts[host].load)
+            instances.append({
+                "name": f"{queue.name}@{host}",
+                "qtype": ("B" if "BATCH" in queue.qtype else "") +
+                         ("I" if "INTERACTIVE" in queue.qtype else "") +
+                         ("P" if queue.pe_list else ""),
+                "reserved": min(reserved.get(host, 0), total), "used": sum(n for _, n in used),
+                "total": total, "load": None if load is None or math.isnan(load) else load,
+                "arch": config.hosts[host].arch, "states": states,
+                "jobs": [dict(job_view(j, scheduler), slots=n) for j, n in used]})
+    return instances
 
 
 def _refuse_pending(ar_status: Callable[[int], list[Reservation]], ar_id: int) -> None:
@@ -184,13 +177,12 @@ def operations(scheduler: Scheduler,
     def status(caller, args: dict) -> list[dict]:
         users = _checked("users", "strings", args.get("users") or [caller.user])
         detail = _checked("jobs", "strings?", args.get("jobs"))
-        with scheduler.lock:
-            jobs = sorted(scheduler.jobs.values(), key=lambda j: (-j.priority, j.id))
-            if detail is not None:    # qstat -j: the jobs named, or every pending one
-                chosen = [j for j in jobs if str(j.id) in detail or j.name in detail] if detail \
-                    else [j for j in jobs if j.state in PENDING_STATES]
-                return [job_view(j, scheduler, detail=True) for j in chosen]
-            return [job_view(j, scheduler) for j in jobs if "*" in users or j.owner in users]
+        jobs = scheduler.jobs_by_priority()
+        if detail is not None:    # qstat -j: the jobs named, or every pending one
+            chosen = [j for j in jobs if str(j.id) in detail or j.name in detail] if detail \
+                else [j for j in jobs if j.state in PENDING_STATES]
+            return [job_view(j, scheduler, detail=True) for j in chosen]
+        return [job_view(j, scheduler) for j in jobs if "*" in users or j.owner in users]
 
     def queues(caller, args: dict) -> list[dict]:
         return queue_view(scheduler)
