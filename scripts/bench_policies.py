@@ -39,7 +39,7 @@ from overlay.accounting import ReportingWriter
 from overlay.manager import Caller, Manager
 from overlay.model import Request, ReservationError
 from overlay.store import Store
-from overlay_native.simhosts import Clock
+from overlay_native.simulation.simhosts import Clock
 
 NODES = 1000
 HOUR, DAY = 3600, 86400

@@ -3,7 +3,7 @@ per second of its own wall time, and how long a pass takes.
 
 The whole service runs (the store on a SQLite file, priorities, JobSortKey,
 the cluster model with its utilization diagrams, reservations, accounting);
-only the jobs run in virtual time (overlay_native.simhosts), so the figures
+only the jobs run in virtual time (overlay_native.simulation.simhosts), so the figures
 are the scheduler's alone. For scale: OAR's Python scheduler manages about
 11 jobs per second with 1,000 jobs queued on 100 resources.
 
@@ -22,11 +22,11 @@ from pathlib import Path
 
 from calibration import python_speed
 from overlay_native import acct
-from overlay_native.cluster import Cluster
+from overlay_native.resources.cluster import Cluster
 from overlay_native.jobs import Submission
 from overlay_native.jobstore import JobStore
-from overlay_native.scheduler import Scheduler, Submitter
-from overlay_native.simhosts import Clock, SimulatedHosts
+from overlay_native.scheduling.scheduler import Scheduler, Submitter
+from overlay_native.simulation.simhosts import Clock, SimulatedHosts
 
 ROOT = Submitter("root", ("root",), True)
 

@@ -17,7 +17,8 @@ import time
 from pathlib import Path
 
 from calibration import python_speed
-from overlay_native import scheduling, simulation, swf
+from overlay_native.scheduling import dispatch
+from overlay_native.simulation import replay, swf
 
 TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces"
 RUNS = [("KTH-SP2-1996-2.1-cln.swf.gz", "easy", "kill", 3),
@@ -27,9 +28,9 @@ RUNS = [("KTH-SP2-1996-2.1-cln.swf.gz", "easy", "kill", 3),
         ("LANL-CM5-1994-4.1-cln.swf.gz", "easy", "run", 30)]
 
 
-def replay(path: str, policy: str, overrun: str, out) -> None:
+def run_trace(path: str, policy: str, overrun: str, out) -> None:
     started = time.perf_counter()
-    report = simulation.simulate(swf.read(path), scheduling.POLICIES[policy], overrun)
+    report = replay.simulate(swf.read(path), dispatch.POLICIES[policy], overrun)
     wall = time.perf_counter() - started
     out.send((report, wall, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024))
 
@@ -45,7 +46,7 @@ def main() -> None:
             print(f"{name:<30} missing: give its path")
             continue
         here, there = multiprocessing.Pipe()
-        child = multiprocessing.Process(target=replay, args=(path, policy, overrun, there))
+        child = multiprocessing.Process(target=run_trace, args=(path, policy, overrun, there))
         child.start()
         report, wall, mib = here.recv()
         child.join()

@@ -1,5 +1,5 @@
 """Every parser a user's text reaches, fuzzed (issue 11): overlay/timespec.py,
-overlay/request.py, the native -l requests (overlay_native.complexes) and
+overlay/request.py, the native -l requests (overlay_native.resources.complexes) and
 each command's command line. Whatever the text (NUL and other control
 characters, other scripts' digits, lone surrogates from undecodable argv
 bytes, strings far over every bound), a parser either returns a value
@@ -27,7 +27,7 @@ from overlay.request import (MAX_AR_ID, MAX_SLOTS, RequestError, parse_ar_id,
                              parse_yes_no, window_end)
 from overlay.timespec import TimeSpecError, parse_duration, parse_time
 from overlay_native.cli import qsub
-from overlay_native.complexes import (NUMERIC, TYPES, ComplexError, ComplexTable, Pattern,
+from overlay_native.resources.complexes import (NUMERIC, TYPES, ComplexError, ComplexTable, Pattern,
                                       parse_requests, parse_value)
 
 NOW = 1_800_000_000
@@ -221,7 +221,7 @@ def test_window_end(start, end, duration):
     assert final is None or start < final <= start + MAX_DURATION
 
 
-# --- overlay_native.complexes ---------------------------------------------------------
+# --- overlay_native.resources.complexes ---------------------------------------------------------
 
 TABLE = ComplexTable()
 

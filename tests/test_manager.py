@@ -16,7 +16,7 @@ from overlay.model import (LimitExceeded, Operation, PermissionDenied, Request,
                            ReservationError, State)
 from overlay.request import RequestError
 from overlay.store import Store
-from overlay_native.simhosts import Clock
+from overlay_native.simulation.simhosts import Clock
 
 T0 = 1_800_000_000
 HOUR = 3600

@@ -7,7 +7,7 @@ import os
 import pytest
 
 from overlay_native.backend import NativeBackend
-from overlay_native.cluster import Cluster, ClusterError, expand_names
+from overlay_native.resources.cluster import Cluster, ClusterError, expand_names
 
 
 def test_ranges_keep_their_width():
@@ -51,9 +51,9 @@ import math
 import textwrap
 
 from overlay.remote import SshSettings
-from overlay_native.cluster import load_cluster
-from overlay_native.complexes import parse_requests
-from overlay_native.matching import mismatch
+from overlay_native.resources.cluster import load_cluster
+from overlay_native.resources.complexes import parse_requests
+from overlay_native.resources.matching import mismatch
 
 FULL = """\
 complexes:

@@ -13,7 +13,7 @@ import pytest
 
 from overlay.model import Allocation, Request, Reservation, State
 from overlay_native.backend import NativeBackend
-from overlay_native.cluster import Cluster, ClusterError
+from overlay_native.resources.cluster import Cluster, ClusterError
 from test_native_scheduler import T, World
 
 GOOD = "nodes:\n  - {name: 'n[01-03]', slots: 2}\n"

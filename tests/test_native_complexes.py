@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from overlay.limits import MAX_ITEMS, MAX_PATTERN
-from overlay_native.complexes import (Complex, ComplexError, ComplexTable, Pattern, compare,
+from overlay_native.resources.complexes import (Complex, ComplexError, ComplexTable, Pattern, compare,
                                       parse_requests, parse_value)
-from overlay_native.matching import (CategoryCache, ResourceContainer, assign, category_key,
+from overlay_native.resources.matching import (CategoryCache, ResourceContainer, assign, category_key,
                                      consume, debit, mismatch, release, slots_fit,
                                      soft_violations)
 

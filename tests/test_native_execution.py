@@ -1,4 +1,4 @@
-"""overlay_native.execution: jobs run for real as their owners, here and over
+"""overlay_native.execution.runners: jobs run for real as their owners, here and over
 SSH, with Grid Engine's output files, environment and h_rt/s_rt limits, and
 nothing a job started outlives it.
 
@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from overlay.remote import LocalRunner, SshRunner
-from overlay_native.execution import ExecutionError, Executor, Finished, JobSpec
+from overlay_native.execution.runners import ExecutionError, Executor, Finished, JobSpec
 from sshd import ADDRESS as SSHD, KEY, KNOWN_HOSTS, need_sshd as _need_sshd
 
 

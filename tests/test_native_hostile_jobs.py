@@ -16,7 +16,7 @@ from overlay.limits import (MAX_ARGUMENT, MAX_COUNT, MAX_ENVIRONMENT, MAX_NAME, 
                             MAX_WORDS)
 from overlay.request import RequestError
 from overlay_native import acct
-from overlay_native.execution import ExecutionError
+from overlay_native.execution.runners import ExecutionError
 from overlay_native.jobs import Submission
 from overlay_native.jobstore import JobRow
 from overlay_native.service import submission_from

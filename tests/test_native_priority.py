@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from overlay_native.jobs import Submission
-from overlay_native.priority import priorities
-from overlay_native.schedconf import SchedulerConfig
+from overlay_native.scheduling.priority import priorities
+from overlay_native.scheduling.schedconf import SchedulerConfig
 from overlay_native.submit import make_job
 from test_native_resources import LICENSES, cluster
 

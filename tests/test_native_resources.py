@@ -1,4 +1,4 @@
-"""The cluster's time x resource model (overlay_native.resources) under the
+"""The cluster's time x resource model (overlay_native.resources.timeline) under the
 scheduling pass: seed 001's examples on real hosts and queues, seed 002's
 E1 and E2 as the scheduler places them, the PE allocation rules, the AR
 rules of seed 000 5.3, and the reasons qstat -j shows."""
@@ -9,10 +9,10 @@ import textwrap
 
 import pytest
 
-from overlay_native.cluster import load_cluster
+from overlay_native.resources.cluster import load_cluster
 from overlay_native.jobs import Placement, Submission
-from overlay_native.resources import ClusterResources, Debit, ReservedWindow
-from overlay_native.scheduling import Policy, dispatch
+from overlay_native.resources.timeline import ClusterResources, Debit, ReservedWindow
+from overlay_native.scheduling.dispatch import Policy, dispatch
 from overlay_native.submit import SubmitError, check_reservation, make_job, verify
 
 
@@ -397,7 +397,7 @@ def test_exhausted_when_no_instance_has_a_free_slot(tmp_path):
 
 
 def test_reported_load_values_void_only_the_matching_that_used_them(tmp_path):
-    from overlay_native.resources import Baseline
+    from overlay_native.resources.timeline import Baseline
     config = cluster(tmp_path, AR_HOSTS)
     baseline = Baseline()
     model(config, reservations=(), baseline=baseline, reports={"h1": {"mem_free": 2 ** 30}})

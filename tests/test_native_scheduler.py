@@ -1,4 +1,4 @@
-"""The native scheduler service in virtual time (overlay_native.simhosts runs
+"""The native scheduler service in virtual time (overlay_native.simulation.simhosts runs
 the jobs): seed 001's license example with its schedule file, holds,
 deletion, AR jobs, immediate and verified submissions, failed starts,
 accounting, and a restart."""
@@ -12,12 +12,12 @@ import pytest
 from sqlmodel import Session
 
 from overlay_native import acct
-from overlay_native.cluster import Cluster
+from overlay_native.resources.cluster import Cluster
 from overlay_native.jobs import JobState, Submission
 from overlay_native.jobstore import JobCounterRow, JobStore
-from overlay_native.resources import ReservedWindow
-from overlay_native.scheduler import Scheduler, Submitter
-from overlay_native.simhosts import Clock, SimulatedHosts
+from overlay_native.resources.timeline import ReservedWindow
+from overlay_native.scheduling.scheduler import Scheduler, Submitter
+from overlay_native.simulation.simhosts import Clock, SimulatedHosts
 from overlay_native.submit import SubmitError
 
 T = 1077903416

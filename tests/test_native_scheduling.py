@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from overlay_native import simulation, swf
-from overlay_native.scheduling import EASY, FCFS, CONSERVATIVE, Policy, SlotPool, dispatch
+from overlay_native.simulation import replay, swf
+from overlay_native.scheduling.dispatch import EASY, FCFS, CONSERVATIVE, Policy, SlotPool, dispatch
 
 
 @dataclass
@@ -61,7 +61,7 @@ JOBS = [(1, 0, 100, 3, 100), (2, 0, 100, 4, 100), (3, 0, 50, 1, 50), (4, 0, 150,
     (CONSERVATIVE, [0, 100, 0, 200]),       # J4 reserved too, after J2
 ])
 def test_policies_on_a_small_trace(tmp_path, policy, waits):
-    report = simulation.simulate(swf.read(trace_file(tmp_path, JOBS)), policy)
+    report = replay.simulate(swf.read(trace_file(tmp_path, JOBS)), policy)
     assert report.jobs == 4 and report.mean_wait == sum(waits) / 4 and report.max_wait == max(waits)
     runs = [100, 100, 50, 150]
     assert report.makespan == max(w + r for w, r in zip(waits, runs))
@@ -75,24 +75,24 @@ def test_conservative_reserves_behind_the_first_reservation(tmp_path):
     """J3 would fit before J2's reservation only under EASY's single
     reservation: conservative also reserves J4 first, here blocking J3."""
     jobs = [(1, 0, 100, 3, 100), (2, 0, 100, 4, 100), (3, 0, 100, 1, 300), (4, 0, 50, 1, 50)]
-    easy = simulation.simulate(swf.read(trace_file(tmp_path, jobs)), EASY)
-    conservative = simulation.simulate(swf.read(trace_file(tmp_path, jobs)), CONSERVATIVE)
+    easy = replay.simulate(swf.read(trace_file(tmp_path, jobs)), EASY)
+    conservative = replay.simulate(swf.read(trace_file(tmp_path, jobs)), CONSERVATIVE)
     assert easy.mean_wait == conservative.mean_wait == (0 + 100 + 200 + 0) / 4
 
 
 def test_jobs_that_outrun_their_request(tmp_path):
     jobs = [(1, 0, 100, 4, 10), (2, 1, 10, 4, 10)]
-    killed = simulation.simulate(swf.read(trace_file(tmp_path, jobs)), EASY, overrun="kill")
+    killed = replay.simulate(swf.read(trace_file(tmp_path, jobs)), EASY, overrun="kill")
     assert killed.max_wait == 9                      # J1 killed at 10
-    ran = simulation.simulate(swf.read(trace_file(tmp_path, jobs)), EASY, overrun="run")
+    ran = replay.simulate(swf.read(trace_file(tmp_path, jobs)), EASY, overrun="run")
     assert ran.max_wait == 99                        # J1 ran its 100 s; J2 started when it ended
     with pytest.raises(ValueError, match="overrun: expected one of kill, run, got 'stop'"):
-        simulation.simulate(swf.read(trace_file(tmp_path, jobs)), EASY, overrun="stop")
+        replay.simulate(swf.read(trace_file(tmp_path, jobs)), EASY, overrun="stop")
 
 
 def test_no_request_plans_with_the_default_duration_and_is_never_killed(tmp_path):
     jobs = [(1, 0, 500, 4, -1), (2, 1, 10, 4, 10)]
-    report = simulation.simulate(swf.read(trace_file(tmp_path, jobs)), EASY, default_duration=60)
+    report = replay.simulate(swf.read(trace_file(tmp_path, jobs)), EASY, default_duration=60)
     assert report.max_wait == 499
 
 
@@ -110,12 +110,14 @@ def test_swf_reading(tmp_path):
         swf.read(str(bad))
 
 
+SIMULATE = [sys.executable, "-m", "overlay_native.simulation.simulate_cli"]
+
+
 def test_plus_simulate_prints_the_figures(tmp_path):
-    out = subprocess.run([sys.executable, "-m", "overlay_native.simulate_cli", trace_file(tmp_path, JOBS),
-                          "--policy", "fcfs"], capture_output=True, text=True)
+    out = subprocess.run([*SIMULATE, trace_file(tmp_path, JOBS), "--policy", "fcfs"],
+                         capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert "policy fcfs, overrun kill, 4 processors" in out.stdout
     assert "mean wait             125.0 s" in out.stdout
-    missing = subprocess.run([sys.executable, "-m", "overlay_native.simulate_cli", "/nonexistent.swf"],
-                             capture_output=True, text=True)
+    missing = subprocess.run([*SIMULATE, "/nonexistent.swf"], capture_output=True, text=True)
     assert missing.returncode == 2 and missing.stderr.startswith("plus_simulate: ")

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from overlay.remote import LocalRunner
-from overlay_native.execution import Executor, Finished, JobSpec
+from overlay_native.execution.runners import Executor, Finished, JobSpec
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the shepherd runs as root, and "
                                 "the tests read files as other users")

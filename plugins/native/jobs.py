@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 from enum import Enum
 from typing import Any, Mapping
 
-from overlay_native.complexes import Request
+from overlay_native.resources.complexes import Request
 
 MAX_JOB_ID = 9_999_999
 

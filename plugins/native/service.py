@@ -17,7 +17,7 @@ from overlay.limits import MAX_ITEMS, MAX_WORDS, shown
 from overlay.model import Reservation, ReservationError, State
 from overlay.request import RequestError, format_pe_range
 from overlay_native.jobs import PENDING_STATES, Job, JobState, Submission
-from overlay_native.scheduler import Scheduler, Submitter
+from overlay_native.scheduling.scheduler import Scheduler, Submitter
 from overlay_native.submit import SubmitError
 
 _TYPES = {"command": "words", "script": "text?", "script_path": "text", "name": "text",

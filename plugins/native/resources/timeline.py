@@ -5,7 +5,7 @@ Every consumable of every container (global, host, queue instance) has a
 resource utilization diagram (``overlay.planner.UsageProfile``, seed 001)
 holding the running jobs and the pass's reservations; a question about
 window [t, t + d) sets each container's ``used`` to the diagram's peak over
-that window, and seed 002's matching (``overlay_native.matching``) does the
+that window, and seed 002's matching (``overlay_native.resources.matching``) does the
 rest. Besides the complexes, three diagrams per pass:
 
 - per host, the slots of non-AR jobs plus the slots ARs hold there (the
@@ -35,9 +35,9 @@ from typing import Iterable, Iterator, Mapping, Sequence
 from overlay.ordering import sort_nodes
 from overlay.planner import INFINITY, UsageProfile
 from overlay.request import wildcard_match
-from overlay_native.cluster import ClusterConfig, Containers, ParallelEnvironment
+from overlay_native.resources.cluster import ClusterConfig, Containers, ParallelEnvironment
 from overlay_native.jobs import Job, Placement
-from overlay_native.matching import (ResourceContainer, assignment_debits, category_key, mismatch,
+from overlay_native.resources.matching import (ResourceContainer, assignment_debits, category_key, mismatch,
                                      slots_fit, soft_violations)
 
 _MANY = 10 ** 9          # "as many as fit"

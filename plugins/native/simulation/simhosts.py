@@ -3,13 +3,13 @@ whole scheduler service (store, passes, accounting, MONITOR) run without
 processes, for benchmarks (scripts/bench_sched.py) and the scheduler's
 tests. A job 'runs' for the seconds its last argument names (as seed 001's
 sleeper.sh does; an hour without one) and ends when the clock passes that,
-or at its h_rt. Real execution: overlay_native.hosts."""
+or at its h_rt. Real execution: overlay_native.execution.hosts."""
 
 from __future__ import annotations
 
-from overlay_native.cluster import ClusterConfig
-from overlay_native.execution import ExecutionError, Finished, JobSpec
-from overlay_native.hosts import Poll
+from overlay_native.resources.cluster import ClusterConfig
+from overlay_native.execution.runners import ExecutionError, Finished, JobSpec
+from overlay_native.execution.hosts import Poll
 
 
 class Clock:

@@ -14,7 +14,7 @@ import os
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from overlay_native.resources import Debit
+from overlay_native.resources.timeline import Debit
 
 SECTION = "::::::::"
 END_OF_TIME = 2 ** 32 - 1

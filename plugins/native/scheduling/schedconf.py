@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from overlay.ordering import ORDER_SETTINGS, JobOrder, OrderError, read_orders
-from overlay_native.complexes import ComplexError, parse_value
+from overlay_native.resources.complexes import ComplexError, parse_value
 
 QUEUE_SORT_METHODS = ("load", "seqno")
 GE_JOB_ORDER = ("JobPriority",)

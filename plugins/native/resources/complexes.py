@@ -2,7 +2,7 @@
 
 The native scheduler needs Grid Engine's resource model to accept the same
 ``-l`` requests and complex configuration as the real one; this module holds
-the definitions and values, ``overlay_native.matching`` the hierarchy,
+the definitions and values, ``overlay_native.resources.matching`` the hierarchy,
 consumables and job categories.
 
 Public API (errors are ``ComplexError``, one line naming the value and what is

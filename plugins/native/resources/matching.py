@@ -50,7 +50,7 @@ import functools
 import math
 from typing import Any, Callable, Hashable, Iterator, Mapping, Sequence
 
-from overlay_native.complexes import (NUMERIC, Complex, ComplexError, ComplexTable, Request,
+from overlay_native.resources.complexes import (NUMERIC, Complex, ComplexError, ComplexTable, Request,
                                       compare, parse_value)
 
 LEVELS = ("global", "host", "queue")

@@ -7,7 +7,8 @@ import argparse
 import sys
 import time
 
-from overlay_native import scheduling, simulation, swf
+from overlay_native.scheduling import dispatch
+from overlay_native.simulation import replay, swf
 
 
 def parser() -> argparse.ArgumentParser:
@@ -15,10 +16,10 @@ def parser() -> argparse.ArgumentParser:
         prog="plus_simulate", description=__doc__.splitlines()[0],
         epilog="Bounded slowdown is max(1, (wait + run) / max(run, 10 s)).")
     p.add_argument("trace", help="SWF file, plain or .gz")
-    p.add_argument("--policy", choices=sorted(scheduling.POLICIES), default="easy",
+    p.add_argument("--policy", choices=sorted(dispatch.POLICIES), default="easy",
                    help="fcfs: strict order; easy: one reservation, for the queue head; "
                         "conservative: a reservation for every job (default: easy)")
-    p.add_argument("--overrun", choices=simulation.OVERRUN, default="kill",
+    p.add_argument("--overrun", choices=replay.OVERRUN, default="kill",
                    help="a job running longer than it requested: kill it at the request "
                         "(h_rt) or let it run (default: kill)")
     p.add_argument("--default-duration", type=int, metavar="SECONDS",
@@ -35,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     try:
         trace = swf.read(args.trace)
-        report = simulation.simulate(trace, scheduling.POLICIES[args.policy], args.overrun,
+        report = replay.simulate(trace, dispatch.POLICIES[args.policy], args.overrun,
                                      args.default_duration, args.duration_offset, args.processors)
     except (OSError, ValueError) as exc:
         print(f"plus_simulate: {exc}", file=sys.stderr)

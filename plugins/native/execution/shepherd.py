@@ -4,7 +4,7 @@ Like Grid Engine's sge_shepherd it runs the job as its owner, enforces the
 wall-clock limits, obeys kill requests, and reports how the job ended. It is
 shipped as source to hosts that do not have this project installed, so it
 uses the standard library only and runs on the host's python3 (3.6 or later,
-Linux). The executor (overlay_native.execution) runs it as root:
+Linux). The executor (overlay_native.execution.runners) runs it as root:
 
     python3 -I -c SOURCE start SPOOL_DIR    (the job spec as JSON on stdin)
 

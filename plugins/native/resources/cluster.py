@@ -29,9 +29,9 @@ from overlay.config import read_yaml
 from overlay.model import Node
 from overlay.remote import SshSettings, parse_ssh
 from overlay.request import NAME_PATTERN, RequestError, parse_memory_mb
-from overlay_native.complexes import ComplexError, ComplexTable, parse_value
-from overlay_native.matching import LOAD, LIMIT, RESOURCE_LIMITS, ResourceContainer
-from overlay_native.schedconf import SchedConfError, SchedulerConfig, parse_scheduler
+from overlay_native.resources.complexes import ComplexError, ComplexTable, parse_value
+from overlay_native.resources.matching import LOAD, LIMIT, RESOURCE_LIMITS, ResourceContainer
+from overlay_native.scheduling.schedconf import SchedConfError, SchedulerConfig, parse_scheduler
 
 log = logging.getLogger("plus.native")
 _RANGE = re.compile(r"^(.*)\[(\d+)-(\d+)\](.*)$")

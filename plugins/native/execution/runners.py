@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 from importlib import resources
 
 from overlay.remote import USER_PATTERN, Runner
-from overlay_native.shepherd import JOB_ID, RLIMITS
+from overlay_native.execution.shepherd import JOB_ID, RLIMITS
 
 _SHEPHERD = resources.files(__package__).joinpath("shepherd.py").read_text(encoding="utf-8")
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass
 
-from overlay_native.scheduling import Policy, SlotPool, dispatch
-from overlay_native.swf import Trace
+from overlay_native.scheduling.dispatch import Policy, SlotPool, dispatch
+from overlay_native.simulation.swf import Trace
 
 OVERRUN = ("kill", "run")
 _FINISH, _EXTEND, _SUBMIT = 0, 1, 2
