@@ -207,13 +207,8 @@ def parse_mail_options(text: str, option: str = "-m") -> str:
 
 def parse_mail_list(text: str, option: str = "-M") -> tuple[str, ...]:
     """qrsub -M: user[@host][,user[@host]...]."""
-    items = _items(text, option)
-    for item in items:
-        if len(item) > MAX_ADDRESS or not _MAIL_ADDRESS.fullmatch(item):
-            raise RequestError(f"{option}: invalid mail address '{shown(item)}' in '{shown(text)}': "
-                               f"accepted form is user[@host][,user[@host]...], at most "
-                               f"{MAX_ADDRESS} characters each")
-    return tuple(dict.fromkeys(items))
+    return _listed(text, option, _MAIL_ADDRESS, MAX_ADDRESS, "mail address",
+                   "form is user[@host][,user[@host]...]")
 
 
 def access_list(owner: str, users: tuple[str, ...]) -> tuple[str, ...]:
@@ -288,26 +283,26 @@ def format_pe_range(ranges: tuple[tuple[int, int], ...]) -> str:
                     f"{a}-" if b == MAX_SLOTS else f"{a}-{b}" for a, b in ranges)
 
 
-def _wildcard_items(text: str, option: str, form: "re.Pattern", what: str, accepted: str
-                    ) -> tuple[str, ...]:
-    """A comma-separated list whose entries each fully match ``form``, at
-    most MAX_PATTERN characters, each once in their first order."""
+def _listed(text: str, option: str, form: "re.Pattern", longest: int, what: str, accepted: str
+            ) -> tuple[str, ...]:
+    """A comma-separated list whose entries each fully match ``form`` in at
+    most ``longest`` characters, each once in their first order."""
     items = _items(text, option)
     for item in items:
-        if len(item) > MAX_PATTERN or not form.fullmatch(item):
+        if len(item) > longest or not form.fullmatch(item):
             raise RequestError(f"{option}: invalid {what} '{shown(item)}' in '{shown(text)}': "
-                               f"accepted {accepted}, with wildcards * ? [ ], at most "
-                               f"{MAX_PATTERN} characters each, comma-separated")
+                               f"accepted {accepted}, at most {longest} characters each")
     return tuple(dict.fromkeys(items))
 
 
 def parse_queue_list(text: str, option: str) -> tuple[str, ...]:
     """qsub -q/-masterq wc_queue_list: queue, queue@host, queue@@hostgroup,
     @host, wildcards * ? [..] allowed; comma-separated."""
-    return _wildcard_items(text, option, _QUEUE, "queue",
-                           "forms are queue, queue@host, queue@@hostgroup or @host")
+    return _listed(text, option, _QUEUE, MAX_PATTERN, "queue", "forms are queue, queue@host, "
+                   "queue@@hostgroup or @host, with wildcards * ? [ ], comma-separated")
 
 
 def parse_job_references(text: str, option: str = "-hold_jid") -> tuple[str, ...]:
     """Job ids or names (wildcards allowed), comma-separated."""
-    return _wildcard_items(text, option, _JOB_REFERENCE, "job", "are job ids and job names")
+    return _listed(text, option, _JOB_REFERENCE, MAX_PATTERN, "job", "are job ids and job "
+                   "names, with wildcards * ? [ ], comma-separated")
