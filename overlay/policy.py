@@ -65,20 +65,19 @@ class PolicyContext:
     reservations: tuple[Reservation, ...] = ()
     cache: dict[Any, Any] = field(default_factory=dict)
     membership: Callable[[str, str], Collection[str]] = owner_groups
-    _group_ars: dict[str, tuple[Reservation, ...]] = field(default_factory=dict, init=False,
-                                                            repr=False, compare=False)
 
     def group_ars(self, group: str) -> tuple[Reservation, ...]:
         """The ``reservations`` of every owner who is a member of ``group``
         now, through their primary or a supplementary group: what a group's
         quota counts. Worked out once per request and group."""
-        found = self._group_ars.get(group)
+        key = ("group_ars", group)
+        found = self.cache.get(key)
         if found is None:
             members: list[Reservation] = []
             for (owner, created_in), ars in self._by_owner.items():
                 if group in self.membership(owner, created_in):
                     members.extend(ars)
-            found = self._group_ars[group] = tuple(members)
+            found = self.cache[key] = tuple(members)
         return found
 
     @functools.cached_property

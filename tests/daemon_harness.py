@@ -21,14 +21,15 @@ nodes:
   - {name: big, slots: 16, memory: 256G, ncpus: 32, arch: lx-amd64, os: linux,
      queues: [all.q, big.q], properties: {gpu: "yes"}}
 """
-BASE_SETTINGS = """\
+DAEMON_SETTINGS = """\
 state_dir: state
 managers: [root, plusmgr]
 arusers: ["@plusgrp", plusmgr]
 duration_offset: 1
 reconcile_interval: 1
-native: {cluster: cluster.yaml, local_host: false}
 """
+"""The daemon's settings every test daemon shares, whatever its backend."""
+BASE_SETTINGS = DAEMON_SETTINGS + "native: {cluster: cluster.yaml, local_host: false}\n"
 
 
 class Daemon:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from daemon_harness import Daemon
+from daemon_harness import DAEMON_SETTINGS, Daemon
 from sshd import ADDRESS, KEY, KNOWN_HOSTS, need_sshd
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="jobs run as their owners: root only")
@@ -29,13 +29,7 @@ pes: [{name: mpi, slots: 8, allocation_rule: $round_robin}]
 queues: [{name: all.q, hostlist: [local1, remote1], pe_list: [mpi]}]
 scheduler: {schedule_interval: 1, params: MONITOR=1, NodeSortKey: [NodeName], max_reservation: 5}
 """
-BASE = """\
-state_dir: state
-managers: [root, plusmgr]
-arusers: ["@plusgrp", plusmgr]
-duration_offset: 1
-reconcile_interval: 1
-"""
+BASE = DAEMON_SETTINGS
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from daemon_harness import Daemon
+from daemon_harness import DAEMON_SETTINGS, Daemon
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="jobs run as their owners: root only")
 
@@ -28,13 +28,7 @@ nodes:
 scheduler: {schedule_interval: 1}
 """
 WITHOUT_R2 = CLUSTER.replace('  - {name: r2, ncpus: 2, properties: {pick: "yes"}}\n', "")
-BASE = """\
-state_dir: state
-managers: [root, plusmgr]
-arusers: ["@plusgrp", plusmgr]
-duration_offset: 1
-reconcile_interval: 1
-"""
+BASE = DAEMON_SETTINGS
 HAND_CLIENT = ("import json, sys\nfrom overlay import protocol\n"
                "print(json.dumps(protocol.call(sys.argv[1], sys.argv[2], json.loads(sys.argv[3]))))")
 
