@@ -24,9 +24,9 @@ from overlay.accounting import ReportingWriter
 from overlay.backend import Backend
 from overlay.config import Config, ConfigError
 from overlay.lifecycle import Lifecycle
-from overlay.ordering import NODE_SORT_KEYS
 from overlay.manager import Caller, Manager
 from overlay.model import Reservation, ReservationError
+from overlay.ordering import NODE_SORT_KEYS
 from overlay.request import RequestError, parse_name_list
 from overlay.store import Store, refuse_truncated, shown_url
 from overlay.storelease import LeaseLost, StoreLease

@@ -22,9 +22,9 @@ from pathlib import Path
 
 from calibration import python_speed
 from overlay_native import acct
-from overlay_native.resources.cluster import Cluster
 from overlay_native.jobs import Submission
 from overlay_native.jobstore import JobStore
+from overlay_native.resources.cluster import Cluster
 from overlay_native.scheduling.scheduler import Scheduler, Submitter
 from overlay_native.simulation.simhosts import Clock, SimulatedHosts
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from overlay.activity import Activity
 from overlay.backend import Job
-from overlay.ordering import sort_nodes
 from overlay.model import Node
+from overlay.ordering import sort_nodes
 
 NODES = [Node("a"), Node("b", load=0.5), Node("c", memory_mb=64)]
 

@@ -12,9 +12,9 @@ import pytest
 from sqlmodel import Session
 
 from overlay_native import acct
-from overlay_native.resources.cluster import Cluster
 from overlay_native.jobs import JobState, Submission
 from overlay_native.jobstore import JobCounterRow, JobStore
+from overlay_native.resources.cluster import Cluster
 from overlay_native.resources.timeline import ReservedWindow
 from overlay_native.scheduling.scheduler import Scheduler, Submitter
 from overlay_native.simulation.simhosts import Clock, SimulatedHosts

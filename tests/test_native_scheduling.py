@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from overlay_native.simulation import replay, swf
 from overlay_native.scheduling.dispatch import EASY, FCFS, CONSERVATIVE, Policy, SlotPool, dispatch
+from overlay_native.simulation import replay, swf
 
 
 @dataclass

@@ -10,9 +10,9 @@ import textwrap
 import pytest
 
 from overlay.manager import Caller
-from overlay.users import groups_of
 from overlay.model import ReservationError
 from overlay.policy import owner_groups
+from overlay.users import groups_of
 from test_manager import ALICE, BOB, HOUR, T0, Env
 
 CLUSTER = """\

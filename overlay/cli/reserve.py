@@ -5,8 +5,8 @@ from __future__ import annotations
 import sys
 
 from overlay.cli import common, views
-from overlay.request import RequestError, window_end
 from overlay.protocol import EXIT_USAGE
+from overlay.request import RequestError, window_end
 from overlay.timespec import format_ctime
 
 

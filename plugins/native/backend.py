@@ -18,9 +18,9 @@ from overlay import settings
 from overlay.backend import Backend, Job
 from overlay.model import Node, Request, Reservation
 from overlay_native import acct, service
-from overlay_native.resources.cluster import Cluster
 from overlay_native.execution.hosts import ExecutionHosts
 from overlay_native.jobstore import JobStore
+from overlay_native.resources.cluster import Cluster
 from overlay_native.resources.timeline import ReservedWindow
 from overlay_native.scheduling.scheduler import Scheduler
 

@@ -24,9 +24,9 @@ from overlay.limits import (HORIZON, MAX_ARGUMENT, MAX_COUNT, MAX_ENVIRONMENT, M
                             MAX_SCRIPT, shown)
 from overlay.model import ReservationError
 from overlay.request import wildcard_match
+from overlay_native.jobs import Job, Submission
 from overlay_native.resources.cluster import ClusterConfig
 from overlay_native.resources.complexes import ComplexError, Request, parse_requests
-from overlay_native.jobs import Job, Submission
 from overlay_native.resources.timeline import ClusterResources, ReservedWindow
 
 VERIFY_MODES = ("e", "w", "n", "v")

@@ -22,9 +22,9 @@ import threading
 import time
 
 from overlay.backend import Backend, Job
-from overlay.users import with_members
 from overlay.model import Node, Request, Reservation, State
 from overlay.remote import runner_from_options
+from overlay.users import with_members
 from overlay_torque import nodespec, settings
 from overlay_torque.ledger import Ledger
 from overlay_torque.selfsched import SelfScheduler, Window, scheduling_orders

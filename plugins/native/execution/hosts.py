@@ -16,8 +16,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from overlay.remote import CommandError, LocalRunner, SshSettings
-from overlay_native.resources.cluster import LOCAL, ClusterConfig
 from overlay_native.execution.runners import ExecutionError, Executor, Finished, JobSpec
+from overlay_native.resources.cluster import LOCAL, ClusterConfig
 
 log = logging.getLogger("plus.native")
 _PARALLEL_POLLS = 8

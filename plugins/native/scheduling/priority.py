@@ -16,8 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from overlay_native.resources.complexes import ComplexTable, NUMERIC
 from overlay_native.jobs import Job
+from overlay_native.resources.complexes import ComplexTable, NUMERIC
 from overlay_native.scheduling.schedconf import SchedulerConfig
 
 

@@ -26,20 +26,20 @@ import time
 from dataclasses import dataclass, replace
 from typing import Callable, Iterable
 
+from overlay.ordering import order_jobs
 from overlay.request import format_pe_range, wildcard_match
 from overlay_native import acct
-from overlay_native.resources.cluster import Cluster, ClusterConfig, ClusterQueue
-from overlay_native.resources.complexes import parse_value
-from overlay_native.execution.runners import ExecutionError, Finished, JobSpec
 from overlay_native.execution.hosts import ExecutionHosts, Poll
+from overlay_native.execution.runners import ExecutionError, Finished, JobSpec
 from overlay_native.jobs import PENDING_STATES, Job, JobState, Placement
 from overlay_native.jobstore import JobStore, StoredJob
+from overlay_native.resources.cluster import Cluster, ClusterConfig, ClusterQueue
+from overlay_native.resources.complexes import parse_value
 from overlay_native.resources.matching import RESOURCE_LIMITS
-from overlay_native.scheduling.monitor import Utilization, append_pass
-from overlay.ordering import order_jobs
-from overlay_native.scheduling.priority import Priority, priorities
 from overlay_native.resources.timeline import Baseline, ClusterResources, ReservedWindow
 from overlay_native.scheduling.dispatch import Policy, dispatch
+from overlay_native.scheduling.monitor import Utilization, append_pass
+from overlay_native.scheduling.priority import Priority, priorities
 from overlay_native.submit import SubmitError, check_reservation, make_job, verify
 
 log = logging.getLogger("plus.native")

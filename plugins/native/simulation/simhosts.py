@@ -7,9 +7,9 @@ or at its h_rt. Real execution: overlay_native.execution.hosts."""
 
 from __future__ import annotations
 
-from overlay_native.resources.cluster import ClusterConfig
-from overlay_native.execution.runners import ExecutionError, Finished, JobSpec
 from overlay_native.execution.hosts import Poll
+from overlay_native.execution.runners import ExecutionError, Finished, JobSpec
+from overlay_native.resources.cluster import ClusterConfig
 
 
 class Clock:
