@@ -16,7 +16,7 @@ import pwd
 import threading
 import time
 from dataclasses import dataclass, replace
-from typing import Callable, Iterable, NamedTuple
+from typing import Callable, Iterable, Iterator, NamedTuple
 
 import pluggy
 
@@ -30,7 +30,7 @@ from overlay.config import Config
 from overlay.model import (FINISHED_STATES, Allocation, LimitExceeded, Node, Operation,
                            PermissionDenied, Request, Reservation, ReservationError, State)
 from overlay.ordering import sort_nodes
-from overlay.planner import Planner
+from overlay.planner import MultiPlanner
 from overlay.policy import PolicyContext, context_for, used_part
 from overlay.request import (RequestError, access_list, node_satisfies, parse_mail_list,
                              parse_mail_options, window_end)
@@ -76,6 +76,18 @@ def _pending_key(ar_id: int) -> tuple[int, str]:
     return (ar_id, "pending")
 
 
+def _spans(ar: Reservation) -> Iterator[tuple[object, str, int, int, int]]:
+    """What ``ar`` holds in the planner, as (key, node, start, end, slots):
+    its granted window, and the window a pending modification asks for."""
+    if ar.holds_resources:
+        for a in ar.allocations:
+            yield ar.id, a.node, ar.start, ar.end, a.slots
+    if ar.pending_request is not None:
+        for a in ar.pending_allocations:
+            yield (_pending_key(ar.id), a.node, ar.pending_request.start, ar.pending_request.end,
+                   a.slots)
+
+
 class Manager:
     """All ARs of one daemon and the operations on them; thread-safe."""
 
@@ -89,15 +101,14 @@ class Manager:
         self.reporting = reporting
         self.clock = clock
         self.lock = threading.RLock()
-        self.planner = Planner()
+        self.planner = MultiPlanner()
         self.activity = Activity()
         self.nodes: dict[str, Node] = {}
         self.ars: dict[int, Reservation] = {ar.id: ar for ar in store.load_all()}
         self.refusals: dict[int, Refusal] = {}
         self.history: list[Reservation] = store.load_usage(self.now() - config.usage_history)
         self.refresh_nodes()
-        for ar in self.ars.values():
-            self._book(ar)
+        self.planner.book_many(span for ar in self.ars.values() for span in _spans(ar))
 
     # -- helpers ---------------------------------------------------------------
 
@@ -118,15 +129,9 @@ class Manager:
         return {name: node.slots for name, node in self.nodes.items()}
 
     def _book(self, ar: Reservation) -> None:
-        self.planner.unbook(ar.id)
-        self.planner.unbook(_pending_key(ar.id))
-        if ar.holds_resources:
-            for a in ar.allocations:
-                self.planner.book(ar.id, a.node, ar.start, ar.end, a.slots)
-        if ar.pending_request is not None:
-            for a in ar.pending_allocations:
-                self.planner.book(_pending_key(ar.id), a.node, ar.pending_request.start,
-                                  ar.pending_request.end, a.slots)
+        self._unbook(ar.id)
+        for span in _spans(ar):
+            self.planner.book(*span)
 
     def _stored(self, ar: Reservation, capacity: dict[str, int] | None = None,
                 **changes) -> Reservation:

@@ -1,111 +1,266 @@
-"""Time x resource availability: which nodes are free over a window, the
-earliest start, and the ranges of feasible start times (GGF RESQUERY).
+"""Time x resource availability: the one model of everything that books
+capacity over time, shaped like flux-sched's resource planner.
 
-One model for everything that books capacity over time: each node keeps a
-timeline of bookings (slots held over [start, end)), and every question is
-answered from those timelines. Bookings carry a key (an AR id) so a
-modification can be planned while ignoring the AR's own current booking.
+``Planner`` is one resource (a node's slots, a consumable of a container, a
+parallel environment's slots): a capacity and the step function of its
+usage over time (seed 001's resource utilization diagram), to which keyed
+spans (an AR's booking) and anonymous amounts (a scheduling pass's jobs) are
+added. It answers what every user of the model asks: the peak over a
+window, whether an amount fits, the earliest start, the spans where an
+amount stays free, the instants where usage drops. A question may leave out
+the spans of some keys, so an AR's move is planned without its own booking.
 
-Whole-node questions (PluS's default: an AR takes every slot of its nodes)
-are answered from a free-span index over all nodes, vectorised with numpy
-and rebuilt only after bookings change; requests for some slots per node
-walk the timelines node by node.
+``MultiPlanner`` composes named planners (a cluster's nodes), as
+flux-sched's planner_multi composes one planner per resource type, and
+answers the questions about several at once: which of them are free over a
+window, and the earliest start and the ranges of start times (GGF
+RESQUERY) at which a count of them are free together. Whole-node questions
+are answered from a free-span index over all planners, vectorised with
+numpy and updated only for the planners that changed.
+
+The reservation manager plans ARs on a MultiPlanner of the nodes; the
+native scheduler plans jobs, ``-R y`` reservations and AR slots on Planners
+of its hosts, consumables and parallel environments.
 """
 
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
 import numpy as np
 
 INFINITY = 2 ** 62
-_SHORT = 64    # breakpoints up to which a UsageProfile also answers from Python lists
+_SHORT = 64    # breakpoints up to which a Planner also answers peaks from Python lists
+
+Span = tuple[int, int, float]      # [start, end) holding an amount
 
 
-@dataclass
-class _Timeline:
-    """The bookings of one node, sorted by start time."""
+def _runs(times: np.ndarray, good: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The maximal runs of consecutive segments where ``good`` holds, as
+    (start times, end times); a run reaching the last segment ends at
+    INFINITY. Segment i covers [times[i], times[i + 1])."""
+    bad = ~good
+    first = np.flatnonzero(good & np.concatenate(([True], bad[:-1])))
+    blocked = np.flatnonzero(bad)
+    following = np.searchsorted(blocked, first)
+    ends = np.full(len(first), INFINITY, dtype=np.int64)
+    inside = following < len(blocked)
+    ends[inside] = times[blocked[following[inside]]]
+    return times[first], ends
 
-    capacity: int
-    starts: list[int] = field(default_factory=list)
-    items: list[tuple[int, int, int, object]] = field(default_factory=list)
-    longest: int = 0
 
-    def add(self, start: int, end: int, slots: int, key: object) -> None:
-        index = bisect.bisect_right(self.starts, start)
-        self.starts.insert(index, start)
-        self.items.insert(index, (start, end, slots, key))
-        self.longest = max(self.longest, end - start)
+def _without(times: np.ndarray, usage: np.ndarray, spans: list[Span],
+             end: int) -> tuple[np.ndarray, np.ndarray]:
+    """A window of the step function with the amounts of ``spans`` taken
+    out: their ends become breakpoints, so each segment lies wholly inside
+    or outside each span."""
+    bounds = [t for span in spans for t in span[:2] if times[0] < t < end]
+    if bounds:
+        split = np.union1d(times, bounds)
+        usage = usage[np.searchsorted(times, split, "right") - 1]
+        times = split
+    else:
+        usage = usage.copy()
+    for start, stop, amount in spans:
+        usage[(times >= start) & (times < stop)] -= amount
+    return times, usage
 
-    def remove(self, key: object) -> None:
-        kept = [item for item in self.items if item[3] != key]
-        self.items = kept
-        self.starts = [item[0] for item in kept]
 
-    def overlapping(self, start: int, end: int, ignore: frozenset) -> list[tuple[int, int, int]]:
-        """Bookings intersecting [start, end), clipped to it."""
-        first = bisect.bisect_left(self.starts, start - self.longest)
-        last = bisect.bisect_left(self.starts, end)
-        return [(max(s, start), min(e, end), n)
-                for s, e, n, key in self.items[first:last]
-                if e > start and key not in ignore]
+class Planner:
+    """One resource's usage over time: sorted breakpoints and the usage from
+    each one on, changed per span and queried with numpy. Unbooking drops
+    the breakpoints a span leaves without a change of usage, so a planner
+    that lives as long as the daemon stays as small as what it holds;
+    anonymous amounts are cleared by ``prune``."""
 
-    def peak(self, start: int, end: int, ignore: frozenset) -> int:
-        """The most slots in use at any instant of [start, end)."""
-        return _peak(self.overlapping(start, end, ignore))
+    def __init__(self, capacity: float = 0) -> None:
+        self.capacity = capacity
+        self.times = np.zeros(1, dtype=np.int64)
+        self.usage = np.zeros(1, dtype=np.float64)
+        self._origin = 0             # the first breakpoint's time, as a Python int
+        self._spans: dict[object, list[Span]] = {}
+        self._lists: tuple[list[int], list[float]] | None = None
 
-    def whole_free_spans(self) -> list[tuple[int, int]]:
-        """Spans with no booking at all, from 0 to INFINITY."""
-        spans, cursor = [], 0
-        for start, end, slots, _ in self.items:
-            if slots <= 0:
-                continue
-            if start > cursor:
-                spans.append((cursor, start))
-            cursor = max(cursor, end)
-        spans.append((cursor, INFINITY))
-        return spans
+    # -- changes ---------------------------------------------------------------------------
 
-    def free_spans(self, need: int, start: int, end: int, ignore: frozenset) -> list[tuple[int, int]]:
-        """Maximal spans within [start, end) where ``need`` slots stay free;
-        a node without slots is never free."""
-        if need > self.capacity or self.capacity <= 0:
+    def add(self, start: int, end: int, amount: float) -> None:
+        """Add ``amount`` over [start, end) under no key; a negative amount
+        releases. Time before the first breakpoint (forgotten by ``prune``)
+        is not changed."""
+        if start < self._origin:
+            start = self._origin
+        if end <= start:
+            return
+        first = self._breakpoint(start)
+        last = self._breakpoint(end)
+        self.usage[first:last] += amount
+        self._lists = None
+
+    def add_many(self, spans: Iterable[Span]) -> None:
+        """Add many anonymous spans with one sort instead of an insertion each."""
+        self._add_events(spans)
+
+    def book(self, key: object, start: int, end: int, amount: float) -> None:
+        """Add a span under ``key``, to be released by ``unbook(key)`` or left
+        out of a question by ``ignore``."""
+        if end > start:
+            self._spans.setdefault(key, []).append((start, end, amount))
+            self.add(start, end, amount)
+
+    def book_many(self, spans: Iterable[tuple[object, int, int, float]]) -> None:
+        """``book`` for many (key, start, end, amount), with one sort."""
+        kept = []
+        for key, start, end, amount in spans:
+            if end > start:
+                self._spans.setdefault(key, []).append((start, end, amount))
+                kept.append((start, end, amount))
+        self._add_events(kept)
+
+    def unbook(self, key: object) -> None:
+        """Release the spans of ``key``, and the breakpoints they leave
+        without a change of usage."""
+        for start, end, amount in self._spans.pop(key, ()):
+            self.add(start, end, -amount)
+            self._merge(end)
+            self._merge(start)
+
+    def prune(self, before: int) -> None:
+        """Forget the past: breakpoints before ``before`` collapse into one,
+        and spans that ended by then are dropped."""
+        index = max(self._index(before), 0)
+        self.times, self.usage = self.times[index:], self.usage[index:]
+        self._origin = self.times.item(0)
+        self._spans = {key: kept for key, spans in self._spans.items()
+                       if (kept := [span for span in spans if span[1] > before])}
+        self._lists = None
+
+    def _add_events(self, spans: Iterable[Span]) -> None:
+        events: dict[int, float] = {self._origin: 0.0}
+        for start, end, amount in spans:
+            start = max(start, self._origin)
+            if end > start:
+                events[start] = events.get(start, 0.0) + amount
+                events[end] = events.get(end, 0.0) - amount
+        if len(events) == 1:
+            return
+        if len(self.times) > 1 or self.usage.item(0):
+            previous = 0.0
+            for time, used in zip(self.times.tolist(), self.usage.tolist()):
+                events[time] = events.get(time, 0.0) + used - previous
+                previous = used
+        times = sorted(events)
+        usage = np.cumsum(np.asarray([events[t] for t in times], dtype=np.float64))
+        keep = np.concatenate(((True,), usage[1:] != usage[:-1]))
+        self.times, self.usage = np.asarray(times, dtype=np.int64)[keep], usage[keep]
+        self._lists = None
+
+    def _index(self, time: int) -> int:
+        """The breakpoint whose segment holds ``time``."""
+        return int(self.times.searchsorted(time, "right")) - 1
+
+    def _breakpoint(self, time: int) -> int:
+        """The index of a breakpoint at ``time``, inserted if missing
+        (concatenate: np.insert's generality costs more than the copy)."""
+        index = self._index(time)
+        if self.times.item(index) == time:
+            return index
+        at = index + 1
+        self.times = np.concatenate((self.times[:at], (time,), self.times[at:]))
+        self.usage = np.concatenate((self.usage[:at], self.usage[index:at], self.usage[at:]))
+        return at
+
+    def _merge(self, time: int) -> None:
+        """Drop the breakpoint at ``time`` if usage does not change there."""
+        index, usage = self._index(time), self.usage
+        if index > 0 and self.times.item(index) == time and usage.item(index) == usage.item(index - 1):
+            self.times = np.concatenate((self.times[:index], self.times[index + 1:]))
+            self.usage = np.concatenate((usage[:index], usage[index + 1:]))
+            self._lists = None
+
+    # -- questions -------------------------------------------------------------------------
+
+    def _short(self) -> tuple[list[int], list[float]] | None:
+        """The step function as Python lists while it is short: a bisect on a
+        short list costs a fraction of numpy's overhead per call (a
+        scheduling pass asks small diagrams millions of questions)."""
+        if self._lists is None and len(self.times) <= _SHORT:
+            self._lists = (self.times.tolist(), self.usage.tolist())
+        return self._lists
+
+    def _ignored(self, ignore: Iterable) -> list[Span]:
+        if not self._spans:
             return []
-        limit = self.capacity - need
-        spans, span_start = [], start
-        for time, usage in _usage_steps(self.overlapping(start, end, ignore)):
-            if usage > limit and span_start is not None:
-                if time > span_start:
-                    spans.append((span_start, time))
-                span_start = None
-            elif usage <= limit and span_start is None:
-                span_start = time
-        if span_start is not None and end > span_start:
-            spans.append((span_start, end))
-        return spans
+        return [span for key in ignore for span in self._spans.get(key, ())]
 
+    def _window(self, start: int, end: int, ignore: Iterable) -> tuple[np.ndarray, np.ndarray]:
+        """The segments meeting [start, end), the first one starting at
+        ``start``, without the spans of the keys in ``ignore``."""
+        first = max(self._index(start), 0)
+        last = max(int(self.times.searchsorted(end, "left")), first + 1)
+        times, usage = self.times[first:last].copy(), self.usage[first:last]
+        times[0] = start
+        spans = self._ignored(ignore)
+        if spans:
+            return _without(times, usage, spans, end)
+        return times, usage
 
-def _usage_steps(intervals: list[tuple[int, int, int]]) -> list[tuple[int, int]]:
-    """(time, slots in use from then on) at each change, in time order."""
-    events: dict[int, int] = {}
-    for start, end, slots in intervals:
-        events[start] = events.get(start, 0) + slots
-        events[end] = events.get(end, 0) - slots
-    steps, usage = [], 0
-    for time in sorted(events):
-        usage += events[time]
-        steps.append((time, usage))
-    return steps
+    def peak(self, start: int, end: int, ignore: Iterable = ()) -> float:
+        """The most in use at any instant of [start, end)."""
+        if ignore and self._spans and self._ignored(ignore):
+            return float(self._window(start, end, ignore)[1].max())
+        short = self._lists or self._short()
+        if short is not None:
+            times, usage = short
+            first = max(bisect.bisect_right(times, start) - 1, 0)
+            return max(usage[first:max(bisect.bisect_left(times, end), first + 1)])
+        first = max(self._index(start), 0)
+        last = int(self.times.searchsorted(end, "left"))
+        return float(self.usage[first:max(last, first + 1)].max())
 
+    def free(self, at: int) -> float:
+        return self.capacity - float(self.usage[max(self._index(at), 0)])
 
-def _peak(intervals: list[tuple[int, int, int]]) -> int:
-    if not intervals:
-        return 0
-    if len(intervals) == 1:
-        return intervals[0][2]
-    return max(usage for _, usage in _usage_steps(intervals))
+    def fits(self, amount: float, start: int, end: int, ignore: Iterable = ()) -> bool:
+        return self.peak(start, end, ignore) + amount <= self.capacity
+
+    def earliest(self, amount: float, duration: int, after: int, ignore: Iterable = ()) -> int | None:
+        """The first time at or after ``after`` from which ``amount`` stays
+        free for ``duration``; None if it never fits."""
+        limit = self.capacity - amount
+        if limit < 0:
+            return None
+        times, usage = self._window(after, INFINITY, ignore)
+        starts, ends = _runs(times, usage <= limit)
+        long_enough = np.flatnonzero(ends - starts >= duration)
+        return int(starts[long_enough[0]]) if long_enough.size else None
+
+    def free_spans(self, amount: float, start: int, end: int,
+                   ignore: Iterable = ()) -> list[tuple[int, int]]:
+        """Maximal spans within [start, end) where ``amount`` stays free; a
+        resource without capacity is never free."""
+        if amount > self.capacity or self.capacity <= 0:
+            return []
+        times, usage = self._window(start, end, ignore)
+        starts, ends = _runs(times, usage <= self.capacity - amount)
+        return [(s, min(e, end)) for s, e in zip(starts.tolist(), ends.tolist()) if s < end]
+
+    def idle_spans(self) -> tuple[np.ndarray, np.ndarray]:
+        """(starts, ends) of the spans with nothing in use, up to INFINITY."""
+        return _runs(self.times, self.usage <= 0)
+
+    def drops(self, after: int) -> np.ndarray:
+        """The instants after ``after`` at which usage goes down."""
+        times = self.times[1:][self.usage[1:] < self.usage[:-1]]
+        return times[times > after]
+
+    def last_end(self) -> int:
+        """When the last use ends (0 if nothing is in use)."""
+        used = np.flatnonzero(self.usage)
+        if not used.size:
+            return 0
+        after = int(used[-1]) + 1
+        return int(self.times[after]) if after < len(self.times) else INFINITY
 
 
 def covered_ranges(ranges: Iterable[tuple[int, int]], count: int) -> list[tuple[int, int]]:
@@ -126,37 +281,38 @@ def covered_ranges(ranges: Iterable[tuple[int, int]], count: int) -> list[tuple[
     return result
 
 
-def _spans_of(timelines: Iterable[tuple[int, _Timeline]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(starts, ends, owners) of the timelines' free spans, sorted by start."""
-    starts, ends, owners = [], [], []
-    for i, timeline in timelines:
-        if timeline.capacity <= 0:
+def _spans_of(planners: Iterable[tuple[int, Planner]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(starts, ends, owners) of the planners' idle spans, sorted by start."""
+    starts, ends, owners = [np.zeros(0, dtype=np.int64)], [np.zeros(0, dtype=np.int64)], []
+    for i, planner in planners:
+        if planner.capacity <= 0:
             continue
-        for span_start, span_end in timeline.whole_free_spans():
-            starts.append(span_start)
-            ends.append(span_end)
-            owners.append(i)
-    order = np.argsort(np.asarray(starts, dtype=np.int64), kind="stable")
-    return (np.asarray(starts, dtype=np.int64)[order], np.asarray(ends, dtype=np.int64)[order],
-            np.asarray(owners, dtype=np.int64)[order])
+        span_starts, span_ends = planner.idle_spans()
+        starts.append(span_starts)
+        ends.append(span_ends)
+        owners.append(np.full(len(span_starts), i, dtype=np.int64))
+    starts, ends = np.concatenate(starts), np.concatenate(ends)
+    owners = np.concatenate(owners) if owners else np.zeros(0, dtype=np.int64)
+    order = np.argsort(starts, kind="stable")
+    return starts[order], ends[order], owners[order]
 
 
 class _FreeSpanIndex:
-    """Every node's booking-free spans in three arrays sorted by span start."""
+    """Every planner's idle spans in three arrays sorted by span start."""
 
-    def __init__(self, nodes: dict[str, _Timeline]) -> None:
-        self.position = {name: i for i, name in enumerate(nodes)}
-        self.starts, self.ends, self.owners = _spans_of(enumerate(nodes.values()))
+    def __init__(self, planners: dict[str, Planner]) -> None:
+        self.position = {name: i for i, name in enumerate(planners)}
+        self.starts, self.ends, self.owners = _spans_of(enumerate(planners.values()))
 
-    def update(self, changed: dict[str, _Timeline]) -> None:
-        """Replace the spans of a few changed nodes: linear in the index
+    def update(self, changed: dict[str, Planner]) -> None:
+        """Replace the spans of a few changed planners: linear in the index
         size instead of a full rebuild's sort."""
         dropped = np.zeros(len(self.position), dtype=bool)
         dropped[[self.position[name] for name in changed]] = True
         keep = ~dropped[self.owners]
         starts, ends, owners = self.starts[keep], self.ends[keep], self.owners[keep]
         new_starts, new_ends, new_owners = _spans_of(
-            (self.position[name], timeline) for name, timeline in changed.items())
+            (self.position[name], planner) for name, planner in changed.items())
         at = np.searchsorted(starts, new_starts, side="right")
         self.starts = np.insert(starts, at, new_starts)
         self.ends = np.insert(ends, at, new_ends)
@@ -164,7 +320,7 @@ class _FreeSpanIndex:
 
     def start_candidates(self, names: Iterable[str], duration: int,
                          after: int) -> tuple[np.ndarray, np.ndarray]:
-        """Per free span of the named nodes long enough for ``duration``:
+        """Per idle span of the named planners long enough for ``duration``:
         its first and last feasible start at or after ``after``; the first
         starts come out sorted."""
         wanted = np.zeros(len(self.position), dtype=bool)
@@ -197,232 +353,134 @@ def _first_covered(first: np.ndarray, last: np.ndarray, count: int) -> int | Non
     return int(first[hits[0]]) if hits.size else None
 
 
-class Planner:
-    """Availability of named nodes over time.
+class MultiPlanner:
+    """Named planners (a cluster's nodes, by name) and the questions about
+    several of them at once.
 
-    ``need(node)`` gives the slots a request wants on a node; None means
-    whole nodes, which takes the vectorised path."""
+    ``need(name)`` gives the amount a request wants of each; None means all
+    of it (whole nodes), which takes the vectorised path."""
 
     def __init__(self) -> None:
-        self._nodes: dict[str, _Timeline] = {}
+        self._planners: dict[str, Planner] = {}
         self._keys: dict[object, set[str]] = {}
         self._index: _FreeSpanIndex | None = None
         self._dirty: set[str] = set()
 
-    def _changed(self, node: str) -> None:
-        """Note a node whose bookings or slots changed; a new node means a
-        new index, a known one only an update at the next query."""
-        if self._index is not None and node not in self._index.position:
+    def _changed(self, name: str) -> None:
+        """Note a planner whose spans or capacity changed; a new one means a
+        new index, a known one only an update at the next question."""
+        if self._index is not None and name not in self._index.position:
             self._index = None
-        self._dirty.add(node)
+        self._dirty.add(name)
 
     def _free_span_index(self) -> _FreeSpanIndex:
-        if self._index is None or len(self._dirty) > len(self._nodes) // 8:
-            self._index = _FreeSpanIndex(self._nodes)
+        if self._index is None or len(self._dirty) > len(self._planners) // 8:
+            self._index = _FreeSpanIndex(self._planners)
         elif self._dirty:
-            self._index.update({name: self._nodes[name] for name in self._dirty})
+            self._index.update({name: self._planners[name] for name in self._dirty})
         self._dirty.clear()
         return self._index
 
-    def set_capacity(self, node: str, slots: int) -> None:
-        """Declare a node (or change its slot count), keeping its bookings."""
-        timeline = self._nodes.get(node)
-        if timeline is None:
-            self._nodes[node] = _Timeline(slots)
-        elif timeline.capacity != slots:
-            timeline.capacity = slots
-        else:
+    def _planner(self, name: str) -> Planner:
+        """The planner called ``name``; one without capacity if unknown."""
+        planner = self._planners.get(name)
+        if planner is None:
+            planner = self._planners[name] = Planner(0)
+        return planner
+
+    def set_capacity(self, name: str, capacity: int) -> None:
+        """Declare a planner (or change its capacity), keeping its spans."""
+        planner = self._planners.get(name)
+        if planner is not None and planner.capacity == capacity:
             return
-        self._changed(node)
+        self._planner(name).capacity = capacity
+        self._changed(name)
 
-    def capacity(self, node: str) -> int:
-        return self._nodes[node].capacity if node in self._nodes else 0
+    def capacity(self, name: str) -> int:
+        return self._planners[name].capacity if name in self._planners else 0
 
-    def book(self, key: object, node: str, start: int, end: int, slots: int) -> None:
-        if node not in self._nodes:
-            self._nodes[node] = _Timeline(0)
-        self._nodes[node].add(start, end, slots, key)
-        self._keys.setdefault(key, set()).add(node)
-        self._changed(node)
+    def book(self, key: object, name: str, start: int, end: int, amount: int) -> None:
+        self._planner(name).book(key, start, end, amount)
+        self._keys.setdefault(key, set()).add(name)
+        self._changed(name)
+
+    def book_many(self, spans: Iterable[tuple[object, str, int, int, int]]) -> None:
+        """``book`` for many (key, name, start, end, amount), one sort per
+        planner: how a daemon takes its stored ARs in at start."""
+        by_name: dict[str, list[tuple[object, int, int, int]]] = {}
+        for key, name, start, end, amount in spans:
+            by_name.setdefault(name, []).append((key, start, end, amount))
+            self._keys.setdefault(key, set()).add(name)
+        for name, found in by_name.items():
+            self._planner(name).book_many(found)
+            self._changed(name)
 
     def unbook(self, key: object) -> None:
-        for node in self._keys.pop(key, ()):
-            self._nodes[node].remove(key)
-            self._changed(node)
+        for name in self._keys.pop(key, ()):
+            self._planners[name].unbook(key)
+            self._changed(name)
 
-    def _slots(self, need: Callable[[str], int] | None) -> Callable[[str], int]:
-        return need if need is not None else (lambda name: self._nodes[name].capacity)
+    def _needs(self, need: Callable[[str], int] | None) -> Callable[[str], int]:
+        return need if need is not None else (lambda name: self._planners[name].capacity)
 
-    def peak(self, node: str, start: int, end: int, ignore: Iterable = ()) -> int:
-        """Most slots of ``node`` booked at once during [start, end)."""
-        timeline = self._nodes.get(node)
-        return timeline.peak(start, end, frozenset(ignore)) if timeline else 0
+    def peak(self, name: str, start: int, end: int, ignore: Iterable = ()) -> float:
+        """Most of ``name`` in use at once during [start, end)."""
+        planner = self._planners.get(name)
+        return planner.peak(start, end, ignore) if planner else 0
 
-    def fits(self, node: str, slots: int, start: int, end: int, ignore: Iterable = ()) -> bool:
-        timeline = self._nodes.get(node)
-        if timeline is None:
-            return False
-        return timeline.peak(start, end, frozenset(ignore)) + slots <= timeline.capacity
+    def fits(self, name: str, amount: int, start: int, end: int, ignore: Iterable = ()) -> bool:
+        planner = self._planners.get(name)
+        return planner is not None and planner.fits(amount, start, end, ignore)
 
-    def free_nodes(self, nodes: Iterable[str], need: Callable[[str], int] | None,
+    def free_nodes(self, names: Iterable[str], need: Callable[[str], int] | None,
                    start: int, end: int, ignore: Iterable = ()) -> list[str]:
-        """The given nodes (order kept) with ``need(node)`` slots free over [start, end)."""
+        """The given names (order kept) with ``need(name)`` free over [start, end)."""
         skip = frozenset(ignore)
-        need = self._slots(need)
+        need = self._needs(need)
         free = []
-        for name in nodes:
-            timeline = self._nodes.get(name)
-            if timeline is not None and timeline.capacity > 0 and \
-                    timeline.peak(start, end, skip) + need(name) <= timeline.capacity:
+        for name in names:
+            planner = self._planners.get(name)
+            if planner is not None and planner.capacity > 0 and \
+                    planner.fits(need(name), start, end, skip):
                 free.append(name)
         return free
 
-    def start_ranges(self, nodes: Iterable[str], need: Callable[[str], int] | None, count: int,
+    def start_ranges(self, names: Iterable[str], need: Callable[[str], int] | None, count: int,
                      duration: int, first: int, last: int,
                      ignore: Iterable = ()) -> list[tuple[int, int]]:
         """Closed ranges of start times in [first, last] at which ``count`` of
-        the nodes each have ``need(node)`` slots free for ``duration`` seconds."""
+        the named planners each have ``need(name)`` free for ``duration`` seconds."""
         skip = frozenset(ignore)
         if need is None and not skip:
-            starts, ends = self._free_span_index().start_candidates(nodes, duration, first)
+            starts, ends = self._free_span_index().start_candidates(names, duration, first)
             keep = starts <= last
             return covered_ranges(zip(starts[keep].tolist(), np.minimum(ends[keep], last).tolist()),
                                   count)
-        need = self._slots(need)
+        need = self._needs(need)
         ranges = []
-        for name in nodes:
-            timeline = self._nodes.get(name)
-            if timeline is None:
+        for name in names:
+            planner = self._planners.get(name)
+            if planner is None:
                 continue
-            for span_start, span_end in timeline.free_spans(need(name), first, last + duration, skip):
+            for span_start, span_end in planner.free_spans(need(name), first, last + duration, skip):
                 if span_end - span_start >= duration:
                     ranges.append((span_start, span_end - duration))
         return covered_ranges(ranges, count)
 
-    def earliest_start(self, nodes: Iterable[str], need: Callable[[str], int] | None, count: int,
+    def earliest_start(self, names: Iterable[str], need: Callable[[str], int] | None, count: int,
                        duration: int, after: int, ignore: Iterable = ()) -> int | None:
-        """The first time at or after ``after`` when ``count`` nodes are free
-        together for ``duration``; None when not enough nodes could ever be."""
+        """The first time at or after ``after`` when ``count`` of the named
+        planners are free together for ``duration``; None when not enough
+        could ever be."""
         if need is None and not ignore:
-            starts, ends = self._free_span_index().start_candidates(nodes, duration, after)
+            starts, ends = self._free_span_index().start_candidates(names, duration, after)
             return _first_covered(starts, ends, count)
-        names = list(nodes)
+        names = list(names)
         horizon = max([after] + [self.last_end(name) for name in names])
         ranges = self.start_ranges(names, need, count, duration, after, horizon, ignore)
         return ranges[0][0] if ranges else None
 
-    def last_end(self, node: str) -> int:
-        """When the last booking of ``node`` ends (0 without bookings)."""
-        timeline = self._nodes.get(node)
-        return max((item[1] for item in timeline.items), default=0) if timeline else 0
-
-
-class UsageProfile:
-    """One resource's usage over time, the resource utilization diagram of
-    seed 001: sorted breakpoints and the usage from each one on, updated per
-    booking and queried with numpy. The scheduler asks it, for every job of
-    a pass, whether an amount fits now and when it fits earliest."""
-
-    def __init__(self, capacity: float) -> None:
-        self.capacity = capacity
-        self.times = np.zeros(1, dtype=np.int64)
-        self.usage = np.zeros(1, dtype=np.float64)
-        self._lists: tuple[list[int], list[float]] | None = None
-
-    @classmethod
-    def of(cls, capacity: float, bookings: Iterable[tuple[int, int, float]]) -> UsageProfile:
-        """A profile holding many bookings (start, end, amount) at once: one
-        sort instead of an insertion per booking."""
-        events: dict[int, float] = {0: 0.0}
-        for start, end, amount in bookings:
-            if end > start:
-                events[start] = events.get(start, 0.0) + amount
-                events[end] = events.get(end, 0.0) - amount
-        profile = cls(capacity)
-        times = sorted(events)
-        profile.times = np.asarray(times, dtype=np.int64)
-        profile.usage = np.cumsum(np.asarray([events[t] for t in times], dtype=np.float64))
-        return profile
-
-    def _short(self) -> tuple[list[int], list[float]] | None:
-        """The diagram as Python lists while it is short: a bisect on a short
-        list costs a fraction of numpy's overhead per call (a scheduling
-        pass asks small diagrams millions of questions)."""
-        if self._lists is None and len(self.times) <= _SHORT:
-            self._lists = (self.times.tolist(), self.usage.tolist())
-        return self._lists
-
-    def drops(self, after: int) -> np.ndarray:
-        """The instants after ``after`` at which usage goes down."""
-        times = self.times[1:][self.usage[1:] < self.usage[:-1]]
-        return times[times > after]
-
-    def _index(self, time: int) -> int:
-        """The breakpoint whose segment holds ``time``."""
-        return int(self.times.searchsorted(time, "right")) - 1
-
-    def _breakpoint(self, time: int) -> int:
-        """The index of a breakpoint at ``time``, inserted if missing
-        (concatenate: np.insert's generality costs more than the copy)."""
-        index = self._index(time)
-        if self.times[index] == time:
-            return index
-        at = index + 1
-        self.times = np.concatenate((self.times[:at], (time,), self.times[at:]))
-        self.usage = np.concatenate((self.usage[:at], self.usage[index:at], self.usage[at:]))
-        return at
-
-    def add(self, start: int, end: int, amount: float) -> None:
-        """Book ``amount`` over [start, end); a negative amount releases."""
-        if end <= start:
-            return
-        first = self._breakpoint(start)
-        last = self._breakpoint(end)
-        self.usage[first:last] += amount
-        self._lists = None
-
-    def prune(self, before: int) -> None:
-        """Forget the past (breakpoints before ``before`` collapse into one)
-        and the breakpoints released bookings left without a change."""
-        index = max(self._index(before), 0)
-        times, usage = self.times[index:], self.usage[index:]
-        keep = np.concatenate(((True,), usage[1:] != usage[:-1]))
-        self.times, self.usage = times[keep], usage[keep]
-        self._lists = None
-
-    def peak(self, start: int, end: int) -> float:
-        """The most in use at any instant of [start, end)."""
-        short = self._short()
-        if short is not None:
-            times, usage = short
-            first = max(bisect.bisect_right(times, start) - 1, 0)
-            return max(usage[first:max(bisect.bisect_left(times, end), first + 1)])
-        first = max(self._index(start), 0)
-        last = int(self.times.searchsorted(end, "left"))
-        return float(self.usage[first:max(last, first + 1)].max())
-
-    def free(self, at: int) -> float:
-        return self.capacity - float(self.usage[self._index(at)])
-
-    def fits(self, amount: float, start: int, end: int) -> bool:
-        return self.peak(start, end) + amount <= self.capacity
-
-    def earliest(self, amount: float, duration: int, after: int) -> int | None:
-        """The first time at or after ``after`` from which ``amount`` stays
-        free for ``duration``; None if it never fits."""
-        limit = self.capacity - amount
-        if limit < 0:
-            return None
-        first = max(self._index(after), 0)
-        usage = self.usage[first:]
-        times = self.times[first:].copy()
-        times[0] = max(times[0], after)
-        bad = usage > limit
-        runs = np.flatnonzero(~bad & np.concatenate(([True], bad[:-1])))
-        blocked = np.flatnonzero(bad)
-        following = np.searchsorted(blocked, runs)
-        ends = np.full(len(runs), INFINITY, dtype=np.int64)
-        inside = following < len(blocked)
-        ends[inside] = times[blocked[following[inside]]]
-        long_enough = np.flatnonzero(ends - times[runs] >= duration)
-        return int(times[runs[long_enough[0]]]) if long_enough.size else None
+    def last_end(self, name: str) -> int:
+        """When the last span of ``name`` ends (0 without spans)."""
+        planner = self._planners.get(name)
+        return planner.last_end() if planner else 0

@@ -24,7 +24,7 @@ from sqlalchemy.exc import DatabaseError, OperationalError
 from sqlmodel import Field, Session, SQLModel, create_engine, delete, select
 
 from overlay.model import Allocation, Operation, Request, Reservation, ReservationError, State
-from overlay.planner import Planner
+from overlay.planner import MultiPlanner
 from overlay.request import MAX_AR_ID
 
 _ADVISORY_LOCK = 0x504C5553  # "PLUS"
@@ -451,11 +451,11 @@ class Store:
             AllocationRow.end_time > first, AllocationRow.held)
         if own_id is not None:
             query = query.where(AllocationRow.reservation_id != own_id)
-        planner = Planner()
+        planner = MultiPlanner()
         for node in nodes:
             planner.set_capacity(node, capacity.get(node, 0))
-        for row in session.exec(query).all():
-            planner.book(row.reservation_id, row.node, row.start_time, row.end_time, row.slots)
+        planner.book_many((row.reservation_id, row.node, row.start_time, row.end_time, row.slots)
+                          for row in session.exec(query).all())
         for row in wanted:
             if not planner.fits(row["node"], row["slots"], row["start_time"], row["end_time"]):
                 raise Conflict(f"node {row['node']} is no longer free for the requested window "

@@ -26,7 +26,7 @@ from pathlib import Path
 from sqlmodel import Session
 
 from overlay.model import Request
-from overlay.planner import Planner
+from overlay.planner import MultiPlanner
 from overlay.store import AllocationRow, CounterRow, ReservationRow, Store, _encode_request
 
 NODES = 1000
@@ -85,7 +85,7 @@ def timed(argv: list[str], env: dict, runs: int) -> float:
 def planner_figures(ars, now: int, runs: int) -> dict[str, float]:
     """The earliest-start query alone (16 whole nodes for 4 h, and a hard
     one: 600 nodes for 12 h), and the index rebuild that follows a booking."""
-    planner = Planner()
+    planner = MultiPlanner()
     names = [f"node{n + 1:04d}" for n in range(NODES)]
     for name in names:
         planner.set_capacity(name, SLOTS)

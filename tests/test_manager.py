@@ -366,6 +366,23 @@ def test_pending_operation_survives_restart(env):
     assert env.store.get(modified.id).end == T0 + 7 * HOUR
 
 
+def test_a_restarted_manager_plans_exactly_what_was_stored(env):
+    """The stored ARs are taken in at once at start: each holds its own
+    window on its nodes, no more, and nodes are free before and after it."""
+    later = env.reserve(nodes=5, start=T0 + 10 * HOUR)
+    moved = env.reserve(nodes=2, start=T0 + 20 * HOUR)
+    env.manager.modify(ALICE, moved.id, T0 + 30 * HOUR, None, None, None, None, transactional=True)
+    manager = env.restart()
+    assert len(env.reserve(nodes=5, start=T0 + 2 * HOUR).node_names) == 5     # before it
+    assert len(env.reserve(nodes=3, start=T0 + 11 * HOUR).node_names) == 3    # after it
+    with pytest.raises(ReservationError, match="only 0 of the 1"):
+        env.reserve(nodes=1, start=T0 + 10 * HOUR + 1800)
+    with pytest.raises(ReservationError, match="only 3 of the 4"):              # the pending move
+        env.reserve(nodes=4, start=T0 + 30 * HOUR)
+    manager.cancel(ALICE, later.id, None)
+    assert len(env.reserve(nodes=5, start=T0 + 10 * HOUR).node_names) == 5
+
+
 # -- time ---------------------------------------------------------------------------
 
 def test_window_transitions_and_expiry(env):

@@ -9,12 +9,12 @@ import random
 
 import pytest
 
-from overlay.planner import Planner, UsageProfile, covered_ranges
+from overlay.planner import MultiPlanner, Planner, covered_ranges
 
 H = 3600
 
 
-def whole(planner: Planner):
+def whole(planner: MultiPlanner):
     """need() for whole-node requests: every slot of the node."""
     return lambda name: planner.capacity(name)
 
@@ -28,7 +28,7 @@ def slots(n: int):
 @pytest.fixture
 def three():
     """Nodes a, b, c with 4 slots; a booked whole [100, 200), b [150, 300)."""
-    p = Planner()
+    p = MultiPlanner()
     for name in ("a", "b", "c"):
         p.set_capacity(name, 4)
     p.book(1, "a", 100, 200, 4)
@@ -60,7 +60,7 @@ def test_free_nodes_keeps_the_given_order_and_skips_unknown_nodes(three):
     (50, 250, False),    # around
 ])
 def test_touching_intervals_do_not_overlap(start, end, free):
-    p = Planner()
+    p = MultiPlanner()
     p.set_capacity("n", 1)
     p.book("k", "n", 100, 200, 1)
     assert (p.free_nodes(["n"], slots(1), start, end) == ["n"]) is free
@@ -69,7 +69,7 @@ def test_touching_intervals_do_not_overlap(start, end, free):
 
 
 def test_partial_slot_bookings():
-    p = Planner()
+    p = MultiPlanner()
     p.set_capacity("n", 4)
     p.book("x", "n", 100, 200, 2)
     p.book("y", "n", 150, 250, 1)
@@ -90,7 +90,7 @@ def test_partial_slot_bookings():
 
 
 def test_peak_of_stacked_and_separate_bookings():
-    p = Planner()
+    p = MultiPlanner()
     p.set_capacity("n", 8)
     p.book(1, "n", 0, 100, 1)
     p.book(2, "n", 0, 100, 2)       # same interval: 3
@@ -104,7 +104,7 @@ def test_peak_of_stacked_and_separate_bookings():
 
 
 def test_a_long_booking_found_behind_many_short_ones():
-    p = Planner()
+    p = MultiPlanner()
     p.set_capacity("n", 2)
     p.book("long", "n", 0, 10_000, 1)
     for i in range(50):
@@ -126,7 +126,7 @@ def test_ignore_keys(three):
 
 
 def test_one_key_on_several_nodes_and_unbook():
-    p = Planner()
+    p = MultiPlanner()
     for name in ("a", "b"):
         p.set_capacity(name, 2)
     p.book("ar", "a", 0, 100, 2)
@@ -144,7 +144,7 @@ def test_one_key_on_several_nodes_and_unbook():
 
 
 def test_capacity_fits_and_last_end():
-    p = Planner()
+    p = MultiPlanner()
     assert p.capacity("n") == 0
     assert not p.fits("n", 1, 0, 10)
     assert p.last_end("n") == 0
@@ -165,7 +165,7 @@ def test_capacity_fits_and_last_end():
 
 
 def test_booking_an_undeclared_node_gives_it_no_capacity():
-    p = Planner()
+    p = MultiPlanner()
     p.book(1, "ghost", 0, 10, 1)
     assert p.capacity("ghost") == 0
     assert p.free_nodes(["ghost"], slots(1), 100, 200) == []
@@ -245,7 +245,7 @@ def test_earliest_start(three, count, after, expected):
 def test_earliest_start_partial_slots():
     # n: 4 slots; in use 3 over [100, 200), 4 over [200, 300), 3 over [300, 400).
     # One slot is free over [0, 200) and from 300; two slots before 100 and from 400.
-    p = Planner()
+    p = MultiPlanner()
     p.set_capacity("n", 4)
     p.book(1, "n", 100, 400, 3)
     p.book(2, "n", 200, 300, 1)
@@ -261,14 +261,14 @@ def test_earliest_start_partial_slots():
 
 
 def test_earliest_start_without_bookings_is_after():
-    p = Planner()
+    p = MultiPlanner()
     p.set_capacity("a", 2)
     assert p.earliest_start(["a"], slots(2), 1, H, 12345) == 12345
 
 
 def test_start_ranges_merge_neighbouring_nodes():
     # a free from 0 to 100, b from 100: one node is free to start anywhere in [0, 500].
-    p = Planner()
+    p = MultiPlanner()
     p.set_capacity("a", 1)
     p.set_capacity("b", 1)
     p.book(1, "a", 150, 1000, 1)
@@ -311,7 +311,7 @@ def _brute_feasible(bookings, capacity, need, count, duration, t):
 
 
 def _scenario(rng: random.Random):
-    p = Planner()
+    p = MultiPlanner()
     capacity, bookings = {}, {}
     for index in range(rng.randint(1, 4)):
         name = f"n{index}"
@@ -378,7 +378,7 @@ def test_start_ranges_match_brute_force():
 @pytest.mark.parametrize("seed", range(25))
 def test_whole_node_index_agrees_with_the_timelines(seed):
     rng = random.Random(1000 + seed)
-    planner = Planner()
+    planner = MultiPlanner()
     names = [f"n{i}" for i in range(rng.randint(1, 40))]
     for name in names:
         planner.set_capacity(name, rng.choice([0, 1, 4, 8]))
@@ -410,7 +410,7 @@ def test_whole_node_index_agrees_with_the_timelines(seed):
 
 
 def test_whole_node_index_follows_bookings_and_scales_past_its_blocks():
-    planner = Planner()
+    planner = MultiPlanner()
     for i in range(5_000):
         planner.set_capacity(f"n{i}", 1)
         planner.book(i, f"n{i}", 0, 100 + i, 1)  # node i frees at 100 + i
@@ -422,10 +422,10 @@ def test_whole_node_index_follows_bookings_and_scales_past_its_blocks():
     assert planner.earliest_start(names, None, 5_000, 10, 0) == 10_000
 
 
-# --- UsageProfile: the resource utilization diagram the native scheduler plans on ----------
+# --- Planner: one resource, the utilization diagram the native scheduler plans on ----------
 
-def test_usage_profile_books_releases_and_answers_peaks():
-    profile = UsageProfile(10)
+def test_planner_adds_releases_and_answers_peaks():
+    profile = Planner(10)
     profile.add(100, 200, 4)
     profile.add(150, 300, 5)
     assert profile.peak(0, 100) == 0 and profile.peak(100, 151) == 9 and profile.peak(200, 250) == 5
@@ -435,8 +435,8 @@ def test_usage_profile_books_releases_and_answers_peaks():
     assert profile.peak(0, 1000) == 4
 
 
-def test_usage_profile_earliest_start():
-    profile = UsageProfile(10)
+def test_planner_earliest_start():
+    profile = Planner(10)
     profile.add(0, 100, 8)
     profile.add(150, 200, 10)
     assert profile.earliest(2, 50, 0) == 0
@@ -447,11 +447,11 @@ def test_usage_profile_earliest_start():
     assert profile.earliest(3, 10, 160) == 200
 
 
-def test_usage_profile_agrees_with_brute_force():
+def test_planner_agrees_with_brute_force():
     rng = random.Random(7)
     for _ in range(200):
         capacity = rng.randint(1, 8)
-        profile = UsageProfile(capacity)
+        profile = Planner(capacity)
         usage = [0] * 120
         for _ in range(rng.randint(0, 8)):
             start = rng.randint(0, 100)
@@ -468,9 +468,9 @@ def test_usage_profile_agrees_with_brute_force():
         assert profile.peak(start, end) == max(usage[start:end])
 
 
-def test_usage_profile_prune_keeps_every_answer_from_then_on():
+def test_planner_prune_keeps_every_answer_from_then_on():
     rng = random.Random(11)
-    profile = UsageProfile(6)
+    profile = Planner(6)
     for _ in range(40):
         start = rng.randint(0, 200)
         profile.add(start, start + rng.randint(1, 50), rng.randint(1, 3))
@@ -484,14 +484,15 @@ def test_usage_profile_prune_keeps_every_answer_from_then_on():
                       for t in range(100, 260, 7) for d in (1, 9, 30) for a in (1, 4)]
 
 
-def test_a_usage_profile_built_at_once_equals_one_built_by_bookings():
+def test_a_planner_built_at_once_equals_one_built_span_by_span():
     rng = random.Random(5)
     bookings = [(s, s + rng.randint(1, 50), rng.randint(1, 4)) for s in
-                (rng.randint(0, 200) for _ in range(60))]
-    step = UsageProfile(10)
+                (rng.randint(20, 200) for _ in range(60))]
+    step = Planner(10)
     for start, end, amount in bookings:
         step.add(start, end, amount)
-    whole = UsageProfile.of(10, bookings)
+    whole = Planner(10)
+    whole.add_many(bookings)
     for start in range(0, 260, 7):
         assert whole.peak(start, start + 13) == step.peak(start, start + 13)
     assert list(whole.drops(100)) == sorted({t for t in step.times.tolist() if t > 100
@@ -500,9 +501,9 @@ def test_a_usage_profile_built_at_once_equals_one_built_by_bookings():
 
 
 @pytest.mark.parametrize("bookings", [20, 200])     # the short (lists) and the long (numpy) path
-def test_usage_profile_peaks_agree_with_brute_force(bookings):
+def test_planner_peaks_agree_with_brute_force(bookings):
     rng = random.Random(bookings)
-    profile, usage = UsageProfile(100), [0.0] * 1200
+    profile, usage = Planner(100), [0.0] * 1200
     for _ in range(bookings):
         start = rng.randint(0, 1000)
         end, amount = start + rng.randint(1, 150), rng.choice((1, 2, -1))
@@ -513,3 +514,103 @@ def test_usage_profile_peaks_agree_with_brute_force(bookings):
         assert profile.peak(probe, probe + 30) == max(usage[probe:probe + 30])
     profile.prune(500)
     assert profile.peak(600, 700) == max(usage[600:700])
+
+
+# --- Planner: keyed spans, left out of a question by ``ignore`` --------------------------
+
+def test_keyed_spans_are_released_by_key_and_left_out_by_ignore():
+    planner = Planner(4)
+    planner.book("a", 0, 10, 1)
+    planner.book("b", 10, 20, 1)      # usage is 1 over [0, 20): no breakpoint at 10
+    planner.book("c", 5, 15, 2)
+    assert planner.peak(0, 20) == 3
+    assert planner.peak(0, 20, ignore={"a"}) == 3
+    assert planner.peak(0, 10, ignore={"a"}) == 2
+    assert planner.peak(0, 5, ignore={"a"}) == 0
+    assert planner.peak(12, 20, ignore={"b", "c"}) == 0
+    assert planner.peak(0, 20, ignore={"unknown"}) == 3
+    assert planner.earliest(4, 5, 0, ignore={"a", "b"}) == 0
+    assert planner.earliest(4, 6, 0, ignore={"a", "b"}) == 15
+    assert planner.earliest(4, 5, 0, ignore={"c"}) == 20
+    assert planner.free_spans(3, 0, 30, ignore={"b"}) == [(0, 5), (15, 30)]
+    assert planner.free_spans(2, 0, 30, ignore={"a"}) == [(0, 10), (15, 30)]
+    assert planner.free_spans(2, 0, 30, ignore={"a", "b"}) == [(0, 30)]
+    planner.unbook("c")
+    assert planner.peak(0, 20) == 1
+    planner.unbook("c")               # an unknown key: nothing happens
+    assert planner.last_end() == 20
+
+
+def test_released_spans_leave_no_breakpoints_behind():
+    """A planner that lives as long as the daemon stays as small as what it holds."""
+    rng = random.Random(3)
+    planner = Planner(8)
+    for key in range(500):
+        start = rng.randint(0, 10_000)
+        planner.book(key, start, start + rng.randint(1, 500), rng.randint(1, 4))
+    planner.book("kept", 100, 200, 1)
+    for key in range(500):
+        planner.unbook(key)
+    assert planner.times.tolist() == [0, 100, 200]
+    assert planner.usage.tolist() == [0, 1, 0]
+
+
+def test_prune_drops_the_spans_that_ended():
+    planner = Planner(4)
+    planner.book("old", 0, 50, 1)
+    planner.book("running", 40, 200, 2)
+    planner.prune(100)
+    planner.unbook("old")             # already forgotten: changes nothing
+    assert planner.peak(100, 300) == 2
+    planner.unbook("running")         # only its part from the first breakpoint on
+    assert planner.peak(0, 300) == 0
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_keyed_questions_agree_with_brute_force(seed):
+    rng = random.Random(seed)
+    capacity = rng.randint(1, 6)
+    planner, spans = Planner(capacity), []
+    for key in range(rng.randint(0, 12)):
+        for _ in range(rng.randint(1, 3)):
+            start = rng.randint(0, 100)
+            span = (key, start, start + rng.randint(1, 30), rng.randint(1, capacity))
+            spans.append(span)
+            planner.book(*span)
+    ignore = set(rng.sample(range(12), rng.randint(0, 4)))
+    usage = [0] * 200
+    for key, start, end, amount in spans:
+        if key not in ignore:
+            for t in range(start, end):
+                usage[t] += amount
+    start, end = sorted(rng.sample(range(0, 140), 2))
+    assert planner.peak(start, end, ignore) == max(usage[start:end])
+    amount, duration, after = rng.randint(1, capacity), rng.randint(1, 20), rng.randint(0, 100)
+    expected = next(t for t in range(after, 200)
+                    if all(usage[u] + amount <= capacity for u in range(t, t + duration)))
+    assert planner.earliest(amount, duration, after, ignore) == expected
+    free = {t for lo, hi in planner.free_spans(amount, start, end, ignore) for t in range(lo, hi)}
+    assert free == {t for t in range(start, end) if usage[t] + amount <= capacity}
+
+
+def test_booking_many_at_once_equals_booking_one_by_one():
+    rng = random.Random(9)
+    rows = [(rng.randint(0, 30), f"n{rng.randint(0, 5)}", s, s + rng.randint(1, 400), rng.randint(1, 4))
+            for s in (rng.randint(1_000, 5_000) for _ in range(300))]
+    one, many = MultiPlanner(), MultiPlanner()
+    for planner in (one, many):
+        for i in range(6):
+            planner.set_capacity(f"n{i}", 8)
+    for row in rows:
+        one.book(*row)
+    many.book_many(rows)
+    names = [f"n{i}" for i in range(6)]
+    for key in (3, 17):
+        one.unbook(key)
+        many.unbook(key)
+    for after in range(0, 6_000, 250):
+        assert one.earliest_start(names, None, 3, 300, after) == many.earliest_start(names, None, 3, 300, after)
+        assert one.free_nodes(names, slots(2), after, after + 100, ignore=[5]) == \
+            many.free_nodes(names, slots(2), after, after + 100, ignore=[5])
+    assert [one.last_end(n) for n in names] == [many.last_end(n) for n in names]
+    assert many.free_nodes(names, None, 0, 1_000) == names       # nothing before the first span

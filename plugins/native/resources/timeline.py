@@ -2,7 +2,7 @@
 ``Resources`` that ``scheduling.dispatch`` books on for real hosts.
 
 Every consumable of every container (global, host, queue instance) has a
-resource utilization diagram (``overlay.planner.UsageProfile``, seed 001)
+resource utilization diagram (an ``overlay.planner.Planner``, seed 001)
 holding the running jobs and the pass's reservations; a question about
 window [t, t + d) sets each container's ``used`` to the diagram's peak over
 that window, and seed 002's matching (``overlay_native.resources.matching``) does the
@@ -33,7 +33,7 @@ from typing import Iterable, Iterator, Mapping, Sequence
 
 
 from overlay.ordering import sort_nodes
-from overlay.planner import INFINITY, UsageProfile
+from overlay.planner import INFINITY, Planner
 from overlay.request import wildcard_match
 from overlay_native.jobs import Job, Placement
 from overlay_native.resources.cluster import ClusterConfig, Containers, ParallelEnvironment
@@ -150,24 +150,25 @@ class ClusterResources:
         baseline = baseline or Baseline()
         baseline.update(config, reports or {})
         self.containers = baseline.containers
-        self._profiles: dict[tuple[str, str], UsageProfile] = {}
+        self._profiles: dict[tuple[str, str], Planner] = {}
         self._memo: dict[tuple[str, str], float] = {}
         self._window = (now, now + 1)
         self._static = False
         for container in self._all_containers():
             container.used = _WindowUsage(self, container.label)
-        self.guard = {host: UsageProfile(config.host_slots(host)) for host in config.hosts}
+        self.guard = {host: Planner(config.host_slots(host)) for host in config.hosts}
         self.reservations = {ar.id: ar for ar in reservations}
-        self.ar_use: dict[tuple[int, str], UsageProfile] = {}
-        self.pe_use = {name: UsageProfile(pe.slots) for name, pe in config.pes.items()}
-        self.reserved_hosts: set[str] = set()
+        self.ar_use: dict[tuple[int, str], Planner] = {}
+        self.pe_use = {name: Planner(pe.slots) for name, pe in config.pes.items()}
+        held: dict[str, list[tuple[int, int, float]]] = {}
         for ar in reservations:
-            if ar.end <= now:
-                continue
-            for host, slots in ar.slots.items():
-                if host in self.guard:
-                    self.guard[host].add(max(ar.start, now), ar.end, slots)
-                    self.reserved_hosts.add(host)
+            if ar.end > now:
+                for host, slots in ar.slots.items():
+                    if host in self.guard:
+                        held.setdefault(host, []).append((max(ar.start, now), ar.end, slots))
+        for host, spans in held.items():
+            self.guard[host].add_many(spans)
+        self.reserved_hosts = set(held)
         self.order = self._instance_order(reports or {})
         self.reasons: dict[object, list[str]] = {}
         self._categories: dict[tuple, _Category] = {}
@@ -213,7 +214,7 @@ class ClusterResources:
             self._window = window
             self._memo.clear()
 
-    def _peak(self, profile: UsageProfile) -> float:
+    def _peak(self, profile: Planner) -> float:
         return profile.peak(*self._window)
 
     # -- order of queue instances --------------------------------------------------------
@@ -533,11 +534,11 @@ class ClusterResources:
                 break
         return best
 
-    def _all_profiles(self) -> list[UsageProfile]:
+    def _all_profiles(self) -> list[Planner]:
         return [*self._profiles.values(), *self.guard.values(), *self.ar_use.values(),
                 *self.pe_use.values()]
 
-    def _profiles_of(self, job: Job, instance: tuple[str, str]) -> list[UsageProfile]:
+    def _profiles_of(self, job: Job, instance: tuple[str, str]) -> list[Planner]:
         """The diagrams a sequential job on ``instance`` depends on."""
         host = instance[1]
         found = [self.ar_use.get((job.ar, host)) if job.ar is not None else self.guard.get(host)]
@@ -561,7 +562,7 @@ class ClusterResources:
             reasons.append("parallel job requires more slots than available")
         return reasons or ["no suitable queues"]
 
-    def _candidate_times(self, job: Job, now: int, profiles: list[UsageProfile]) -> list[int]:
+    def _candidate_times(self, job: Job, now: int, profiles: list[Planner]) -> list[int]:
         """Now and every later instant at which one of the diagrams goes down:
         a job that does not fit at one instant can only fit after something
         ends."""
@@ -594,16 +595,19 @@ class ClusterResources:
             for target, amount in self._targets(job, placement):
                 bookings.setdefault(target, []).append((start, end, amount))
         for (kind, key), entries in bookings.items():
-            table = self._table(kind)
-            table[key] = UsageProfile.of(table[key].capacity if key in table else 0,
-                                         entries + _bookings(table.get(key)))
+            self._planner(kind, key).add_many(entries)
         self._memo.clear()
         self._drops.clear()
         self._exhausted = None
 
-    def _table(self, kind: str) -> dict:
-        return {"container": self._profiles, "guard": self.guard, "ar": self.ar_use,
-                "pe": self.pe_use}[kind]
+    def _planner(self, kind: str, key: object) -> Planner:
+        """The diagram ``key`` of one kind, made empty if the pass has none yet."""
+        table = {"container": self._profiles, "guard": self.guard, "ar": self.ar_use,
+                 "pe": self.pe_use}[kind]
+        planner = table.get(key)
+        if planner is None:
+            planner = table[key] = Planner(0)
+        return planner
 
     def _targets(self, job: Job, placement: Placement) -> Iterator[tuple[tuple, float]]:
         """Every diagram a placed job uses, as ((kind, key), amount)."""
@@ -620,10 +624,7 @@ class ClusterResources:
     def _add(self, job: Job, placement: Placement, start: int, sign: int) -> None:
         end = int(min(start + placement.duration, INFINITY))
         for (kind, key), amount in self._targets(job, placement):
-            table = self._table(kind)
-            if key not in table:
-                table[key] = UsageProfile(0)
-            table[key].add(start, end, sign * amount)
+            self._planner(kind, key).add(start, end, sign * amount)
         self._memo.clear()
         self._drops.clear()
         self._exhausted = None
@@ -696,15 +697,6 @@ class ClusterResources:
             offered = pe.slots - self._peak(self.pe_use[pe.name])
             reasons.append(f'cannot run in PE "{pe.name}" because it only offers {int(offered)} slots')
         return reasons
-
-
-def _bookings(profile: UsageProfile | None) -> list[tuple[int, int, float]]:
-    """A profile's usage as bookings, to build it again with more."""
-    if profile is None:
-        return []
-    ends = [*profile.times[1:].tolist(), INFINITY]
-    return [(int(t), int(e), float(u)) for t, e, u in zip(profile.times.tolist(), ends,
-                                                           profile.usage.tolist(), strict=True) if u]
 
 
 def _spread(hosts: list[tuple[str, int]], count: int,

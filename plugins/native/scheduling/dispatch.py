@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Generic, Hashable, Protocol, Sequence, TypeVar
 
-from overlay.planner import UsageProfile
+from overlay.planner import Planner
 
 Assignment = TypeVar("Assignment")
 
@@ -102,7 +102,7 @@ class SlotPool:
     and as fast as a pass can be (one utilization diagram)."""
 
     def __init__(self, slots: int) -> None:
-        self.profile = UsageProfile(slots)
+        self.profile = Planner(slots)
         self._free_at: tuple[int, float] | None = None
 
     def free(self, now: int) -> float:
