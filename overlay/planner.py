@@ -117,6 +117,13 @@ class Planner:
                 kept.append((start, end, amount))
         self._add_events(kept)
 
+    def snapshot(self, capacity: float) -> Planner:
+        """A planner with this one's usage and ``capacity``, without its keys:
+        a scheduling pass books its jobs on it and leaves this one as it was."""
+        twin = Planner(capacity)
+        twin.times, twin.usage, twin._origin = self.times.copy(), self.usage.copy(), self._origin
+        return twin
+
     def unbook(self, key: object) -> None:
         """Release the spans of ``key``, and the breakpoints they leave
         without a change of usage."""
@@ -414,6 +421,13 @@ class MultiPlanner:
         for name, found in by_name.items():
             self._planner(name).book_many(found)
             self._changed(name)
+
+    def snapshot(self, capacity: float) -> Planner:
+        """A planner with this one's usage and ``capacity``, without its keys:
+        a scheduling pass books its jobs on it and leaves this one as it was."""
+        twin = Planner(capacity)
+        twin.times, twin.usage, twin._origin = self.times.copy(), self.usage.copy(), self._origin
+        return twin
 
     def unbook(self, key: object) -> None:
         for name in self._keys.pop(key, ()):

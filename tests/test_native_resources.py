@@ -11,7 +11,8 @@ import pytest
 
 from overlay_native.jobs import Placement, Submission
 from overlay_native.resources.cluster import load_cluster
-from overlay_native.resources.timeline import ClusterResources, Debit, ReservedWindow
+from overlay_native.resources.timeline import ClusterResources, Debit
+from overlay_native.resources.window import ReservedWindow
 from overlay_native.scheduling.dispatch import Policy, dispatch
 from overlay_native.submit import SubmitError, check_reservation, make_job, verify
 

@@ -15,7 +15,7 @@ from overlay_native import acct
 from overlay_native.jobs import JobState, Submission
 from overlay_native.jobstore import JobCounterRow, JobStore
 from overlay_native.resources.cluster import Cluster
-from overlay_native.resources.timeline import ReservedWindow
+from overlay_native.resources.window import ReservedWindow
 from overlay_native.scheduling.scheduler import Scheduler, Submitter
 from overlay_native.simulation.simhosts import Clock, SimulatedHosts
 from overlay_native.submit import SubmitError
@@ -226,6 +226,19 @@ def test_ar_jobs_run_in_their_window_and_go_with_it(tmp_path):
     world.at(T + 60)
     record = next(r for r in world.accounting() if r.job_number == inside)
     assert (record.arid, record.ar_sub_time, record.category) == (7, T - 10, "-ar 7")
+
+
+def test_an_ar_change_asks_for_a_pass_only_while_jobs_wait(tmp_path):
+    world = World(tmp_path, SMALL)
+    scheduler = world.scheduler
+    scheduler.set_windows([ReservedWindow(7, T + 50, T + 200, {"a": 1}, ("alice",))])
+    assert not scheduler._wake.is_set()                 # nothing queued: nothing to decide
+    world.submit(ALICE, ar=7)
+    scheduler._wake.clear()
+    scheduler.set_windows([ReservedWindow(7, T + 50, T + 200, {"a": 1}, ("alice",))])
+    assert not scheduler._wake.is_set()                 # no change
+    scheduler.set_windows([ReservedWindow(7, T + 50, T + 200, {"a": 1}, ("alice",), "r")])
+    assert scheduler._wake.is_set()
 
 
 def test_jobs_of_an_ar_that_is_gone_are_deleted(tmp_path):

@@ -21,7 +21,7 @@ from overlay_native import acct, service
 from overlay_native.execution.hosts import ExecutionHosts
 from overlay_native.jobstore import JobStore
 from overlay_native.resources.cluster import Cluster
-from overlay_native.resources.timeline import ReservedWindow
+from overlay_native.resources.window import ReservedWindow
 from overlay_native.scheduling.scheduler import Scheduler
 
 log = logging.getLogger("plus.native")

@@ -27,7 +27,8 @@ from overlay.request import wildcard_match
 from overlay_native.jobs import Job, Submission
 from overlay_native.resources.cluster import ClusterConfig
 from overlay_native.resources.complexes import ComplexError, Request, parse_requests
-from overlay_native.resources.timeline import ClusterResources, ReservedWindow
+from overlay_native.resources.timeline import ClusterResources
+from overlay_native.resources.window import ReservedWindow
 
 VERIFY_MODES = ("e", "w", "n", "v")
 MIN_PRIORITY, MAX_PRIORITY = -1023, 1024

@@ -31,45 +31,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Iterator, Mapping, Sequence
 
-
 from overlay.ordering import sort_nodes
 from overlay.planner import INFINITY, Planner
 from overlay.request import wildcard_match
 from overlay_native.jobs import Job, Placement
 from overlay_native.resources.cluster import ClusterConfig, Containers, ParallelEnvironment
 from overlay_native.resources.matching import (ResourceContainer, assignment_debits, category_key, mismatch,
-                                     slots_fit, soft_violations)
+                                               slots_fit, soft_violations)
+from overlay_native.resources.reserved import Reservations
+from overlay_native.resources.window import ReservedWindow
 
 _MANY = 10 ** 9          # "as many as fit"
-
-
-@dataclass(frozen=True)
-class ReservedWindow:
-    """An AR as the scheduler sees it: its window, the slots it holds per
-    host and who may use it. ``state`` is the AR's letter (w r W E p);
-    ``hard_error`` keeps its jobs out while it is in W or E."""
-
-    id: int
-    start: int
-    end: int
-    slots: Mapping[str, int]
-    users: tuple[str, ...]          # user names and @groups (the AR's ACL)
-    state: str = "w"
-    hard_error: bool = False
-    submitted: int = 0              # the AR's submission time, for accounting
-
-    def admits(self, user: str, groups: Sequence[str]) -> bool:
-        return any(entry == user or (entry.startswith("@") and entry[1:] in groups)
-                   for entry in self.users)
-
-    @property
-    def blocked(self) -> bool:
-        return self.hard_error and self.state in ("W", "E")
-
-    @property
-    def open(self) -> bool:
-        """Its jobs may be dispatched now: window open, not held by a hard error."""
-        return self.state in ("r", "E") and not self.blocked
 
 
 @dataclass(frozen=True)
@@ -142,7 +114,7 @@ class ClusterResources:
     def __init__(self, config: ClusterConfig, now: int, duration_offset: int,
                  reports: Mapping[str, Mapping[str, float]] | None = None,
                  unavailable: Mapping[tuple[str, str], str] | None = None,
-                 reservations: Sequence[ReservedWindow] = (),
+                 reservations: Reservations | Sequence[ReservedWindow] = (),
                  baseline: Baseline | None = None) -> None:
         self.config, self.now, self.offset = config, now, duration_offset
         self.default_duration = config.scheduler.default_duration
@@ -156,19 +128,16 @@ class ClusterResources:
         self._static = False
         for container in self._all_containers():
             container.used = _WindowUsage(self, container.label)
-        self.guard = {host: Planner(config.host_slots(host)) for host in config.hosts}
-        self.reservations = {ar.id: ar for ar in reservations}
+        if not isinstance(reservations, Reservations):
+            reservations = Reservations(reservations)
+        self.reservations = reservations
+        held = reservations.held
+        self.guard = {host: held[host].snapshot(config.host_slots(host)) if host in held
+                      else Planner(config.host_slots(host)) for host in config.hosts}
         self.ar_use: dict[tuple[int, str], Planner] = {}
         self.pe_use = {name: Planner(pe.slots) for name, pe in config.pes.items()}
-        held: dict[str, list[tuple[int, int, float]]] = {}
-        for ar in reservations:
-            if ar.end > now:
-                for host, slots in ar.slots.items():
-                    if host in self.guard:
-                        held.setdefault(host, []).append((max(ar.start, now), ar.end, slots))
-        for host, spans in held.items():
-            self.guard[host].add_many(spans)
-        self.reserved_hosts = set(held)
+        self.reserved_hosts = reservations.reserved_hosts(now) & config.hosts.keys()
+        self._open_hosts = reservations.open_hosts()
         self.order = self._instance_order(reports or {})
         self.reasons: dict[object, list[str]] = {}
         self._categories: dict[tuple, _Category] = {}
@@ -654,7 +623,7 @@ class ClusterResources:
             self._exhausted = (now, not any(
                 self.containers.instances[i].available("slots") >= 1 and
                 (self.guard[i[1]].capacity - self._peak(self.guard[i[1]]) >= 1 or
-                 any(i[1] in ar.slots for ar in self.reservations.values() if ar.open))
+                 i[1] in self._open_hosts)
                 for i in self.order if i not in self.unavailable))
         return self._exhausted[1]
 

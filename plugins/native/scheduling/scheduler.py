@@ -36,7 +36,9 @@ from overlay_native.jobstore import JobStore, StoredJob
 from overlay_native.resources.cluster import Cluster, ClusterConfig, ClusterQueue
 from overlay_native.resources.complexes import parse_value
 from overlay_native.resources.matching import RESOURCE_LIMITS
-from overlay_native.resources.timeline import Baseline, ClusterResources, ReservedWindow
+from overlay_native.resources.reserved import Reservations
+from overlay_native.resources.timeline import Baseline, ClusterResources
+from overlay_native.resources.window import ReservedWindow
 from overlay_native.scheduling.dispatch import Policy, dispatch
 from overlay_native.scheduling.monitor import Utilization, append_pass
 from overlay_native.scheduling.priority import Priority, priorities
@@ -66,7 +68,7 @@ class Scheduler:
         self.lock = threading.RLock()           # the jobs, for passes and commands
         self._passing = threading.Lock()        # one pass (or poll) at a time
         self.jobs: dict[int, Job] = {}
-        self.windows: dict[int, ReservedWindow] = {}
+        self.windows = Reservations()
         self.unreachable: dict[str, str] = {}
         self.reports: dict[str, dict[str, float]] = {}   # host -> load_avg, mem_free
         self.priority: dict[int, Priority] = {}
@@ -364,7 +366,7 @@ class Scheduler:
         """Slots held on each host by the ARs whose window is open at ``now``."""
         reserved: dict[str, int] = {}
         with self.lock:
-            for window in self.windows.values():
+            for window in self.windows.started():
                 if window.start <= now < window.end:
                     for host, slots in window.slots.items():
                         reserved[host] = reserved.get(host, 0) + slots
@@ -373,25 +375,30 @@ class Scheduler:
     # -- advance reservations ------------------------------------------------------------------
 
     def set_windows(self, windows: Iterable[ReservedWindow], complete: bool = False) -> None:
-        """The ARs as the reservation core holds them; with ``complete``, the
-        whole list: jobs of ARs no longer in it are deleted. A change asks
-        for a pass (an AR that opened lets its jobs start)."""
+        """The ARs as the reservation core holds them, changed AR by AR; with
+        ``complete``, the whole list: jobs of ARs no longer in it are
+        deleted. A change asks for a pass while jobs wait (an AR that opened
+        lets its jobs start); without waiting jobs a pass would decide nothing."""
         with self.lock:
-            windows = {w.id: w for w in windows}
-            if not complete:
-                windows = {**self.windows, **windows}
-            changed, self.windows = windows != self.windows, windows
-            gone = [j for j in self.jobs.values() if j.ar is not None and j.ar not in windows]
-        if complete and gone:
+            if complete:
+                changed = self.windows.replace_all(windows)
+                gone = [j for j in self.jobs.values() if j.ar is not None and j.ar not in self.windows]
+            else:
+                changed = False
+                for window in windows:
+                    changed = self.windows.put(window) or changed
+                gone = []
+            wanted = changed and any(j.state == JobState.QUEUED for j in self.jobs.values())
+        if gone:
             self._delete_jobs(gone, "its advance reservation is gone")
-        if changed:
+        if wanted:
             self.wake()
 
     def reservation_over(self, ar_id: int) -> None:
         """An AR ended, was cancelled or destroyed: all its jobs, pending or
         running, are deleted (seed 000, 5.2.2.3)."""
         with self.lock:
-            self.windows.pop(ar_id, None)
+            self.windows.remove(ar_id)
             jobs = [j for j in self.jobs.values() if j.ar == ar_id]
         self._delete_jobs(jobs, f"advance reservation {ar_id} ended")
 
@@ -439,7 +446,7 @@ class Scheduler:
             job.priority = self.priority[job.id].prio
         ordered = order_jobs(eligible, config.scheduler.job_order)
         resources = ClusterResources(config, now, self.offset, self.reports, self._unavailable(config),
-                                     list(self.windows.values()), self.baseline)
+                                     self.windows, self.baseline)
         running = [j for j in self.jobs.values()
                    if j.state in (JobState.RUNNING, JobState.TRANSFERRING) and j.placement]
         resources.book_running((job, job.placement, job.start_time) for job in running)

@@ -1,0 +1,92 @@
+"""The ARs as the native scheduler holds them between passes: each AR's
+reserved window by id, the ones whose window has started, and per host a
+planner of the slots ARs hold there (the base of each pass's AR guard).
+
+The reservation core changes them AR by AR, and each change costs what that
+AR holds; a pass then reads them as they are instead of rebuilding a model
+of every AR, so its cost follows the hosts and jobs, not the ARs stored.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Iterator, Mapping
+
+from overlay.planner import Planner
+from overlay_native.resources.window import ReservedWindow
+
+_STARTED = ("r", "E")
+
+
+class Reservations(Mapping[int, ReservedWindow]):
+    """The reserved windows by AR id, with their slots planned per host."""
+
+    def __init__(self, windows: Iterable[ReservedWindow] = ()) -> None:
+        self._windows: dict[int, ReservedWindow] = {}
+        self._started: dict[int, ReservedWindow] = {}
+        self.held: dict[str, Planner] = {}
+        for window in windows:
+            self.put(window)
+
+    def __getitem__(self, ar_id: int) -> ReservedWindow:
+        return self._windows[ar_id]
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._windows)
+
+    def __len__(self) -> int:
+        return len(self._windows)
+
+    def put(self, window: ReservedWindow) -> bool:
+        """Add or change one AR's window; whether anything changed."""
+        before = self._windows.get(window.id)
+        if before == window:
+            return False
+        if before is not None:
+            self._unplan(before)
+        self._windows[window.id] = window
+        for host, slots in window.slots.items():
+            planner = self.held.get(host)
+            if planner is None:
+                planner = self.held[host] = Planner(0)
+            planner.book(window.id, window.start, window.end, slots)
+        if window.state in _STARTED:
+            self._started[window.id] = window
+        return True
+
+    def remove(self, ar_id: int) -> bool:
+        """Forget one AR's window; whether it was there."""
+        window = self._windows.pop(ar_id, None)
+        if window is None:
+            return False
+        self._unplan(window)
+        return True
+
+    def replace_all(self, windows: Iterable[ReservedWindow]) -> bool:
+        """Make the windows exactly ``windows``; whether anything changed."""
+        fresh = {window.id: window for window in windows}
+        changed = False
+        for ar_id in [ar_id for ar_id in self._windows if ar_id not in fresh]:
+            changed = self.remove(ar_id) or changed
+        for window in fresh.values():
+            changed = self.put(window) or changed
+        return changed
+
+    def _unplan(self, window: ReservedWindow) -> None:
+        self._started.pop(window.id, None)
+        for host in window.slots:
+            planner = self.held[host]
+            planner.unbook(window.id)
+            if not planner.last_end():
+                del self.held[host]
+
+    def started(self) -> Iterable[ReservedWindow]:
+        """The windows the core has opened (state r or E)."""
+        return self._started.values()
+
+    def open_hosts(self) -> set[str]:
+        """Hosts of the ARs whose jobs may be dispatched now."""
+        return {host for window in self._started.values() if window.open for host in window.slots}
+
+    def reserved_hosts(self, now: int) -> set[str]:
+        """Hosts on which some AR holds slots at or after ``now``."""
+        return {host for host, planner in self.held.items() if planner.last_end() > now}
