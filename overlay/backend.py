@@ -29,6 +29,13 @@ class Backend(ABC):
     """Enforces AR windows on one batch system."""
 
     name = "abstract"
+    #: Whether every reconcile pass must see every AR (``health``, each AR's
+    #: state applied again, ``reconcile``): a backend that watches a batch
+    #: system for changes made behind its back (a queue deleted by hand).
+    #: False: ARs only change through these methods and hosts' health only
+    #: through ``nodes()``, so after the first pass a pass looks only at the
+    #: ARs that changed, fell due, or hold hosts whose liveness changed.
+    watches_drift = True
 
     @abstractmethod
     def nodes(self) -> list[Node]:
@@ -68,9 +75,10 @@ class Backend(ABC):
         return {}
 
     def reconcile(self, reservations: list[Reservation]) -> None:
-        """After each pass, with every AR the store holds: undo what the
-        backend did for ARs that are gone (a crash between the store and
-        the batch system leaves such traces)."""
+        """With every AR the store holds, at the first pass (and after each
+        pass if ``watches_drift``): undo what the backend did for ARs that
+        are gone (a crash between the store and the batch system leaves
+        such traces)."""
 
     def submit_hint(self, reservation: Reservation) -> str | None:
         """How users submit jobs into the AR, for plus_status -r."""
@@ -78,8 +86,8 @@ class Backend(ABC):
 
     def health(self, reservations: list[Reservation]) -> dict[int, str]:
         """Why ARs cannot be honoured, by AR id; the ARs missing are healthy.
-        One call per reconcile pass for all ARs, so a backend can ask its
-        batch system once."""
+        One call per reconcile pass for all the ARs it looks at, so a
+        backend can ask its batch system once."""
         down = {node.name for node in self.nodes() if not node.alive}
         problems = {}
         for reservation in reservations:

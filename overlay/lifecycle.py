@@ -7,11 +7,19 @@ events). Two apscheduler jobs run it: a periodic reconcile (PluS's
 30-second check) that also catches whatever a down daemon missed, and one
 date job set to the next instant an AR changes state, so transitions
 happen on the second instead of up to an interval late.
+
+The first pass looks at every AR. After it, unless the backend watches a
+batch system for drift (``Backend.watches_drift``), a pass looks only at
+the ARs that changed since the last one, fell due (a heap of due times),
+hold hosts whose liveness changed, carry a health problem, or failed to
+apply: its cost follows what changed, not how many ARs are stored, and
+commands wait on it for no longer.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import heapq
 import logging
 import threading
 import time
@@ -43,6 +51,13 @@ class Lifecycle:
         self._aim_lock = threading.RLock()
         self._aimed: int | None = None
         self._stopping = False
+        self._due = _DueTimes()
+        self._finished: dict[int, tuple[int, int]] = {}   # finished ARs: (finished time, id)
+        self._finished_heap: list[tuple[int, int]] = []
+        self._changed: set[int] = set()      # ARs changed since the last pass
+        self._problems: dict[int, str] = {}  # ARs' last known health problems
+        self._retry: set[int] = set()        # ARs the backend failed to apply
+        self._primed = False
 
     def start(self) -> None:
         self.scheduler.add_job(self.run, "interval", seconds=self.interval, id=_RECONCILE_JOB,
@@ -101,23 +116,85 @@ class Lifecycle:
     # -- the pass ----------------------------------------------------------------
 
     def tick(self) -> int | None:
-        """Bring every AR to the state the clock and the backend's health
-        give it; returns the next time something is due, or None."""
+        """Bring the ARs to the state the clock and the backend's health give
+        them (all of them at the first pass, or each pass for a backend that
+        watches drift); returns the next time something is due, or None."""
         manager = self.manager
         with manager.lock:
             now = manager.now()
-            manager.refresh_nodes()
-            problems = self._health([ar for ar in manager.ars.values() if ar.holds_resources])
-            for ar in list(manager.ars.values()):
-                self._advance(ar, now, problems.get(ar.id))
-            self._expire(now)
-            for ar in list(manager.ars.values()):
-                manager.apply(ar)
-            try:
-                manager.backend.reconcile(list(manager.ars.values()))
-            except Exception as exc:
-                log.warning("backend reconcile failed (will retry): %s", exc)
-            return self.next_due()
+            moved = manager.refresh_nodes()
+            self._absorb()
+            commanded, self._changed = self._changed, set()
+            full = not self._primed or manager.backend.watches_drift
+            if full:
+                looked = checked = set(manager.ars)
+            else:
+                checked = commanded | manager.ars_on(moved) | self._problems.keys()
+                looked = checked | set(self._due.pop_due(now)) | self._retry
+            self._check_health(checked)
+            for ar_id in sorted(looked):
+                ar = manager.ars.get(ar_id)
+                if ar is not None:
+                    self._advance(ar, now, self._problems.get(ar_id))
+            self._expire(now, looked)
+            if full:
+                try:
+                    manager.backend.reconcile(list(manager.ars.values()))
+                except Exception as exc:
+                    log.warning("backend reconcile failed (will retry): %s", exc)
+            self._absorb()
+            self._apply(looked | self._changed if full else commanded | self._changed)
+            for ar_id in looked - self._changed:     # due and unchanged: due again later
+                self._track(ar_id)
+            self._changed = set()
+            self._primed = True
+            return self._due.first()
+
+    def _absorb(self) -> set[int]:
+        """Take the manager's changes since the last look into the due
+        times and the finished ARs; the ids, also kept for the next pass."""
+        changed = self.manager.take_changed()
+        for ar_id in changed:
+            self._track(ar_id)
+        self._changed |= changed
+        return changed
+
+    def _track(self, ar_id: int) -> None:
+        """One AR's next due time and place among the finished ones."""
+        ar = self.manager.ars.get(ar_id)
+        self._due.set(ar_id, min(self.due_times(ar), default=None) if ar else None)
+        if ar is None or ar.state not in FINISHED_STATES:
+            self._finished.pop(ar_id, None)
+            return
+        rank = (ar.finished_time or 0, ar.id)
+        if self._finished.get(ar_id) != rank:
+            self._finished[ar_id] = rank
+            heapq.heappush(self._finished_heap, rank)
+            if len(self._finished_heap) > 2 * len(self._finished) + 1024:
+                self._finished_heap = sorted(self._finished.values())
+
+    def _check_health(self, ids: set[int]) -> None:
+        """Ask the backend about the ARs among ``ids`` that hold resources,
+        and keep what it says."""
+        ars = [self.manager.ars[i] for i in sorted(ids) if i in self.manager.ars]
+        holding = [ar for ar in ars if ar.holds_resources]
+        found = self._health(holding)
+        for ar in ars:
+            if ar.id in found:
+                self._problems[ar.id] = found[ar.id]
+            else:
+                self._problems.pop(ar.id, None)
+        for ar_id in ids - self.manager.ars.keys():
+            self._problems.pop(ar_id, None)
+
+    def _apply(self, ids: set[int]) -> None:
+        """Make the backend match the ARs among ``ids``; failures are retried."""
+        for ar_id in sorted(ids | self._retry):
+            ar = self.manager.ars.get(ar_id)
+            if ar is None or self.manager.apply(ar):
+                self._retry.discard(ar_id)
+            else:
+                self._retry.add(ar_id)
 
     def _advance(self, ar: Reservation, now: int, reason: str | None) -> None:
         """One AR's transition, if the clock or its nodes' health call for one."""
@@ -135,23 +212,30 @@ class Lifecycle:
             self.manager.change_state(ar, target, reason)
 
     def _health(self, ars: list[Reservation]) -> dict[int, str]:
+        if not ars:
+            return {}
         try:
             return self.manager.backend.health(ars)
         except Exception as exc:
             return {ar.id: f"backend health check failed: {exc}" for ar in ars}
 
-    def _expire(self, now: int) -> None:
-        """Forget finished ARs after ``expiry`` seconds, and beyond the
-        ``max_expired`` most recent ones; drop kept usage older than
-        ``usage_history``."""
-        config = self.manager.config
-        done = sorted((ar for ar in self.manager.ars.values() if ar.state in FINISHED_STATES),
-                      key=lambda ar: (ar.finished_time or 0, ar.id))
-        surplus = len(done) - config.max_expired
-        for index, ar in enumerate(done):
-            if index < surplus or (ar.finished_time or 0) + config.expiry <= now:
-                self.manager.forget(ar)
-        self.manager.forget_usage(now - config.usage_history)
+    def _expire(self, now: int, ids: set[int]) -> None:
+        """Forget the finished ARs among ``ids`` ``expiry`` seconds after they
+        ended, and the oldest beyond the ``max_expired`` most recent ones;
+        drop kept usage older than ``usage_history``."""
+        manager, config = self.manager, self.manager.config
+        self._absorb()
+        for ar_id in sorted(ids & self._finished.keys()):
+            ar = manager.ars[ar_id]
+            if (ar.finished_time or 0) + config.expiry <= now:
+                manager.forget(ar)
+                self._finished.pop(ar_id)
+        while len(self._finished) > config.max_expired:
+            rank = heapq.heappop(self._finished_heap)
+            if self._finished.get(rank[1]) == rank:
+                manager.forget(manager.ars[rank[1]])
+                del self._finished[rank[1]]
+        manager.forget_usage(now - config.usage_history)
 
     def due_times(self, ar: Reservation) -> list[int]:
         """When the clock alone changes this AR: commit time-out, start, end, expiry."""
@@ -163,11 +247,53 @@ class Lifecycle:
             times.append(ar.start)
         if ar.state not in FINISHED_STATES:
             times.append(ar.end)
-        elif ar.finished_time is not None:
-            times.append(ar.finished_time + config.expiry)
+        else:
+            times.append((ar.finished_time or 0) + config.expiry)
         return times
 
     def next_due(self) -> int | None:
-        """The next instant at which any AR changes state by the clock."""
-        return min((t for ar in self.manager.ars.values() for t in self.due_times(ar)),
-                   default=None)
+        """The next instant at which any AR changes state by the clock (from
+        the due times kept since the first pass, before it from every AR)."""
+        with self.manager.lock:
+            if not self._primed:
+                return min((t for ar in self.manager.ars.values() for t in self.due_times(ar)),
+                           default=None)
+            self._absorb()
+            return self._due.first()
+
+
+class _DueTimes:
+    """Each AR's next due time, and a heap of them: the next instant and
+    the ARs due by now are found without a scan of every AR. Entries a
+    change made stale stay in the heap until they surface, and the heap is
+    rebuilt when they outnumber the live ones."""
+
+    def __init__(self) -> None:
+        self._heap: list[tuple[int, int]] = []
+        self._at: dict[int, int] = {}
+
+    def set(self, ar_id: int, when: int | None) -> None:
+        if when is None:
+            self._at.pop(ar_id, None)
+        elif self._at.get(ar_id) != when:
+            self._at[ar_id] = when
+            heapq.heappush(self._heap, (when, ar_id))
+        if len(self._heap) > 2 * len(self._at) + 1024:
+            self._heap = [(when, ar_id) for ar_id, when in self._at.items()]
+            heapq.heapify(self._heap)
+
+    def pop_due(self, now: int) -> list[int]:
+        """The ARs due at or before ``now``, taken out until set again."""
+        due, heap = [], self._heap
+        while heap and heap[0][0] <= now:
+            when, ar_id = heapq.heappop(heap)
+            if self._at.get(ar_id) == when:
+                del self._at[ar_id]
+                due.append(ar_id)
+        return due
+
+    def first(self) -> int | None:
+        heap = self._heap
+        while heap and self._at.get(heap[0][1]) != heap[0][0]:
+            heapq.heappop(heap)
+        return heap[0][0] if heap else None

@@ -105,6 +105,7 @@ class Manager:
         self.activity = Activity()
         self.nodes: dict[str, Node] = {}
         self.ars: dict[int, Reservation] = {ar.id: ar for ar in store.load_all()}
+        self.changed: set[int] = set()      # AR ids stored or removed since the lifecycle's last look
         self.refusals: dict[int, Refusal] = {}
         self.history: list[Reservation] = store.load_usage(self.now() - config.usage_history)
         self.refresh_nodes()
@@ -115,15 +116,31 @@ class Manager:
     def now(self) -> int:
         return int(self.clock())
 
-    def refresh_nodes(self) -> None:
+    def refresh_nodes(self) -> set[str]:
         """Take the backend's current nodes, with their running jobs counted,
-        into the planner."""
+        into the planner; the names of nodes that came, went, died or revived."""
         with self.lock:
             nodes = self.activity.apply(self.backend.nodes(), self.backend.running_jobs(),
                                         self.now())
-            self.nodes = {node.name: node for node in nodes}
+            before, self.nodes = self.nodes, {node.name: node for node in nodes}
+            moved = set(before.keys() - self.nodes.keys())
             for node in self.nodes.values():
                 self.planner.set_capacity(node.name, node.slots)
+                previous = before.get(node.name)
+                if previous is None or previous.alive != node.alive:
+                    moved.add(node.name)
+            return moved
+
+    def take_changed(self) -> set[int]:
+        """The ids of the ARs stored or removed since the last call."""
+        with self.lock:
+            changed, self.changed = self.changed, set()
+            return changed
+
+    def ars_on(self, nodes: Iterable[str]) -> set[int]:
+        """The ids of the ARs holding (or asking for) some of ``nodes``."""
+        return {key if isinstance(key, int) else key[0]
+                for node in nodes for key in self.planner.keys_on(node)}
 
     def capacity(self) -> dict[str, int]:
         return {name: node.slots for name, node in self.nodes.items()}
@@ -139,8 +156,13 @@ class Manager:
         store refuses (a full disk, a lost race) leaves memory as it was."""
         updated = replace(ar, **changes)
         self.store.save(updated, capacity)
-        self.ars[updated.id] = updated
+        self._keep(updated)
         return updated
+
+    def _keep(self, ar: Reservation) -> None:
+        """Hold ``ar`` in memory (after the store has it) and note the change."""
+        self.ars[ar.id] = ar
+        self.changed.add(ar.id)
 
     def _event(self, hook: str, **arguments) -> None:
         """Tell the plugins of a change the store has already committed; a
@@ -194,6 +216,7 @@ class Manager:
             used = used_part(ar, until)
         self.store.remove(ar.id, used)
         del self.ars[ar.id]
+        self.changed.add(ar.id)
         self.refusals.pop(ar.id, None)
         if used is not None:
             self.history.append(used)
@@ -332,7 +355,7 @@ class Manager:
                 pending=Operation.RESERVE if transactional else None,
                 pending_since=now if transactional else None)
             self.store.create(ar, self.capacity())
-            self.ars[ar.id] = ar
+            self._keep(ar)
             self._book(ar)
             if not transactional:
                 self._granted(ar)
@@ -402,7 +425,7 @@ class Manager:
         after.pending_since = None
         after.pending_request = None
         after.pending_allocations = []
-        self.ars[after.id] = after
+        self._keep(after)
         self._book(after)
         self.reporting.ar_attribute(now, after)
         self._log(after, EVENT_MODIFIED, "AR modified")
@@ -609,8 +632,9 @@ class Manager:
         except Exception as exc:
             log.warning("backend teardown of AR %s failed: %s", ar.id, exc)
 
-    def apply(self, ar: Reservation) -> None:
-        """Make the backend match one AR's stored state (idempotent)."""
+    def apply(self, ar: Reservation) -> bool:
+        """Make the backend match one AR's stored state (idempotent); whether
+        it did (a failure is logged, and the lifecycle retries)."""
         try:
             if ar.state in (State.WAITING, State.WARNING):
                 self.backend.prepare(ar)
@@ -624,3 +648,5 @@ class Manager:
         except Exception as exc:
             log.warning("backend could not apply state %s of AR %s (will retry): %s",
                         ar.state.value, ar.id, exc)
+            return False
+        return True

@@ -195,6 +195,10 @@ class Planner:
             self._lists = (self.times.tolist(), self.usage.tolist())
         return self._lists
 
+    def keys(self) -> list[object]:
+        """The keys holding spans here."""
+        return list(self._spans)
+
     def _ignored(self, ignore: Iterable) -> list[Span]:
         if not self._spans:
             return []
@@ -433,6 +437,11 @@ class MultiPlanner:
         for name in self._keys.pop(key, ()):
             self._planners[name].unbook(key)
             self._changed(name)
+
+    def keys_on(self, name: str) -> list[object]:
+        """The keys with spans on ``name``."""
+        planner = self._planners.get(name)
+        return planner.keys() if planner else []
 
     def _needs(self, need: Callable[[str], int] | None) -> Callable[[str], int]:
         return need if need is not None else (lambda name: self._planners[name].capacity)

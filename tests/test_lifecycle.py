@@ -1,11 +1,17 @@
-"""overlay/lifecycle.py: stopping while a reconcile pass runs."""
+"""overlay/lifecycle.py: stopping while a reconcile pass runs, and passes
+that look only at the ARs that changed, fell due or hold a host whose
+liveness changed."""
 
 from __future__ import annotations
 
 import threading
 import time
 
+import pytest
+
 from overlay.lifecycle import Lifecycle
+from overlay.model import State
+from test_manager import ALICE, CLUSTER, HOUR, T0, Env, _with_alive
 
 
 class SlowLifecycle(Lifecycle):
@@ -40,3 +46,116 @@ def test_stop_during_a_pass_waits_for_it_and_returns():
     lifecycle.release.set()
     stopper.join(5)
     assert not stopper.is_alive(), "stop() deadlocked with the pass it waited for"
+
+
+# -- passes look at what changed ---------------------------------------------------------
+
+class Watched:
+    """Counts what a pass asks of the backend: which ARs it checks the
+    health of and which it applies."""
+
+    def __init__(self, env) -> None:
+        self.checked: list[int] = []
+        self.applied: list[int] = []
+        backend, manager = env.backend, env.manager
+        health, apply = backend.health, manager.apply
+
+        def counted_health(ars):
+            self.checked += [ar.id for ar in ars]
+            return health(ars)
+
+        def counted_apply(ar):
+            self.applied.append(ar.id)
+            return apply(ar)
+        backend.health = counted_health
+        manager.apply = counted_apply
+
+    def take(self) -> tuple[list[int], list[int]]:
+        seen = (sorted(self.checked), sorted(set(self.applied)))
+        self.checked, self.applied = [], []
+        return seen
+
+
+@pytest.fixture
+def busy(tmp_path):
+    """Twenty ARs on the five-node cluster, four on each node, one pass done."""
+    env = Env(tmp_path)
+    ars = [env.reserve(nodes=1, start=T0 + HOUR * (1 + i // 5), hours=1) for i in range(20)]
+    env.lifecycle.tick()
+    return env, ars
+
+
+def test_after_the_first_pass_a_pass_looks_only_at_what_changed(busy):
+    env, ars = busy
+    watched = Watched(env)
+    env.lifecycle.tick()
+    assert watched.take() == ([], [])                         # nothing changed, nothing due
+    changed = env.manager.modify(ALICE, ars[15].id, None, None, 2 * HOUR, None, None)
+    watched.take()                                            # the command's own apply
+    env.lifecycle.tick()
+    assert watched.take() == ([changed.id], [changed.id])
+    env.clock.now = ars[0].start                              # one window opens
+    env.lifecycle.tick()
+    opened = [ar.id for ar in ars[:5]]
+    assert all(env.manager.ars[i].state == State.RUNNING for i in opened)
+    assert watched.take() == ([], opened)
+    assert env.manager.ars[ars[5].id].state == State.WAITING
+
+
+def test_a_host_that_dies_or_revives_is_looked_at_with_its_ars_only(busy):
+    env, ars = busy
+    node = "n02"
+    on_node = sorted(ar.id for ar in ars if node in ar.node_names)
+    assert len(on_node) == 4
+    watched = Watched(env)
+    env.cluster_file.write_text(_with_alive(CLUSTER, node, False))
+    env.lifecycle.tick()
+    checked, applied = watched.take()
+    assert checked == on_node and applied == on_node
+    assert all(env.manager.ars[i].state == State.WARNING for i in on_node)
+    env.lifecycle.tick()                                      # still down: asked again, nothing new
+    assert watched.take() == (on_node, [])
+    env.cluster_file.write_text(CLUSTER)
+    env.lifecycle.tick()
+    assert watched.take() == (on_node, on_node)
+    assert all(env.manager.ars[i].state == State.WAITING for i in on_node)
+    env.lifecycle.tick()
+    assert watched.take() == ([], [])
+
+
+def test_an_ar_the_backend_failed_to_apply_is_retried_until_it_takes(busy):
+    env, ars = busy
+    failures = []
+    prepare = env.backend.prepare
+
+    def failing(ar):
+        if len(failures) < 3:     # the command's modify and apply, then the first pass
+            failures.append(ar.id)
+            raise RuntimeError("batch system unreachable")
+        prepare(ar)
+    env.backend.prepare = failing
+    changed = env.manager.modify(ALICE, ars[16].id, None, None, 2 * HOUR, None, None)
+    watched = Watched(env)
+    env.lifecycle.tick()                                      # fails again: kept for a retry
+    env.lifecycle.tick()                                      # takes
+    env.lifecycle.tick()                                      # nothing left to do
+    assert failures == [changed.id] * 3
+    assert watched.applied == [changed.id, changed.id]
+    assert env.backend.scheduler.windows[changed.id].end == changed.end
+
+
+def test_due_times_expiry_and_max_expired_without_a_scan(tmp_path):
+    env = Env(tmp_path, settings="max_expired: 2\n")
+    ars = [env.reserve(nodes=1, start=T0 + HOUR, hours=0.5 + i / 10) for i in range(5)]
+    env.lifecycle.tick()
+    assert env.lifecycle.next_due() == T0 + HOUR
+    env.clock.now = T0 + HOUR
+    env.lifecycle.tick()
+    assert env.lifecycle.next_due() == ars[0].end
+    env.clock.now = ars[-1].end
+    env.lifecycle.tick()
+    assert sorted(env.manager.ars) == [ars[3].id, ars[4].id]  # the two most recent kept
+    assert env.lifecycle.next_due() == env.manager.ars[ars[3].id].finished_time + env.config.expiry
+    env.clock.now += env.config.expiry
+    env.lifecycle.tick()
+    assert env.manager.ars == {} and env.lifecycle.next_due() is None

@@ -50,6 +50,7 @@ class NativeBackend(Backend):
     """The embedded cluster, its scheduler and its jobs."""
 
     name = "native"
+    watches_drift = False      # the scheduler's windows change only through this backend
 
     def __init__(self, cluster: Cluster, scheduler: Scheduler) -> None:
         self.cluster, self.scheduler = cluster, scheduler
