@@ -38,20 +38,7 @@ class Reservations(Mapping[int, ReservedWindow]):
 
     def put(self, window: ReservedWindow) -> bool:
         """Add or change one AR's window; whether anything changed."""
-        before = self._windows.get(window.id)
-        if before == window:
-            return False
-        if before is not None:
-            self._unplan(before)
-        self._windows[window.id] = window
-        for host, slots in window.slots.items():
-            planner = self.held.get(host)
-            if planner is None:
-                planner = self.held[host] = Planner(0)
-            planner.book(window.id, window.start, window.end, slots)
-        if window.state in _STARTED:
-            self._started[window.id] = window
-        return True
+        return self._put_all([window])
 
     def remove(self, ar_id: int) -> bool:
         """Forget one AR's window; whether it was there."""
@@ -67,8 +54,33 @@ class Reservations(Mapping[int, ReservedWindow]):
         changed = False
         for ar_id in [ar_id for ar_id in self._windows if ar_id not in fresh]:
             changed = self.remove(ar_id) or changed
-        for window in fresh.values():
-            changed = self.put(window) or changed
+        return self._put_all(fresh.values()) or changed
+
+    def _put_all(self, windows: Iterable[ReservedWindow]) -> bool:
+        """Add or change windows, planning each host's new slots with one
+        sort (a daemon's start hands over every AR at once)."""
+        spans: dict[str, list[tuple[int, int, int, int]]] = {}
+        changed = False
+        for window in windows:
+            before = self._windows.get(window.id)
+            if before == window:
+                continue
+            changed = True
+            if before is not None:
+                self._unplan(before)
+            self._windows[window.id] = window
+            if window.state in _STARTED:
+                self._started[window.id] = window
+            for host, slots in window.slots.items():
+                spans.setdefault(host, []).append((window.id, window.start, window.end, slots))
+        for host, found in spans.items():
+            planner = self.held.get(host)
+            if planner is None:
+                planner = self.held[host] = Planner(0)
+            if len(found) == 1:
+                planner.book(*found[0])
+            else:
+                planner.book_many(found)
         return changed
 
     def _unplan(self, window: ReservedWindow) -> None:
