@@ -106,6 +106,7 @@ class Manager:
         self.nodes: dict[str, Node] = {}
         self.ars: dict[int, Reservation] = {ar.id: ar for ar in store.load_all()}
         self.changed: set[int] = set()      # AR ids stored or removed since the lifecycle's last look
+        self._finished = {ar.id for ar in self.ars.values() if ar.state in FINISHED_STATES}
         self.refusals: dict[int, Refusal] = {}
         self.history: list[Reservation] = store.load_usage(self.now() - config.usage_history)
         self.refresh_nodes()
@@ -163,6 +164,10 @@ class Manager:
         """Hold ``ar`` in memory (after the store has it) and note the change."""
         self.ars[ar.id] = ar
         self.changed.add(ar.id)
+        if ar.state in FINISHED_STATES:
+            self._finished.add(ar.id)
+        else:
+            self._finished.discard(ar.id)
 
     def _event(self, hook: str, **arguments) -> None:
         """Tell the plugins of a change the store has already committed; a
@@ -217,6 +222,7 @@ class Manager:
         self.store.remove(ar.id, used)
         del self.ars[ar.id]
         self.changed.add(ar.id)
+        self._finished.discard(ar.id)
         self.refusals.pop(ar.id, None)
         if used is not None:
             self.history.append(used)
@@ -339,7 +345,7 @@ class Manager:
                 raise PermissionDenied(f"{caller.user} may not create advance reservations: "
                                        "only managers and members of the arusers list may")
             limit = self.config.max_advance_reservations
-            if limit and sum(ar.state not in FINISHED_STATES for ar in self.ars.values()) >= limit:
+            if limit and len(self.ars) - len(self._finished) >= limit:
                 raise LimitExceeded(f"the number of advance reservations would exceed "
                                     f"max_advance_reservations ({limit})")
             now = self.now()

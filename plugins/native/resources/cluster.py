@@ -158,13 +158,17 @@ class ClusterConfig:
 
     def nodes(self) -> list[Node]:
         """The hosts as the reservation core sees them."""
-        return [Node(name=host.name, slots=self.host_slots(host.name), memory_mb=host.memory_mb,
-                     ncpus=host.ncpus, arch=host.arch, os=host.os,
-                     properties=dict(host.properties),
-                     queues=tuple(q.name for q in self.queues.values() if host.name in q.slots),
-                     alive=host.alive, load=host.current_load(),
-                     runs_jobs=host.execution != NONE)
-                for host in self.hosts.values()]
+        return [self.node(name) for name in self.hosts]
+
+    def node(self, name: str) -> Node:
+        """One host as the reservation core sees it."""
+        host = self.hosts[name]
+        return Node(name=host.name, slots=self.host_slots(host.name), memory_mb=host.memory_mb,
+                    ncpus=host.ncpus, arch=host.arch, os=host.os,
+                    properties=dict(host.properties),
+                    queues=tuple(q.name for q in self.queues.values() if host.name in q.slots),
+                    alive=host.alive, load=host.current_load(),
+                    runs_jobs=host.execution != NONE)
 
     def containers(self, reports: Mapping[str, Mapping[str, float]] | None = None) -> Containers:
         """A fresh set of containers with every configured value and the
