@@ -1,13 +1,21 @@
-"""Benchmark of the reservation core on a 1,000-node embedded cluster.
+"""Benchmark of the reservation core on a 1,000-node embedded cluster, beside
+Grid Engine's own advance reservations when its qmaster runs here.
 
-Prints medians over repeated runs, for 1,000, 10,000 and 100,000 existing ARs:
-  plus_reserve and plus_status end to end (process start to exit),
-  plus_availnodes over a one-day window,
+For stores of 1,000 and 100,000 ARs (written straight into the database) and
+for 10,000 ARs made through the commands, two streams at a time, it prints:
+  the daemon's start, plus_reserve, plus_status -r and the listing (median
+  milliseconds, the listing's client memory), plus_availnodes over a day;
+  the longest wait of a socket request while background passes run, the
+  reconcile and scheduling passes' cost, the daemon's memory and idle CPU;
+  sustained creation through the commands and through the socket;
   the planner's earliest-start query alone.
-Targets (at 10,000 ARs): reserve and status <= 60 ms, availnodes <= 100 ms,
-earliest start <= 2 ms.
+With Grid Engine (scripts/sge-setup.sh has run: CI's test set-up), the same
+10,000 windows go to 1,000 configuration-only hosts through its qrsub, and
+qrsub, qrstat -ar, qrstat -u '*', sge_qmaster's memory and idle CPU are
+measured in the same run, with the ratios ours / Grid Engine's.
 
-Run as root after scripts/install.sh:  /opt/plus-venv/bin/python scripts/bench_core.py
+Run as root after scripts/install.sh:
+  /opt/plus-venv/bin/python scripts/bench_core.py [--counts 1000,100000] [--through 10000]
 """
 
 from __future__ import annotations
@@ -15,16 +23,22 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import re
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
+from typing import Iterator
 
 from sqlmodel import Session
 
+import sge_peer
+from calibration import python_speed
+from overlay import protocol
 from overlay.model import Request
 from overlay.planner import MultiPlanner
 from overlay.store import AllocationRow, CounterRow, ReservationRow, Store, _encode_request
@@ -33,6 +47,7 @@ NODES = 1000
 SLOTS = 8
 HOUR = 3600
 BIN = Path(sys.executable).parent
+GNU_TIME = shutil.which("time", path="/usr/bin")    # Debian's "time" package
 
 
 def generate(count: int, now: int, seed: int = 1) -> list[tuple[int, int, int, list[int]]]:
@@ -70,18 +85,6 @@ def fill_store(url: str, ars, now: int) -> None:
     store.close()
 
 
-def timed(argv: list[str], env: dict, runs: int) -> float:
-    """Median wall time of a command, in milliseconds."""
-    samples = []
-    for _ in range(runs):
-        began = time.perf_counter()
-        result = subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        samples.append((time.perf_counter() - began) * 1000)
-        if result.returncode != 0:
-            raise SystemExit(f"{argv[0]} failed: {result.stderr.decode()}")
-    return statistics.median(samples)
-
-
 def planner_figures(ars, now: int, runs: int) -> dict[str, float]:
     """The earliest-start query alone (16 whole nodes for 4 h, and a hard
     one: 600 nodes for 12 h), and the index rebuild that follows a booking."""
@@ -111,53 +114,284 @@ def planner_figures(ars, now: int, runs: int) -> dict[str, float]:
     return figures
 
 
-def measure(count: int, runs: int) -> dict[str, float]:
+def windows(count: int, now: int, seed: int = 2) -> list[tuple[int, int]]:
+    """(start, duration) of ``count`` one-node ARs within the next 30 days,
+    on whole minutes (qrsub's -a has no seconds to spare), 1 to 12 hours."""
+    rng = random.Random(seed)
+    return [((now + 3600 + rng.randrange(30 * 24 * 60) * 60) // 60 * 60, rng.randint(1, 12) * HOUR)
+            for _ in range(count)]
+
+
+def timed_process(argv: list[str], env: dict) -> tuple[float, float]:
+    """(wall ms, peak memory in MiB) of one command, which must succeed.
+    The memory is GNU time's (%M): a child's own rusage would count the
+    pages of this large process it was forked from."""
+    with tempfile.NamedTemporaryFile("r") as peak:
+        wrapped = [GNU_TIME, "-f", "%M", "-o", peak.name, *argv] if GNU_TIME else argv
+        began = time.perf_counter()
+        result = subprocess.run(wrapped, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                cwd="/tmp")
+        elapsed = (time.perf_counter() - began) * 1000
+        if result.returncode != 0:
+            raise SystemExit(f"{argv[0]} failed: {result.stderr.decode()}")
+        text = peak.read().strip()
+    return elapsed, int(text.splitlines()[-1]) / 1024 if text else float("nan")
+
+
+def median_ms(argv: list[str], env: dict, runs: int) -> float:
+    return statistics.median(timed_process(argv, env)[0] for _ in range(runs))
+
+
+def sustained(argvs: Iterator[list[str]], env: dict, streams: int) -> float:
+    """ARs per second while ``streams`` clients run the commands one after another."""
+    lock, failures, count = threading.Lock(), [], [0]
+
+    def stream() -> None:
+        while True:
+            with lock:
+                argv = next(argvs, None)
+            if argv is None:
+                return
+            if subprocess.run(argv, env=env, capture_output=True, cwd="/tmp").returncode != 0:
+                failures.append(argv)
+            with lock:
+                count[0] += 1
+    began = time.perf_counter()
+    threads = [threading.Thread(target=stream) for _ in range(streams)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if failures:
+        raise SystemExit(f"{len(failures)} creations failed, e.g. {' '.join(failures[0])}")
+    return count[0] / (time.perf_counter() - began)
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def idle_cpu(pid: int, seconds: float) -> float:
+    """Percent of a core the process used over ``seconds`` of no requests."""
+    before = cpu_seconds(pid)
+    time.sleep(seconds)
+    return (cpu_seconds(pid) - before) / seconds * 100
+
+
+class Daemon:
+    """plus_scheduler on a 1,000-node embedded cluster in a folder of its own."""
+
+    def __init__(self, work: Path) -> None:
+        self.work = work
+        (work / "cluster.yaml").write_text(
+            f"nodes:\n  - {{name: 'node[0001-{NODES:04d}]', slots: {SLOTS}}}\n")
+        (work / "plus.yaml").write_text("state_dir: state\nmax_expired: 1000000\nreconcile_interval: 5\n"
+                                        "native: {cluster: cluster.yaml, local_host: false}\n")
+        self.env = {**os.environ, "PLUS_CONF": str(work / "plus.yaml")}
+        self.socket = str(work / "state" / protocol.DEFAULT_SOCKET)
+        self.process: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"sqlite:///{self.work}/state/plus.db"
+
+    def start(self) -> float:
+        """Start it and wait until it answers; the seconds that took."""
+        self.log = open(self.work / "daemon.log", "w")
+        began = time.perf_counter()
+        self.process = subprocess.Popen([str(BIN / "plus_scheduler"), "--log-level", "DEBUG"],
+                                        env=self.env, stderr=self.log, stdout=self.log)
+        while True:
+            try:
+                protocol.call(self.socket, "status", {"id": 1}, timeout=600)
+                return time.perf_counter() - began
+            except protocol.ProtocolError:
+                if self.process.poll() is not None or time.perf_counter() - began > 600:
+                    raise SystemExit(f"plus_scheduler did not start; see {self.work}/daemon.log")
+                time.sleep(0.05)
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.terminate()
+            self.process.wait()
+            self.log.close()
+
+    def reserve_argv(self, start: int, duration: int) -> list[str]:
+        return [str(BIN / "plus_reserve"), "-s", time.strftime("%Y%m%d%H%M.%S", time.localtime(start)),
+                "-D", str(duration), "-n", "1"]
+
+    def longest_wait(self, seconds: float) -> float:
+        """The slowest of back-to-back socket requests (plus_status -r) over
+        ``seconds`` of background passes, in ms."""
+        slowest, deadline = 0.0, time.perf_counter() + seconds
+        while time.perf_counter() < deadline:
+            began = time.perf_counter()
+            protocol.call(self.socket, "status", {"id": 1})
+            slowest = max(slowest, time.perf_counter() - began)
+        return slowest * 1000
+
+    def socket_rate(self, slots: list[tuple[int, int]], streams: int) -> float:
+        """ARs per second created through the socket by ``streams`` clients."""
+        feed, lock = iter(slots), threading.Lock()
+
+        def stream() -> None:
+            while True:
+                with lock:
+                    item = next(feed, None)
+                if item is None:
+                    return
+                reply = protocol.call(self.socket, "reserve",
+                                      {"start": item[0], "end": item[0] + item[1], "nodes": 1})
+                if not reply.get("ok"):
+                    raise SystemExit(f"reserve through the socket failed: {reply}")
+        began = time.perf_counter()
+        threads = [threading.Thread(target=stream) for _ in range(streams)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        return len(slots) / (time.perf_counter() - began)
+
+    def pass_costs(self) -> tuple[str, str]:
+        """Median and worst milliseconds of the reconcile and the scheduling
+        passes logged so far (the first, full, reconcile pass left out)."""
+        text = (self.work / "daemon.log").read_text()
+        found = []
+        for kind in ("reconcile", "scheduling"):
+            costs = [float(ms) for ms in re.findall(rf"{kind} pass: .*?([0-9.]+) ms", text)]
+            costs = costs[1:] if kind == "reconcile" else costs
+            found.append(f"{statistics.median(costs):.1f} / {max(costs):.1f}" if costs else "none")
+        return found[0], found[1]
+
+
+def ours(daemon: Daemon, runs: int, wait_seconds: float) -> dict[str, object]:
+    """The figures of a running daemon, in the table's order."""
+    env, pid = daemon.env, daemon.process.pid
+    last = protocol.call(daemon.socket, "status", {"summary": True})["data"][-1][0]
+    listing = [timed_process([str(BIN / "plus_status")], env) for _ in range(max(3, runs // 4))]
+    figures: dict[str, object] = {
+        "create one AR (plus_reserve / qrsub)": median_ms(daemon.reserve_argv(int(time.time()) + 400 * 86400, HOUR), env, runs),
+        "one AR (plus_status -r / qrstat -ar)": median_ms([str(BIN / "plus_status"), "-r", str(last // 2 or 1)], env, runs),
+        "list all (plus_status / qrstat -u '*')": statistics.median(ms for ms, _ in listing),
+        "  ... client memory, MiB": max(mib for _, mib in listing),
+        "plus_availnodes over a day": median_ms([str(BIN / "plus_availnodes"), "-s", "now+2d", "-e", "now+3d"], env, runs),
+        "longest wait on a background pass, ms": daemon.longest_wait(wait_seconds),
+    }
+    figures["reconcile pass, median / max ms"], figures["scheduling pass, median / max ms"] = daemon.pass_costs()
+    figures["daemon memory, MiB"] = rss_mib(pid)
+    figures["idle daemon CPU, % of a core"] = idle_cpu(pid, 30)
+    return figures
+
+
+def filled(count: int, runs: int, wait_seconds: float) -> dict[str, object]:
+    """A daemon started on a store of ``count`` ARs written straight into it."""
     now = int(time.time())
     ars = generate(count, now)
     work = Path(tempfile.mkdtemp(prefix="plus-bench-"))
+    daemon = Daemon(work)
     try:
-        (work / "cluster.yaml").write_text(f"nodes:\n  - {{name: 'node[0001-{NODES:04d}]', slots: {SLOTS}}}\n")
-        (work / "plus.yaml").write_text("state_dir: state\nmax_expired: 1000000\n"
-                                        "native: {cluster: cluster.yaml, local_host: false}\n")
-        fill_store(f"sqlite:///{work}/state/plus.db", ars, now)
-        env = {**os.environ, "PLUS_CONF": str(work / "plus.yaml")}
-        daemon = subprocess.Popen([str(BIN / "plus_scheduler"), "--log-level", "WARNING"], env=env)
-        try:
-            deadline = time.time() + 300
-            while subprocess.run([str(BIN / "plus_status"), "-r", "1"], env=env,
-                                 capture_output=True).returncode != 0:
-                if time.time() > deadline or daemon.poll() is not None:
-                    raise SystemExit("plus_scheduler did not start")
-                time.sleep(0.2)
-            figures = {
-                "plus_reserve": timed([str(BIN / "plus_reserve"), "-s", "now+1h", "-D", "2h", "-n", "2"],
-                                      env, runs),
-                "plus_status -r": timed([str(BIN / "plus_status"), "-r", str(count // 2)], env, runs),
-                "plus_status (all)": timed([str(BIN / "plus_status")], env, max(3, runs // 4)),
-                "plus_availnodes 1 day": timed([str(BIN / "plus_availnodes"), "-s", "now+2d",
-                                                "-e", "now+3d"], env, runs),
-                "python -c pass": timed([sys.executable, "-c", "pass"], env, runs),
-            }
-        finally:
-            daemon.terminate()
-            daemon.wait()
+        fill_store(daemon.url, ars, now)
+        figures: dict[str, object] = {"daemon start, s": daemon.start()}
+        figures.update(ours(daemon, runs, wait_seconds))
         figures.update(planner_figures(ars, now, runs))
         return figures
     finally:
+        daemon.stop()
         shutil.rmtree(work, ignore_errors=True)
+
+
+def through_commands(count: int, runs: int, wait_seconds: float, streams: int,
+                     socket_ars: int) -> dict[str, object]:
+    """A daemon given ``count`` ARs by ``streams`` plus_reserve clients."""
+    work = Path(tempfile.mkdtemp(prefix="plus-bench-"))
+    daemon = Daemon(work)
+    now = int(time.time())
+    try:
+        figures: dict[str, object] = {"daemon start, s": daemon.start()}
+        rate = sustained((daemon.reserve_argv(s, d) for s, d in windows(count, now)), daemon.env, streams)
+        figures.update(ours(daemon, runs, wait_seconds))
+        figures[f"sustained creation, {streams} streams of commands, AR/s"] = rate
+        later = [(s + 40 * 86400, d) for s, d in windows(socket_ars, now, seed=3)]
+        figures[f"sustained creation through the socket, {streams} streams, AR/s"] = \
+            daemon.socket_rate(later, streams)
+        return figures
+    finally:
+        daemon.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def grid_engine(count: int, runs: int, streams: int) -> dict[str, object]:
+    """Grid Engine given the same ``count`` windows by ``streams`` qrsub clients."""
+    now = int(time.time())
+    env = sge_peer.ENV
+    sge_peer.setup(NODES)
+    try:
+        rate = sustained((sge_peer.qrsub_argv(s, d) for s, d in windows(count, now)), env, streams)
+        ids = [int(line.split()[0]) for line in sge_peer.run(*sge_peer.qrstat_argv("-u", "*")).stdout.splitlines()[2:]]
+        listing = [timed_process(sge_peer.qrstat_argv("-u", "*"), env) for _ in range(max(3, runs // 4))]
+        pid = sge_peer.qmaster_pid()
+        return {
+            "create one AR (plus_reserve / qrsub)": median_ms(sge_peer.qrsub_argv(now + 400 * 86400, HOUR), env, runs),
+            "one AR (plus_status -r / qrstat -ar)": median_ms(sge_peer.qrstat_argv("-ar", str(ids[len(ids) // 2])), env, runs),
+            "list all (plus_status / qrstat -u '*')": statistics.median(ms for ms, _ in listing),
+            "  ... client memory, MiB": max(mib for _, mib in listing),
+            "daemon memory, MiB": rss_mib(pid),
+            "idle daemon CPU, % of a core": idle_cpu(pid, 30),
+            f"sustained creation, {streams} streams of commands, AR/s": rate,
+        }
+    finally:
+        sge_peer.teardown(NODES)
+
+
+def shown(value: object) -> str:
+    if isinstance(value, float):
+        return f"{value:.2f}" if value < 100 else f"{value:.0f}"
+    return str(value)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--counts", default="1000,10000,100000", help="numbers of existing ARs")
+    parser.add_argument("--counts", default="1000,100000", help="ARs written straight into the store")
+    parser.add_argument("--through", type=int, default=10000, help="ARs made through the commands")
+    parser.add_argument("--streams", type=int, default=2, help="clients creating ARs at once")
+    parser.add_argument("--socket-ars", type=int, default=2000, help="ARs made through the socket")
     parser.add_argument("--runs", type=int, default=15, help="runs per figure (median)")
+    parser.add_argument("--wait-seconds", type=float, default=20, help="socket requests during passes")
+    parser.add_argument("--no-sge", action="store_true", help="leave Grid Engine out")
     args = parser.parse_args()
-    counts = [int(c) for c in args.counts.split(",")]
-    results = {count: measure(count, args.runs) for count in counts}
-    names = list(next(iter(results.values())))
-    print(f"{'median ms, ' + str(NODES) + ' nodes':<28}" + "".join(f"{c:>12,} ARs" for c in counts))
+    print(python_speed(), flush=True)
+    columns: dict[str, dict[str, object]] = {}
+    if not args.no_sge and sge_peer.available():
+        columns[f"SGE {args.through:,}"] = grid_engine(args.through, args.runs, args.streams)
+    else:
+        print("Grid Engine: not measured (no qmaster here, or not root)")
+    counts = [int(c) for c in args.counts.split(",") if c]
+    for count in counts:
+        if count < args.through:
+            columns[f"{count:,}"] = filled(count, args.runs, args.wait_seconds)
+    columns[f"{args.through:,} cmds"] = through_commands(args.through, args.runs, args.wait_seconds,
+                                                         args.streams, args.socket_ars)
+    for count in counts:
+        if count >= args.through:
+            columns[f"{count:,}"] = filled(count, args.runs, args.wait_seconds)
+    sge = next((name for name in columns if name.startswith("SGE")), None)
+    ours_name = f"{args.through:,} cmds"
+    names = list(dict.fromkeys(name for figures in columns.values() for name in figures))
+    header = f"{'1,000 nodes':<58}" + "".join(f"{name:>16}" for name in columns)
+    print(header + (f"{'ours/SGE':>10}" if sge else ""))
     for name in names:
-        print(f"{name:<28}" + "".join(f"{results[c][name]:>16.2f}" for c in counts))
+        line = f"{name:<58}" + "".join(f"{shown(columns[c].get(name, '')):>16}" for c in columns)
+        if sge and isinstance(columns[sge].get(name), float) and isinstance(columns[ours_name].get(name), float):
+            line += f"{columns[ours_name][name] / columns[sge][name]:>10.2f}"
+        print(line)
 
 
 if __name__ == "__main__":

@@ -421,12 +421,15 @@ class Scheduler:
 
     def run_pass(self) -> None:
         with self._passing:
+            began = time.perf_counter()
             result = self.hosts.poll()
             with self.lock:
                 self._take(result)
                 starts = self._decide()
             self._start(starts)
             self._last_pass = time.monotonic()
+            log.debug("scheduling pass: %d jobs, %d ARs, %.1f ms", len(self.jobs), len(self.windows),
+                      (time.perf_counter() - began) * 1000)
 
     def _decide(self) -> list[tuple[Job, Placement]]:
         config, now = self.cluster.config(), self.now()

@@ -1,0 +1,111 @@
+"""Grid Engine beside our benchmarks: 1,000 configuration-only execution
+hosts on the test set-up's qmaster, ARs made with its own qrsub, and its
+commands and qmaster measured the way ours are.
+
+The hosts need no execd: each name resolves to an address of its own in
+127.1.0.0/16 (lines between markers in /etc/hosts), and a hostgroup @bench
+with a one-slot queue bench.q holds them. ``teardown`` deletes the ARs,
+queue, group and hosts and restores /etc/hosts, leaving the test cluster as
+the tests expect. Run as root (scripts/sge-setup.sh has run).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+ENV = {**os.environ, "SGE_ROOT": "/var/lib/gridengine", "SGE_CELL": "default"}
+BIN = Path("/usr/lib/gridengine")          # the binaries, not Debian's wrappers (about 55 ms more)
+HOSTS_FILE = Path("/etc/hosts")
+BEGIN, END = "# plus bench hosts: begin", "# plus bench hosts: end"
+QUEUE, GROUP = "bench.q", "@bench"
+
+
+def available() -> bool:
+    """A qmaster answers and we may configure it."""
+    if os.geteuid() != 0 or shutil.which("qconf") is None or not (BIN / "qrsub").exists():
+        return False
+    return run("qconf", "-sh", check=False).returncode == 0
+
+
+def run(*argv: str, check: bool = True) -> subprocess.CompletedProcess:
+    result = subprocess.run(list(argv), env=ENV, capture_output=True, text=True, cwd="/tmp")
+    if check and result.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv[:3])} failed: {result.stderr.strip() or result.stdout.strip()}")
+    return result
+
+
+def host_names(count: int) -> list[str]:
+    return [f"bh{n:04d}" for n in range(1, count + 1)]
+
+
+def _qconf_file(option: str, text: str) -> None:
+    with tempfile.NamedTemporaryFile("w", suffix=".conf", delete=False) as handle:
+        handle.write(text)
+    try:
+        run("qconf", option, handle.name)
+    finally:
+        os.unlink(handle.name)
+
+
+def setup(count: int) -> None:
+    """``count`` hosts, their group and the one-slot queue on them."""
+    names = host_names(count)
+    text = HOSTS_FILE.read_text()
+    if BEGIN not in text:
+        lines = [f"127.1.{n // 250}.{n % 250 + 1} {name}" for n, name in enumerate(names)]
+        HOSTS_FILE.write_text(text.rstrip("\n") + "\n" + "\n".join([BEGIN, *lines, END]) + "\n")
+    known = set(run("qconf", "-sel", check=False).stdout.split())
+    for name in names:
+        if name not in known:
+            _qconf_file("-Ae", f"hostname {name}\nload_scaling NONE\ncomplex_values NONE\n"
+                               "user_lists NONE\nxuser_lists NONE\nprojects NONE\nxprojects NONE\n"
+                               "usage_scaling NONE\nreport_variables NONE\n")
+    if run("qconf", "-shgrp", GROUP, check=False).returncode != 0:
+        _qconf_file("-Ahgrp", f"group_name {GROUP}\nhostlist {' '.join(names)}\n")
+    if run("qconf", "-sq", QUEUE, check=False).returncode != 0:
+        queue = run("qconf", "-sq", "all.q").stdout
+        lines = []
+        for line in queue.splitlines():
+            key = line.split(" ", 1)[0]
+            if key == "qname":
+                line = f"qname {QUEUE}"
+            elif key == "hostlist":
+                line = f"hostlist {GROUP}"
+            elif key == "slots":
+                line = "slots 1"
+            lines.append(line)
+        _qconf_file("-Aq", "\n".join(lines) + "\n")
+
+
+def teardown(count: int) -> None:
+    """Remove every AR, the queue, the group, the hosts and their names."""
+    run("qrdel", "-f", "-u", "*", check=False)
+    run("qconf", "-dq", QUEUE, check=False)
+    run("qconf", "-dhgrp", GROUP, check=False)
+    names = host_names(count)
+    for first in range(0, len(names), 200):
+        run("qconf", "-de", ",".join(names[first:first + 200]), check=False)
+    text = HOSTS_FILE.read_text()
+    if BEGIN in text:
+        head, _, rest = text.partition(BEGIN)
+        HOSTS_FILE.write_text(head + rest.partition(END)[2].lstrip("\n"))
+
+
+def qrsub_argv(start: int, duration: int) -> list[str]:
+    """qrsub for one slot of bench.q over [start, start + duration)."""
+    stamp = time.strftime("%Y%m%d%H%M.%S", time.localtime(start))
+    hours, rest = divmod(duration, 3600)
+    return [str(BIN / "qrsub"), "-q", QUEUE, "-a", stamp, "-d", f"{hours}:{rest // 60:02d}:{rest % 60:02d}"]
+
+
+def qrstat_argv(*args: str) -> list[str]:
+    return [str(BIN / "qrstat"), *args]
+
+
+def qmaster_pid() -> int:
+    return int(run("pgrep", "-o", "-x", "sge_qmaster").stdout.split()[0])
