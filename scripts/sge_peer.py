@@ -60,11 +60,19 @@ def setup(count: int) -> None:
         lines = [f"127.1.{n // 250}.{n % 250 + 1} {name}" for n, name in enumerate(names)]
         HOSTS_FILE.write_text(text.rstrip("\n") + "\n" + "\n".join([BEGIN, *lines, END]) + "\n")
     known = set(run("qconf", "-sel", check=False).stdout.split())
+    deadline = time.time() + 300
     for name in names:
-        if name not in known:
-            _qconf_file("-Ae", f"hostname {name}\nload_scaling NONE\ncomplex_values NONE\n"
-                               "user_lists NONE\nxuser_lists NONE\nprojects NONE\nxprojects NONE\n"
-                               "usage_scaling NONE\nreport_variables NONE\n")
+        while name not in known:
+            try:
+                _qconf_file("-Ae", f"hostname {name}\nload_scaling NONE\ncomplex_values NONE\n"
+                                   "user_lists NONE\nxuser_lists NONE\nprojects NONE\nxprojects NONE\n"
+                                   "usage_scaling NONE\nreport_variables NONE\n")
+                known.add(name)
+            except RuntimeError as error:
+                # the qmaster remembers for a few minutes a name that did not resolve
+                if "can't resolve" not in str(error) or time.time() > deadline:
+                    raise
+                time.sleep(10)
     if run("qconf", "-shgrp", GROUP, check=False).returncode != 0:
         _qconf_file("-Ahgrp", f"group_name {GROUP}\nhostlist {' '.join(names)}\n")
     if run("qconf", "-sq", QUEUE, check=False).returncode != 0:

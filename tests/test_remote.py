@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from overlay.remote import CommandError, LocalRunner, SshRunner, runner_from_options
+from overlay.remote import CommandError, LocalRunner, runner_from_options
+from overlay.ssh import SshRunner
 from sshd import ADDRESS as SSHD, KEY, KNOWN_HOSTS, need_sshd as _need_sshd
 
 SSHD_SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "test-sshd.sh"

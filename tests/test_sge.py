@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from overlay.model import Request, State
-from overlay.remote import CommandError, SshRunner
+from overlay.remote import CommandError
+from overlay.ssh import SshRunner
 from overlay_sge import objects
 from crashing_runner import CrashingRunner
 from sge_cluster import (backend, clean, instance_states, job_states, names, require,

@@ -18,7 +18,8 @@ from torque_double import install
 from overlay.config import Config
 from overlay.model import State
 from overlay.ordering import JobOrder
-from overlay.remote import CommandError, LocalRunner, SshRunner
+from overlay.remote import CommandError, LocalRunner
+from overlay.ssh import SshRunner
 from overlay_torque import settings
 from overlay_torque.backend import TorqueBackend
 from overlay_torque.ledger import Ledger
