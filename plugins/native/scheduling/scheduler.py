@@ -421,14 +421,15 @@ class Scheduler:
 
     def run_pass(self) -> None:
         with self._passing:
-            began = time.perf_counter()
+            began, cpu = time.perf_counter(), time.thread_time()
             result = self.hosts.poll()
             with self.lock:
                 self._take(result)
                 starts = self._decide()
             self._start(starts)
             self._last_pass = time.monotonic()
-            log.debug("scheduling pass: %d jobs, %d ARs, %.1f ms", len(self.jobs), len(self.windows),
+            log.debug("scheduling pass: %d jobs, %d ARs, %.1f ms CPU, %.1f ms wall", len(self.jobs),
+                      len(self.windows), (time.thread_time() - cpu) * 1000,
                       (time.perf_counter() - began) * 1000)
 
     def _decide(self) -> list[tuple[Job, Placement]]:
