@@ -104,6 +104,7 @@ class Manager:
         self.planner = MultiPlanner()
         self.activity = Activity()
         self.nodes: dict[str, Node] = {}
+        self._reservable_nodes: list[Node] | None = None
         self.ars: dict[int, Reservation] = {ar.id: ar for ar in store.load_all()}
         self.changed: set[int] = set()      # AR ids stored or removed since the lifecycle's last look
         self._finished = {ar.id for ar in self.ars.values() if ar.state in FINISHED_STATES}
@@ -124,6 +125,7 @@ class Manager:
             nodes = self.activity.apply(self.backend.nodes(), self.backend.running_jobs(),
                                         self.now())
             before, self.nodes = self.nodes, {node.name: node for node in nodes}
+            self._reservable_nodes = None
             moved = set(before.keys() - self.nodes.keys())
             for node in self.nodes.values():
                 self.planner.set_capacity(node.name, node.slots)
@@ -276,11 +278,14 @@ class Manager:
 
     def _reservable(self) -> list[Node]:
         """Live nodes of the reservable queues (sge_queues, -sgeq), in the
-        configured NodeSortKey order."""
-        allowed = self.config.sge_queues
-        nodes = [n for n in self.nodes.values()
-                 if n.alive and (not allowed or any(q in allowed for q in n.queues))]
-        return sort_nodes(nodes, self.config.node_order, self.now())
+        configured NodeSortKey order; worked out once per refresh of the
+        nodes (the order depends on nothing else), not per request."""
+        if self._reservable_nodes is None:
+            allowed = self.config.sge_queues
+            nodes = [n for n in self.nodes.values()
+                     if n.alive and (not allowed or any(q in allowed for q in n.queues))]
+            self._reservable_nodes = sort_nodes(nodes, self.config.node_order, self.now())
+        return self._reservable_nodes
 
     def _eligible(self, request: Request) -> list[Node]:
         """Reservable nodes that can hold the request, in allocation order."""
@@ -307,16 +312,16 @@ class Manager:
                 if node.name in blocked:
                     refusals[blocked[node.name]] = refusals.get(blocked[node.name], 0) + 1
             candidates = [n for n in candidates if n.name not in blocked]
-        by_name = {n.name: n for n in candidates}
-        free = self.planner.free_nodes([n.name for n in candidates],
-                                       lambda name: request.slots_on(by_name[name]),
-                                       request.start, request.end, ignore)
         chosen: list[Node] = []
         hook = plugins.PolicyHook(self.pm, "plus_node_reservable", request=request,
                                   owner=owner.user, groups=owner.groups, context=context)
         wants_allocated = hook.wants("allocated")
-        for name in free:
-            node = by_name[name]
+        skip, free = frozenset(ignore), 0
+        for node in candidates:    # in order, until enough: a reserve asks few nodes of many
+            if not self.planner.fits(node.name, request.slots_on(node), request.start, request.end,
+                                     skip):
+                continue
+            free += 1
             refusal = hook.first_refusal(node=node,
                                          allocated=tuple(chosen) if wants_allocated else ())
             if refusal:
@@ -327,7 +332,7 @@ class Manager:
                 return [Allocation(n.name, request.slots_on(n)) for n in chosen]
         reason = (f"only {len(chosen)} of the {request.nodes} requested nodes can be reserved "
                   f"for this window ({len(self.nodes)} nodes known, {matching} match the "
-                  f"request, {len(free)} free)")
+                  f"request, {free} free)")
         if refusals:
             reason += "; " + "; ".join(f"{text} ({count} nodes)" for text, count in refusals.items())
         raise ReservationError(reason)
