@@ -21,7 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from overlay.remote import LocalRunner, SshRunner
+from overlay.remote import LocalRunner
+from overlay.ssh import SshRunner
 from overlay_native.execution.runners import ExecutionError, Executor, Finished, JobSpec
 from sshd import ADDRESS as SSHD, KEY, KNOWN_HOSTS, need_sshd as _need_sshd
 
