@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from dataclasses import asdict
 from typing import Iterator, Mapping
 
-from sqlalchemy import BigInteger, Engine, MetaData, event, insert, inspect, make_url, text
+from sqlalchemy import BigInteger, Engine, MetaData, event, insert, inspect, make_url, text, update
 from sqlalchemy.exc import DatabaseError, OperationalError
 from sqlmodel import Field, Session, SQLModel, create_engine, delete, select
 
@@ -141,14 +141,19 @@ def _decode_request(raw: str) -> Request:
     return Request(**data)
 
 
-def _to_row(ar: Reservation) -> ReservationRow:
-    return ReservationRow(
+def _row_values(ar: Reservation) -> dict:
+    """The AR's reservation row as plain values."""
+    return dict(
         id=ar.id, owner=ar.owner, owner_group=ar.group, state=ar.state.value,
         submission_time=ar.submission_time, start_time=ar.start, end_time=ar.end,
         acl=",".join(ar.acl), account=ar.account, message=ar.message,
         request=_encode_request(ar.request), finished_time=ar.finished_time,
         pending=ar.pending.value if ar.pending else None, pending_since=ar.pending_since,
         pending_request=_encode_request(ar.pending_request) if ar.pending_request else None)
+
+
+def _to_row(ar: Reservation) -> ReservationRow:
+    return ReservationRow(**_row_values(ar))
 
 
 def _allocation_values(ar: Reservation) -> list[dict]:
@@ -167,7 +172,7 @@ def _allocation_values(ar: Reservation) -> list[dict]:
 def _insert_allocations(session: Session, ar: Reservation) -> None:
     rows = _allocation_values(ar)
     if rows:
-        session.execute(insert(AllocationRow), rows)
+        session.connection().execute(insert(AllocationRow.__table__), rows)
 
 
 def _from_rows(row: ReservationRow, allocations: list[AllocationRow]) -> Reservation:
@@ -268,14 +273,20 @@ def shown_url(url: str) -> str:
 def next_id(session: Session, counters: type, name: str, rows: type, maximum: int) -> int | None:
     """Grid Engine's id sequence (arseqnum, jobseqnum): the id after the last
     one given, 1 to ``maximum`` and round again, skipping ids ``rows`` still
-    holds; None when every id is taken. ``counters`` rows have name and value."""
-    counter = session.get(counters, name) or counters(name=name, value=0)
-    candidate = counter.value
+    holds; None when every id is taken. ``counters`` rows have name and value.
+    Plain statements on the session's connection: ORM objects for the counter
+    and each probe were most of a creation's cost."""
+    counter, taken = counters.__table__, rows.__table__.c.id
+    connection = session.connection()
+    value = connection.execute(select(counter.c.value).where(counter.c.name == name)).scalar()
+    candidate = value or 0
     for _ in range(maximum):
         candidate = candidate % maximum + 1
-        if session.get(rows, candidate) is None:
-            counter.value = candidate
-            session.add(counter)
+        if connection.execute(select(taken).where(taken == candidate)).first() is None:
+            if value is None:
+                connection.execute(insert(counter).values(name=name, value=candidate))
+            else:
+                connection.execute(update(counter).where(counter.c.name == name).values(value=candidate))
             return candidate
     return None
 
@@ -399,8 +410,7 @@ class Store:
         with self._write() as session:
             self._check_capacity(session, ar, capacity, own_id=None)
             ar.id = self._next_id(session)
-            session.add(_to_row(ar))
-            session.flush()
+            session.connection().execute(insert(ReservationRow.__table__), [_row_values(ar)])
             _insert_allocations(session, ar)
         return ar
 
@@ -451,16 +461,16 @@ class Store:
         nodes = sorted({row["node"] for row in wanted})
         first = min(row["start_time"] for row in wanted)
         last = max(row["end_time"] for row in wanted)
-        query = select(AllocationRow).where(
-            AllocationRow.node.in_(nodes), AllocationRow.start_time < last,
-            AllocationRow.end_time > first, AllocationRow.held)
+        table = AllocationRow.__table__.c
+        query = select(table.reservation_id, table.node, table.start_time, table.end_time,
+                       table.slots).where(table.node.in_(nodes), table.start_time < last,
+                                          table.end_time > first, table.held)
         if own_id is not None:
-            query = query.where(AllocationRow.reservation_id != own_id)
+            query = query.where(table.reservation_id != own_id)
         planner = MultiPlanner()
         for node in nodes:
             planner.set_capacity(node, capacity.get(node, 0))
-        planner.book_many((row.reservation_id, row.node, row.start_time, row.end_time, row.slots)
-                          for row in session.exec(query).all())
+        planner.book_many(tuple(row) for row in session.connection().execute(query))
         for row in wanted:
             if not planner.fits(row["node"], row["slots"], row["start_time"], row["end_time"]):
                 raise Conflict(f"node {row['node']} is no longer free for the requested window "
