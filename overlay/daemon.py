@@ -11,7 +11,6 @@ import argparse
 import fcntl
 import logging
 import os
-import pwd
 import signal
 import socket
 import sys
@@ -31,7 +30,7 @@ from overlay.request import RequestError, parse_name_list
 from overlay.store import Store, refuse_truncated, shown_url
 from overlay.storelease import LeaseLost, StoreLease
 from overlay.timespec import TimeSpecError
-from overlay.users import groups_of
+from overlay.users import account
 
 log = logging.getLogger("plus.daemon")
 
@@ -102,13 +101,14 @@ class Service:
                 self.plugin_operations[name] = operation
 
     def caller(self, uid: int, gid: int) -> Caller:
-        try:
-            entry = pwd.getpwuid(uid)
-        except KeyError:
-            raise ReservationError(f"uid {uid} has no user name on this host") from None
-        manager = uid in (0, self.daemon_uid) or entry.pw_name in self.manager.config.managers
-        return Caller(uid=uid, user=entry.pw_name, groups=groups_of(entry.pw_name, gid),
-                      is_manager=manager)
+        """Who is asking, from the peer's credentials (name and groups as
+        users.account keeps them for a minute)."""
+        found = account(uid, gid)
+        if found is None:
+            raise ReservationError(f"uid {uid} has no user name on this host")
+        name, groups = found
+        manager = uid in (0, self.daemon_uid) or name in self.manager.config.managers
+        return Caller(uid=uid, user=name, groups=groups, is_manager=manager)
 
     def handle(self, caller: Caller, op: Any, args: Any) -> Any:
         """Run operation ``op``: the core's with its arguments decoded and

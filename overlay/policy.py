@@ -6,39 +6,20 @@ per request."""
 from __future__ import annotations
 
 import functools
-import pwd
-import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Collection, Iterable, Iterator, NamedTuple, Sequence
 
 from overlay.model import Node, Reservation, State
-from overlay.users import groups_of
-
-GROUPS_TTL = 60       # seconds an owner's looked-up groups are trusted
-GROUPS_KEPT = 4096    # owners whose groups are kept between requests
-
+from overlay.users import account
 
 def owner_groups(owner: str, group: str) -> frozenset[str]:
     """The groups ``owner`` is in now as the system reports them, primary and
-    supplementary (looked up again after GROUPS_TTL, so a change of
-    membership takes effect within a minute); ``group``, the AR's primary
-    group at creation, for an owner the system no longer knows."""
-    groups = _looked_up(owner, int(time.monotonic() // GROUPS_TTL))
-    if groups is None:
+    supplementary (users.account: looked up again after a minute); ``group``,
+    the AR's primary group at creation, for an owner the system no longer knows."""
+    found = account(owner)
+    if found is None:
         return frozenset((group,)) if group else frozenset()
-    return groups
-
-
-@functools.lru_cache(maxsize=GROUPS_KEPT)
-def _looked_up(owner: str, period: int) -> frozenset[str] | None:
-    """The owner's groups in one TTL period (None: no such user): each
-    request asks for every owner with ARs, and NSS lookups (getgrouplist)
-    may go to LDAP."""
-    try:
-        gid = pwd.getpwnam(owner).pw_gid
-    except KeyError:
-        return None
-    return frozenset(groups_of(owner, gid))
+    return frozenset(found[1])
 
 
 class Usage(NamedTuple):

@@ -4,9 +4,15 @@ members, Grid Engine usersets and TORQUE queue ACLs listing them)."""
 
 from __future__ import annotations
 
+import functools
 import grp
 import os
+import pwd
+import time
 from typing import Iterable
+
+GROUPS_TTL = 60       # seconds a looked-up account and its groups are trusted
+GROUPS_KEPT = 4096    # accounts kept between requests
 
 
 def groups_of(user: str, gid: int) -> tuple[str, ...]:
@@ -20,6 +26,24 @@ def groups_of(user: str, gid: int) -> tuple[str, ...]:
         if name not in names:
             names.append(name)
     return tuple(names)
+
+
+def account(user: int | str, gid: int | None = None) -> tuple[str, tuple[str, ...]] | None:
+    """The name and groups (``gid`` first, else the account's own primary
+    group) of a uid or user name; None for one this host does not know.
+    Looked up again after GROUPS_TTL seconds, so a change of membership
+    takes effect within a minute: each request names its caller and its
+    policies every owner with ARs, and NSS lookups may go to LDAP."""
+    return _looked_up(user, gid, int(time.monotonic() // GROUPS_TTL))
+
+
+@functools.lru_cache(maxsize=GROUPS_KEPT)
+def _looked_up(user: int | str, gid: int | None, period: int) -> tuple[str, tuple[str, ...]] | None:
+    try:
+        entry = pwd.getpwuid(user) if isinstance(user, int) else pwd.getpwnam(user)
+    except KeyError:
+        return None
+    return entry.pw_name, groups_of(entry.pw_name, entry.pw_gid if gid is None else gid)
 
 
 def with_members(entries: Iterable[str]) -> list[str]:
