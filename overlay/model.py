@@ -50,7 +50,7 @@ class PermissionDenied(ReservationError):
     """The caller may not do this (not the owner, not a manager, not in arusers)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Node:
     """A host that can be reserved, as a backend reports it."""
 
@@ -71,7 +71,7 @@ class Node:
     ``exec: none``): chosen last, and plus_status -r warns of it."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Request:
     """What plus_reserve (or plus_modify) asks for; times are UTC epoch seconds.
 
@@ -111,7 +111,7 @@ class Request:
         return replace(self, **changes)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Allocation:
     """Slots of one node held by an AR over its window."""
 
@@ -119,7 +119,7 @@ class Allocation:
     slots: int
 
 
-@dataclass
+@dataclass(slots=True)
 class Reservation:
     """A stored AR. ``pending`` names a -T operation awaiting commit or abort;
     for a pending modify, ``pending_request`` and ``pending_allocations`` hold

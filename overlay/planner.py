@@ -79,7 +79,7 @@ class Planner:
         self.times = np.zeros(1, dtype=np.int64)
         self.usage = np.zeros(1, dtype=np.float64)
         self._origin = 0             # the first breakpoint's time, as a Python int
-        self._spans: dict[object, list[Span]] = {}
+        self._spans: dict[object, tuple[Span, ...]] = {}    # tuples: most keys hold one span
         self._lists: tuple[list[int], list[float]] | None = None
 
     # -- changes ---------------------------------------------------------------------------
@@ -105,16 +105,17 @@ class Planner:
         """Add a span under ``key``, to be released by ``unbook(key)`` or left
         out of a question by ``ignore``."""
         if end > start:
-            self._spans.setdefault(key, []).append((start, end, amount))
+            self._spans[key] = self._spans.get(key, ()) + ((start, end, amount),)
             self.add(start, end, amount)
 
     def book_many(self, spans: Iterable[tuple[object, int, int, float]]) -> None:
         """``book`` for many (key, start, end, amount), with one sort."""
-        kept = []
+        kept, held = [], self._spans
         for key, start, end, amount in spans:
             if end > start:
-                self._spans.setdefault(key, []).append((start, end, amount))
-                kept.append((start, end, amount))
+                span = (start, end, amount)
+                held[key] = held.get(key, ()) + (span,)
+                kept.append(span)
         self._add_events(kept)
 
     def snapshot(self, capacity: float) -> Planner:
@@ -128,9 +129,14 @@ class Planner:
         """Release the spans of ``key``, and the breakpoints they leave
         without a change of usage."""
         for start, end, amount in self._spans.pop(key, ()):
-            self.add(start, end, -amount)
-            self._merge(end)
-            self._merge(start)
+            self.remove(start, end, amount)
+
+    def remove(self, start: int, end: int, amount: float) -> None:
+        """Take back an anonymous ``add``, and the breakpoints it leaves
+        without a change of usage."""
+        self.add(start, end, -amount)
+        self._merge(end)
+        self._merge(start)
 
     def prune(self, before: int) -> None:
         """Forget the past: breakpoints before ``before`` collapse into one,
@@ -139,7 +145,7 @@ class Planner:
         self.times, self.usage = self.times[index:], self.usage[index:]
         self._origin = self.times.item(0)
         self._spans = {key: kept for key, spans in self._spans.items()
-                       if (kept := [span for span in spans if span[1] > before])}
+                       if (kept := tuple(span for span in spans if span[1] > before))}
         self._lists = None
 
     def _add_events(self, spans: Iterable[Span]) -> None:

@@ -59,7 +59,7 @@ class Reservations(Mapping[int, ReservedWindow]):
     def _put_all(self, windows: Iterable[ReservedWindow]) -> bool:
         """Add or change windows, planning each host's new slots with one
         sort (a daemon's start hands over every AR at once)."""
-        spans: dict[str, list[tuple[int, int, int, int]]] = {}
+        spans: dict[str, list[tuple[int, int, int]]] = {}
         changed = False
         for window in windows:
             before = self._windows.get(window.id)
@@ -72,22 +72,22 @@ class Reservations(Mapping[int, ReservedWindow]):
             if window.state in _STARTED:
                 self._started[window.id] = window
             for host, slots in window.slots.items():
-                spans.setdefault(host, []).append((window.id, window.start, window.end, slots))
+                spans.setdefault(host, []).append((window.start, window.end, slots))
         for host, found in spans.items():
             planner = self.held.get(host)
             if planner is None:
                 planner = self.held[host] = Planner(0)
             if len(found) == 1:
-                planner.book(*found[0])
+                planner.add(*found[0])
             else:
-                planner.book_many(found)
+                planner.add_many(found)
         return changed
 
     def _unplan(self, window: ReservedWindow) -> None:
         self._started.pop(window.id, None)
-        for host in window.slots:
+        for host, slots in window.slots.items():
             planner = self.held[host]
-            planner.unbook(window.id)
+            planner.remove(window.start, window.end, slots)   # the window says what it held
             if not planner.last_end():
                 del self.held[host]
 

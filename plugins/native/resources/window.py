@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ReservedWindow:
     """An AR as the scheduler sees it: its window, the slots it holds per
     host and who may use it. ``state`` is the AR's letter (w r W E p);
