@@ -4,6 +4,7 @@ plus_scheduler does, refusing with "policy <key>: <why>"."""
 
 from __future__ import annotations
 
+import grp
 import pwd
 import textwrap
 
@@ -12,7 +13,8 @@ import pytest
 from overlay.manager import Caller
 from overlay.model import ReservationError
 from overlay.policy import owner_groups
-from overlay.users import groups_of
+from overlay import users
+from overlay.users import account, groups_of
 from test_manager import ALICE, BOB, HOUR, T0, Env
 
 CLUSTER = """\
@@ -112,6 +114,25 @@ def test_an_owners_groups_are_the_systems_now():
     assert "plusgrp" not in owner_groups("plusu3", "plusgrp")       # what the system says counts
     assert owner_groups("no-such-user", "chem") == {"chem"}        # gone: the AR's group
     assert owner_groups("no-such-user", "") == frozenset()
+
+
+def test_an_account_is_looked_up_again_after_a_minute(monkeypatch):
+    """users.account names the daemon's callers and the policies' owners: by
+    uid with the peer's gid first, or by name; kept for GROUPS_TTL seconds."""
+    entry = pwd.getpwnam("plusu1")
+    assert account(entry.pw_uid, entry.pw_gid) == ("plusu1", system_caller("plusu1").groups)
+    assert account("plusu1")[1][0] == grp.getgrgid(entry.pw_gid).gr_name
+    assert account(entry.pw_uid, 0)[1][0] == "root"           # the peer's gid comes first
+    assert account("no-such-user") is None and account(2 ** 31 - 7) is None
+    asked = []
+    monkeypatch.setattr(users, "groups_of", lambda user, gid: asked.append(user) or ("g",))
+    clock = [1e12]                                              # no period a real lookup used
+    monkeypatch.setattr(users.time, "monotonic", lambda: clock[0])
+    assert account("plusu3") == ("plusu3", ("g",)) and account("plusu3") == ("plusu3", ("g",))
+    assert asked == ["plusu3"]                                  # once within the minute
+    clock[0] += users.GROUPS_TTL
+    account("plusu3")
+    assert asked == ["plusu3", "plusu3"]
 
 
 def test_limits_per_user_and_group_and_month(tmp_path, zone):
