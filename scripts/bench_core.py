@@ -48,6 +48,14 @@ SLOTS = 8
 HOUR = 3600
 BIN = Path(sys.executable).parent
 GNU_TIME = shutil.which("time", path="/usr/bin")    # Debian's "time" package
+FAR = 400 * 86400            # a creation measured apart from the windows filled in
+# the figures Grid Engine has too: their names pair the columns for the ratios
+CREATE = "create one AR (plus_reserve / qrsub)"
+ONE = "one AR (plus_status -r / qrstat -ar)"
+LIST = "list all (plus_status / qrstat -u '*')"
+LIST_MEMORY = "  ... client memory, MiB"
+MEMORY = "daemon memory, MiB"
+IDLE = "idle daemon CPU, % of a core"
 
 
 def generate(count: int, now: int, seed: int = 1) -> list[tuple[int, int, int, list[int]]]:
@@ -279,17 +287,18 @@ def ours(daemon: Daemon, runs: int, wait_seconds: float) -> dict[str, object]:
     last = protocol.call(daemon.socket, "status", {"summary": True})["data"][-1][0]
     listing = [timed_process([str(BIN / "plus_status")], env) for _ in range(max(3, runs // 4))]
     figures: dict[str, object] = {
-        "create one AR (plus_reserve / qrsub)": median_ms(daemon.reserve_argv(int(time.time()) + 400 * 86400, HOUR), env, runs),
-        "one AR (plus_status -r / qrstat -ar)": median_ms([str(BIN / "plus_status"), "-r", str(last // 2 or 1)], env, runs),
-        "list all (plus_status / qrstat -u '*')": statistics.median(ms for ms, _ in listing),
-        "  ... client memory, MiB": max(mib for _, mib in listing),
-        "plus_availnodes over a day": median_ms([str(BIN / "plus_availnodes"), "-s", "now+2d", "-e", "now+3d"], env, runs),
+        CREATE: median_ms(daemon.reserve_argv(int(time.time()) + FAR, HOUR), env, runs),
+        ONE: median_ms([str(BIN / "plus_status"), "-r", str(last // 2 or 1)], env, runs),
+        LIST: statistics.median(ms for ms, _ in listing),
+        LIST_MEMORY: max(mib for _, mib in listing),
+        "plus_availnodes over a day": median_ms([str(BIN / "plus_availnodes"), "-s", "now+2d",
+                                                 "-e", "now+3d"], env, runs),
         "longest wait on a background pass, ms": daemon.longest_wait(wait_seconds),
     }
     figures["reconcile pass, median / max ms CPU"], figures["scheduling pass, median / max ms CPU"] = \
         daemon.pass_costs()
-    figures["daemon memory, MiB"] = rss_mib(pid)
-    figures["idle daemon CPU, % of a core"] = idle_cpu(pid, 30)
+    figures[MEMORY] = rss_mib(pid)
+    figures[IDLE] = idle_cpu(pid, 30)
     return figures
 
 
@@ -321,7 +330,7 @@ def through_commands(count: int, runs: int, wait_seconds: float, streams: int,
         rate = sustained((daemon.reserve_argv(s, d) for s, d in windows(count, now)), daemon.env, streams)
         figures.update(ours(daemon, runs, wait_seconds))
         figures[f"sustained creation, {streams} streams of commands, AR/s"] = rate
-        later = [(s + 40 * 86400, d) for s, d in windows(socket_ars, now, seed=3)]
+        later = [(s + 40 * 86400, d) for s, d in windows(socket_ars, now, seed=3)]   # apart from the rest
         figures[f"sustained creation through the socket, {streams} streams, AR/s"] = \
             daemon.socket_rate(later, streams)
         return figures
@@ -337,16 +346,17 @@ def grid_engine(count: int, runs: int, streams: int) -> dict[str, object]:
     sge_peer.setup(NODES)
     try:
         rate = sustained((sge_peer.qrsub_argv(s, d) for s, d in windows(count, now)), env, streams)
-        ids = [int(line.split()[0]) for line in sge_peer.run(*sge_peer.qrstat_argv("-u", "*")).stdout.splitlines()[2:]]
+        table = sge_peer.run(*sge_peer.qrstat_argv("-u", "*")).stdout
+        ids = [int(line.split()[0]) for line in table.splitlines()[2:]]
         listing = [timed_process(sge_peer.qrstat_argv("-u", "*"), env) for _ in range(max(3, runs // 4))]
         pid = sge_peer.qmaster_pid()
         return {
-            "create one AR (plus_reserve / qrsub)": median_ms(sge_peer.qrsub_argv(now + 400 * 86400, HOUR), env, runs),
-            "one AR (plus_status -r / qrstat -ar)": median_ms(sge_peer.qrstat_argv("-ar", str(ids[len(ids) // 2])), env, runs),
-            "list all (plus_status / qrstat -u '*')": statistics.median(ms for ms, _ in listing),
-            "  ... client memory, MiB": max(mib for _, mib in listing),
-            "daemon memory, MiB": rss_mib(pid),
-            "idle daemon CPU, % of a core": idle_cpu(pid, 30),
+            CREATE: median_ms(sge_peer.qrsub_argv(now + FAR, HOUR), env, runs),
+            ONE: median_ms(sge_peer.qrstat_argv("-ar", str(ids[len(ids) // 2])), env, runs),
+            LIST: statistics.median(ms for ms, _ in listing),
+            LIST_MEMORY: max(mib for _, mib in listing),
+            MEMORY: rss_mib(pid),
+            IDLE: idle_cpu(pid, 30),
             f"sustained creation, {streams} streams of commands, AR/s": rate,
         }
     finally:
