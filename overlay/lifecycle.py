@@ -154,14 +154,13 @@ class Lifecycle:
                       (time.perf_counter() - began) * 1000)
             return self._due.first()
 
-    def _absorb(self) -> set[int]:
+    def _absorb(self) -> None:
         """Take the manager's changes since the last look into the due
-        times and the finished ARs; the ids, also kept for the next pass."""
+        times and the finished ARs, and keep their ids for the pass."""
         changed = self.manager.take_changed()
         for ar_id in changed:
             self._track(ar_id)
         self._changed |= changed
-        return changed
 
     def _track(self, ar_id: int) -> None:
         """One AR's next due time and place among the finished ones."""

@@ -432,13 +432,6 @@ class MultiPlanner:
             self._planner(name).book_many(found)
             self._changed(name)
 
-    def snapshot(self, capacity: float) -> Planner:
-        """A planner with this one's usage and ``capacity``, without its keys:
-        a scheduling pass books its jobs on it and leaves this one as it was."""
-        twin = Planner(capacity)
-        twin.times, twin.usage, twin._origin = self.times.copy(), self.usage.copy(), self._origin
-        return twin
-
     def unbook(self, key: object) -> None:
         for name in self._keys.pop(key, ()):
             self._planners[name].unbook(key)

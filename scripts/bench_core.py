@@ -32,7 +32,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 from sqlmodel import Session
 
@@ -150,29 +150,40 @@ def median_ms(argv: list[str], env: dict, runs: int) -> float:
     return statistics.median(timed_process(argv, env)[0] for _ in range(runs))
 
 
-def sustained(argvs: Iterator[list[str]], env: dict, streams: int) -> float:
-    """ARs per second while ``streams`` clients run the commands one after another."""
-    lock, failures, count = threading.Lock(), [], [0]
+def in_streams(items: Iterator, work: Callable[[object], None], streams: int) -> float:
+    """Items done per second while ``streams`` threads each take the next
+    item and ``work`` on it until none is left."""
+    lock, done = threading.Lock(), [0]
 
     def stream() -> None:
         while True:
             with lock:
-                argv = next(argvs, None)
-            if argv is None:
+                item = next(items, None)
+            if item is None:
                 return
-            if subprocess.run(argv, env=env, capture_output=True, cwd="/tmp").returncode != 0:
-                failures.append(argv)
+            work(item)
             with lock:
-                count[0] += 1
+                done[0] += 1
     began = time.perf_counter()
     threads = [threading.Thread(target=stream) for _ in range(streams)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
+    return done[0] / (time.perf_counter() - began)
+
+
+def sustained(argvs: Iterator[list[str]], env: dict, streams: int) -> float:
+    """ARs per second while ``streams`` clients run the commands one after another."""
+    failures = []
+
+    def create(argv) -> None:
+        if subprocess.run(argv, env=env, capture_output=True, cwd="/tmp").returncode != 0:
+            failures.append(argv)
+    rate = in_streams(argvs, create, streams)
     if failures:
         raise SystemExit(f"{len(failures)} creations failed, e.g. {' '.join(failures[0])}")
-    return count[0] / (time.perf_counter() - began)
+    return rate
 
 
 def cpu_seconds(pid: int) -> float:
@@ -248,25 +259,17 @@ class Daemon:
 
     def socket_rate(self, slots: list[tuple[int, int]], streams: int) -> float:
         """ARs per second created through the socket by ``streams`` clients."""
-        feed, lock = iter(slots), threading.Lock()
+        failures = []
 
-        def stream() -> None:
-            while True:
-                with lock:
-                    item = next(feed, None)
-                if item is None:
-                    return
-                reply = protocol.call(self.socket, "reserve",
-                                      {"start": item[0], "end": item[0] + item[1], "nodes": 1})
-                if not reply.get("ok"):
-                    raise SystemExit(f"reserve through the socket failed: {reply}")
-        began = time.perf_counter()
-        threads = [threading.Thread(target=stream) for _ in range(streams)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        return len(slots) / (time.perf_counter() - began)
+        def create(item) -> None:
+            reply = protocol.call(self.socket, "reserve",
+                                  {"start": item[0], "end": item[0] + item[1], "nodes": 1})
+            if not reply.get("ok"):
+                failures.append(reply)
+        rate = in_streams(iter(slots), create, streams)
+        if failures:
+            raise SystemExit(f"{len(failures)} reserves through the socket failed, e.g. {failures[0]}")
+        return rate
 
     def pass_costs(self) -> tuple[str, str]:
         """Median and worst milliseconds of CPU of the reconcile and the

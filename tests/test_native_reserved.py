@@ -15,11 +15,11 @@ def window(ar_id, start, end, slots, state="w", users=("alice",)):
 
 def test_put_change_and_remove_follow_each_ar():
     held = Reservations()
-    assert held.put(window(1, 100, 200, {"a": 2, "b": 1}))
-    assert not held.put(window(1, 100, 200, {"a": 2, "b": 1}))        # the same: no change
-    assert held.put(window(2, 150, 300, {"a": 1}))
+    assert held.put_all([window(1, 100, 200, {"a": 2, "b": 1})])
+    assert not held.put_all([window(1, 100, 200, {"a": 2, "b": 1})])        # the same: no change
+    assert held.put_all([window(2, 150, 300, {"a": 1})])
     assert held.held["a"].peak(0, 1000) == 3 and held.held["b"].peak(0, 1000) == 1
-    assert held.put(window(1, 400, 500, {"b": 2}))                      # moved and shrunk
+    assert held.put_all([window(1, 400, 500, {"b": 2})])                      # moved and shrunk
     assert sorted(held.held) == ["a", "b"]
     assert held.held["a"].peak(0, 1000) == 1 and held.held["b"].peak(0, 300) == 0
     assert held.held["b"].peak(400, 500) == 2
@@ -34,7 +34,7 @@ def test_started_open_and_reserved_hosts():
     assert sorted(w.id for w in held.started()) == [2, 3]
     assert held.open_hosts() == {"b", "c"}
     assert held.reserved_hosts(20) == {"a", "b", "c"}                   # d's AR ended at 10
-    held.put(window(2, 50, 150, {"b": 1}, "x"))
+    held.put_all([window(2, 50, 150, {"b": 1}, "x")])
     assert sorted(w.id for w in held.started()) == [3]
     held.remove(3)
     assert list(held.started()) == [] and held.open_hosts() == set()

@@ -24,8 +24,7 @@ class Reservations(Mapping[int, ReservedWindow]):
         self._windows: dict[int, ReservedWindow] = {}
         self._started: dict[int, ReservedWindow] = {}
         self.held: dict[str, Planner] = {}
-        for window in windows:
-            self.put(window)
+        self.put_all(windows)
 
     def __getitem__(self, ar_id: int) -> ReservedWindow:
         return self._windows[ar_id]
@@ -35,10 +34,6 @@ class Reservations(Mapping[int, ReservedWindow]):
 
     def __len__(self) -> int:
         return len(self._windows)
-
-    def put(self, window: ReservedWindow) -> bool:
-        """Add or change one AR's window; whether anything changed."""
-        return self._put_all([window])
 
     def remove(self, ar_id: int) -> bool:
         """Forget one AR's window; whether it was there."""
@@ -54,9 +49,9 @@ class Reservations(Mapping[int, ReservedWindow]):
         changed = False
         for ar_id in [ar_id for ar_id in self._windows if ar_id not in fresh]:
             changed = self.remove(ar_id) or changed
-        return self._put_all(fresh.values()) or changed
+        return self.put_all(fresh.values()) or changed
 
-    def _put_all(self, windows: Iterable[ReservedWindow]) -> bool:
+    def put_all(self, windows: Iterable[ReservedWindow]) -> bool:
         """Add or change windows, planning each host's new slots with one
         sort (a daemon's start hands over every AR at once)."""
         spans: dict[str, list[tuple[int, int, int]]] = {}

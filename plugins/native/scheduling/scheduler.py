@@ -384,10 +384,7 @@ class Scheduler:
                 changed = self.windows.replace_all(windows)
                 gone = [j for j in self.jobs.values() if j.ar is not None and j.ar not in self.windows]
             else:
-                changed = False
-                for window in windows:
-                    changed = self.windows.put(window) or changed
-                gone = []
+                changed, gone = self.windows.put_all(windows), []
             wanted = changed and any(j.state == JobState.QUEUED for j in self.jobs.values())
         if gone:
             self._delete_jobs(gone, "its advance reservation is gone")
