@@ -198,6 +198,19 @@ def test_teardown_retries_a_queue_torque_still_counts_jobs_in(double, tmp_path):
     assert log.count("qmgr -c delete queue R14") == 2 and "R14" not in double.state()["queues"]
 
 
+def test_deleting_a_job_already_deleted_and_not_yet_purged_is_done(double, tmp_path):
+    """qselect lists a qdel'ed job until TORQUE purges it, and a second qdel
+    answers 'invalid state for job - COMPLETE' (exit 170): a teardown that
+    retries a busy queue meets exactly that."""
+    plugin = backend(double, tmp_path)
+    job = qsub(double, "plusu1")
+    plugin.torque.delete_jobs([job])
+    assert double.state()["jobs"][job]["state"] == "C" and job in plugin.torque.select("batch")
+    plugin.torque.delete_jobs([job])                          # no error
+    again = subprocess.run([f"{double.path}/qdel", job], capture_output=True, text=True)
+    assert again.returncode == 170 and "COMPLETE" in again.stderr
+
+
 def test_a_queue_that_stays_busy_is_an_error_retried_at_the_next_pass(double, tmp_path):
     plugin = backend(double, tmp_path, queue_timeout=1)
     ar = reservation(15, ("n2",))

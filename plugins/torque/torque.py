@@ -23,6 +23,7 @@ _UNREACHABLE = re.compile(r"cannot connect to server|Communication failure|could
 _BROKEN_NODE = re.compile(r"PBS_Server System error")
 UNKNOWN_JOB = 153
 UNKNOWN_QUEUE = 172
+BAD_STATE = 170          # PBSE_BADSTATE; for qdel of a completed job: "invalid state for job - COMPLETE"
 NOT_RERUNNABLE = 192
 
 
@@ -184,8 +185,14 @@ class Torque:
         self.checked(["qrun", "-H", "+".join(hosts), job])
 
     def delete_jobs(self, jobs: Iterable[str]) -> None:
+        """qdel each; a job already deleted but not yet purged (state C, which
+        qselect still lists while TORQUE keeps it) is done, not an error."""
         for job in sorted(set(jobs)):
-            self._on_job(["qdel"], job)
+            result = self.run(["qdel", job])
+            if result.status == BAD_STATE and "COMPLETE" in result.stderr:
+                continue
+            if result.status not in (0, UNKNOWN_JOB):
+                raise TorqueError(f"qdel {job} failed on {self.runner.where}: {result.text}")
 
     def _on_job(self, argv: list[str], job: str) -> None:
         """A job command; the job being gone already is not an error."""
