@@ -15,7 +15,7 @@ import yaml
 
 from overlay import protocol, settings
 from overlay.ordering import OrderError, node_order
-from overlay.request import NAME_PATTERN
+from overlay.request import valid_name
 
 class ConfigError(Exception):
     """The configuration cannot be used; the text names the key."""
@@ -81,7 +81,7 @@ def _name_list(key: str, value: Any, groups: bool = False, star: bool = False) -
         raise ConfigError(f"{key}: expected a list of names, got {value!r}")
     for item in value:
         bare = item[1:] if groups and item.startswith("@") else item
-        if not (star and item == "*") and not NAME_PATTERN.match(bare):
+        if not (star and item == "*") and not valid_name(bare):
             accepted = "user names and @group names" if groups else "names"
             raise ConfigError(f"{key}: invalid entry {item!r}; accepted: {accepted}"
                               + (" or '*' for everyone" if star else ""))

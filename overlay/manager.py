@@ -32,8 +32,8 @@ from overlay.model import (FINISHED_STATES, Allocation, LimitExceeded, Node, Ope
 from overlay.ordering import sort_nodes
 from overlay.planner import MultiPlanner
 from overlay.policy import PolicyContext, context_for, used_part
-from overlay.request import (RequestError, access_list, node_satisfies, parse_mail_list,
-                             parse_mail_options, window_end)
+from overlay.matching import node_satisfies
+from overlay.request import RequestError, access_list, parse_mail_list, parse_mail_options, window_end
 from overlay.store import Store
 from overlay.users import groups_of
 

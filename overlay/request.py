@@ -1,43 +1,39 @@
 """The request language: -l lists, -U access lists, memory sizes, queue
-lists, and whether a node satisfies a request.
+lists, AR ids, names and mail addresses.
 
 Standard library only: clients use it to reject bad input before they
-connect, and the daemon uses the same functions to validate again.
+connect, and the daemon uses the same functions to validate again. Forms
+are checked with str methods and character sets, not the regex engine,
+whose import is a third of a command's start; overlay.matching holds
+the wildcard matching that needs it.
 """
 
 from __future__ import annotations
-
-import fnmatch
-import functools
-import re
-from typing import TYPE_CHECKING
 
 from overlay.limits import (HORIZON_DAYS, MAX_ADDRESS, MAX_ARGUMENT, MAX_COUNT, MAX_DURATION,
                             MAX_ITEMS, MAX_MEMORY_MB, MAX_NAME, MAX_PATTERN, shown)
 from overlay.timespec import format_duration, format_time
 
+TYPE_CHECKING = False       # typing costs a command 3 ms to import
 if TYPE_CHECKING:
-    from overlay.model import Node, Request
+    from typing import Callable
 
 MAX_AR_ID = 9_999_999
 MAX_SLOTS = MAX_COUNT
 """The end of an open PE range (n-)."""
-# Used with fullmatch (or anchored with \Z), never $, which lets a trailing
-# newline through; [0-9], not \d, which takes any script's digits.
-NAME_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*\Z")
-_WILD = r"[A-Za-z0-9_.*?\[\]-]+"
-_QUEUE = re.compile(rf"{_WILD}(?:@@?{_WILD})?|@@?{_WILD}")
-_JOB_REFERENCE = re.compile(_WILD)
-_INTEGER = re.compile(r"[+-]?[0-9]+")
-_AR_ID = re.compile(r"[Rr]?([0-9]+)")
-_PE_RANGE = re.compile(r"([0-9]*)(-?)([0-9]*)")
-_MEMORY = re.compile(r"([0-9]+(?:\.[0-9]+)?)([kKmMgGtT]?)")
+_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+_ALNUM = _LETTERS + "0123456789"
+_NAME_START = _LETTERS + "_"
+_NAME_CHARS = _ALNUM + "_.-"
+_WILD_CHARS = _ALNUM + "_.*?[]-"
+"""A queue, host or job reference with wildcards."""
+_LOCAL_PART_CHARS = _ALNUM + "_.+%-"
+_HOST_CHARS = _ALNUM + ".-"
 _MEMORY_BYTES = {"": 2 ** 20, "k": 10 ** 3, "K": 2 ** 10, "m": 10 ** 6, "M": 2 ** 20,
                  "g": 10 ** 9, "G": 2 ** 30, "t": 10 ** 12, "T": 2 ** 40}
 _BLANKS = " \t"
 """What may surround a list's entries (not a line break: it would be dropped unseen)."""
 MAIL_EVENTS = "bea"
-_MAIL_ADDRESS = re.compile(r"[A-Za-z0-9_.+%-]+(@[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?)?")
 MEMORY_FORMS = ("a number of megabytes, or a number with a Grid Engine "
                 "multiplier k K m M g G t T (e.g. 512, 4G)")
 
@@ -65,8 +61,42 @@ def _items(text: str, option: str) -> list[str]:
     return [item.strip(_BLANKS) for item in text.split(",")]
 
 
+def _made_of(text: str, chars: str) -> bool:
+    """Whether ``text`` has at least one character, each one of ``chars``."""
+    return bool(text) and not text.strip(chars)
+
+
+def _is_number(text: str) -> bool:
+    """ASCII digits only (str.isdigit alone takes any script's digits)."""
+    return text.isascii() and text.isdigit()
+
+
+def valid_name(text: str) -> bool:
+    """A name's form: letters, digits, _ . - and no leading digit, dot or dash."""
+    return text[:1] in _NAME_START and _made_of(text, _NAME_CHARS)
+
+
 def _is_name(text: str) -> bool:
-    return len(text) <= MAX_NAME and NAME_PATTERN.match(text) is not None
+    return len(text) <= MAX_NAME and valid_name(text)
+
+
+def _is_wild(text: str) -> bool:
+    return _made_of(text, _WILD_CHARS)
+
+
+def _is_queue(text: str) -> bool:
+    """queue, queue@host, queue@@hostgroup, @host or @@hostgroup, wildcards allowed."""
+    queue, at, host = text.partition("@")
+    if not at:
+        return _is_wild(queue)
+    return (not queue or _is_wild(queue)) and _is_wild(host.removeprefix("@"))
+
+
+def _is_mail_address(text: str) -> bool:
+    """user or user@host: a host starts and ends with a letter or digit."""
+    user, at, host = text.partition("@")
+    return _made_of(user, _LOCAL_PART_CHARS) and (
+        not at or _made_of(host, _HOST_CHARS) and host[0] in _ALNUM and host[-1] in _ALNUM)
 
 
 def _is_pattern(text: str) -> bool:
@@ -77,14 +107,15 @@ def parse_memory_mb(text: str, option: str = "-mem") -> int:
     """Megabytes (MiB) in a memory size, 1 to MAX_MEMORY_MB: plain numbers are
     MB as in PluS, suffixed ones follow Grid Engine (lower case powers of 1000,
     upper 1024)."""
-    match = _MEMORY.fullmatch(check_length(text, option, "memory size").strip())
-    if not match:
+    value = check_length(text, option, "memory size").strip()
+    suffix = value[-1:] if value[-1:] in _MEMORY_BYTES else ""
+    whole, dot, fraction = value[:len(value) - len(suffix)].partition(".")
+    if not _is_number(whole) or dot and not _is_number(fraction):
         raise RequestError(f"{option}: invalid memory size '{shown(text)}': accepted forms are "
                            f"{MEMORY_FORMS}")
     # exact integer arithmetic; a minimum rounds up (4g = 4e9 bytes is 3815 MiB, not 3814)
-    whole, _, fraction = match.group(1).partition(".")
     scale = 10 ** len(fraction)
-    numerator = int(whole + fraction) * _MEMORY_BYTES[match.group(2)]
+    numerator = int(whole + fraction) * _MEMORY_BYTES[suffix]
     megabytes = -(-numerator // (scale * 2 ** 20))
     if megabytes <= 0:
         raise RequestError(f"{option}: memory size must be positive, got '{shown(text)}'")
@@ -96,11 +127,12 @@ def parse_memory_mb(text: str, option: str = "-mem") -> int:
 
 def parse_ar_id(text: str, option: str = "-r") -> int:
     """An AR id as PluS (R123) or Grid Engine (123) writes it."""
-    match = _AR_ID.fullmatch(check_length(text, option, "reservation id"))
-    if not match or not 1 <= int(match.group(1)) <= MAX_AR_ID:
+    digits = check_length(text, option, "reservation id")
+    digits = digits[1:] if digits[:1] in ("R", "r") else digits
+    if not _is_number(digits) or not 1 <= int(digits) <= MAX_AR_ID:
         raise RequestError(f"{option}: invalid reservation id '{shown(text)}': accepted forms are "
                            f"123 or R123 (1 to {MAX_AR_ID})")
-    return int(match.group(1))
+    return int(digits)
 
 
 def window_end(start: int, end: int | None, duration: int | None) -> int:
@@ -131,11 +163,11 @@ def window_end(start: int, end: int | None, duration: int | None) -> int:
 def parse_int(text: str, option: str, what: str, least: int = 1, most: int = MAX_COUNT) -> int:
     """A whole number (ASCII digits, optional sign) from ``least`` to ``most``:
     counts are 1 to MAX_COUNT unless said otherwise."""
-    match = _INTEGER.fullmatch(check_length(text, option, what).strip())
-    if not match:
+    number = check_length(text, option, what).strip()
+    if not _is_number(number[1:] if number[:1] in ("+", "-") else number):
         raise RequestError(f"{option}: {what} must be a whole number from {least} to {most}, "
                            f"got '{shown(text)}'")
-    value = int(match.group(0))
+    value = int(number)
     if value < least:
         raise RequestError(f"{option}: {what} must be at least {least}, got {shown(text.strip())}")
     if value > most:
@@ -207,7 +239,7 @@ def parse_mail_options(text: str, option: str = "-m") -> str:
 
 def parse_mail_list(text: str, option: str = "-M") -> tuple[str, ...]:
     """qrsub -M: user[@host][,user[@host]...]."""
-    return _listed(text, option, _MAIL_ADDRESS, MAX_ADDRESS, "mail address",
+    return _listed(text, option, _is_mail_address, MAX_ADDRESS, "mail address",
                    "form is user[@host][,user[@host]...]")
 
 
@@ -216,48 +248,14 @@ def access_list(owner: str, users: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(dict.fromkeys((owner,) + tuple(users)))
 
 
-@functools.lru_cache(maxsize=256)
-def _wildcard(pattern: str):
-    return re.compile(fnmatch.translate(pattern)).match
-
-
-def wildcard_match(text: str, pattern: str) -> bool:
-    """fnmatchcase for patterns users send: fnmatch keeps every pattern it
-    ever compiled (32,768 of them), so distinct long patterns in refused
-    requests grew the daemon by hundreds of megabytes; this cache keeps 256."""
-    return _wildcard(pattern)(text) is not None
-
-
-def node_satisfies(node: Node, request: Request) -> bool:
-    """Whether ``node`` can ever hold ``request`` (its static attributes)."""
-    if request.slots_per_node is not None and request.slots_per_node > node.slots:
-        return False
-    if request.memory_mb is not None and node.memory_mb < request.memory_mb:
-        return False
-    if request.ncpus is not None and node.ncpus < request.ncpus:
-        return False
-    if request.arch is not None and not wildcard_match(node.arch, request.arch):
-        return False
-    if request.os is not None and not wildcard_match(node.os, request.os):
-        return False
-    if request.queues and not any(wildcard_match(q, pattern)
-                                  for q in node.queues for pattern in request.queues):
-        return False
-    for name, wanted in request.attributes:
-        have = node.properties.get(name)
-        if have is None or not wildcard_match(str(have), wanted):
-            return False
-    return True
-
-
 def parse_pe_range(text: str, option: str = "-pe") -> tuple[tuple[int, int], ...]:
     """A PE slot range list (seed 001, 3): n-m, m for m-m, -m for 1-m, n- for
     n to infinity (MAX_SLOTS), comma-separated; merged and sorted."""
     ranges = []
     for item in _items(text, option):
-        match = _PE_RANGE.fullmatch(check_length(item, option, "slot range"))
-        low, dash, high = match.groups() if match else ("", "", "")
-        if not match or not (low or high) or (not dash and not low):
+        low, dash, high = check_length(item, option, "slot range").partition("-")
+        well_formed = all(_is_number(n) for n in (low, high) if n)
+        if not well_formed or not (low or high) or (not dash and not low):
             raise RequestError(f"{option}: invalid slot range '{shown(item)}' in '{shown(text)}': "
                                "accepted forms are n, n-m, -m and n- (comma-separated), n and m "
                                "at least 1")
@@ -283,13 +281,13 @@ def format_pe_range(ranges: tuple[tuple[int, int], ...]) -> str:
                     f"{a}-" if b == MAX_SLOTS else f"{a}-{b}" for a, b in ranges)
 
 
-def _listed(text: str, option: str, form: "re.Pattern", longest: int, what: str, accepted: str
-            ) -> tuple[str, ...]:
-    """A comma-separated list whose entries each fully match ``form`` in at
-    most ``longest`` characters, each once in their first order."""
+def _listed(text: str, option: str, valid: Callable[[str], bool], longest: int, what: str,
+            accepted: str) -> tuple[str, ...]:
+    """A comma-separated list whose entries are each ``valid`` in at most
+    ``longest`` characters, each once in their first order."""
     items = _items(text, option)
     for item in items:
-        if len(item) > longest or not form.fullmatch(item):
+        if len(item) > longest or not valid(item):
             raise RequestError(f"{option}: invalid {what} '{shown(item)}' in '{shown(text)}': "
                                f"accepted {accepted}, at most {longest} characters each")
     return tuple(dict.fromkeys(items))
@@ -298,11 +296,11 @@ def _listed(text: str, option: str, form: "re.Pattern", longest: int, what: str,
 def parse_queue_list(text: str, option: str) -> tuple[str, ...]:
     """qsub -q/-masterq wc_queue_list: queue, queue@host, queue@@hostgroup,
     @host, wildcards * ? [..] allowed; comma-separated."""
-    return _listed(text, option, _QUEUE, MAX_PATTERN, "queue", "forms are queue, queue@host, "
+    return _listed(text, option, _is_queue, MAX_PATTERN, "queue", "forms are queue, queue@host, "
                    "queue@@hostgroup or @host, with wildcards * ? [ ], comma-separated")
 
 
 def parse_job_references(text: str, option: str = "-hold_jid") -> tuple[str, ...]:
     """Job ids or names (wildcards allowed), comma-separated."""
-    return _listed(text, option, _JOB_REFERENCE, MAX_PATTERN, "job", "are job ids and job "
+    return _listed(text, option, _is_wild, MAX_PATTERN, "job", "are job ids and job "
                    "names, with wildcards * ? [ ], comma-separated")

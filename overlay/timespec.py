@@ -8,13 +8,13 @@ Accepted durations: TIME as h:m:s (or m:s), plain seconds, or 90s/10m/2h/1d.
 Times lie between the epoch and the horizon after now, durations are at
 most MAX_DURATION (overlay.limits); digits are ASCII only.
 
-Standard library only: the thin clients import this module.
+Standard library only: the thin clients import this module, so it checks
+forms without the regex engine and imports datetime only where a date is
+read (each costs a command a millisecond or more at start).
 """
 
 from __future__ import annotations
 
-import datetime as _dt
-import re
 import time as _time
 
 from overlay.limits import HORIZON, HORIZON_DAYS, MAX_ARGUMENT, MAX_DURATION, shown
@@ -24,14 +24,22 @@ TIME_FORMS = ("[[CC]YY]MMDDhhmm[.SS], YYYY-MM-DDThh:mm[:ss][Z|+hh:mm], "
 DURATION_FORMS = "h:m:s, seconds, or <n>s/<n>m/<n>h/<n>d (e.g. 2:00:00, 90m, 1d)"
 
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-# fullmatch only, [0-9] not \d: no trailing newline and no other script's digits
-_GE_TIME = re.compile(r"([0-9]{8}|[0-9]{10}|[0-9]{12})(?:\.([0-9]{2}))?")
-_ISO_TIME = re.compile(
-    r"([0-9]{4})-([0-9]{2})-([0-9]{2})[T ]([0-9]{2}):([0-9]{2})(?::([0-9]{2}))?"
-    r"(Z|[+-][0-9]{2}:?[0-9]{2})?")
-_RELATIVE = re.compile(r"now(?:\+(.+))?", re.DOTALL)
-_UNIT_DURATION = re.compile(r"([0-9]+)([smhd])")
-_TIME_DURATION = re.compile(r"[0-9]+(?::[0-9]+){0,2}")
+_SHAPE = str.maketrans("0123456789", "9999999999")
+"""A text's shape: each ASCII digit a 9 (no other script's digits)."""
+_GE_SHAPES = frozenset(digits + seconds for digits in ("9" * 8, "9" * 10, "9" * 12)
+                       for seconds in ("", ".99"))
+_ISO_SHAPES = frozenset(f"9999-99-99{t}99:99{seconds}{zone}" for t in "T "
+                        for seconds in ("", ":99")
+                        for zone in ("", "Z", "+99:99", "+9999", "-99:99", "-9999"))
+
+
+def _shape(text: str) -> str:
+    return text.translate(_SHAPE)
+
+
+def _is_number(text: str) -> bool:
+    """One or more ASCII digits, nothing else."""
+    return text.isascii() and text.isdigit()
 
 
 class TimeSpecError(ValueError):
@@ -54,12 +62,12 @@ def _stripped(text: str, option: str, what: str) -> str:
 
 def _duration_seconds(value: str) -> int | None:
     """Seconds in a stripped duration, unbounded; None if no form matches."""
-    unit = _UNIT_DURATION.fullmatch(value)
-    if unit:
-        return int(unit.group(1)) * _UNIT_SECONDS[unit.group(2)]
-    if _TIME_DURATION.fullmatch(value):
+    if value[-1:] in _UNIT_SECONDS and _is_number(value[:-1]):
+        return int(value[:-1]) * _UNIT_SECONDS[value[-1]]
+    parts = value.split(":")
+    if len(parts) <= 3 and all(map(_is_number, parts)):
         seconds = 0
-        for part in value.split(":"):
+        for part in parts:
             seconds = seconds * 60 + int(part)
         return seconds
     return None
@@ -82,17 +90,16 @@ def parse_time(text: str, now: float | None = None, option: str = "") -> int:
     after ``now``; raises TimeSpecError naming the option (if given) and the forms."""
     value = _stripped(text, option, "time")
     current = int(_time.time() if now is None else now)
-    relative = _RELATIVE.fullmatch(value)
-    if relative:
-        offset = relative.group(1)
-        seconds = 0 if offset is None else _duration_seconds(offset)
+    if value == "now" or value.startswith("now+") and len(value) > 4:
+        seconds = _duration_seconds(value[4:]) if value != "now" else 0
         if seconds is None:
             raise _error(option, f"invalid time '{shown(text)}': the offset after now+ must be a "
                                  f"duration ({DURATION_FORMS})")
         return bounded_time(current + seconds, current, option, text)
+    shape = _shape(value)
     try:
-        epoch = (_parse_grid_engine(value, current) if _GE_TIME.fullmatch(value) else
-                 _parse_iso(value) if _ISO_TIME.fullmatch(value) else None)
+        epoch = (_parse_grid_engine(value, current) if shape in _GE_SHAPES else
+                 _parse_iso(value) if shape in _ISO_SHAPES else None)
     except (ValueError, OverflowError, OSError) as exc:   # no such date, or none the C library can hold
         raise _error(option, f"invalid time '{shown(text)}': {exc}; accepted forms are "
                              f"{TIME_FORMS}") from None
@@ -118,6 +125,7 @@ def bounded_time(epoch: int, now: float, option: str = "", typed: str | None = N
 
 def _parse_grid_engine(value: str, current: int) -> int:
     """[[CC]YY]MMDDhhmm[.SS] in local time; the year defaults to the current one."""
+    import datetime as _dt
     digits, _, seconds = value.partition(".")
     year = _dt.datetime.fromtimestamp(current).year
     if len(digits) == 12:
@@ -131,6 +139,7 @@ def _parse_grid_engine(value: str, current: int) -> int:
 
 def _parse_iso(value: str) -> int:
     """ISO 8601 date and time; naive values are local time."""
+    import datetime as _dt
     stamp = _dt.datetime.fromisoformat(value.replace(" ", "T").replace("Z", "+00:00"))
     return int(stamp.timestamp())
 
@@ -171,5 +180,4 @@ def format_ctime(epoch: int) -> str:
 
 def format_iso(epoch: int) -> str:
     """xs:dateTime for XML output, in UTC."""
-    return _dt.datetime.fromtimestamp(_showable(epoch), _dt.timezone.utc).strftime(
-        "%Y-%m-%dT%H:%M:%SZ")
+    return _time.strftime("%Y-%m-%dT%H:%M:%SZ", _time.gmtime(_showable(epoch)))

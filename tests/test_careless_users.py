@@ -14,7 +14,7 @@ import pytest
 from overlay.cli import views
 from overlay.daemon import reservation_view
 from overlay.model import Node, Request, ReservationError
-from overlay.request import node_satisfies
+from overlay.matching import node_satisfies
 from test_manager import ALICE, T0, Env
 
 HOSTILE_NAME = "x\x1b[2J\r\n    9 mallory    r\u2028"

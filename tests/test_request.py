@@ -11,7 +11,8 @@ import pytest
 from overlay.limits import (HORIZON_DAYS, MAX_ADDRESS, MAX_COUNT, MAX_DURATION, MAX_ITEMS,
                             MAX_MEMORY_MB, MAX_NAME, MAX_PATTERN)
 from overlay.model import Node, Request
-from overlay.request import (MAX_AR_ID, MEMORY_FORMS, RequestError, access_list, node_satisfies,
+from overlay.matching import node_satisfies
+from overlay.request import (MAX_AR_ID, MEMORY_FORMS, RequestError, access_list,
                              parse_ar_id, parse_attribute_list, parse_int, parse_job_references,
                              parse_mail_list, parse_mail_options, parse_memory_mb, parse_name,
                              parse_name_list, parse_pattern, parse_pe_range, parse_queue_list,
@@ -480,7 +481,7 @@ def test_numbers_take_ascii_digits_only(parse, text):
 
 @pytest.mark.parametrize("text", ["alice\n", "alice\nbob", "\nalice"])
 def test_a_name_with_a_newline_is_refused(text):
-    """NAME_PATTERN ended in $, which lets one trailing newline through."""
+    """The name pattern once ended in $, which lets one trailing newline through."""
     with pytest.raises(RequestError, match=r"^-o: invalid name '.*\\n"):
         parse_name(text, "-o")
 

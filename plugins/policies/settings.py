@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from overlay.request import NAME_PATTERN
+from overlay.request import valid_name
 from overlay.settings import Check
 from overlay.timespec import DURATION_FORMS, TimeSpecError, parse_duration
 
@@ -47,14 +47,14 @@ def _seconds(value: Any) -> int | None:
 
 
 def _name(value: Any) -> str | None:
-    return value if isinstance(value, str) and NAME_PATTERN.match(value) else None
+    return value if isinstance(value, str) and valid_name(value) else None
 
 
 def _member(value: Any) -> str | None:
     """A user name, or @ and a group name, as arusers lists them."""
     if not isinstance(value, str):
         return None
-    return value if NAME_PATTERN.match(value.removeprefix("@")) else None
+    return value if valid_name(value.removeprefix("@")) else None
 
 
 def _pattern(value: Any) -> str | None:

@@ -28,7 +28,7 @@ import yaml
 from overlay.config import read_yaml
 from overlay.model import Node
 from overlay.remote import SshSettings, parse_ssh
-from overlay.request import NAME_PATTERN, RequestError, parse_memory_mb
+from overlay.request import RequestError, parse_memory_mb, valid_name
 from overlay_native.resources.complexes import ComplexError, ComplexTable, parse_value
 from overlay_native.resources.matching import LOAD, LIMIT, RESOURCE_LIMITS, ResourceContainer
 from overlay_native.scheduling.schedconf import SchedConfError, SchedulerConfig, parse_scheduler
@@ -314,7 +314,7 @@ class _Reader:
                                    f"{', '.join(accepted)}")
 
     def name(self, where: str, value: Any) -> str:
-        if not isinstance(value, str) or not NAME_PATTERN.match(value):
+        if not isinstance(value, str) or not valid_name(value):
             raise self.fail(where, f"name {value!r}: use letters, digits, _ . - starting with a "
                                    "letter or _")
         return value
@@ -335,7 +335,7 @@ class _Reader:
         groups = {}
         for name, members in raw.items():
             if not isinstance(name, str) or not name.startswith("@") or \
-                    not NAME_PATTERN.match(name[1:]):
+                    not valid_name(name[1:]):
                 raise self.fail("hostgroups", f"group name {name!r} must be @ and a name")
             groups[name] = list(self.names(f"hostgroups.{name}", "members", members))
         return groups
@@ -495,7 +495,7 @@ class _Reader:
             self.name("userlists", name)
             members = self.names(f"userlists.{name}", "entries", entries)
             for member in members:
-                if not NAME_PATTERN.match(member.removeprefix("@")):
+                if not valid_name(member.removeprefix("@")):
                     raise self.fail(f"userlists.{name}", f"invalid entry {member!r}: a user or "
                                                          "@group name")
             lists[name] = members

@@ -33,7 +33,7 @@ from typing import Iterable, Iterator, Mapping, Sequence
 
 from overlay.ordering import sort_nodes
 from overlay.planner import INFINITY, Planner
-from overlay.request import wildcard_match
+from overlay.matching import wildcard_match
 from overlay_native.jobs import Job, Placement
 from overlay_native.resources.cluster import ClusterConfig, Containers, ParallelEnvironment
 from overlay_native.resources.matching import (ResourceContainer, assignment_debits, category_key, mismatch,

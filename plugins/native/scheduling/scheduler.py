@@ -27,7 +27,8 @@ from dataclasses import dataclass, replace
 from typing import Callable, Iterable
 
 from overlay.ordering import order_jobs
-from overlay.request import format_pe_range, wildcard_match
+from overlay.matching import wildcard_match
+from overlay.request import format_pe_range
 from overlay_native import acct
 from overlay_native.execution.hosts import ExecutionHosts, Poll
 from overlay_native.execution.runners import ExecutionError, Finished, JobSpec
