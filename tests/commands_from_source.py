@@ -1,7 +1,7 @@
 """The commands of pyproject.toml as they run from this tree: their entry
 points, a Python prelude that maps the plugin packages to their folders
 with the standard library only (as tests/conftest.py does), and each
-command's argparse parser."""
+command's option parser."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ def argv(command: str, *args: str) -> list[str]:
 
 
 def parser(command: str):
-    """The command's argparse parser, from its module's parser() (plus_qhold
+    """The command's option parser, from its module's parser() (plus_qhold
     and plus_qrls share one module: parser(hold))."""
     module, _, function = ENTRY_POINTS[command].partition(":")
     make = importlib.import_module(module).parser

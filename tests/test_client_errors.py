@@ -24,7 +24,7 @@ PARSED = sorted(set(commands.ENTRY_POINTS) - commands.WITHOUT_ARGPARSE)
 def typed_options(command: str) -> list[str]:
     """The options (or positional names) whose values a type function parses."""
     return [action.option_strings[0] if action.option_strings else action.metavar
-            for action in commands.parser(command)._actions if action.type is not None]
+            for action in commands.parser(command).options() if action.type is not None]
 
 
 @pytest.mark.parametrize("command", PARSED)

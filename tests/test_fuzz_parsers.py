@@ -297,7 +297,7 @@ def within_bounds(value: object) -> bool:
 @pytest.mark.parametrize("command", sorted(set(commands.ENTRY_POINTS) - commands.WITHOUT_ARGPARSE))
 def test_command_line(command):
     parser = commands.parser(command)
-    options = [option for action in parser._actions for option in action.option_strings]
+    options = [option for action in parser.options() for option in action.option_strings]
 
     @FUZZ
     @given(command_line(options))

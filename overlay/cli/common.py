@@ -4,23 +4,23 @@ to plus_scheduler, and how failures are reported."""
 
 from __future__ import annotations
 
-import argparse
-import functools
-import json
 import os
-import signal
 import sys
-from typing import TYPE_CHECKING
 
 from overlay import limits, protocol
+from overlay.cli import options
 from overlay.request import (RequestError, parse_ar_id, parse_attribute_list, parse_int,
                              parse_job_references, parse_mail_list, parse_mail_options,
                              parse_memory_mb, parse_name, parse_name_list, parse_pattern,
                              parse_yes_no)
 from overlay.timespec import DURATION_FORMS, TIME_FORMS, TimeSpecError, parse_duration, parse_time
 
+TYPE_CHECKING = False       # typing costs a command 3 ms to import
 if TYPE_CHECKING:
     from typing import Any, Callable, NoReturn
+
+SIGINT, SIGPIPE = 2, 13
+"""Their numbers on every Unix: the signal module's enums cost 2 ms at start."""
 
 EXIT_STATUS_HELP = ("exit status: 0 done, 1 refused by plus_scheduler, 2 bad command line, "
                     "3 plus_scheduler unreachable, 25 max_advance_reservations reached")
@@ -34,7 +34,6 @@ def command(prog: str) -> Callable[[Callable[..., int]], Callable[..., int]]:
     other Unix tools, an interrupt exits 130, and anything unexpected is
     one line."""
     def decorate(main: Callable[..., int]) -> Callable[..., int]:
-        @functools.wraps(main)
         def run(argv: list[str] | None = None) -> int:
             try:
                 try:
@@ -44,7 +43,7 @@ def command(prog: str) -> Callable[[Callable[..., int]], Callable[..., int]]:
             except BrokenPipeError:
                 _leave_closed_pipe()
             except KeyboardInterrupt:
-                sys.exit(128 + signal.SIGINT)
+                sys.exit(128 + SIGINT)
             except Exception as exc:
                 fail(prog, f"unexpected error ({type(exc).__name__}: {limits.shown(exc)})",
                      protocol.EXIT_REFUSED)
@@ -57,7 +56,7 @@ def _leave_closed_pipe() -> NoReturn:
     standard output at /dev/null so the flush at exit finds no broken pipe,
     and exit with the status of a command that SIGPIPE ended."""
     os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    sys.exit(128 + signal.SIGPIPE)
+    sys.exit(128 + SIGPIPE)
 
 
 def unreadable(error: OSError | UnicodeDecodeError) -> str:
@@ -67,56 +66,35 @@ def unreadable(error: OSError | UnicodeDecodeError) -> str:
     return error.strerror or str(error)
 
 
-class Parser(argparse.ArgumentParser):
-    """argparse with PluS's single-dash long options and one-line errors
-    that quote a user's argument only shortened (overlay.limits.shown)."""
+class Parser(options.Parser):
+    """The commands' parser: PluS's single-dash long options, one-line errors
+    that quote a user's argument only shortened (overlay.limits.shown), and
+    an epilog on the forms of times and the exit statuses."""
 
     def __init__(self, prog: str, description: str, add_help: bool = True) -> None:
-        super().__init__(prog=prog, description=description, allow_abbrev=False, add_help=add_help,
-                         exit_on_error=False,       # its errors come to parse_known_args
+        super().__init__(prog, description, add_help,
                          epilog=f"Times: {TIME_FORMS}. Durations: {DURATION_FORMS}. "
                                 f"{EXIT_STATUS_HELP}. The daemon is found through PLUS_CONF "
                                 f"(default {protocol.DEFAULT_CONF}).")
-        self.help_option = "-h" if add_help else "-help"
 
-    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
-        """Refuse an argument longer than MAX_ARGUMENT before argparse sees it.
-        An option type's error (see _typed) is printed as it is; argparse's
-        own may quote an argument whole (a value given to a flag: -T=...),
-        so it is shortened like any quoted value."""
+    def parse_args(self, args: list[str] | None = None) -> options.Namespace:
+        """Refuse an argument longer than MAX_ARGUMENT before parsing."""
         args = sys.argv[1:] if args is None else list(args)
         for position, arg in enumerate(args, 1):
             if len(arg) > limits.MAX_ARGUMENT:
                 self.error(f"argument {position} '{limits.shown(arg)}' is longer than "
                            f"{limits.MAX_ARGUMENT} characters")
-        try:
-            return super().parse_known_args(args, namespace)
-        except argparse.ArgumentError as exc:
-            if exc.argument_name is None:
-                self.error(exc.message)
-            self.error(f"argument {exc.argument_name}: {limits.shown(exc.message)}")
-
-    def parse_args(self, args: Any = None, namespace: Any = None) -> Any:
-        namespace, extras = self.parse_known_args(args, namespace)
-        if extras:
-            self.error(f"unrecognized arguments: {limits.shown(' '.join(extras))}")
-        return namespace
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(protocol.EXIT_USAGE, f"{self.prog}: {message} (see {self.prog} "
-                                       f"{self.help_option})\n")
+        return super().parse_args(args)
 
 
 def _typed(convert: Callable[[str], Any]) -> Callable[[str], Any]:
-    """An argparse type whose errors are the converter's own message, which
-    names the option: raised as an ArgumentError of no argument, so that the
-    parser prints it alone (argparse would name the option again, and for a
-    ValueError of another kind print the converter's function name)."""
+    """An option type whose errors are the converter's own message, which
+    names the option and the accepted forms."""
     def parse(text: str) -> Any:
         try:
             return convert(text)
         except (TimeSpecError, RequestError) as exc:
-            raise argparse.ArgumentError(None, str(exc)) from None
+            raise options.OptionError(str(exc)) from None
     return parse
 
 
@@ -209,6 +187,7 @@ def call(prog: str, op: str, args: dict,
 
 
 def print_json(data: Any) -> None:
+    import json     # only for --json: it imports re
     print(json.dumps(data, indent=2, sort_keys=True))
 
 

@@ -8,14 +8,13 @@ host, cluster queue or AR (or, with a name, that one); -j lists jobs.
 
 from __future__ import annotations
 
-import argparse
 import fnmatch
 import os
 import sys
 import time
 
 from overlay import limits, protocol
-from overlay.cli import common
+from overlay.cli import common, options
 from overlay.timespec import TIME_FORMS
 from overlay_native import acct
 
@@ -61,7 +60,7 @@ def default_file() -> str:
     return os.path.normpath(os.path.join(base, "accounting"))
 
 
-def window(args: argparse.Namespace) -> tuple[float, float]:
+def window(args: options.Namespace) -> tuple[float, float]:
     first, last = args.b, args.e
     if args.d:
         span = args.d * 86400
