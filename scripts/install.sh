@@ -63,6 +63,8 @@ phase venv
 # deprecation notices would otherwise print dozens of warnings on every run.
 rm -rf "$repo/build"
 "$PLUS_VENV/bin/python" -m pip install -qq "$repo$extras"
+# The thin clients start without Python's site module (overlay/launchers.py).
+"$PLUS_VENV/bin/python" -m overlay.launchers >/dev/null
 chmod -R a+rX "$PLUS_VENV"
 
 if [[ ${PLUS_LINK_COMMANDS:-yes} != no ]]; then

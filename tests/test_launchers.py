@@ -1,0 +1,45 @@
+"""The thin clients' launchers (overlay/launchers.py): python -IS, the
+package's folder named in the script, written over pip's by the install."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+from commands_from_source import COMMANDS
+from daemon_harness import BIN
+from overlay import launchers
+
+
+def test_every_thin_client_and_nothing_else_gets_a_launcher():
+    assert launchers.thin_clients().keys() == COMMANDS.keys()
+
+
+def test_the_install_put_a_launcher_in_place_of_each_thin_clients_script():
+    for command in COMMANDS:
+        first, second = (BIN / command).read_text().splitlines()[:2]
+        assert first.endswith(" -IS") and second.startswith(launchers.MARK), command
+    assert launchers.MARK not in (BIN / "plus_scheduler").read_text()
+
+
+def test_a_launcher_runs_its_command(tmp_path):
+    scripts = tmp_path / "bin"
+    scripts.mkdir()
+    folder = str(Path(launchers.__file__).parent.parent)
+    written = launchers.write(str(scripts), str(BIN / "python"), folder)
+    assert sorted(written) == sorted(COMMANDS)
+    result = subprocess.run([scripts / "plus_status", "-h"], capture_output=True, text=True)
+    assert result.returncode == 0 and result.stdout.startswith("usage: plus_status")
+    assert os.stat(scripts / "plus_status").st_mode & 0o777 == 0o755
+    assert not list(scripts.glob("*.new"))
+
+
+def test_a_users_pythonpath_cannot_shadow_the_commands_modules(tmp_path):
+    shadow = tmp_path / "overlay"
+    shadow.mkdir()
+    (shadow / "__init__.py").write_text("raise SystemExit('shadowed')\n")
+    (tmp_path / "json.py").write_text("raise SystemExit('shadowed')\n")
+    result = subprocess.run([BIN / "plus_status", "-h"], capture_output=True, text=True,
+                            env={**os.environ, "PYTHONPATH": str(tmp_path)}, cwd=tmp_path)
+    assert result.returncode == 0 and "shadowed" not in result.stderr
