@@ -1,6 +1,7 @@
 """The daemon's Unix socket server, bounded so that no user can starve it.
 
-Each connection gets a thread, but only so many: a user may hold at most
+Each connection gets a thread of its own (kept afterwards for the next
+connections, a few of them), but only so many: a user may hold at most
 ``per_user`` connections at once and all users together ``total`` (root
 is exempt, so that an administrator can always reach a busy daemon), a
 request must arrive whole within ``request_timeout`` seconds and be at
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import errno
 import logging
+import queue
 import resource
 import socket
 import socketserver
@@ -89,10 +91,55 @@ class RateLimitedLog:
         log.warning(message + suffix, *args)
 
 
-class BoundedServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
-    """A threading Unix stream server that counts connections per peer uid."""
+class Workers:
+    """Threads that serve connections, each connection by a thread of its
+    own, started only when none is idle and kept (up to ``spare`` idle ones)
+    for the next. A thread started per connection made the accepting thread
+    wait in Thread.start() until the new one held the GIL, up to the 5 ms
+    switch interval behind a busy thread, for every command. Each job
+    claims an idle thread or starts one, so a job never waits for a thread
+    that a slow client holds."""
 
-    daemon_threads = True
+    def __init__(self, serve: Callable[[object], None], spare: int = 8) -> None:
+        self._serve = serve
+        self._spare = spare
+        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
+        self._idle = 0
+        self._threads = 0
+        self._lock = threading.Lock()
+
+    def submit(self, job: object) -> None:
+        with self._lock:
+            if self._idle:
+                self._idle -= 1
+            else:
+                self._threads += 1
+                threading.Thread(target=self._work, name="connection", daemon=True).start()
+            self._jobs.put(job)
+
+    def stop(self) -> None:
+        """Let the idle threads end; busy ones end after their job."""
+        with self._lock:
+            for _ in range(self._threads):
+                self._jobs.put(None)
+
+    def _work(self) -> None:
+        while True:
+            job = self._jobs.get()
+            if job is None:
+                return
+            self._serve(job)
+            with self._lock:
+                if self._idle >= self._spare:
+                    self._threads -= 1
+                    return
+                self._idle += 1
+
+
+class BoundedServer(socketserver.UnixStreamServer):
+    """A Unix stream server, a thread per connection (Workers), that counts
+    connections per peer uid."""
+
     request_queue_size = 256  # a burst of commands must queue, not fail with EAGAIN
 
     def __init__(self, path: str, handle: Callable[[socket.socket, Peer, float], None],
@@ -105,7 +152,25 @@ class BoundedServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
         self.warnings = RateLimitedLog()
         self._peers: dict[socket.socket, Peer] = {}
         self._count_lock = threading.Lock()
+        self._workers = Workers(self._serve)
         super().__init__(path, socketserver.BaseRequestHandler, bind_and_activate=True)
+
+    def process_request(self, request: socket.socket, client_address) -> None:
+        self._workers.submit((request, client_address))
+
+    def _serve(self, job) -> None:
+        """What socketserver.ThreadingMixIn does in a connection's thread."""
+        request, client_address = job
+        try:
+            self.finish_request(request, client_address)
+        except Exception:
+            self.handle_error(request, client_address)
+        finally:
+            self.shutdown_request(request)
+
+    def server_close(self) -> None:
+        super().server_close()
+        self._workers.stop()
 
     def get_request(self):
         try:
