@@ -16,10 +16,12 @@ import os
 import sqlite3
 import time
 from contextlib import contextmanager
+from functools import lru_cache
 from dataclasses import asdict
 from typing import Iterator, Mapping
 
-from sqlalchemy import BigInteger, Engine, MetaData, event, insert, inspect, make_url, text, update
+from sqlalchemy import (BigInteger, Engine, MetaData, bindparam, event, insert, inspect, make_url,
+                        text, update)
 from sqlalchemy.exc import DatabaseError, OperationalError
 from sqlmodel import Field, Session, SQLModel, create_engine, delete, select
 
@@ -169,10 +171,23 @@ def _allocation_values(ar: Reservation) -> list[dict]:
     return rows
 
 
+_ALLOCATIONS = AllocationRow.__table__.c
+_BOOKED = select(_ALLOCATIONS.reservation_id, _ALLOCATIONS.node, _ALLOCATIONS.start_time,
+                 _ALLOCATIONS.end_time, _ALLOCATIONS.slots).where(
+    _ALLOCATIONS.node.in_(bindparam("nodes", expanding=True)),
+    _ALLOCATIONS.start_time < bindparam("last"), _ALLOCATIONS.end_time > bindparam("first"),
+    _ALLOCATIONS.held, _ALLOCATIONS.reservation_id != bindparam("own"))
+"""The bookings of other ARs on some nodes over a span (Store._check_capacity),
+built once, like the inserts below: SQLAlchemy works out the cache key of
+each new statement it runs."""
+_INSERT_RESERVATION = insert(ReservationRow.__table__)
+_INSERT_ALLOCATIONS = insert(AllocationRow.__table__)
+
+
 def _insert_allocations(session: Session, ar: Reservation) -> None:
     rows = _allocation_values(ar)
     if rows:
-        session.connection().execute(insert(AllocationRow.__table__), rows)
+        session.connection().execute(_INSERT_ALLOCATIONS, rows)
 
 
 def _from_rows(row: ReservationRow, allocations: list[AllocationRow]) -> Reservation:
@@ -276,19 +291,29 @@ def next_id(session: Session, counters: type, name: str, rows: type, maximum: in
     holds; None when every id is taken. ``counters`` rows have name and value.
     Plain statements on the session's connection: ORM objects for the counter
     and each probe were most of a creation's cost."""
-    counter, taken = counters.__table__, rows.__table__.c.id
+    read, probe, first, advance = _id_statements(counters, rows)
     connection = session.connection()
-    value = connection.execute(select(counter.c.value).where(counter.c.name == name)).scalar()
+    value = connection.execute(read, {"counter": name}).scalar()
     candidate = value or 0
     for _ in range(maximum):
         candidate = candidate % maximum + 1
-        if connection.execute(select(taken).where(taken == candidate)).first() is None:
-            if value is None:
-                connection.execute(insert(counter).values(name=name, value=candidate))
-            else:
-                connection.execute(update(counter).where(counter.c.name == name).values(value=candidate))
+        if connection.execute(probe, {"candidate": candidate}).first() is None:
+            connection.execute(first if value is None else advance,
+                               {"counter": name, "next": candidate})
             return candidate
     return None
+
+
+@lru_cache(maxsize=None)
+def _id_statements(counters: type, rows: type) -> tuple:
+    """next_id's statements, built once: SQLAlchemy works out a statement's
+    cache key on each execution of a new one (a tenth of a creation)."""
+    counter, taken = counters.__table__, rows.__table__.c.id
+    return (select(counter.c.value).where(counter.c.name == bindparam("counter")),
+            select(taken).where(taken == bindparam("candidate")),
+            insert(counter).values(name=bindparam("counter"), value=bindparam("next")),
+            update(counter).where(counter.c.name == bindparam("counter"))
+            .values(value=bindparam("next")))
 
 
 def refuse_truncated(url: str) -> None:
@@ -410,7 +435,7 @@ class Store:
         with self._write() as session:
             self._check_capacity(session, ar, capacity, own_id=None)
             ar.id = self._next_id(session)
-            session.connection().execute(insert(ReservationRow.__table__), [_row_values(ar)])
+            session.connection().execute(_INSERT_RESERVATION, [_row_values(ar)])
             _insert_allocations(session, ar)
         return ar
 
@@ -459,18 +484,13 @@ class Store:
         if not wanted:
             return
         nodes = sorted({row["node"] for row in wanted})
-        first = min(row["start_time"] for row in wanted)
-        last = max(row["end_time"] for row in wanted)
-        table = AllocationRow.__table__.c
-        query = select(table.reservation_id, table.node, table.start_time, table.end_time,
-                       table.slots).where(table.node.in_(nodes), table.start_time < last,
-                                          table.end_time > first, table.held)
-        if own_id is not None:
-            query = query.where(table.reservation_id != own_id)
+        bounds = {"nodes": nodes, "first": min(row["start_time"] for row in wanted),
+                  "last": max(row["end_time"] for row in wanted),
+                  "own": 0 if own_id is None else own_id}     # ids start at 1
         planner = MultiPlanner()
         for node in nodes:
             planner.set_capacity(node, capacity.get(node, 0))
-        planner.book_many(tuple(row) for row in session.connection().execute(query))
+        planner.book_many(tuple(row) for row in session.connection().execute(_BOOKED, bounds))
         for row in wanted:
             if not planner.fits(row["node"], row["slots"], row["start_time"], row["end_time"]):
                 raise Conflict(f"node {row['node']} is no longer free for the requested window "
