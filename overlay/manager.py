@@ -41,6 +41,8 @@ log = logging.getLogger("plus.manager")
 
 START_GRACE = 60
 """A start this many seconds in the past still counts as now (clock skew, typing time)."""
+_KINDS_KEPT = 64
+"""Kinds of request whose eligible nodes are kept between refreshes of the nodes."""
 
 
 @dataclass(frozen=True)
@@ -105,6 +107,8 @@ class Manager:
         self.activity = Activity()
         self.nodes: dict[str, Node] = {}
         self._reservable_nodes: list[Node] | None = None
+        self._eligible_nodes: dict[tuple, list[Node]] = {}
+        self._capacity: dict[str, int] | None = None
         self.ars: dict[int, Reservation] = {ar.id: ar for ar in store.load_all()}
         self.changed: set[int] = set()      # AR ids stored or removed since the lifecycle's last look
         self._finished = {ar.id for ar in self.ars.values() if ar.state in FINISHED_STATES}
@@ -125,7 +129,7 @@ class Manager:
             nodes = self.activity.apply(self.backend.nodes(), self.backend.running_jobs(),
                                         self.now())
             before, self.nodes = self.nodes, {node.name: node for node in nodes}
-            self._reservable_nodes = None
+            self._reservable_nodes, self._eligible_nodes, self._capacity = None, {}, None
             moved = set(before.keys() - self.nodes.keys())
             for node in self.nodes.values():
                 self.planner.set_capacity(node.name, node.slots)
@@ -146,7 +150,10 @@ class Manager:
                 for node in nodes for key in self.planner.keys_on(node)}
 
     def capacity(self) -> dict[str, int]:
-        return {name: node.slots for name, node in self.nodes.items()}
+        """Each node's slots, worked out once per refresh of the nodes (read only)."""
+        if self._capacity is None:
+            self._capacity = {name: node.slots for name, node in self.nodes.items()}
+        return self._capacity
 
     def _book(self, ar: Reservation) -> None:
         self._unbook(ar.id)
@@ -288,8 +295,18 @@ class Manager:
         return self._reservable_nodes
 
     def _eligible(self, request: Request) -> list[Node]:
-        """Reservable nodes that can hold the request, in allocation order."""
-        return [n for n in self._reservable() if node_satisfies(n, request)]
+        """Reservable nodes that can hold the request, in allocation order;
+        kept per refresh of the nodes for each kind of request (most ask
+        alike), since testing 1,000 nodes was a tenth of a creation."""
+        kind = (request.slots_per_node, request.memory_mb, request.ncpus, request.arch,
+                request.os, request.queues, request.attributes)
+        eligible = self._eligible_nodes.get(kind)
+        if eligible is None:
+            if len(self._eligible_nodes) >= _KINDS_KEPT:
+                self._eligible_nodes.clear()
+            eligible = self._eligible_nodes[kind] = [n for n in self._reservable()
+                                                     if node_satisfies(n, request)]
+        return eligible
 
     def _allocate(self, owner: Caller, request: Request, context: PolicyContext,
                   ignore: Iterable = (), prefer: Iterable[str] = ()) -> list[Allocation]:

@@ -455,6 +455,14 @@ def test_dead_nodes_are_not_reserved(env):
     assert "n01" not in env.manager.available_nodes(T0, T0 + HOUR)
 
 
+def test_a_node_that_dies_after_a_request_of_the_same_kind_is_not_reserved(env):
+    env.reserve(nodes=1)     # the manager now knows which nodes this kind of request fits
+    env.cluster_file.write_text(_with_alive(CLUSTER, "n02", False))
+    env.manager.refresh_nodes()
+    assert "n02" not in env.reserve(nodes=4, start=T0 + 5 * HOUR).node_names
+    assert env.manager.capacity()["n02"] == env.manager.nodes["n02"].slots
+
+
 # -- queries -------------------------------------------------------------------------
 
 def test_status_filters(env):
@@ -487,6 +495,7 @@ class SeesContext:
 
     @hookimpl
     def plus_validate_request(self, request, owner, groups, operation, context):
+        len(context.reservations)    # read during the request, as docs/policies.md says
         self.validated.append(dict(request=request, owner=owner, groups=groups,
                                    operation=operation, context=context))
 
