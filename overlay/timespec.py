@@ -9,8 +9,8 @@ Times lie between the epoch and the horizon after now, durations are at
 most MAX_DURATION (overlay.limits); digits are ASCII only.
 
 Standard library only: the thin clients import this module, so it checks
-forms without the regex engine and imports datetime only where a date is
-read (each costs a command a millisecond or more at start).
+forms without the regex engine and reads dates with datetime's C type only
+where one is given (each costs a command a millisecond or more at start).
 """
 
 from __future__ import annotations
@@ -125,22 +125,28 @@ def bounded_time(epoch: int, now: float, option: str = "", typed: str | None = N
 
 def _parse_grid_engine(value: str, current: int) -> int:
     """[[CC]YY]MMDDhhmm[.SS] in local time; the year defaults to the current one."""
-    import datetime as _dt
     digits, _, seconds = value.partition(".")
-    year = _dt.datetime.fromtimestamp(current).year
+    year = _time.localtime(current).tm_year
     if len(digits) == 12:
         year, digits = int(digits[:4]), digits[4:]
     elif len(digits) == 10:
         year, digits = 2000 + int(digits[:2]), digits[2:]
     month, day, hour, minute = (int(digits[i:i + 2]) for i in range(0, 8, 2))
-    stamp = _dt.datetime(year, month, day, hour, minute, int(seconds or 0))
+    stamp = _datetime()(year, month, day, hour, minute, int(seconds or 0))
     return int(stamp.timestamp())
+
+
+def _datetime() -> type:
+    """datetime's C type, imported where a date is read: the datetime module
+    first defines a pure-Python version of everything and then replaces it
+    with the C one (1 ms of a command's start); this imports only the latter."""
+    from _datetime import datetime
+    return datetime
 
 
 def _parse_iso(value: str) -> int:
     """ISO 8601 date and time; naive values are local time."""
-    import datetime as _dt
-    stamp = _dt.datetime.fromisoformat(value.replace(" ", "T").replace("Z", "+00:00"))
+    stamp = _datetime().fromisoformat(value.replace(" ", "T").replace("Z", "+00:00"))
     return int(stamp.timestamp())
 
 
