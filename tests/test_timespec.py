@@ -14,8 +14,8 @@ import pytest
 
 from overlay.limits import HORIZON, HORIZON_DAYS, MAX_ARGUMENT, MAX_DURATION
 from overlay.timespec import (DURATION_FORMS, TIME_FORMS, TimeSpecError, bounded_time,
-                              format_ctime, format_duration, format_iso, format_time,
-                              parse_duration, parse_time)
+                              duration_formatter, format_ctime, format_duration, format_iso,
+                              format_time, parse_duration, parse_time, time_formatter)
 
 HOUR = 3600
 DAY = 86400
@@ -370,3 +370,18 @@ def test_a_time_beyond_what_calendars_hold_is_shown_not_fatal(epoch, zone):
     shown = (format_time(epoch), format_ctime(epoch), format_iso(epoch))
     assert shown[2] == ("9999-12-31T00:00:00Z" if epoch > 0 else "1970-01-01T00:00:00Z")
     assert all(text for text in shown)
+
+
+@pytest.mark.parametrize("epoch,shown_as", [
+    (0, 0), (-5, 0), (1_795_000_000, 1_795_000_000), (1_795_000_059, 1_795_000_059),
+    (1_795_000_000.7, 1_795_000_000), (10 ** 13, 253_402_214_400)])
+def test_a_listings_times_are_strftimes_clamped_to_year_9999(zone, epoch, shown_as):
+    when = time_formatter()
+    expected = time.strftime("%m/%d/%Y %H:%M:%S", time.localtime(shown_as))
+    assert when(epoch) == when(epoch) == format_time(epoch) == expected
+
+
+def test_a_listings_durations_are_format_durations():
+    length = duration_formatter()
+    for seconds in (0, 59, 3600, 3600, 90_061, -3):
+        assert length(seconds) == format_duration(seconds)

@@ -5,7 +5,8 @@ PluS's fields (overlay/schemas/qrstat.xsd)."""
 from __future__ import annotations
 
 from overlay.limits import printable
-from overlay.timespec import format_ctime, format_duration, format_iso, format_time
+from overlay.timespec import (duration_formatter, format_ctime, format_duration, format_iso,
+                              time_formatter)
 
 TYPE_CHECKING = False       # typing costs a command 3 ms to import
 if TYPE_CHECKING:
@@ -43,7 +44,7 @@ def resource_pairs(view: dict) -> list[tuple[str, str]]:
 def table(rows: list[list], show_nodes: bool = False) -> str:
     """qrstat's table from summary rows [id, name, owner, state, start, end, nodes]."""
     header = TABLE_HEADER + ("  nodes" if show_nodes else "")
-    when, length = format_time, format_duration  # local names: this loop runs per AR
+    when, length = time_formatter(), duration_formatter()
     lines = [f"{ar_id:>7} {printable(name[:10]):<10} {printable(owner[:12]):<12} {state:<5} "
              f"{when(start)} {when(end)} {length(end - start)}{'  ' + nodes if show_nodes else ''}"
              for ar_id, name, owner, state, start, end, nodes in rows]
