@@ -27,3 +27,21 @@ def test_command_imports_only_the_standard_library(command):
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                             check=True, cwd=REPO)
     assert result.stdout.strip() == "", f"{command} imports {result.stdout.strip()}"
+
+
+HEAVY = ("re", "argparse", "typing", "json", "socket", "enum", "datetime", "signal", "fnmatch")
+"""Modules that cost a command a millisecond or more to import."""
+FILE_READERS = {"plus_account", "plus_qacct", "plus_qsub"}
+"""Commands that parse files (reporting and accounting records, job scripts)."""
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS.keys() - FILE_READERS))
+def test_command_starts_without_the_costly_modules(command):
+    """What keeps plus_status -r near qrstat -ar: python -IS (as the
+    launchers run it) and none of the modules above."""
+    probe = (f"import sys\nsys.path.insert(0, {str(REPO)!r})\n" + SOURCE +
+             f"import {COMMANDS[command]}\n"
+             f"print(','.join(m for m in {HEAVY!r} if m in sys.modules))")
+    result = subprocess.run([sys.executable, "-IS", "-c", probe], capture_output=True, text=True,
+                            check=True)
+    assert result.stdout.strip() == "", f"{command} imports {result.stdout.strip()}"
