@@ -6,7 +6,8 @@ first line (an empty ``python -S`` starts in 5.4 ms here, ``python`` in
 7.4, and qrstat answers in 6). The thin clients need only the standard
 library and this package, so their launchers run ``python -IS``
 (isolated too: a user's PYTHONPATH cannot shadow a module the command
-imports) and name the package's folder themselves.
+imports), name the package's folder themselves, and leave without the
+interpreter's shutdown (overlay.cli.common.launch).
 
 ``python -m overlay.launchers`` replaces the console scripts of every
 command in a ``cli`` package with such a launcher; scripts/install.sh runs
@@ -37,7 +38,8 @@ def launcher(target: str, python: str, folder: str) -> str:
     module, _, function = target.partition(":")
     return (f"#!{python} -IS\n{MARK}: python -IS skips site, so the package's folder is "
             f"named here\nimport sys\nsys.path.append({folder!r})\n"
-            f"from {module} import {function}\nsys.exit({function}())\n")
+            f"from overlay.cli.common import launch\nfrom {module} import {function}\n"
+            f"launch({function})\n")
 
 
 def write(scripts: str, python: str, folder: str) -> list[str]:

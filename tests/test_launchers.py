@@ -43,3 +43,17 @@ def test_a_users_pythonpath_cannot_shadow_the_commands_modules(tmp_path):
     result = subprocess.run([BIN / "plus_status", "-h"], capture_output=True, text=True,
                             env={**os.environ, "PYTHONPATH": str(tmp_path)}, cwd=tmp_path)
     assert result.returncode == 0 and "shadowed" not in result.stderr
+
+
+def test_a_launched_command_exits_with_its_status_its_output_whole(tmp_path):
+    scripts = tmp_path / "bin"
+    scripts.mkdir()
+    launchers.write(str(scripts), str(BIN / "python"), str(Path(launchers.__file__).parent.parent))
+    helped = subprocess.run(f"{scripts}/plus_reserve -h | cat", shell=True, capture_output=True,
+                            text=True)
+    assert helped.returncode == 0 and helped.stdout.rstrip().endswith("(default /etc/plus/plus.yaml).")
+    refused = subprocess.run([scripts / "plus_status", "-r", "x"], capture_output=True, text=True)
+    assert refused.returncode == 2 and refused.stderr.startswith("plus_status: -r: invalid")
+    unreachable = subprocess.run([scripts / "plus_status"], capture_output=True, text=True,
+                                 env={**os.environ, "PLUS_CONF": str(tmp_path / "none.yaml")})
+    assert unreachable.returncode == 3 and "none.yaml" in unreachable.stderr

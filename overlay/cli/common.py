@@ -51,6 +51,27 @@ def command(prog: str) -> Callable[[Callable[..., int]], Callable[..., int]]:
     return decorate
 
 
+def launch(main: Callable[[], int]) -> NoReturn:
+    """How the launchers (overlay/launchers.py) run a command: as
+    ``sys.exit(main())`` would, then out at once through os._exit. The
+    interpreter's orderly shutdown, freeing every module, cost each command
+    1.3 ms, and a command leaves nothing to clean up: its output is flushed
+    here, and no command starts threads or registers atexit work."""
+    try:
+        status = main()
+    except SystemExit as stop:
+        status = stop.code
+    if status is not None and not isinstance(status, int):
+        print(status, file=sys.stderr)     # what sys.exit("text") prints
+        status = 1
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        status = 128 + SIGPIPE
+    sys.stderr.flush()
+    os._exit(status or 0)
+
+
 def _leave_closed_pipe() -> NoReturn:
     """Python's idiom for SIGPIPE (the signal module's documentation): point
     standard output at /dev/null so the flush at exit finds no broken pipe,
