@@ -10,8 +10,13 @@ import time
 from overlay.connections import Workers
 
 
-def _connection_threads() -> int:
-    return sum(t.name == "connection" for t in threading.enumerate())
+def _connection_threads(other: frozenset = frozenset()) -> int:
+    """Connection threads alive but ``other`` (those of daemons that other tests left)."""
+    return sum(t.name == "connection" and t not in other for t in threading.enumerate())
+
+
+def _others() -> frozenset:
+    return frozenset(t for t in threading.enumerate() if t.name == "connection")
 
 
 def _wait_for(condition, seconds: float = 5.0) -> bool:
@@ -34,7 +39,7 @@ def test_a_job_never_waits_for_a_thread_a_slow_job_holds():
 
 
 def test_threads_are_kept_for_the_next_jobs():
-    before = _connection_threads()
+    others = _others()
     seen, finished = set(), threading.Semaphore(0)
 
     def serve(job):
@@ -48,17 +53,17 @@ def test_threads_are_kept_for_the_next_jobs():
         time.sleep(0.001)     # the thread is back in the idle ones
     assert len(seen) == 1
     workers.stop()
-    assert _wait_for(lambda: _connection_threads() == before)
+    assert _wait_for(lambda: _connection_threads(others) == 0)
 
 
 def test_only_spare_threads_stay_idle_after_a_burst():
-    before = _connection_threads()
+    others = _others()
     release = threading.Event()
     workers = Workers(lambda job: release.wait(), spare=3)
     for _ in range(12):
         workers.submit("job")
-    assert _wait_for(lambda: _connection_threads() == before + 12)
+    assert _wait_for(lambda: _connection_threads(others) == 12)
     release.set()
-    assert _wait_for(lambda: _connection_threads() == before + 3)
+    assert _wait_for(lambda: _connection_threads(others) == 3)
     workers.stop()
-    assert _wait_for(lambda: _connection_threads() == before)
+    assert _wait_for(lambda: _connection_threads(others) == 0)
