@@ -14,6 +14,7 @@ import pytest
 from sge_cluster import reservation
 from crashing_runner import CrashingRunner
 from torque_double import install
+from torque_double.simulate import SUBMIT_CYCLE_DELAY
 
 from overlay.config import Config
 from overlay.model import State
@@ -48,9 +49,12 @@ def backend(double, state_dir, runner=None, **options) -> TorqueBackend:
 
 
 def qsub(double, user: str, *args: str, script: str = "sleep 600") -> str:
+    """Submit, then let the pbs_sched cycle the submission kicks run: it
+    comes a moment after qsub returns (SUBMIT_CYCLE_DELAY)."""
     result = subprocess.run(["runuser", "-u", user, "--", f"{double.path}/qsub", *args],
                             input=script, capture_output=True, text=True, cwd="/tmp")
     assert result.returncode == 0, result.stderr
+    double.advance(SUBMIT_CYCLE_DELAY[1])
     return result.stdout.strip()
 
 

@@ -21,7 +21,9 @@ through /tmp/tb........ and the job directory is /tmp/tqj........, as long as
 /opt/torque/bin and /opt/torque-jobs, so after replacing them the output,
 qstat -f's 80-column wrapping included, must be the recorded bytes.
 
-Virtual time moves on (advance) only where the recording waited: J7 ends and
+Virtual time moves on (advance) only where the recording waited: after each
+qsub, for the cycle it kicks (the real pbs_sched ran it before the next
+command was typed; in the double it comes up to 0.6 s later), J7 ends and
 vanishes before step 60, the busy queue delete is retried after the purge,
 nodes re-created by qmgr report in, the held jobs deleted at step 76 are purged.
 The real time the replay takes must not matter, so a node made by 'create node'
@@ -44,11 +46,13 @@ from pathlib import Path
 import pytest
 from torque_double import install
 from torque_double.errors import BUG_ERRNO_TEXTS
+from torque_double.simulate import SUBMIT_CYCLE_DELAY
 
 DATA = Path(__file__).parent / "data" / "torque" / "transcripts"
 STEPS = sorted(DATA.glob("*.txt"))
 RECORDED_BIN = "/opt/torque/bin"
 RECORDED_JOBS = "/opt/torque-jobs"
+QSUB = re.compile(r"\bqsub\b")
 PURGE_DELAY = 3.0          # well above the real time between two replayed commands
 MOM_REPORT_DELAY = 42.0    # as recorded for 'create node' (42.7 s, 41.9 s)
 FIRST_CYCLE = 120.0        # no periodic cycle may start J4/J5 before steps 57/58 do
@@ -193,6 +197,8 @@ class Replay:
             argv = ["runuser", "-u", step.user, "--", "bash", "-c", self.to_local(inner)]
         result = subprocess.run(argv, env=env, cwd=self.jobs, capture_output=True, timeout=60,
                                 check=False)
+        if QSUB.search(step.command):
+            self.double.advance(SUBMIT_CYCLE_DELAY[1])
         return subprocess.CompletedProcess(argv, result.returncode,
                                            self.to_recorded(result.stdout.decode()),
                                            self.to_recorded(result.stderr.decode()))
@@ -244,7 +250,21 @@ def ok(double, command: str, user: str | None = None, stdin: str | None = None) 
 
 
 def submit(double, options: str = "", script: str = "sleep 100", user: str | None = None) -> str:
-    return ok(double, f"qsub {options}", user, stdin=script).strip()
+    """Submit, then let the pbs_sched cycle the submission kicks run."""
+    job_id = ok(double, f"qsub {options}", user, stdin=script).strip()
+    double.advance(SUBMIT_CYCLE_DELAY[1])
+    return job_id
+
+
+def test_a_submitted_job_starts_a_moment_after_its_qsub_returns(double):
+    """As on a real 6.1 server: Q when qsub exits, R 0.25 to 0.6 s later
+    (read from the job's times, not from how fast the test runs)."""
+    for _ in range(3):                                    # the node has 4 slots
+        job_id = ok(double, "qsub", stdin="sleep 100").strip()
+        double.advance(SUBMIT_CYCLE_DELAY[1])
+        started = job(double, job_id)
+        assert started["state"] == "R"
+        assert SUBMIT_CYCLE_DELAY[0] <= started["start_time"] - started["qtime"] <= SUBMIT_CYCLE_DELAY[1]
 
 
 def job(double, job_id: str) -> dict:

@@ -57,7 +57,7 @@ def on_node(double, node: str) -> set[str]:
 
 def test_an_ar_window_on_torque_from_grant_to_end(double, daemon):
     foreign = submitted(double, "plusu2", "-l", "nodes=n1:ppn=4")
-    assert job(double, foreign)["state"] == "R"
+    wait_for(lambda: job(double, foreign)["state"] == "R", 5, "pbs_sched to start the job")
 
     view = daemon.reserve("plusu1", "-s", "now+6s", "-D", "25s", "-n", "1")
     ar_id, queue = view["id"], f"R{view['id']}"

@@ -178,6 +178,7 @@ def _snapshot(state: dict, now: float) -> dict:
                      "properties": nodespec.properties(jobs.node_spec(job)),
                      "comment": job["comment"], "exit_status": job["exit_status"],
                      "rerunable": job["rerunable"], "start_count": job["start_count"],
+                     "qtime": job["qtime"], "start_time": job["start_time"],
                      "resources": dict(job["resources"])}
             for job_id, job in state["jobs"].items()},
     }

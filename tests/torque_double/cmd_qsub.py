@@ -3,7 +3,8 @@ the script from the file or stdin ('#PBS' lines read as options first). The
 server checks queue, enabled, ACLs and that some node could ever meet the node
 spec; a rejected job still uses up its number. The job runs for the sum of the
 script's 'sleep N' commands (none: it ends as soon as it starts), at most its
-walltime. pbs_sched runs a cycle right after every submission."""
+walltime. pbs_sched runs a cycle a moment after every submission (the job
+is Q when qsub returns)."""
 
 from __future__ import annotations
 
@@ -61,7 +62,7 @@ def run(ctx, args: list[str]) -> int:
         return error.exit_status
     state["jobs"][job["id"]] = job
     ctx.write(job["id"] + "\n")
-    simulate.kick(state, ctx.now)
+    simulate.kick_later(state, ctx.now)
     return 0
 
 

@@ -5,11 +5,16 @@ in, the periodic scheduling cycle."""
 
 from __future__ import annotations
 
+import random
 import time
 
 from . import jobs, nodes, sched, values
 
-JOB_END, PURGE, MOM_REPORT, CYCLE = range(4)
+JOB_END, PURGE, MOM_REPORT, CYCLE, KICKED = range(5)
+SUBMIT_CYCLE_DELAY = (0.25, 0.6)
+"""Seconds from a qsub's return to the cycle it kicked: pbs_sched is another
+process, and a real 6.1 server was seen to start a job that long after qsub
+exited, the job 'Q' until then (issue 14)."""
 
 
 def now(state: dict) -> float:
@@ -25,9 +30,16 @@ def iteration(state: dict) -> int:
 
 
 def kick(state: dict, at: float) -> None:
-    """A cycle triggered by qsub, qrls or 'set server scheduling=true'."""
+    """A cycle triggered by qrls or 'set server scheduling=true'."""
     if scheduling(state):
         sched.cycle(state, at)
+
+
+def kick_later(state: dict, at: float) -> None:
+    """The cycle a qsub triggers, a moment after qsub returns."""
+    if scheduling(state):
+        due = at + random.uniform(*SUBMIT_CYCLE_DELAY)
+        state["kicked_at"] = min(state.get("kicked_at") or due, due)
 
 
 def catch_up(state: dict, until: float) -> None:
@@ -45,6 +57,9 @@ def catch_up(state: dict, until: float) -> None:
             jobs.purge(state, state["jobs"][key])
         elif kind == MOM_REPORT:
             nodes.mom_report(state, key, at)
+        elif kind == KICKED:
+            state["kicked_at"] = None
+            sched.cycle(state, at)
         else:
             sched.cycle(state, at)
             state["next_cycle"] = at + iteration(state)
@@ -62,4 +77,6 @@ def _next_event(state: dict, until: float) -> tuple[float, int, str] | None:
             events.append((node["report_at"], MOM_REPORT, name))
     if scheduling(state) and state["next_cycle"] <= until:
         events.append((state["next_cycle"], CYCLE, ""))
+    if scheduling(state) and state.get("kicked_at") is not None and state["kicked_at"] <= until:
+        events.append((state["kicked_at"], KICKED, ""))
     return min(events) if events else None
