@@ -113,8 +113,8 @@ class Workers:
             if self._idle:
                 self._idle -= 1
             else:
-                self._threads += 1
                 threading.Thread(target=self._work, name="connection", daemon=True).start()
+                self._threads += 1
             self._jobs.put(job)
 
     def stop(self) -> None:

@@ -12,6 +12,7 @@ from typing import Any, Callable, Collection, Iterable, Iterator, NamedTuple, Se
 from overlay.model import Node, Reservation, State
 from overlay.users import account
 
+
 def owner_groups(owner: str, group: str) -> frozenset[str]:
     """The groups ``owner`` is in now as the system reports them, primary and
     supplementary (users.account: looked up again after a minute); ``group``,

@@ -16,8 +16,8 @@ import os
 import sqlite3
 import time
 from contextlib import contextmanager
-from functools import lru_cache
 from dataclasses import asdict
+from functools import lru_cache
 from typing import Iterator, Mapping
 
 from sqlalchemy import (BigInteger, Engine, MetaData, bindparam, event, insert, inspect, make_url,

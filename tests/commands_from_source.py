@@ -27,7 +27,7 @@ for name, folder in {PROJECT["tool"]["setuptools"]["package-dir"]!r}.items():
     sys.modules[name] = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(sys.modules[name])
 """
-WITHOUT_ARGPARSE = {"plus_qsub"}
+OWN_GRAMMAR = {"plus_qsub"}
 """Commands with a grammar of their own (options end at the script)."""
 
 

@@ -18,7 +18,7 @@ import pytest
 
 import commands_from_source as commands
 
-PARSED = sorted(set(commands.ENTRY_POINTS) - commands.WITHOUT_ARGPARSE)
+PARSED = sorted(set(commands.ENTRY_POINTS) - commands.OWN_GRAMMAR)
 
 
 def typed_options(command: str) -> list[str]:

@@ -294,7 +294,7 @@ def within_bounds(value: object) -> bool:
     return isinstance(value, str) and len(value) <= MAX_ARGUMENT
 
 
-@pytest.mark.parametrize("command", sorted(set(commands.ENTRY_POINTS) - commands.WITHOUT_ARGPARSE))
+@pytest.mark.parametrize("command", sorted(set(commands.ENTRY_POINTS) - commands.OWN_GRAMMAR))
 def test_command_line(command):
     parser = commands.parser(command)
     options = [option for action in parser.options() for option in action.option_strings]

@@ -56,7 +56,8 @@ def launch(main: Callable[[], int]) -> NoReturn:
     ``sys.exit(main())`` would, then out at once through os._exit. The
     interpreter's orderly shutdown, freeing every module, cost each command
     1.3 ms, and a command leaves nothing to clean up: its output is flushed
-    here, and no command starts threads or registers atexit work."""
+    (a closed pipe is met by the ``command`` wrapper's flush, before this
+    one), and no command starts threads or registers atexit work."""
     try:
         status = main()
     except SystemExit as stop:
@@ -64,10 +65,7 @@ def launch(main: Callable[[], int]) -> NoReturn:
     if status is not None and not isinstance(status, int):
         print(status, file=sys.stderr)     # what sys.exit("text") prints
         status = 1
-    try:
-        sys.stdout.flush()
-    except BrokenPipeError:
-        status = 128 + SIGPIPE
+    sys.stdout.flush()
     sys.stderr.flush()
     os._exit(status or 0)
 
