@@ -84,6 +84,12 @@ class Backend(ABC):
         """How users submit jobs into the AR, for plus_status -r."""
         return None
 
+    def delays(self, reservation: Reservation) -> list[str]:
+        """What keeps the AR's open window from being fully usable yet
+        (a foreign job still leaving its nodes), for plus_status -r; read
+        from what the backend keeps, without asking the batch system."""
+        return []
+
     def health(self, reservations: list[Reservation]) -> dict[int, str]:
         """Why ARs cannot be honoured, by AR id; the ARs missing are healthy.
         One call per reconcile pass for all the ARs it looks at, so a

@@ -77,12 +77,13 @@ def reservation_view(ar: Reservation, manager: Manager) -> dict:
 
 def _warnings(ar: Reservation, manager: Manager) -> list[str]:
     """What the owner should know before relying on the AR."""
+    warnings = manager.backend.delays(ar)
     idle = [name for name in ar.node_names
             if name in manager.nodes and not manager.nodes[name].runs_jobs]
-    if not idle:
-        return []
-    return [f"{', '.join(idle)} run{'s' if len(idle) == 1 else ''} no jobs (exec: none in the "
-            "cluster file): jobs of this AR cannot start there"]
+    if idle:
+        warnings.append(f"{', '.join(idle)} run{'s' if len(idle) == 1 else ''} no jobs (exec: "
+                        "none in the cluster file): jobs of this AR cannot start there")
+    return warnings
 
 
 class Service:

@@ -14,7 +14,7 @@ import pytest
 from sge_cluster import reservation
 from crashing_runner import CrashingRunner
 from torque_double import install
-from torque_double.simulate import SUBMIT_CYCLE_DELAY
+from torque_double.simulate import RERUN_STEP, SUBMIT_CYCLE_DELAY
 
 from overlay.config import Config
 from overlay.model import State
@@ -64,6 +64,13 @@ def qmgr(double, command: str) -> subprocess.CompletedProcess:
 
 def jobs(double) -> dict[str, dict]:
     return double.state()["jobs"]
+
+
+def settled(double) -> dict[str, dict]:
+    """The jobs once every rerun asked for has taken place (up to 60 ms on a
+    real server, with no epilogue)."""
+    double.advance(2 * RERUN_STEP[1])
+    return jobs(double)
 
 
 def commands(double, since: int = 0) -> list[str]:
@@ -127,7 +134,7 @@ def test_a_window_from_grant_to_end_under_pbs_sched(double, tmp_path):
     ar.state = State.RUNNING
     mark = len(double.command_log())
     plugin.activate(ar)
-    state = jobs(double)
+    state = settled(double)
     assert state[foreign]["state"] == "H" and state[foreign]["hold"] == "u"   # requeued, held
     assert state[waiting]["hold"] == "u"                                       # kept off n1
     assert state[ar_job]["state"] == "R" and state[ar_job]["exec_host"].startswith("n1/")
@@ -159,11 +166,66 @@ def test_requeue_makes_a_non_rerunnable_job_rerunnable_and_gives_its_setting_bac
     ar = reservation(11, ("n1",), state=State.RUNNING, start_in=-1)
     plugin.prepare(ar)
     plugin.activate(ar)
-    assert jobs(double)[stubborn]["state"] == "H" and jobs(double)[stubborn]["rerunable"]
+    assert settled(double)[stubborn]["state"] == "H" and jobs(double)[stubborn]["rerunable"]
     ar.state = State.EXITED
     plugin.teardown(ar)
     job = jobs(double)[stubborn]
     assert job["hold"] == "n" and not job["rerunable"] and job["state"] in ("Q", "R")
+
+
+def test_a_job_read_mid_requeue_is_asked_once_and_a_bad_state_answer_is_no_failure(double, tmp_path):
+    """A real 6.1 server takes a requeued job R -> E -> H over 40 to 60 ms;
+    a pass that reads it as E, or whose qrerun finds it H (exit 170), must
+    neither send the orders again nor fail."""
+    double.freeze()
+    plugin = backend(double, tmp_path)
+    foreign = qsub(double, "plusu2", "-l", "nodes=n1")
+    ar = reservation(16, ("n1",), state=State.RUNNING, start_in=-1)
+    plugin.prepare(ar)
+    plugin.activate(ar)
+    mark = len(double.command_log())
+    double.advance(RERUN_STEP[1])
+    assert jobs(double)[foreign]["state"] == "E"
+    plugin.reconcile([ar])                                             # mid-requeue: no error
+    double.advance(RERUN_STEP[1])
+    assert jobs(double)[foreign]["state"] == "H"
+    plugin.reconcile([ar])
+    assert not [c for c in commands(double, mark) if c.startswith(("qhold", "qrerun"))]
+    assert plugin.ledger.leaving == {} and plugin.delays(ar) == []
+    assert plugin.torque.rerun(foreign)                                # 170: held, off its node
+
+
+def test_a_long_epilogue_gets_the_orders_once_and_the_ar_jobs_start_when_it_ends(double, tmp_path):
+    """A 15 s epilogue keeps a requeued job R: the hold and rerun are sent
+    once, plus_status -r says why the window waits, and the AR's jobs start
+    as soon as the job has left, not at the next periodic cycle."""
+    double.freeze()
+    double.set_epilogue(15)
+    plugin = backend(double, tmp_path)
+    plugin.start()
+    try:
+        foreign = qsub(double, "plusu2", "-l", "nodes=n1:ppn=4")
+        ar = reservation(17, ("n1",), state=State.WAITING, start_in=-1)
+        plugin.prepare(ar)
+        ar_job = qsub(double, "plusu1", "-q", "R17", "-l", "nodes=1:R17")
+        ar.state = State.RUNNING
+        plugin.activate(ar)
+        for _ in range(3):
+            double.advance(4)
+            plugin.reconcile([ar])
+            assert jobs(double)[foreign]["state"] == "R" and jobs(double)[ar_job]["state"] == "Q"
+        orders = [c for c in commands(double) if c.startswith(("qhold", "qrerun"))]
+        assert orders == [f"qhold {foreign}", f"qrerun {foreign}"]
+        [delay] = plugin.delays(ar)
+        assert delay.startswith(f"job {foreign} of plusu2 still on n1: requeued") and "epilogue" in delay
+        double.advance(4 + 2 * RERUN_STEP[1])                          # the epilogue is over
+        deadline = time.monotonic() + 10
+        while jobs(double)[ar_job]["state"] != "R" and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert jobs(double)[ar_job]["state"] == "R" and jobs(double)[foreign]["state"] == "H"
+        assert plugin.delays(ar) == []
+    finally:
+        plugin.close()
 
 
 def test_kill_deletes_foreign_jobs(double, tmp_path):
@@ -424,7 +486,7 @@ def test_self_scheduling_starts_jobs_with_qrun_and_keeps_windows_clear(double, t
     ar.state = State.RUNNING
     ar.request = ar.request.with_changes(start=now - 1, end=now + 3600)
     plugin.activate(ar)
-    assert jobs(double)[short]["state"] == "Q"                             # requeued off n1
+    assert settled(double)[short]["state"] == "Q"                          # requeued off n1
     started = dict(plugin.scheduler.run_pass(now))
     assert started == {ar_job: ("n1",)}                                    # n2 is full: short waits
     assert jobs(double)[endless]["state"] == "Q"
@@ -440,7 +502,7 @@ def test_self_scheduling_requeues_without_holding(double, tmp_path):
     plugin.prepare(ar)
     plugin.reconcile([ar])
     plugin.activate(ar)
-    job = jobs(double)[foreign]
+    job = settled(double)[foreign]
     assert job["state"] == "Q" and job["hold"] == "n"
     started = dict(plugin.scheduler.run_pass(int(time.time())))
     assert started[foreign] != (host,)

@@ -23,7 +23,8 @@ qstat -f's 80-column wrapping included, must be the recorded bytes.
 
 Virtual time moves on (advance) only where the recording waited: after each
 qsub, for the cycle it kicks (the real pbs_sched ran it before the next
-command was typed; in the double it comes up to 0.6 s later), J7 ends and
+command was typed; in the double it comes up to 0.6 s later), after each
+qrerun, for the requeue (up to 60 ms, on the real server too), J7 ends and
 vanishes before step 60, the busy queue delete is retried after the purge,
 nodes re-created by qmgr report in, the held jobs deleted at step 76 are purged.
 The real time the replay takes must not matter, so a node made by 'create node'
@@ -46,13 +47,16 @@ from pathlib import Path
 import pytest
 from torque_double import install
 from torque_double.errors import BUG_ERRNO_TEXTS
-from torque_double.simulate import SUBMIT_CYCLE_DELAY
+from torque_double.simulate import RERUN_STEP, SUBMIT_CYCLE_DELAY
 
 DATA = Path(__file__).parent / "data" / "torque" / "transcripts"
 STEPS = sorted(DATA.glob("*.txt"))
 RECORDED_BIN = "/opt/torque/bin"
 RECORDED_JOBS = "/opt/torque-jobs"
-QSUB = re.compile(r"\bqsub\b")
+SETTLES = {                # a command -> virtual seconds until what it set off is done
+    re.compile(r"\bqsub\b"): SUBMIT_CYCLE_DELAY[1],    # the cycle it kicks
+    re.compile(r"\bqrerun\b"): 2 * RERUN_STEP[1],      # the job queued again
+}
 PURGE_DELAY = 3.0          # well above the real time between two replayed commands
 MOM_REPORT_DELAY = 42.0    # as recorded for 'create node' (42.7 s, 41.9 s)
 FIRST_CYCLE = 120.0        # no periodic cycle may start J4/J5 before steps 57/58 do
@@ -197,8 +201,9 @@ class Replay:
             argv = ["runuser", "-u", step.user, "--", "bash", "-c", self.to_local(inner)]
         result = subprocess.run(argv, env=env, cwd=self.jobs, capture_output=True, timeout=60,
                                 check=False)
-        if QSUB.search(step.command):
-            self.double.advance(SUBMIT_CYCLE_DELAY[1])
+        for command, seconds in SETTLES.items():
+            if command.search(step.command):
+                self.double.advance(seconds)
         return subprocess.CompletedProcess(argv, result.returncode,
                                            self.to_recorded(result.stdout.decode()),
                                            self.to_recorded(result.stderr.decode()))
@@ -323,11 +328,21 @@ def test_a_queue_with_a_kept_job_cannot_be_deleted_until_the_job_is_purged(doubl
 
 
 def test_qhold_leaves_a_running_job_running_and_qrerun_requeues_it(double):
+    """As on a real 6.1 server: R -> E -> H over 40 to 60 ms after qrerun
+    returns (the kill, the mom's obit, the requeue)."""
+    double.freeze()
     running = submit(double, "-l nodes=1")
     ok(double, f"qhold {running}")
     held = job(double, running)
     assert (held["state"], held["hold"], held["exec_host"]) == ("R", "u", "vm/0")
     ok(double, f"qrerun {running}")
+    assert job(double, running)["state"] == "R"
+    assert "<substate>60</substate>" in ok(double, f"qstat -f -x {running}")
+    double.advance(RERUN_STEP[1])
+    exiting = job(double, running)
+    assert (exiting["state"], exiting["exec_host"]) == ("E", "vm/0")
+    assert double.state()["nodes"]["vm"]["jobs"] == [running]   # still on its slot
+    double.advance(RERUN_STEP[1])
     requeued = job(double, running)
     assert (requeued["state"], requeued["exec_host"]) == ("H", None)
     assert double.state()["nodes"]["vm"]["jobs"] == []
@@ -338,6 +353,42 @@ def test_qhold_leaves_a_running_job_running_and_qrerun_requeues_it(double):
     assert (again["state"], again["exec_host"], again["start_count"]) == ("R", "vm/0", 2)
 
 
+def test_qrerun_of_a_held_job_is_a_bad_state_and_of_an_exiting_one_requeues_it(double):
+    double.freeze()
+    running = submit(double)
+    ok(double, f"qhold {running}")
+    ok(double, f"qrerun {running}")
+    double.advance(RERUN_STEP[1])
+    assert job(double, running)["state"] == "E"
+    ok(double, f"qrerun {running}")                        # at or past EXITING: at once
+    assert job(double, running)["state"] == "H"
+    refused = sh(double, f"qrerun {running}")
+    assert (refused.returncode, refused.stderr) == (
+        170, f"qrerun: Request invalid for state of job MSG=job {running} is in a bad state "
+             f"{running}\n")
+    queued = ok(double, "qsub -h", stdin="sleep 100").strip()
+    ok(double, f"qrls {queued}")
+    double.advance(SUBMIT_CYCLE_DELAY[1])
+    assert job(double, queued)["state"] == "R"
+
+
+def test_an_epilogue_keeps_a_killed_job_running_until_it_has_run(double):
+    """A real 6.1 server with a 15 s epilogue: qhold and qrerun exit 0 and
+    take effect afterwards; qrerun again meanwhile changes nothing; qdel too
+    waits for the epilogue."""
+    double.set_epilogue(15)
+    rerun, deleted = submit(double), submit(double)
+    ok(double, f"qhold {rerun}")
+    ok(double, f"qrerun {rerun}")
+    ok(double, f"qdel {deleted}")
+    double.advance(14)
+    assert job(double, rerun)["state"] == job(double, deleted)["state"] == "R"
+    ok(double, f"qrerun {rerun}")                          # again: still once
+    double.advance(1 + 2 * RERUN_STEP[1])
+    assert job(double, rerun)["state"] == "H"
+    assert (job(double, deleted)["state"], job(double, deleted)["exit_status"]) == ("C", 271)
+
+
 def test_qrerun_refuses_a_job_that_is_not_rerunnable(double):
     running = submit(double, "-r n")
     refused = sh(double, f"qrerun {running}")
@@ -345,6 +396,7 @@ def test_qrerun_refuses_a_job_that_is_not_rerunnable(double):
         192, f"qrerun: job is not rerunnable MSG=job {running} not rerunnable {running}\n")
     ok(double, f"qalter -r y {running}")
     ok(double, f"qrerun {running}")
+    double.advance(2 * RERUN_STEP[1])
     assert job(double, running)["state"] == "Q"
 
 

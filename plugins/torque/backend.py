@@ -57,6 +57,9 @@ class TorqueBackend(Backend):
         self.scheduler = scheduler
         self.lock = threading.RLock()
         self._applied: dict[int, tuple] = {}     # AR id -> (phase, fingerprint, held)
+        self._started = False
+        self._closing = threading.Event()
+        self._watcher: threading.Thread | None = None
 
     @classmethod
     def from_config(cls, config, options: dict) -> "TorqueBackend":
@@ -79,8 +82,15 @@ class TorqueBackend(Backend):
     def start(self) -> None:
         if self.scheduler is not None:
             self.scheduler.start()
+        with self.lock:
+            self._started = True
+            self._watch_departures()
 
     def close(self) -> None:
+        self._closing.set()
+        watcher = self._watcher
+        if watcher is not None:
+            watcher.join(timeout=5)
         if self.scheduler is not None:
             self.scheduler.stop()
         self.torque.runner.close()
@@ -249,6 +259,7 @@ class TorqueBackend(Backend):
             phase = ("open", _fingerprint(reservation), held)
             self.ledger.set_active(reservation.id, hosts)
             jobs = self.torque.jobs()
+            self._note_departed(jobs)
             self._bind(reservation, jobs)
             self._keep_others_off(reservation, jobs, self._node_map())
             self._undrain(reservation)
@@ -270,18 +281,17 @@ class TorqueBackend(Backend):
 
     def _keep_others_off(self, ar: Reservation, jobs: list[TorqueJob],
                          nodes: dict[str, TorqueNode]) -> None:
-        """Foreign jobs running on the AR's nodes go by the conflict policy;
-        with pbs_sched, queued foreign jobs that could land there are held
-        for the window (pbs_sched keeps no job off a node by itself)."""
+        """Foreign jobs running on the AR's nodes go by the conflict policy,
+        each run asked once (an epilogue keeps a job running a while after
+        it was told; asking again would only repeat the order); with
+        pbs_sched, queued foreign jobs that could land there are held for
+        the window (pbs_sched keeps no job off a node by itself)."""
         hosts = set(ar.node_names)
-        foreign = [job for job in jobs if job.running and not self._is_ar_queue(job.queue)
-                   and hosts & set(job.exec_hosts)]
-        if foreign and self.settings.conflict == "kill":
-            log.info("killing job(s) %s on reserved nodes", ", ".join(j.id for j in foreign))
-            self.torque.delete_jobs(j.id for j in foreign)
-        elif self.settings.conflict == "requeue":
-            for job in foreign:
-                self._requeue(job, ar.id)
+        if self.settings.conflict in ("kill", "requeue"):
+            for job in jobs:
+                if (job.state == "R" and not self._is_ar_queue(job.queue)
+                        and hosts & set(job.exec_hosts) and not self._asked(job)):
+                    self._send_away(job, ar.id, sorted(hosts & set(job.exec_hosts)))
         if self.scheduler is None:
             for job in jobs:
                 if (job.state == "Q" and not job.held and not self._is_ar_queue(job.queue)
@@ -290,6 +300,29 @@ class TorqueBackend(Backend):
                     self.torque.hold(job.id)
                 elif job.id in self.ledger.held:
                     self.ledger.note_held(job.id, ar.id)
+
+    def _asked(self, job: TorqueJob) -> bool:
+        """Whether this run of ``job`` was already asked to leave."""
+        departure = self.ledger.leaving.get(job.id)
+        return departure is not None and departure["run"] == job.start_time
+
+    def _send_away(self, job: TorqueJob, ar_id: int, hosts: list[str]) -> None:
+        """Kill or requeue a foreign job, noted first, then watched until it
+        has left, when the AR's jobs are started at once."""
+        how = self.settings.conflict
+        self.ledger.note_leaving(job.id, {"ar": ar_id, "run": job.start_time, "how": how,
+                                          "asked": int(time.time()), "owner": job.owner,
+                                          "hosts": hosts})
+        try:
+            if how == "kill":
+                log.info("killing job %s of %s on nodes of AR %d", job.id, job.owner, ar_id)
+                self.torque.delete_jobs([job.id])
+            else:
+                self._requeue(job, ar_id)
+        except TorqueError:
+            self.ledger.left([job.id])
+            raise
+        self._watch_departures()
 
     def _requeue(self, job: TorqueJob, ar_id: int) -> None:
         """PluS's way, in TORQUE's words: hold, then rerun (a held job goes
@@ -306,6 +339,55 @@ class TorqueBackend(Backend):
         log.info("requeued job %s of %s from nodes of AR %d", job.id, job.owner, ar_id)
         if self.scheduler is not None:
             self._release_jobs([job.id])
+
+    def _note_departed(self, jobs: list[TorqueJob]) -> None:
+        """Jobs asked to leave that no longer run the run asked have left."""
+        running = {job.id: job.start_time for job in jobs if job.running}
+        self.ledger.left([job for job, departure in list(self.ledger.leaving.items())
+                          if running.get(job, -1) != departure["run"]])
+
+    def _watch_departures(self) -> None:
+        """Once the daemon runs: watch the jobs asked to leave, unless a
+        watch is on."""
+        if self._started and self._watcher is None and self.ledger.leaving:
+            self._watcher = threading.Thread(target=self._await_departures,
+                                             name="torque-departures", daemon=True)
+            self._watcher.start()
+
+    def _await_departures(self) -> None:
+        """Poll which jobs still run (one qselect), quickly at first, until
+        every job asked to leave has: each time some have, the AR's jobs
+        are started at once rather than at the next scheduling cycle."""
+        pause = 0.05
+        while not self._closing.wait(pause):
+            asked = dict(self.ledger.leaving)
+            try:
+                on_nodes = set(self.torque.on_nodes())
+            except TorqueError as exc:
+                log.warning("watching jobs asked to leave reserved nodes: %s", exc)
+                on_nodes = set(asked)
+            with self.lock:
+                gone = [job for job in asked
+                        if job not in on_nodes and self.ledger.leaving.get(job) == asked[job]]
+                if gone:
+                    self.ledger.left(gone)
+                    self._run_now()
+                if not self.ledger.leaving:
+                    self._watcher = None
+                    return
+            pause = min(pause * 2, 2.0)
+        self._watcher = None
+
+    def delays(self, reservation: Reservation) -> list[str]:
+        """Foreign jobs asked to leave the AR's nodes and still there (a
+        long epilogue keeps a job running after it was told)."""
+        now = int(time.time())
+        return [f"job {job} of {departure['owner']} still on {','.join(departure['hosts'])}: "
+                f"{'killed' if departure['how'] == 'kill' else 'requeued'} "
+                f"{max(0, now - departure['asked'])} s ago, it leaves when its epilogue has run; "
+                "the AR's jobs start there then"
+                for job, departure in sorted(dict(self.ledger.leaving).items())
+                if departure["ar"] == reservation.id]
 
     def _release_jobs(self, jobs: list[str]) -> None:
         for job in jobs:
@@ -450,6 +532,8 @@ class TorqueBackend(Backend):
                     and self._applied.get(ar.id, ("",))[0] != "released"]
             jobs = self.torque.jobs() if live else []
             nodes = self._node_map() if live else {}
+            if live:
+                self._note_departed(jobs)
             for ar in live:
                 bound = self._bind(ar, jobs)
                 if ar.id in self.ledger.active_ids():

@@ -2,8 +2,9 @@
 
 Which AR queues it created, which node properties it added (a node may
 since have left the AR), which windows it opened, which foreign jobs it
-held (and for which ARs), which it made rerunnable, and which nodes it took
-offline. Each change is written here *before* the TORQUE command that
+held (and for which ARs), which it asked to leave reserved nodes (each run
+once: a job's epilogue keeps it there a while), which it made rerunnable,
+and which nodes it took offline. Each change is written here *before* the TORQUE command that
 makes it, so after a crash the reconcile pass knows what to undo.
 """
 
@@ -23,12 +24,14 @@ class Ledger:
         self.tags: dict[str, list[int]] = raw.get("tags", {})          # node -> AR ids tagged
         self.active: dict[str, list[str]] = raw.get("active", {})      # AR id -> nodes
         self.held: dict[str, list[int]] = raw.get("held", {})          # job -> AR ids
+        self.leaving: dict[str, dict] = raw.get("leaving", {})      # job -> Departure fields
         self.made_rerunnable: list[str] = raw.get("made_rerunnable", [])
         self.offline: dict[str, str] = raw.get("offline", {})          # node -> our note
 
     def _save(self) -> None:
         statefile.save(self.path, {"ars": self.ars, "tags": self.tags, "active": self.active,
-                                   "held": self.held, "made_rerunnable": self.made_rerunnable,
+                                   "held": self.held, "leaving": self.leaving,
+                                   "made_rerunnable": self.made_rerunnable,
                                    "offline": self.offline})
 
     # -- AR queues ----------------------------------------------------------------
@@ -102,6 +105,10 @@ class Ledger:
         """Jobs held only for ``ar_id``: to be released now."""
         with self.lock:
             free, changed = [], False
+            for job, departure in list(self.leaving.items()):
+                if departure["ar"] == ar_id:
+                    del self.leaving[job]
+                    changed = True
             for job, ars in list(self.held.items()):
                 if ar_id in ars:
                     rest = [i for i in ars if i != ar_id]
@@ -117,10 +124,25 @@ class Ledger:
     def end_hold(self, job: str) -> None:
         with self.lock:
             changed = self.held.pop(job, None) is not None
+            changed = self.leaving.pop(job, None) is not None or changed
             if job in self.made_rerunnable:
                 self.made_rerunnable.remove(job)
                 changed = True
             if changed:
+                self._save()
+
+    def note_leaving(self, job: str, departure: dict) -> None:
+        """``job`` is asked to leave: {"ar", "run" (its start time), "asked"
+        (when), "owner", "hosts"}."""
+        with self.lock:
+            self.leaving[job] = departure
+            self._save()
+
+    def left(self, jobs: list[str]) -> None:
+        """These jobs asked to leave have left."""
+        with self.lock:
+            gone = [job for job in jobs if self.leaving.pop(job, None) is not None]
+            if gone:
                 self._save()
 
     def note_made_rerunnable(self, job: str) -> None:

@@ -23,7 +23,7 @@ _UNREACHABLE = re.compile(r"cannot connect to server|Communication failure|could
 _BROKEN_NODE = re.compile(r"PBS_Server System error")
 UNKNOWN_JOB = 153
 UNKNOWN_QUEUE = 172
-BAD_STATE = 170          # PBSE_BADSTATE; for qdel of a completed job: "invalid state for job - COMPLETE"
+BAD_STATE = 170          # PBSE_BADSTATE: qdel of a completed job, qrerun of a held one
 NOT_RERUNNABLE = 192
 
 
@@ -149,6 +149,10 @@ class Torque:
     def jobs(self) -> list[TorqueJob]:
         return parse_jobs(self.checked(["qstat", "-f", "-x"]).stdout)
 
+    def on_nodes(self) -> list[str]:
+        """Ids of the jobs running or exiting (still on their nodes)."""
+        return self.checked(["qselect", "-s", "RE"]).stdout.split()
+
     def select(self, queue: str) -> list[str]:
         """Job ids in ``queue``; none if the queue is gone."""
         result = self.run(["qselect", "-q", queue])
@@ -171,12 +175,14 @@ class Torque:
         self._on_job(["qrls"], job)
 
     def rerun(self, job: str) -> bool:
-        """Back to the queue (a queued job: nothing to do); False if the
-        job is not rerunnable."""
+        """Back to the queue once its epilogue has run; False if the job is
+        not rerunnable. A job no longer running has left already: queued
+        (exit 0), held by a rerun that finished meanwhile (a bad state, 170)
+        or gone (153)."""
         result = self.run(["qrerun", job])
         if result.status == NOT_RERUNNABLE:
             return False
-        if result.status not in (0, UNKNOWN_JOB):
+        if result.status not in (0, UNKNOWN_JOB, BAD_STATE):
             raise TorqueError(f"qrerun {job} failed on {self.runner.where}: {result.text}")
         return True
 

@@ -59,7 +59,16 @@ class TorqueDouble:
         with store.locked(self.directory) as state:
             simulate.catch_up(state, simulate.now(state))
             state["offset"] += seconds
+            if state.get("frozen_at") is not None:
+                state["frozen_at"] += seconds
             simulate.catch_up(state, simulate.now(state))
+
+    def freeze(self) -> None:
+        """From now on virtual time moves only by ``advance``: for what
+        happens within milliseconds (a rerun's steps), however slow the
+        machine runs the commands."""
+        with store.locked(self.directory) as state:
+            state["frozen_at"] = simulate.now(state)
 
     def set_node_state(self, node: str, mom: str) -> None:
         """'down': the node's mom dies (the node turns down; its running jobs
@@ -75,6 +84,12 @@ class TorqueDouble:
                 record["report_at"] = None
             else:
                 nodes.mom_report(state, node, now)
+
+    def set_epilogue(self, seconds: float) -> None:
+        """From now on a killed job's epilogue runs ``seconds`` (virtual)."""
+        with store.locked(self.directory) as state:
+            simulate.catch_up(state, simulate.now(state))
+            state["settings"]["epilogue"] = seconds
 
     def fail_next(self, command: str, stderr: str, exit: int, stdout: str = "",
                   match: str = "") -> None:
@@ -95,14 +110,16 @@ class TorqueDouble:
 
 def install(directory: str | os.PathLike, nodes: tuple[tuple[str, int], ...] = (("vm", 4),),
             server: str = "vm", *, next_job_number: int = 0, next_queue_rank: int = 1,
-            mom_report_delay: float = 2.0, purge_delay: float = 0.1,
+            mom_report_delay: float = 2.0, purge_delay: float = 0.1, epilogue: float = 0.0,
             first_cycle_after: float | None = None, python: str | None = None) -> TorqueDouble:
     """Create a double in ``directory`` (made world-writable, as are its state
     files: commands run as root and as test users; its parents must be
     traversable by them). ``mom_report_delay``: virtual seconds a node made by
     'create node' stays down before its mom reports in. ``purge_delay``: how
     long a job lingers in C beyond keep_completed (TORQUE's ~0.1 s, which makes
-    an immediate 'delete queue' after qdel fail as busy). ``first_cycle_after``:
+    an immediate 'delete queue' after qdel fail as busy). ``epilogue``: virtual
+    seconds the moms' epilogue runs after a job is killed (qdel, qrerun), the
+    job R meanwhile. ``first_cycle_after``:
     virtual seconds until pbs_sched's first periodic cycle (default
     scheduler_iteration, 30); ``python``: the interpreter of the commands
     (default: this one if every user may run it, else /usr/bin/python3)."""
@@ -128,7 +145,7 @@ def install(directory: str | os.PathLike, nodes: tuple[tuple[str, int], ...] = (
     state = initial.state(server, tuple(nodes), time.time(),
                           next_job_number=next_job_number, next_queue_rank=next_queue_rank,
                           mom_report_delay=mom_report_delay, purge_delay=purge_delay,
-                          first_cycle_after=first_cycle_after)
+                          first_cycle_after=first_cycle_after, epilogue=epilogue)
     store.create(str(root), state)
     return TorqueDouble(root)
 
@@ -173,7 +190,7 @@ def _snapshot(state: dict, now: float) -> dict:
         "jobs": {
             job_id: {"id": job_id, "name": job["name"], "owner": job["owner"],
                      "queue": job["queue"], "state": job["state"],
-                     "exec_host": job["exec_host"] if job["state"] == jobs.RUNNING else None,
+                     "exec_host": job["exec_host"] if job["state"] in jobs.ON_NODE else None,
                      "hold": jobs.holds(job), "nodes": jobs.node_spec(job),
                      "properties": nodespec.properties(jobs.node_spec(job)),
                      "comment": job["comment"], "exit_status": job["exit_status"],

@@ -3,12 +3,13 @@ handled on its own; a failure prints '<command>: <server text> <id>' and the
 command exits with the last failure's PBSE code mod 256 (qrun: always 2).
 
 qhold on a running job only records the hold; qrerun requeues it (held if a
-hold is set); qrls triggers a scheduling cycle; qrun is synchronous and keeps
-the job's old scheduler comment."""
+hold is set) once its epilogue has run; qrls triggers a scheduling cycle;
+qrun is synchronous and keeps the job's old scheduler comment."""
 
 from __future__ import annotations
 
 import getopt
+import random
 
 from . import errors, jobs, nodes, nodespec, queues, simulate, values
 
@@ -136,20 +137,28 @@ def qrls(ctx, args: list[str]) -> int:
 
 
 def qrerun(ctx, args: list[str]) -> int:
-    """qrerun id...: requeue a running job (a queued one: silently nothing)."""
+    """qrerun id...: requeue a running job once its epilogue has run (again:
+    nothing more), an exiting one at once; a queued one: silently nothing, a
+    held one: bad state."""
     options, operands = _options(ctx, args, "f", "usage: qrerun [-f] <JOBID>[ <JOBID>] ...\n")
     if options is None:
         return 2
 
     def rerun(operand: str) -> None:
         job = _job(ctx, operand, owner_may=False)
-        if job["state"] in (jobs.QUEUED, jobs.HELD):
+        if job["state"] == jobs.QUEUED:
             return
+        if job["state"] == jobs.EXITING:
+            jobs.requeue(job, ctx.now)
+            return
+        if job["state"] == jobs.HELD:
+            raise errors.PbsError(errors.BADSTATE, f"job {job['id']} is in a bad state")
         if job["state"] != jobs.RUNNING:
             raise errors.PbsError(errors.BADSTATE)
         if not job["rerunable"]:
             raise errors.PbsError(errors.NORERUN, f"job {job['id']} not rerunnable")
-        jobs.requeue(job, ctx.now)
+        if job["ending"] is None:
+            jobs.kill(ctx.state, job, ctx.now, "rerun", random.uniform(*simulate.RERUN_STEP))
 
     return _each(ctx, "qrerun", operands, rerun)
 
@@ -169,7 +178,7 @@ def qalter(ctx, args: list[str]) -> int:
         if job["state"] == jobs.COMPLETE:
             raise errors.PbsError(errors.BADSTATE)
         for name, value in changes:
-            if job["state"] == jobs.RUNNING and not (ctx.manager and name == "walltime"):
+            if job["state"] in jobs.ON_NODE and not (ctx.manager and name == "walltime"):
                 raise errors.PbsError(errors.MODATRRUN,
                                       text=errors.TEXT[errors.MODATRRUN] + f"Resource_List.{name}")
         for name, value in changes:
@@ -184,7 +193,7 @@ def qalter(ctx, args: list[str]) -> int:
         if "-p" in options:
             job["priority"] = int(options["-p"])
         limit = jobs.walltime(job)
-        if job["state"] == jobs.RUNNING and limit is not None:
+        if job["state"] == jobs.RUNNING and job["ending"] is None and limit is not None:
             if job["runtime"] > limit:
                 job["end_at"], job["end_status"] = job["start_time"] + limit, jobs.EXIT_WALLTIME
             else:
@@ -203,7 +212,7 @@ def qrun(ctx, args: list[str]) -> int:
 
     def start(operand: str) -> None:
         job = _job(ctx, operand, owner_may=False)
-        if job["state"] in (jobs.RUNNING, jobs.COMPLETE):
+        if job["state"] in (*jobs.ON_NODE, jobs.COMPLETE):
             raise errors.PbsError(errors.BADSTATE, "job already running")
         if not queues.started(ctx.state["queues"][job["queue"]]):
             raise errors.PbsError(errors.IVALREQ, "attempt to start job in non-started queue")

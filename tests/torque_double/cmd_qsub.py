@@ -149,7 +149,7 @@ def _build(ctx, seq: int, request: dict, script: str, args: list[str]) -> dict:
         "start_count": 0, "exit_status": None, "comp_time": None, "total_runtime": None,
         "resources_used": None, "hashname": False, "queue_rank": state["next_queue_rank"],
         "runtime": sum(float(n) for n in SLEEP.findall(script)),
-        "end_at": None, "end_status": 0, "purge_at": None,
+        "end_at": None, "end_status": 0, "purge_at": None, "ending": None, "requeue_at": None,
     })
     state["next_queue_rank"] += 1
     return job

@@ -50,13 +50,14 @@ def node(np: int, now: float, reported: bool) -> dict:
 
 def state(server: str, nodes: tuple[tuple[str, int], ...], now: float, *,
           next_job_number: int, next_queue_rank: int, mom_report_delay: float,
-          purge_delay: float, first_cycle_after: float | None) -> dict:
+          purge_delay: float, first_cycle_after: float | None, epilogue: float = 0.0) -> dict:
     """The whole initial state: the recorded server with ``nodes`` free."""
     settings = server_settings(server, next_job_number)
     return {
         "server_name": server,
         "offset": 0.0,
-        "settings": {"mom_report_delay": mom_report_delay, "purge_delay": purge_delay},
+        "settings": {"mom_report_delay": mom_report_delay, "purge_delay": purge_delay,
+                     "epilogue": epilogue},
         "server": settings,
         "next_queue_rank": next_queue_rank,
         "next_session": 3052,

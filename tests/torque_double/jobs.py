@@ -1,13 +1,20 @@
 """A job's life on the simulated server: started on slots, finished or killed
-into C, requeued by qrerun, deleted, purged after keep_completed. Only R jobs
-occupy slots: a requeued job keeps its stale exec_host, as TORQUE's does."""
+into C, requeued by qrerun, deleted, purged after keep_completed. Only R and
+E jobs occupy slots: a requeued job keeps its stale exec_host, as TORQUE's
+does.
+
+A kill (qdel of a running job, qrerun) takes effect only once the job's
+epilogue has run; until then the job stays R (a real 6.1 server, issue 14).
+A rerun then shows E for a moment before the job is queued again."""
 
 from __future__ import annotations
 
 from . import nodespec, values
 
-QUEUED, HELD, RUNNING, COMPLETE = "Q", "H", "R", "C"
-SUBSTATE = {QUEUED: 10, HELD: 20, RUNNING: 42, COMPLETE: 59}
+QUEUED, HELD, RUNNING, EXITING, COMPLETE = "Q", "H", "R", "E", "C"
+SUBSTATE = {QUEUED: 10, HELD: 20, RUNNING: 42, EXITING: 61, COMPLETE: 59}
+RERUN_SUBSTATE = 60        # JOB_SUBSTATE_RERUN: R, the kill sent, the epilogue running
+ON_NODE = (RUNNING, EXITING)
 HOLD_ORDER = "uos"
 EXIT_SIGTERM = 271         # qdel of a running job
 EXIT_WALLTIME = -11        # killed at its walltime
@@ -49,7 +56,7 @@ def occupancy(state: dict) -> dict[str, dict[int, str]]:
     """node -> slot -> id of the running job on it."""
     used: dict[str, dict[int, str]] = {}
     for job in state["jobs"].values():
-        if job["state"] == RUNNING:
+        if job["state"] in ON_NODE:
             for name, slots in job["exec"]:
                 for slot in slots:
                     used.setdefault(name, {})[slot] = job["id"]
@@ -79,6 +86,7 @@ def start(state: dict, job: dict, placement: list[list], now: float, comment: st
     job["start_count"] += 1
     job["hashname"] = True
     job["exit_status"] = None
+    job["ending"] = None
     limit = walltime(job)
     if limit is not None and job["runtime"] > limit:
         job["end_at"], job["end_status"] = now + limit, EXIT_WALLTIME
@@ -100,15 +108,41 @@ def complete(state: dict, job: dict, now: float, exit_status: int) -> None:
     job["exit_status"] = exit_status
     job["comp_time"] = now
     job["total_runtime"] = f"{elapsed:.6f}"
-    job["end_at"] = None
+    job["end_at"] = job["requeue_at"] = job["ending"] = None
     job["purge_at"] = now + keep_completed(state, job["queue"]) + state["settings"]["purge_delay"]
 
 
+def epilogue(state: dict) -> float:
+    """Seconds the moms' epilogue runs after a job is killed."""
+    return state["settings"].get("epilogue", 0.0)
+
+
+def kill(state: dict, job: dict, now: float, ending: str, delay: float = 0.0) -> None:
+    """Kill a running job for ``ending`` ('delete' or 'rerun'): it ends
+    ``delay`` seconds after its epilogue has run, still R until then."""
+    job["ending"] = ending
+    job["end_at"] = now + epilogue(state) + delay
+    job["end_status"] = EXIT_SIGTERM
+    if ending == "rerun":
+        job["substate"] = RERUN_SUBSTATE
+
+
+def begin_requeue(job: dict, now: float, requeue_at: float) -> None:
+    """The rerun job's obit is in: E until the server has queued it again."""
+    set_state(job, EXITING, now)
+    job["end_at"] = None
+    job["requeue_at"] = requeue_at
+
+
 def delete(state: dict, job: dict, now: float) -> None:
-    """qdel: a running job is killed (exit 271); a waiting one goes to C at
-    once and is purged after twice keep_completed (on_job_exit waits one
-    keep_completed before the kept time starts, as recorded)."""
-    if job["state"] == RUNNING:
+    """qdel: a running job is killed (exit 271) once its epilogue has run, an
+    exiting one at once; a waiting one goes to C at once and is purged after
+    twice keep_completed (on_job_exit waits one keep_completed before the
+    kept time starts, as recorded)."""
+    if job["state"] == RUNNING and epilogue(state) > 0:
+        kill(state, job, now, "delete")
+        return
+    if job["state"] in ON_NODE:
         complete(state, job, now, EXIT_SIGTERM)
         return
     set_state(job, COMPLETE, now)
@@ -117,11 +151,11 @@ def delete(state: dict, job: dict, now: float) -> None:
 
 
 def requeue(job: dict, now: float) -> None:
-    """qrerun of a running job: back to Q (H if held); exec_host, session and
+    """The end of a rerun: back to Q (H if held); exec_host, session and
     start_count stay, exit_status reads 0."""
     set_state(job, HELD if job["holds"] else QUEUED, now)
     job["exit_status"] = 0
-    job["end_at"] = None
+    job["end_at"] = job["requeue_at"] = job["ending"] = None
 
 
 def purge(state: dict, job: dict) -> None:

@@ -114,7 +114,7 @@ def attributes(state: dict, name: str, public_only: bool = False) -> list[tuple[
         if queue["assigned_seen"]:
             assigned = sum(int(jobs.resource(job, "nodect") or 1)
                            for job in state["jobs"].values()
-                           if job["queue"] == name and job["state"] == jobs.RUNNING)
+                           if job["queue"] == name and job["state"] in jobs.ON_NODE)
             items.append(("resources_assigned.nodect", str(assigned)))
     rank = {key: index for index, (key, _) in enumerate(items)}
     return sorted(items, key=lambda item: (ORDER.index(item[0].split(".")[0]), rank[item[0]]))
