@@ -27,10 +27,13 @@ def load(path: str, what: str) -> dict[str, Any]:
     return data
 
 
-def save(path: str, data: dict[str, Any]) -> None:
+def save(path: str, data: dict[str, Any], mode: int | None = None) -> None:
+    """Write aside, fsync, rename; ``mode`` sets the file's permissions."""
     temporary = f"{path}.tmp"
     with open(temporary, "w", encoding="utf-8") as handle:
         json.dump(data, handle, sort_keys=True)
         handle.flush()
         os.fsync(handle.fileno())
+        if mode is not None:
+            os.fchmod(handle.fileno(), mode)
     os.replace(temporary, path)

@@ -5,8 +5,10 @@ convergence after a crash between any two commands."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -28,6 +30,7 @@ from overlay_torque.selfsched import SelfScheduler, Window
 from overlay_torque.torque import Torque, TorqueError
 
 NODES = (("n1", 4), ("n2", 4))
+FILTER = os.path.join(os.path.dirname(sys.executable), "plus_torque_filter")
 
 
 @pytest.fixture
@@ -38,14 +41,14 @@ def double():
     shutil.rmtree(directory, ignore_errors=True)
 
 
-def backend(double, state_dir, runner=None, **options) -> TorqueBackend:
+def backend(double, state_dir, runner=None, windows_path=None, **options) -> TorqueBackend:
     chosen = settings.load(options)
     torque = Torque(runner or LocalRunner(chosen.environment), double.path, chosen.timeout)
     ledger = Ledger(str(state_dir / "torque-ledger.json"))
     scheduler = None
     if chosen.scheduler == "plus":
         scheduler = SelfScheduler(torque, ledger, JobOrder(), ("NodeName",), chosen.schedule_interval)
-    return TorqueBackend(torque, ledger, chosen, 60, scheduler)
+    return TorqueBackend(torque, ledger, chosen, 60, scheduler, windows_path)
 
 
 def qsub(double, user: str, *args: str, script: str = "sleep 600") -> str:
@@ -226,6 +229,32 @@ def test_a_long_epilogue_gets_the_orders_once_and_the_ar_jobs_start_when_it_ends
         assert plugin.delays(ar) == []
     finally:
         plugin.close()
+
+
+def test_a_job_submitted_into_an_open_window_waits_for_its_end_instead_of_landing(double, tmp_path):
+    """pbs_sched starts a job a moment after its qsub returns, before any
+    pass of ours: the submit filter defers one that could land on an open
+    window's nodes to the window's end (TORQUE queues it then); one that
+    cannot runs at once; a window ended early lets the deferred ones go."""
+    published = os.path.join(double.directory, "torque-windows.json")
+    double.set_submit_filter([FILTER, "--windows", published, "--"])
+    plugin = backend(double, tmp_path, windows_path=published)
+    ar = reservation(18, ("n1",), state=State.RUNNING, start_in=-1)
+    plugin.prepare(ar)
+    plugin.activate(ar)
+    assert os.stat(published).st_mode & 0o777 == 0o644
+    late = qsub(double, "plusu2")                                      # nodes=1: n1 would do
+    elsewhere = qsub(double, "plusu2", "-l", "nodes=n2")
+    ar_job = qsub(double, "plusu1", "-q", "R18", "-l", "nodes=1:R18")
+    double.advance(120)                                                # periodic cycles too
+    state = jobs(double)
+    assert state[late]["state"] == "W" and state[elsewhere]["state"] == "R"
+    assert state[ar_job]["state"] == "R"
+    [deferred] = [job for job in plugin.torque.jobs() if job.id == late]
+    assert deferred.execution_time == ar.end
+    plugin.release(ar)                                                 # cancelled early
+    assert jobs(double)[late]["state"] == "R"
+    assert qsub(double, "plusu2") in {j for j, job in jobs(double).items() if job["state"] == "R"}
 
 
 def test_kill_deletes_foreign_jobs(double, tmp_path):

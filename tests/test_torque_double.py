@@ -42,6 +42,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -564,3 +565,31 @@ def test_fail_next_fails_the_next_matching_command_once(double):
     assert "R1" in double.state()["queues"]
     ok(double, "qmgr -c 'delete queue R1'")
     assert [entry["injected"] for entry in double.command_log()] == [False, True, False]
+
+
+def test_qsub_a_waits_until_its_time_and_qalter_a_moves_it(double):
+    double.freeze()
+    later = int(double.now()) + 600
+    stamp = time.strftime("%Y%m%d%H%M.%S", time.localtime(later))
+    waiting = submit(double, f"-a {stamp}")
+    assert job(double, waiting)["state"] == "W"
+    assert f"<Execution_Time>{later}</Execution_Time>" in ok(double, f"qstat -f -x {waiting}")
+    double.advance(599)
+    assert job(double, waiting)["state"] == "W"
+    double.advance(1)
+    assert job(double, waiting)["state"] in ("Q", "R")         # queued, for the next cycle
+    moved = submit(double, f"-a {stamp} -q batch")
+    assert job(double, moved)["state"] in ("Q", "R")           # its time has passed
+    held = submit(double, f"-l nodes=1:ppn=4 -a {time.strftime('%Y%m%d%H%M', time.localtime(later + 3600))}")
+    assert job(double, held)["state"] == "W"
+    ok(double, f"qalter -a {time.strftime('%Y%m%d%H%M.%S', time.localtime(double.now()))} {held}")
+    assert job(double, held)["state"] == "Q"
+    assert sh(double, f"qalter -a 25:99 {held}").returncode == 2
+
+
+def test_qsub_runs_the_submit_filter_torque_cfg_names(double):
+    double.set_submit_filter(["sh", "-c", 'echo "$*" >&2; sed "1a #PBS -N filtered"', "filter"])
+    named = submit(double, "-q batch", script="#!/bin/sh\nsleep 100\n")
+    assert job(double, named)["name"] == "filtered"
+    shown = sh(double, "qsub -q batch -N mine", stdin="#!/bin/sh\nsleep 1\n")
+    assert shown.stderr == "-q batch -N mine\n"              # qsub's arguments; its -N wins

@@ -11,7 +11,7 @@ import tempfile
 import time
 
 import pytest
-from daemon_harness import Daemon
+from daemon_harness import BIN, Daemon
 from sge_cluster import wait_for
 from torque_double import install
 
@@ -30,8 +30,12 @@ def double():
 
 @pytest.fixture
 def daemon(double):
-    d = Daemon(SETTINGS % double.path).start()
-    yield d
+    """The daemon, its open windows read by qsub's submit filter as a site
+    sets it up (torque.cfg's SUBMITFILTER)."""
+    d = Daemon(SETTINGS % double.path)
+    double.set_submit_filter([str(BIN / "plus_torque_filter"), "--windows",
+                              str(d.dir / "state" / "torque-windows.json"), "--"])
+    yield d.start()
     d.cleanup()
 
 
@@ -80,9 +84,10 @@ def test_an_ar_window_on_torque_from_grant_to_end(double, daemon):
     assert time.time() < start + 3
     assert job(double, foreign)["state"] == "H"                       # requeued and held
     assert on_node(double, "n1") == {ar_job, unbound}
-    late = submitted(double, "plusu2")                                 # pbs_sched may put it on n1
-    wait_for(lambda: late not in on_node(double, "n1") and job(double, late)["state"] != "Q", 5,
-             "the late foreign job to be kept off n1")
+    late = submitted(double, "plusu2")                                 # n1 would do: deferred
+    assert job(double, late)["state"] == "W"
+    time.sleep(1)                                                      # pbs_sched's cycle came
+    assert job(double, late)["state"] == "W"
     assert daemon.status("-r", str(ar_id))[0]["state"] == "r"
 
     end = view["end"]
@@ -90,7 +95,8 @@ def test_an_ar_window_on_torque_from_grant_to_end(double, daemon):
              and double.state()["nodes"]["n1"]["properties"] == ["plus"], end + 5 - time.time(),
              "teardown: the queue, then the property")
     assert ar_job not in on_node(double, "n1")
-    wait_for(lambda: job(double, foreign)["state"] == "R", 10, "the requeued job to run again")
+    wait_for(lambda: job(double, foreign)["state"] == "R" and job(double, late)["state"] == "R",
+             10, "the requeued and the deferred job to run")
     assert daemon.status("-ne", "1")[0]["state"] == "x"
     log = [" ".join(e["argv"]) for e in double.command_log()]
     untag = log.index(f"qmgr -c set node n1 properties -= {queue}")
@@ -130,3 +136,24 @@ def test_a_node_going_down_puts_the_ar_in_warning(double, daemon):
     assert f"node {node} down" in daemon.status("-r", str(view["id"]))[0]["message"]
     double.set_node_state(node, "free")
     wait_for(lambda: daemon.status("-r", str(view["id"]))[0]["state"] == "w", 10, "state w again")
+
+
+def test_a_long_epilogue_delays_the_window_and_plus_status_says_why(double, daemon):
+    """A real 6.1 server keeps a requeued job R while its epilogue runs."""
+    double.set_epilogue(4)
+    foreign = submitted(double, "plusu2", "-l", "nodes=n1:ppn=4")
+    wait_for(lambda: job(double, foreign)["state"] == "R", 5, "pbs_sched to start the job")
+    view = daemon.reserve("plusu1", "-s", "now+3s", "-D", "30s", "-n", "1")
+    queue = f"R{view['id']}"
+    assert [a["node"] for a in view["allocations"]] == ["n1"]
+    ar_job = submitted(double, "plusu1", "-q", queue, "-l", f"nodes=1:{queue}")
+    wait_for(lambda: double.state()["queues"][queue]["started"] == "True", 8, "the window to open")
+    detail = daemon.ok("plusu1", "plus_status", "-r", str(view["id"]))
+    assert re.search(rf"warning: +job {re.escape(foreign)} of plusu2 still on n1: requeued \d+ s ago, "
+                     r"it leaves when its epilogue has run", detail), detail
+    assert job(double, ar_job)["state"] == "Q"
+    wait_for(lambda: job(double, ar_job)["state"] == "R", 10, "the AR job to start after the epilogue")
+    assert job(double, foreign)["state"] == "H"
+    assert "still on" not in daemon.ok("plusu1", "plus_status", "-r", str(view["id"]))
+    log = [" ".join(e["argv"]) for e in double.command_log()]
+    assert log.count(f"qrerun {foreign}") == 1

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from overlay_torque import nodespec, settings
+from overlay_torque import nodespec, settings, submitfilter, windows
 from overlay_torque.status import duration, parse_jobs, parse_nodes, parse_queues, parse_server, seconds
 
 RECORDED = Path(__file__).parent / "data" / "torque" / "transcripts"
@@ -105,3 +105,36 @@ def test_a_node_counts_every_slot_of_a_job_slot_range():
             "<jobs>0-2,5/45.srv,3/47.srv</jobs></Node></Data>")
     [node] = parse_nodes(text)
     assert node.jobs == ("45.srv",) * 4 + ("47.srv",)
+
+
+WINDOW = {"queue": "R7", "end": 2_000_000_000,
+          "nodes": [{"name": "n1", "np": 4, "properties": ["R7", "bigmem"]}]}
+
+
+@pytest.mark.parametrize("args, script, deferred", [
+    ([], "sleep 1\n", True),                                      # nodes=1: could land on n1
+    (["-l", "nodes=1:ppn=4"], "sleep 1\n", True),
+    (["-l", "nodes=1:ppn=8"], "sleep 1\n", False),                # n1 has 4 slots
+    (["-l", "walltime=1:00,nodes=n2"], "sleep 1\n", False),       # another host
+    (["-l", "nodes=1:gpu"], "sleep 1\n", False),                  # n1 has no gpu
+    ([], "#PBS -l nodes=n2\nsleep 1\n", False),                   # a directive counts
+    (["-l", "nodes=n1"], "#PBS -l nodes=n2\nsleep 1\n", True),    # the command line wins
+    (["-q", "R7"], "sleep 1\n", False),                           # the AR's own queue
+    (["-q", "R7@srv"], "sleep 1\n", False),
+    (["-h"], "sleep 1\n", False),                                 # held by its user
+    ([], "#PBS -a 1200\nsleep 1\n", False),                       # deferred by its user
+    (["-Z"], "sleep 1\n", False),                                 # qsub will refuse it
+])
+def test_the_submit_filter_defers_what_could_land_on_an_open_window(args, script, deferred):
+    end = submitfilter.deferral(args, script, [WINDOW], now=1_900_000_000)
+    assert end == (WINDOW["end"] if deferred else None)
+
+
+def test_the_submit_filter_ignores_ended_windows_and_keeps_the_shebang_first():
+    assert submitfilter.deferral([], "sleep 1\n", [WINDOW], now=WINDOW["end"]) is None
+    later = dict(WINDOW, end=WINDOW["end"] + 60, queue="R8")
+    assert submitfilter.deferral([], "", [WINDOW, later], now=0) == WINDOW["end"] + 60
+    stamp = windows.date_time(WINDOW["end"])
+    assert submitfilter.deferred("#!/bin/sh\nsleep 1\n", WINDOW["end"]) == (
+        f"#!/bin/sh\n#PBS -a {stamp}\nsleep 1\n")
+    assert submitfilter.deferred("sleep 1", WINDOW["end"]) == f"#PBS -a {stamp}\nsleep 1"

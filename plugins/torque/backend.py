@@ -25,7 +25,7 @@ from overlay.backend import Backend, Job
 from overlay.model import Node, Request, Reservation, State
 from overlay.remote import runner_from_options
 from overlay.users import with_members
-from overlay_torque import nodespec, settings
+from overlay_torque import nodespec, settings, windows
 from overlay_torque.ledger import Ledger
 from overlay_torque.selfsched import SelfScheduler, Window, scheduling_orders
 from overlay_torque.status import TorqueJob, TorqueNode, duration
@@ -49,12 +49,16 @@ class TorqueBackend(Backend):
     name = "torque"
 
     def __init__(self, torque: Torque, ledger: Ledger, config: settings.Settings,
-                 duration_offset: int, scheduler: SelfScheduler | None = None) -> None:
+                 duration_offset: int, scheduler: SelfScheduler | None = None,
+                 windows_path: str | None = None) -> None:
         self.torque = torque
         self.ledger = ledger
         self.settings = config
         self.duration_offset = duration_offset
         self.scheduler = scheduler
+        self.windows_path = windows_path          # pbs_sched mode: for plus_torque_filter
+        self._open: dict[int, tuple[int, tuple[str, ...]]] = {}   # AR id -> (end, nodes)
+        self._published: list[dict] | None = None
         self.lock = threading.RLock()
         self._applied: dict[int, tuple] = {}     # AR id -> (phase, fingerprint, held)
         self._started = False
@@ -77,7 +81,8 @@ class TorqueBackend(Backend):
         elif order:
             raise ValueError(f"torque.{sorted(order)[0]}: job order settings need "
                              "torque.scheduler: plus (pbs_sched orders jobs by its own sched_config)")
-        return cls(torque, ledger, chosen, config.duration_offset, scheduler)
+        published = None if scheduler else os.path.join(config.state_path, chosen.windows_file)
+        return cls(torque, ledger, chosen, config.duration_offset, scheduler, published)
 
     def start(self) -> None:
         if self.scheduler is not None:
@@ -261,7 +266,10 @@ class TorqueBackend(Backend):
             jobs = self.torque.jobs()
             self._note_departed(jobs)
             self._bind(reservation, jobs)
-            self._keep_others_off(reservation, jobs, self._node_map())
+            nodes = self._node_map()
+            self._open[reservation.id] = (reservation.end, tuple(hosts))
+            self._publish(nodes)
+            self._keep_others_off(reservation, jobs, nodes)
             self._undrain(reservation)
             if self._applied.get(reservation.id) != phase:
                 self._put_queue(reservation, started=not held)
@@ -295,7 +303,7 @@ class TorqueBackend(Backend):
         if self.scheduler is None:
             for job in jobs:
                 if (job.state == "Q" and not job.held and not self._is_ar_queue(job.queue)
-                        and _could_land(job, [nodes[h] for h in hosts if h in nodes])):
+                        and nodespec.could_land(job.nodes_spec, [nodes[h] for h in hosts if h in nodes])):
                     self.ledger.note_held(job.id, ar.id)
                     self.torque.hold(job.id)
                 elif job.id in self.ledger.held:
@@ -343,8 +351,15 @@ class TorqueBackend(Backend):
     def _note_departed(self, jobs: list[TorqueJob]) -> None:
         """Jobs asked to leave that no longer run the run asked have left."""
         running = {job.id: job.start_time for job in jobs if job.running}
-        self.ledger.left([job for job, departure in list(self.ledger.leaving.items())
-                          if running.get(job, -1) != departure["run"]])
+        self._departed([job for job, departure in list(self.ledger.leaving.items())
+                        if running.get(job, -1) != departure["run"]])
+
+    def _departed(self, jobs: list[str]) -> None:
+        """``jobs`` have left: the AR's jobs start where they were, now
+        rather than at the next scheduling cycle."""
+        if jobs:
+            self.ledger.left(jobs)
+            self._run_now()
 
     def _watch_departures(self) -> None:
         """Once the daemon runs: watch the jobs asked to leave, unless a
@@ -367,11 +382,8 @@ class TorqueBackend(Backend):
                 log.warning("watching jobs asked to leave reserved nodes: %s", exc)
                 on_nodes = set(asked)
             with self.lock:
-                gone = [job for job in asked
-                        if job not in on_nodes and self.ledger.leaving.get(job) == asked[job]]
-                if gone:
-                    self.ledger.left(gone)
-                    self._run_now()
+                self._departed([job for job in asked if job not in on_nodes
+                                and self.ledger.leaving.get(job) == asked[job]])
                 if not self.ledger.leaving:
                     self._watcher = None
                     return
@@ -439,9 +451,10 @@ class TorqueBackend(Backend):
     def _remove(self, ar_id: int) -> None:
         """Stop the queue, delete its jobs, delete it (retrying while TORQUE
         still counts a job), then the property off the nodes, then the held
-        foreign jobs released."""
+        and deferred foreign jobs released."""
         if not self.ledger.owns(ar_id):
             return
+        self._close_window(ar_id)
         queue = queue_name(ar_id)
         self._close_queue(queue)
         self._delete_queue(queue)
@@ -496,6 +509,7 @@ class TorqueBackend(Backend):
             if not self.ledger.owns(reservation.id) or \
                     self._applied.get(reservation.id, ("",))[0] == "released":
                 return
+            self._close_window(reservation.id)
             self._close_queue(queue_name(reservation.id))
             self.ledger.set_active(reservation.id, None)
             self._untag_all(reservation.id)
@@ -507,10 +521,51 @@ class TorqueBackend(Backend):
 
     def modify(self, before: Reservation, after: Reservation) -> None:
         """prepare() corrects the queue and the node properties; the
-        reconcile step after it opens or closes the window."""
+        reconcile step after it opens or closes the window (and publishes
+        it again); jobs deferred to the old end wait for the new one."""
         with self.lock:
             self._applied.pop(after.id, None)
+            if after.id in self._open and before.end != after.end:
+                for job in self._deferred_to(before.end, self.torque.jobs()):
+                    self.torque.defer(job.id, after.end)
             self.prepare(after)
+
+    # -- the open windows, for the submit filter -------------------------------------------
+
+    def _publish(self, nodes: dict[str, TorqueNode]) -> None:
+        """Write the open windows for plus_torque_filter, if they changed."""
+        if self.windows_path is None:
+            return
+        shown = [{"queue": queue_name(ar_id), "end": end,
+                  "nodes": [{"name": name, "np": nodes[name].np,
+                             "properties": list(nodes[name].properties)}
+                            for name in hosts if name in nodes]}
+                 for ar_id, (end, hosts) in sorted(self._open.items())]
+        if shown != self._published:
+            windows.publish(self.windows_path, shown)
+            self._published = shown
+
+    def _close_window(self, ar_id: int) -> None:
+        """The window is no longer published; jobs the filter deferred to
+        its end are queued now if it ended early, and pbs_sched runs them
+        at once either way."""
+        window = self._open.pop(ar_id, None)
+        if window is None:
+            return
+        self._publish(self._node_map())
+        deferred = self._deferred_to(window[0], self.torque.jobs())
+        now = int(time.time())
+        for job in deferred:
+            if job.state == "W" and now < window[0]:
+                self.torque.defer(job.id, now)
+        if deferred:
+            self._run_now()
+
+    def _deferred_to(self, end: int, jobs: list[TorqueJob]) -> list[TorqueJob]:
+        """Foreign jobs the filter deferred to ``end`` (waiting, or queued
+        since that time came)."""
+        return [job for job in jobs if job.execution_time == end and job.state in ("W", "Q")
+                and not self._is_ar_queue(job.queue)]
 
     # -- every pass ------------------------------------------------------------------------
 
@@ -534,6 +589,10 @@ class TorqueBackend(Backend):
             nodes = self._node_map() if live else {}
             if live:
                 self._note_departed(jobs)
+            active = self.ledger.active_ids()
+            self._open = {ar.id: (ar.end, tuple(sorted(ar.node_names))) for ar in live
+                          if ar.id in active}
+            self._publish(nodes)
             for ar in live:
                 bound = self._bind(ar, jobs)
                 if ar.id in self.ledger.active_ids():
@@ -604,13 +663,3 @@ def _users(ar: Reservation) -> list[str]:
     by its members (TORQUE checks user and group lists separately, and a
     job would have to pass both)."""
     return sorted({ar.owner} | {e for e in with_members(ar.acl) if not e.startswith("@")})
-
-
-def _could_land(job: TorqueJob, nodes: list[TorqueNode]) -> bool:
-    """Whether pbs_sched could put ``job`` on any of ``nodes``."""
-    for part in nodespec.parse(job.nodes_spec):
-        for node in nodes:
-            if (part.host in (None, node.name) and part.ppn <= node.np
-                    and all(p in node.properties for p in part.properties)):
-                return True
-    return False

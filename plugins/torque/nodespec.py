@@ -1,5 +1,6 @@
 """TORQUE's ``-l nodes=`` specification: bound to an AR's node property,
-and read for placement in self-scheduling mode.
+read for placement in self-scheduling mode and for what could land on a
+reserved node.
 
 ``nodes=2:ppn=4:bigmem+n5:ppn=2`` is parts joined by ``+``; each part is a
 node count or a host name, then ``:ppn=N`` and properties. A job is kept on
@@ -10,6 +11,7 @@ an AR's nodes by giving every part the AR's property (the recorded way:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Iterable
 
 
 @dataclass(frozen=True)
@@ -63,3 +65,12 @@ def slots(spec: str | None) -> int:
 
 def node_count(spec: str | None) -> int:
     return sum(part.count for part in parse(spec))
+
+
+def could_land(spec: str | None, nodes: Iterable) -> bool:
+    """Whether a job of ``spec`` could be put on any of ``nodes`` (each with
+    ``name``, ``np`` and ``properties``)."""
+    parts = parse(spec)
+    return any(part.host in (None, node.name) and part.ppn <= node.np
+               and all(p in node.properties for p in part.properties)
+               for part in parts for node in nodes)

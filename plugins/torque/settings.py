@@ -24,6 +24,7 @@ class Settings:
     queue_timeout: int = 30           # seconds to retry deleting a queue that still counts jobs
     timeout: int = 60
     ledger: str = "torque-ledger.json"
+    windows_file: str = "torque-windows.json"   # pbs_sched mode: open windows, for the filter
 
     @property
     def environment(self) -> dict[str, str]:
@@ -36,7 +37,8 @@ CHECKS = {"bin": settings.path(), "server": settings.text(),
           "scheduler": settings.choice(SCHEDULERS), "schedule_interval": settings.seconds(1),
           "conflict": settings.choice(CONFLICT_POLICIES), "drain": settings.seconds(0),
           "keep_property": _PROPERTY, "queue_timeout": settings.seconds(1),
-          "timeout": settings.seconds(1), "ledger": settings.text()}
+          "timeout": settings.seconds(1), "ledger": settings.text(),
+          "windows_file": settings.text()}
 
 
 def load(options: dict[str, Any]) -> Settings:

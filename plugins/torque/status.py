@@ -63,6 +63,7 @@ class TorqueJob:
     start_time: int | None
     queued_since: int
     priority: int = 0
+    execution_time: int | None = None   # qsub -a: W until then
 
     @property
     def running(self) -> bool:
@@ -158,7 +159,9 @@ def parse_jobs(text: str) -> list[TorqueJob]:
             exec_hosts=_hosts(value("exec_host")) if state in ("R", "E") else (),
             start_time=int(start) if start.isdigit() else None,
             queued_since=int(value("qtime") or value("ctime") or 0),
-            priority=int(value("Priority") or 0)))
+            priority=int(value("Priority") or 0),
+            execution_time=int(value("Execution_Time")) if value("Execution_Time").isdigit()
+            else None))
     return jobs
 
 

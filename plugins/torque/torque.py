@@ -16,6 +16,7 @@ import re
 from typing import Iterable
 
 from overlay.remote import CommandError, Result, Runner
+from overlay_torque import windows
 from overlay_torque.status import TorqueJob, TorqueNode, parse_jobs, parse_nodes, parse_queues
 
 _UNREACHABLE = re.compile(r"cannot connect to server|Communication failure|could not connect to trqauthd"
@@ -167,6 +168,10 @@ class Torque:
 
     def set_rerunnable(self, job: str, rerunnable: bool) -> None:
         self._on_job(["qalter", "-r", "y" if rerunnable else "n"], job)
+
+    def defer(self, job: str, until: int) -> None:
+        """qalter -a: the job waits (W) until ``until``; a time passed queues it."""
+        self._on_job(["qalter", "-a", windows.date_time(until)], job)
 
     def hold(self, job: str) -> None:
         self._on_job(["qhold"], job)

@@ -7,6 +7,7 @@ of the commands run against it."""
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import stat
 import sys
@@ -84,6 +85,17 @@ class TorqueDouble:
                 record["report_at"] = None
             else:
                 nodes.mom_report(state, node, now)
+
+    def set_submit_filter(self, command: list[str]) -> None:
+        """qsub runs ``command`` as its submit filter (torque.cfg's
+        SUBMITFILTER, here a script running it before qsub's arguments)."""
+        script = os.path.join(self.directory, "submit_filter")
+        with open(script, "w") as handle:
+            handle.write("#!/bin/sh\nexec " + " ".join(shlex.quote(word) for word in command)
+                         + ' "$@"\n')
+        os.chmod(script, 0o755)
+        with open(os.path.join(self.directory, "torque.cfg"), "w") as handle:
+            handle.write(f"SUBMITFILTER {script}\n")
 
     def set_epilogue(self, seconds: float) -> None:
         """From now on a killed job's epilogue runs ``seconds`` (virtual)."""

@@ -33,8 +33,8 @@ class Context:
     """One command's view: the state (changed in place), the virtual time,
     who runs it, and its output."""
 
-    def __init__(self, state: dict, now: float, user: str):
-        self.state, self.now, self.user = state, now, user
+    def __init__(self, state: dict, now: float, user: str, directory: str = ""):
+        self.state, self.now, self.user, self.directory = state, now, user, directory
         self.cwd = os.getcwd()
         self.env = os.environ
         self.stdout: list[str] = []
@@ -83,7 +83,7 @@ def main(command: str, directory: str) -> int:
     with store.locked(directory) as state:
         now = simulate.now(state)
         simulate.catch_up(state, now)
-        ctx = Context(state, now, user)
+        ctx = Context(state, now, user, directory)
         fault = _take_fault(state, command, args)
         if fault is None:
             status = handler(ctx, args)

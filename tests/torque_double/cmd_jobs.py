@@ -15,8 +15,8 @@ from . import errors, jobs, nodes, nodespec, queues, simulate, values
 
 QDEL_USAGE = ("usage: qdel [{ -p | -W delay | -m message}] [<JOBID>[<JOBID>]|'all'|'ALL']...\n"
               "       -m, -p, and -W are mutually exclusive\n")
-QALTER_USAGE = ("usage: qalter [-l resource_list] [-N name] [-p priority] [-r y|n] "
-                "job_identifier...\n")
+QALTER_USAGE = ("usage: qalter [-a date_time] [-l resource_list] [-N name] [-p priority] "
+                "[-r y|n] job_identifier...\n")
 QRUN_USAGE = "usage: qrun [-a] [-H <HOST>[+<HOST>]...] <JOBID>[ <JOBID>]...\n"
 
 
@@ -106,7 +106,7 @@ def qhold(ctx, args: list[str]) -> int:
         if job["state"] == jobs.COMPLETE:
             raise errors.PbsError(errors.BADSTATE)
         job["holds"] = "".join(sorted(set(job["holds"]) | set(kinds)))
-        if job["state"] == jobs.QUEUED:
+        if job["state"] in (jobs.QUEUED, jobs.WAITING):
             jobs.set_state(job, jobs.HELD, ctx.now)
         job["mtime"] = ctx.now
 
@@ -128,7 +128,7 @@ def qrls(ctx, args: list[str]) -> int:
             raise errors.PbsError(errors.BADSTATE)
         job["holds"] = "".join(kind for kind in job["holds"] if kind not in kinds)
         if job["state"] == jobs.HELD and not job["holds"]:
-            jobs.set_state(job, jobs.QUEUED, ctx.now)
+            jobs.set_state(job, jobs.waiting_state(job, ctx.now), ctx.now)
         job["mtime"] = ctx.now
 
     status = _each(ctx, "qrls", operands, release)
@@ -164,12 +164,19 @@ def qrerun(ctx, args: list[str]) -> int:
 
 
 def qalter(ctx, args: list[str]) -> int:
-    """qalter [-l res=value,...] [-r y|n] [-N name] [-p prio] id...: no feasibility check."""
-    options, operands = _options(ctx, args, "l:r:N:p:", QALTER_USAGE)
+    """qalter [-a date_time] [-l res=value,...] [-r y|n] [-N name] [-p prio] id...: no
+    feasibility check; a queued job given a later Execution_Time waits (W), a
+    waiting one given a past one is queued."""
+    options, operands = _options(ctx, args, "a:l:r:N:p:", QALTER_USAGE)
     if options is None:
         return 2
     if options.get("-r", "y") not in ("y", "n"):
         ctx.err("qalter: illegal -r value\n")
+        return 2
+    try:
+        execution_time = values.date_time(options["-a"], ctx.now) if "-a" in options else None
+    except ValueError:
+        ctx.err("qalter: illegal -a value\n")
         return 2
     changes = [item.partition("=")[::2] for item in options.get("-l", "").split(",") if item]
 
@@ -192,6 +199,10 @@ def qalter(ctx, args: list[str]) -> int:
             job["name"] = options["-N"]
         if "-p" in options:
             job["priority"] = int(options["-p"])
+        if execution_time is not None:
+            job["execution_time"] = execution_time
+            if job["state"] in (jobs.QUEUED, jobs.WAITING):
+                jobs.set_state(job, jobs.waiting_state(job, ctx.now), ctx.now)
         limit = jobs.walltime(job)
         if job["state"] == jobs.RUNNING and job["ending"] is None and limit is not None:
             if job["runtime"] > limit:

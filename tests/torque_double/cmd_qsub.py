@@ -1,5 +1,7 @@
-"""qsub [-N name] [-q queue] [-l res=value,...] [-r y|n] [-p prio] [-h] [script]:
-the script from the file or stdin ('#PBS' lines read as options first). The
+"""qsub [-a date_time] [-N name] [-q queue] [-l res=value,...] [-r y|n] [-p prio]
+[-h] [script]: the script from the file or stdin, through the submit filter
+torque.cfg names (SUBMITFILTER: run with qsub's arguments, the script on its
+stdin, its stdout the script), '#PBS' lines read as options first. The
 server checks queue, enabled, ACLs and that some node could ever meet the node
 spec; a rejected job still uses up its number. The job runs for the sum of the
 script's 'sleep N' commands (none: it ends as soon as it starts), at most its
@@ -12,6 +14,7 @@ import getopt
 import os
 import re
 import shlex
+import subprocess
 
 from . import errors, jobs, nodespec, queues, simulate, values
 
@@ -21,7 +24,7 @@ USAGE = ("usage: qsub [-a date_time] [-A account_string] [-c interval]\n"
          "\t[-o path] [-p priority] [-q queue] [-r y|n] [-S path]\n"
          "\t[-t number_to_submit] [-T type]  [-u user_list] [-w] path\n"
          "\t[-W otherattributes=value...] [-v variable_list] [-V ] [-x] [-X] [-z] [script]\n")
-OPTIONS = "N:q:l:r:p:h"
+OPTIONS = "a:N:q:l:r:p:h"
 INFEASIBLE = ("cannot locate feasible nodes (nodes file is empty, all systems are busy, "
               "or no nodes have the requested feature)")
 ENVIRONMENT = ("HOME", "LOGNAME", "PATH", "MAIL", "SHELL", "LANG")
@@ -47,8 +50,11 @@ def run(ctx, args: list[str]) -> int:
             return 1
     else:
         script = ctx.stdin()
+    script = _filtered(ctx, args, script)
+    if script is None:
+        return 2
     try:
-        request = _request(_directives(script) + options, rest)
+        request = _request(_directives(script) + options, rest, ctx.now)
     except ValueError as problem:
         ctx.err(f"qsub: {problem}\n{USAGE}")
         return 2
@@ -66,6 +72,28 @@ def run(ctx, args: list[str]) -> int:
     return 0
 
 
+def _filtered(ctx, args: list[str], script: str) -> str | None:
+    """The script as the submit filter returns it (unchanged without one);
+    None, after saying so, if the filter refused (not simulated)."""
+    try:
+        with open(os.path.join(ctx.directory, "torque.cfg")) as handle:
+            lines = handle.read().splitlines()
+    except FileNotFoundError:
+        return script
+    path = next((line.split(None, 1)[1].strip() for line in lines
+                 if line.startswith("SUBMITFILTER") and len(line.split(None, 1)) == 2), None)
+    if path is None:
+        return script
+    result = subprocess.run([path, *args], input=script, capture_output=True, text=True,
+                            cwd=ctx.cwd, timeout=60, check=False)
+    ctx.err(result.stderr)
+    if result.returncode != 0:
+        ctx.unsupported(f"the submit filter exited {result.returncode}: qsub's rejection is "
+                        "not simulated")
+        return None
+    return result.stdout
+
+
 def _directives(script: str) -> list[tuple[str, str]]:
     """The '#PBS' options at the top of the script, before its first command."""
     words: list[str] = []
@@ -81,11 +109,14 @@ def _directives(script: str) -> list[tuple[str, str]]:
         raise ValueError(f"directive error: {problem}") from None
 
 
-def _request(options: list[tuple[str, str]], rest: list[str]) -> dict:
+def _request(options: list[tuple[str, str]], rest: list[str], now: float) -> dict:
     request = {"name": os.path.basename(rest[0]) if rest else "STDIN", "queue": None,
-               "resources": [], "rerunable": True, "priority": 0, "held": False}
+               "resources": [], "rerunable": True, "priority": 0, "held": False,
+               "execution_time": None}
     for flag, value in options:
-        if flag == "-N":
+        if flag == "-a":
+            request["execution_time"] = values.date_time(value, now)
+        elif flag == "-N":
             request["name"] = value
         elif flag == "-q":
             request["queue"] = value.split("@")[0]
@@ -137,11 +168,10 @@ def _build(ctx, seq: int, request: dict, script: str, args: list[str]) -> dict:
     job.update({
         "id": job_id, "seq": seq, "name": request["name"], "owner": ctx.user,
         "group": ctx.groups[0], "queue": queue_name,
-        "state": jobs.HELD if held else jobs.QUEUED,
-        "substate": jobs.SUBSTATE[jobs.HELD if held else jobs.QUEUED],
-        "holds": "u" if held else "", "rerunable": request["rerunable"],
+        "holds": "u" if held else "", "execution_time": request["execution_time"],
+        "rerunable": request["rerunable"],
         "priority": request["priority"], "ctime": ctx.now, "qtime": ctx.now, "mtime": ctx.now,
-        "etime": None if held else ctx.now, "variables": variables,
+        "etime": None, "variables": variables,
         "submit_args": " ".join(args) or None, "cwd": ctx.cwd, "comment": None,
         "output_path": f"{server}:{ctx.cwd}/{request['name']}.o{seq}",
         "error_path": f"{server}:{ctx.cwd}/{request['name']}.e{seq}",
@@ -151,6 +181,7 @@ def _build(ctx, seq: int, request: dict, script: str, args: list[str]) -> dict:
         "runtime": sum(float(n) for n in SLEEP.findall(script)),
         "end_at": None, "end_status": 0, "purge_at": None, "ending": None, "requeue_at": None,
     })
+    jobs.set_state(job, jobs.waiting_state(job, ctx.now), ctx.now)
     state["next_queue_rank"] += 1
     return job
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from . import nodespec, values
 
-QUEUED, HELD, RUNNING, EXITING, COMPLETE = "Q", "H", "R", "E", "C"
-SUBSTATE = {QUEUED: 10, HELD: 20, RUNNING: 42, EXITING: 61, COMPLETE: 59}
+QUEUED, HELD, WAITING, RUNNING, EXITING, COMPLETE = "Q", "H", "W", "R", "E", "C"
+SUBSTATE = {QUEUED: 10, HELD: 20, WAITING: 30, RUNNING: 42, EXITING: 61, COMPLETE: 59}
 RERUN_SUBSTATE = 60        # JOB_SUBSTATE_RERUN: R, the kill sent, the epilogue running
 ON_NODE = (RUNNING, EXITING)
 HOLD_ORDER = "uos"
@@ -63,13 +63,20 @@ def occupancy(state: dict) -> dict[str, dict[int, str]]:
     return used
 
 
+def waiting_state(job: dict, now: float) -> str:
+    """A job not running: H while held, W until its Execution_Time, else Q."""
+    if job["holds"]:
+        return HELD
+    return WAITING if (job.get("execution_time") or 0) > now else QUEUED
+
+
 def set_state(job: dict, new: str, now: float) -> None:
     """Change state and substate; a held job loses its eligible time (etime),
     a released one gets a new one."""
     job["state"] = new
     job["substate"] = SUBSTATE[new]
     job["mtime"] = now
-    if new == HELD:
+    if new in (HELD, WAITING):
         job["etime"] = None
     elif new == QUEUED and job["etime"] is None:
         job["etime"] = now
@@ -153,7 +160,7 @@ def delete(state: dict, job: dict, now: float) -> None:
 def requeue(job: dict, now: float) -> None:
     """The end of a rerun: back to Q (H if held); exec_host, session and
     start_count stay, exit_status reads 0."""
-    set_state(job, HELD if job["holds"] else QUEUED, now)
+    set_state(job, waiting_state(job, now), now)
     job["exit_status"] = 0
     job["end_at"] = job["requeue_at"] = job["ending"] = None
 

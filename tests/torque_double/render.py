@@ -7,7 +7,7 @@ from . import jobs
 
 Attribute = tuple[str, "str | None", str]
 
-TIMES = {"ctime", "etime", "mtime", "qtime", "start_time", "comp_time"}
+TIMES = {"ctime", "etime", "mtime", "qtime", "start_time", "comp_time", "Execution_Time"}
 
 
 def job_attributes(state: dict, job: dict, now: float) -> list[Attribute]:
@@ -30,6 +30,7 @@ def job_attributes(state: dict, job: dict, now: float) -> list[Attribute]:
     add("ctime", job["ctime"])
     add("Error_Path", job["error_path"])
     add("exec_host", job["exec_host"])
+    add("Execution_Time", job.get("execution_time"))
     add("Hold_Types", jobs.holds(job))
     add("Join_Path", "n")
     add("Keep_Files", "n")

@@ -1,7 +1,8 @@
 """Virtual time. There is no daemon: every command (and every API call) first
 replays, in time order, what the server, the moms and pbs_sched would have
-done since the last one: jobs ending, completed jobs purged, moms reporting
-in, the periodic scheduling cycle."""
+done since the last one: jobs ending, requeued jobs queued again, jobs
+reaching their Execution_Time (queued, for the next cycle), completed jobs
+purged, moms reporting in, the periodic scheduling cycle."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import time
 
 from . import jobs, nodes, sched, values
 
-JOB_END, REQUEUED, PURGE, MOM_REPORT, CYCLE, KICKED = range(6)
+JOB_END, REQUEUED, WAIT_OVER, PURGE, MOM_REPORT, CYCLE, KICKED = range(7)
 SUBMIT_CYCLE_DELAY = (0.25, 0.6)
 """Seconds from a qsub's return to the cycle it kicked: pbs_sched is another
 process, and a real 6.1 server was seen to start a job that long after qsub
@@ -64,6 +65,8 @@ def catch_up(state: dict, until: float) -> None:
                 jobs.complete(state, job, at, job["end_status"])
         elif kind == REQUEUED:
             jobs.requeue(state["jobs"][key], at)
+        elif kind == WAIT_OVER:
+            jobs.set_state(state["jobs"][key], jobs.QUEUED, at)
         elif kind == PURGE:
             jobs.purge(state, state["jobs"][key])
         elif kind == MOM_REPORT:
@@ -83,6 +86,8 @@ def _next_event(state: dict, until: float) -> tuple[float, int, str] | None:
             events.append((job["end_at"], JOB_END, job["id"]))
         elif job["state"] == jobs.EXITING and job["requeue_at"] <= until:
             events.append((job["requeue_at"], REQUEUED, job["id"]))
+        elif job["state"] == jobs.WAITING and job["execution_time"] <= until:
+            events.append((job["execution_time"], WAIT_OVER, job["id"]))
         elif job["state"] == jobs.COMPLETE and job["purge_at"] <= until:
             events.append((job["purge_at"], PURGE, job["id"]))
     for name, node in state["nodes"].items():

@@ -42,6 +42,24 @@ def seconds(text: str) -> int | None:
     return total
 
 
+def date_time(text: str, now: float) -> float:
+    """qsub/qalter -a: [[[[CC]YY]MM]DD]hhmm[.SS] in local time, the parts
+    left out taken from now; an hhmm alone that has passed today is
+    tomorrow's. ValueError if it is not one."""
+    import time
+    whole, _, secs = text.partition(".")
+    if not whole.isdigit() or len(whole) not in (4, 6, 8, 10, 12) or (secs and not (
+            secs.isdigit() and len(secs) == 2)):
+        raise ValueError(f"illegal -a value {text!r}")
+    today = time.localtime(now)
+    digits = f"{today.tm_year:04d}{today.tm_mon:02d}{today.tm_mday:02d}"[:12 - len(whole)] + whole
+    try:
+        when = time.mktime(time.strptime(digits + (secs or "00"), "%Y%m%d%H%M%S"))
+    except ValueError:
+        raise ValueError(f"illegal -a value {text!r}") from None
+    return when + 86400 if len(whole) == 4 and when < now else when
+
+
 def hms(total: int) -> str:
     return f"{total // 3600:02d}:{total // 60 % 60:02d}:{total % 60:02d}"
 
