@@ -15,6 +15,7 @@ import time
 import pytest
 from sge_cluster import reservation
 from crashing_runner import CrashingRunner
+from torque_cleanup import leftovers, scrub
 from torque_double import install
 from torque_double.simulate import RERUN_STEP, SUBMIT_CYCLE_DELAY
 
@@ -37,7 +38,11 @@ FILTER = os.path.join(os.path.dirname(sys.executable), "plus_torque_filter")
 def double():
     """In a directory the test users can reach (pytest's tmp_path is root's only)."""
     directory = tempfile.mkdtemp(prefix="plus-torque-")
-    yield install(directory, nodes=NODES, server="srv", next_job_number=1)
+    double = install(directory, nodes=NODES, server="srv", next_job_number=1)
+    yield double
+    double.thaw()
+    scrub(double.path)
+    assert leftovers(double.path) == []
     shutil.rmtree(directory, ignore_errors=True)
 
 
@@ -229,6 +234,7 @@ def test_a_long_epilogue_gets_the_orders_once_and_the_ar_jobs_start_when_it_ends
         assert plugin.delays(ar) == []
     finally:
         plugin.close()
+        double.set_epilogue(0)                                         # for the clean-up's qdel
 
 
 def test_a_job_submitted_into_an_open_window_waits_for_its_end_instead_of_landing(double, tmp_path):
@@ -579,3 +585,18 @@ def test_a_cancelled_ar_frees_its_nodes_for_the_self_scheduler_at_once(double, t
     ar.state = State.DELETED
     plugin.release(ar)
     assert dict(plugin.scheduler.run_pass(int(time.time()))) == {endless: ("n1",)}
+
+
+def test_what_a_stopped_daemon_left_live_is_scrubbed_after_the_test(double, tmp_path):
+    """The fixtures' clean-up, on a live AR left as a daemon stopped mid-window leaves it."""
+    plugin = backend(double, tmp_path, drain=3600)
+    ar = reservation(50, ("n1", "n2"), state=State.RUNNING, start_in=-1)
+    plugin.prepare(ar)
+    plugin.activate(ar)
+    qsub(double, "plusu1", "-q", "R50", "-l", "nodes=1:R50")
+    assert leftovers(double.path) == ["property R50 on n1", "property R50 on n2", "queue R50"]
+    scrub(double.path)
+    state = double.state()
+    assert leftovers(double.path) == [] and set(state["queues"]) == {"batch"}
+    assert all(node["properties"] == ["plus"] for node in state["nodes"].values())
+    assert all(job["state"] == "C" for job in state["jobs"].values())

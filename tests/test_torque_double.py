@@ -574,9 +574,9 @@ def test_qsub_a_waits_until_its_time_and_qalter_a_moves_it(double):
     waiting = submit(double, f"-a {stamp}")
     assert job(double, waiting)["state"] == "W"
     assert f"<Execution_Time>{later}</Execution_Time>" in ok(double, f"qstat -f -x {waiting}")
-    double.advance(599)
+    double.advance(598)                                       # later - 598.6 >= 0.4 s ahead
     assert job(double, waiting)["state"] == "W"
-    double.advance(1)
+    double.advance(2)
     assert job(double, waiting)["state"] in ("Q", "R")         # queued, for the next cycle
     moved = submit(double, f"-a {stamp} -q batch")
     assert job(double, moved)["state"] in ("Q", "R")           # its time has passed

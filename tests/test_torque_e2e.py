@@ -13,6 +13,7 @@ import time
 import pytest
 from daemon_harness import BIN, Daemon
 from sge_cluster import wait_for
+from torque_cleanup import leftovers, scrub
 from torque_double import install
 
 SETTINGS = """\
@@ -24,7 +25,11 @@ torque: {bin: %s}
 @pytest.fixture
 def double():
     directory = tempfile.mkdtemp(prefix="plus-torque-")
-    yield install(directory, nodes=(("n1", 4), ("n2", 4)), server="srv", next_job_number=1)
+    double = install(directory, nodes=(("n1", 4), ("n2", 4)), server="srv", next_job_number=1)
+    yield double
+    double.thaw()
+    scrub(double.path)
+    assert leftovers(double.path) == []
     shutil.rmtree(directory, ignore_errors=True)
 
 

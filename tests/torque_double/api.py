@@ -64,6 +64,13 @@ class TorqueDouble:
                 state["frozen_at"] += seconds
             simulate.catch_up(state, simulate.now(state))
 
+    def thaw(self) -> None:
+        """Virtual time runs with real time again, from where it stood."""
+        with store.locked(self.directory) as state:
+            if state.get("frozen_at") is not None:
+                state["offset"] = state["frozen_at"] - time.time()
+                state["frozen_at"] = None
+
     def freeze(self) -> None:
         """From now on virtual time moves only by ``advance``: for what
         happens within milliseconds (a rerun's steps), however slow the

@@ -142,10 +142,13 @@ def begin_requeue(job: dict, now: float, requeue_at: float) -> None:
 
 
 def delete(state: dict, job: dict, now: float) -> None:
-    """qdel: a running job is killed (exit 271) once its epilogue has run, an
-    exiting one at once; a waiting one goes to C at once and is purged after
+    """qdel: a running job is killed (exit 271) once its epilogue has run (a
+    second qdel changes nothing), an exiting one at once; a waiting one goes to C at once and is purged after
     twice keep_completed (on_job_exit waits one keep_completed before the
     kept time starts, as recorded)."""
+    if job["state"] == RUNNING and job["ending"] is not None:
+        job["ending"], job["end_status"] = "delete", EXIT_SIGTERM    # killed already
+        return
     if job["state"] == RUNNING and epilogue(state) > 0:
         kill(state, job, now, "delete")
         return
