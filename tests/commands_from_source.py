@@ -12,7 +12,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 PROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())
-NOT_CLIENTS = {"plus_scheduler", "plus_simulate"}
+NOT_CLIENTS = {"plus_scheduler", "plus_simulate", "plus_torque_filter"}
+"""The daemon, the simulator, and the filter TORQUE's qsub runs (no options
+of its own to check, no daemon to ask)."""
 ENTRY_POINTS = {name: target for name, target in PROJECT["project"]["scripts"].items()
                 if name not in NOT_CLIENTS}
 """Each client command's "module:function"."""

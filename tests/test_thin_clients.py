@@ -1,6 +1,6 @@
 """The commands start fast because they import the standard library only:
-every console script of pyproject.toml but the daemon and the simulator,
-imported from this tree."""
+every console script of pyproject.toml but the daemon, the simulator and
+TORQUE's submit filter, imported from this tree."""
 
 from __future__ import annotations
 
