@@ -16,7 +16,6 @@ import os
 import sqlite3
 import time
 from contextlib import contextmanager
-from dataclasses import asdict
 from functools import lru_cache
 from typing import Iterator, Mapping
 
@@ -28,6 +27,7 @@ from sqlmodel import Field, Session, SQLModel, create_engine, delete, select
 from overlay.model import Allocation, Operation, Request, Reservation, ReservationError, State
 from overlay.planner import MultiPlanner
 from overlay.request import MAX_AR_ID
+from overlay.wire import encode_request, stored_request
 
 _ADVISORY_LOCK = 0x504C5553  # "PLUS"
 
@@ -130,17 +130,11 @@ class CounterRow(SQLModel, table=True):
 
 
 def _encode_request(request: Request) -> str:
-    return json.dumps(asdict(request), separators=(",", ":"))
+    return json.dumps(encode_request(request), separators=(",", ":"))
 
 
 def _decode_request(raw: str) -> Request:
-    data = json.loads(raw)
-    for key in ("users", "queues", "mail_list"):
-        if key not in data:  # stored before the field existed: the default
-            continue
-        data[key] = tuple(data[key])
-    data["attributes"] = tuple(tuple(pair) for pair in data["attributes"])
-    return Request(**data)
+    return stored_request(json.loads(raw))
 
 
 def _row_values(ar: Reservation) -> dict:

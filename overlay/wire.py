@@ -14,8 +14,9 @@ from typing import Any, Callable, Iterable
 
 from overlay import limits
 from overlay.model import Request
-from overlay.request import (MAX_AR_ID, RequestError, parse_attribute_list, parse_mail_list,
-                             parse_mail_options, parse_name, parse_name_list, parse_pattern)
+from overlay.request import (MAX_AR_ID, REQUEST_FIELDS, RequestError, parse_attribute_list,
+                             parse_mail_list, parse_mail_options, parse_name, parse_name_list,
+                             parse_pattern, request_wire)
 from overlay.timespec import bounded_time
 
 
@@ -127,8 +128,26 @@ def users(args: Arguments) -> tuple[str, ...] | None:
     return args.names("users", "-U", lambda v: parse_name_list(v, "-U", groups=True))
 
 
+def encode_request(request: Request) -> dict:
+    """The request's wire form (overlay.request.request_wire)."""
+    return request_wire(**{name: getattr(request, name) for name in REQUEST_FIELDS})
+
+
+def stored_request(data: dict) -> Request:
+    """A request the store kept in its wire form (written by encode_request,
+    so trusted: not checked again). A field stored before it existed takes
+    its default."""
+    fields = {name: data[name] for name in REQUEST_FIELDS if name in data}
+    for name in ("users", "queues", "mail_list"):
+        if name in fields:
+            fields[name] = tuple(fields[name])
+    if "attributes" in fields:
+        fields["attributes"] = tuple(tuple(pair) for pair in fields["attributes"])
+    return Request(**fields)
+
+
 def reserve_request(args: Arguments) -> Request:
-    """plus_reserve's request, as the command would have sent it."""
+    """A request in its wire form from a client, with plus_reserve's checks."""
     memory = args.integer("memory_mb", 1, limits.MAX_MEMORY_MB, what="-mem")
     return Request(
         start=args.time("start", "-s", True), end=args.time("end", "-e", True),
@@ -139,9 +158,9 @@ def reserve_request(args: Arguments) -> Request:
         os=args.checked("os", lambda v: parse_pattern(v, "-os")),
         attributes=_attributes(args.items("attributes") or ()),
         queues=args.names("queues", "-sgeq", lambda v: parse_name_list(v, "-sgeq")) or (),
-        name=args.checked("name", lambda v: parse_name(v, "-N")) or "",
+        name=args.checked("name", lambda v: v and parse_name(v, "-N")) or "",
         hard_error=args.flag("hard_error"),
-        mail_options=args.checked("mail_options", parse_mail_options) or "",
+        mail_options=args.checked("mail_options", lambda v: v and parse_mail_options(v)) or "",
         mail_list=args.names("mail_list", "-M", parse_mail_list) or ())
 
 

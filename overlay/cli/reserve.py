@@ -6,7 +6,7 @@ import sys
 
 from overlay.cli import common, views
 from overlay.protocol import EXIT_USAGE
-from overlay.request import RequestError, window_end
+from overlay.request import RequestError, request_wire, window_end
 from overlay.timespec import format_ctime
 
 
@@ -56,13 +56,13 @@ def main(argv: list[str] | None = None) -> int:
         end = window_end(args.s, args.e, args.D)
     except RequestError as exc:
         common.fail("plus_reserve", str(exc), EXIT_USAGE)
-    view = common.call("plus_reserve", "reserve", {
-        "start": args.s, "end": end, "nodes": args.n, "users": list(args.U or ()),
-        "memory_mb": args.mem, "ncpus": args.ncpu, "arch": args.arch, "os": args.os,
-        "attributes": [list(pair) for pair in args.l or ()], "slots_per_node": args.sn,
-        "queues": list(args.sgeq or ()), "name": args.N, "hard_error": args.he,
-        "mail_options": args.m, "mail_list": list(args.M or ()),
-        "transactional": args.transactional})
+    request = request_wire(
+        start=args.s, end=end, nodes=args.n, users=args.U or (), memory_mb=args.mem,
+        ncpus=args.ncpu, arch=args.arch, os=args.os, attributes=args.l or (),
+        slots_per_node=args.sn, queues=args.sgeq or (), name=args.N or "",
+        hard_error=bool(args.he), mail_options=args.m or "", mail_list=args.M or ())
+    view = common.call("plus_reserve", "reserve",
+                       {**request, "transactional": args.transactional})
     if args.x:
         print(views.status_xml([view]))
     elif args.json:

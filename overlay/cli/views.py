@@ -65,7 +65,7 @@ def detail(view: dict) -> str:
         ("reserved_nodes", ",".join(a["node"] for a in view["allocations"])),
         ("job_runtime_limit", format_duration(view["job_runtime_limit"])),
         ("error_handling", "hard" if view["request"].get("hard_error") else "soft"),
-        ("mail_options", view["request"].get("mail_options", "n")),
+        ("mail_options", (view["request"].get("mail_options") or "n")),
     ]
     if view["request"].get("mail_list"):
         fields.append(("mail_list", ",".join(view["request"]["mail_list"])))
@@ -121,7 +121,7 @@ def summary_element(view: dict) -> "ET.Element":
     for allocation in view["allocations"]:
         ET.SubElement(slots, "granted_slots", queue_instance=f"{queue_name(view)}@{allocation['node']}",
                       slots=str(allocation["slots"]))
-    _text(ar, "mail_options", view["request"].get("mail_options", "n"))
+    _text(ar, "mail_options", (view["request"].get("mail_options") or "n"))
     if view["request"].get("mail_list"):
         mails = ET.SubElement(ar, "mail_list")
         for address in view["request"]["mail_list"]:

@@ -1,0 +1,67 @@
+"""One wire form for a Request: plus_reserve builds it, the socket (and
+the HTTP API) decode it with the commands' checks, the views show it and
+the store keeps it. What one side writes the others read back unchanged."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from overlay.model import Request
+from overlay.request import REQUEST_FIELDS, RequestError, request_wire
+from overlay.wire import Arguments, encode_request, reserve_request, stored_request
+
+NOW = int(time.time())
+names = st.text("abcdefghijklmnopqrstuvwxyz", min_size=1, max_size=8)
+requests = st.builds(
+    Request,
+    start=st.integers(NOW, NOW + 86400), end=st.integers(NOW + 86401, NOW + 2 * 86400),
+    nodes=st.integers(1, 64),
+    users=st.lists(names, max_size=3, unique=True).map(tuple),
+    slots_per_node=st.none() | st.integers(1, 16), memory_mb=st.none() | st.integers(1, 1 << 20),
+    ncpus=st.none() | st.integers(1, 64), arch=st.none() | st.sampled_from(["lx-amd64", "lx-*"]),
+    os=st.none() | st.just("linux"),
+    attributes=st.lists(st.tuples(names, names), max_size=3, unique_by=lambda p: p[0]).map(tuple),
+    queues=st.lists(names.map(lambda n: n + ".q"), max_size=2, unique=True).map(tuple),
+    name=st.just("") | names, hard_error=st.booleans(),
+    mail_options=st.sampled_from(["", "n", "b", "be", "bea"]),
+    mail_list=st.lists(names, max_size=2, unique=True).map(tuple))
+
+
+def test_the_wire_names_are_the_requests_fields():
+    assert REQUEST_FIELDS == tuple(field.name for field in dataclasses.fields(Request))
+
+
+@settings(max_examples=200, deadline=None)
+@given(requests)
+def test_a_request_comes_back_unchanged_through_the_socket_and_the_store(request):
+    wire = encode_request(request)
+    assert list(wire) == list(REQUEST_FIELDS)
+    assert json.loads(json.dumps(wire)) == wire                       # plain JSON values
+    assert reserve_request(Arguments("reserve", json.loads(json.dumps(wire)), NOW)) == request
+    assert stored_request(json.loads(json.dumps(wire))) == request
+    fields = {name: getattr(request, name) for name in REQUEST_FIELDS}
+    assert request_wire(**fields) == wire                              # as plus_reserve builds it
+
+
+def test_a_row_stored_before_a_field_existed_takes_its_default():
+    old = {"start": NOW, "end": NOW + 60, "nodes": 1, "slots_per_node": None, "memory_mb": None,
+           "ncpus": None, "arch": None, "os": None, "attributes": [["gpu", "yes"]]}
+    assert stored_request(old) == Request(NOW, NOW + 60, 1, attributes=(("gpu", "yes"),))
+
+
+def test_a_client_gets_the_commands_checks_and_no_unknown_field():
+    wire = request_wire(start=NOW, end=NOW + 60, nodes=1)
+    with pytest.raises(RequestError, match="-N: "):
+        reserve_request(Arguments("reserve", {**wire, "name": "1bad name"}, NOW))
+    with pytest.raises(RequestError, match="-m: invalid mail options"):
+        reserve_request(Arguments("reserve", {**wire, "mail_options": "x"}, NOW))
+    with pytest.raises(Exception, match="unknown argument 'colour'"):
+        arguments = Arguments("reserve", {**wire, "colour": "red"}, NOW)
+        reserve_request(arguments)
+        arguments.done()
