@@ -14,6 +14,8 @@ from typing import Any
 import yaml
 
 from overlay import protocol, settings
+from overlay.http.settings import HttpSettings
+from overlay.http.settings import load as load_http
 from overlay.ordering import OrderError, node_order
 from overlay.request import valid_name
 
@@ -44,6 +46,7 @@ class Config:
     max_connections_per_user: int = 32
     request_timeout: int = 10
     plugins: list[str] = field(default_factory=list)
+    http: HttpSettings = field(default_factory=HttpSettings)
     sections: dict[str, dict] = field(default_factory=dict)
 
     @property
@@ -145,7 +148,12 @@ def load(path: str, overrides: dict[str, Any] | None = None) -> Config:
     config = Config(path=path)
     for key, value in raw.items():
         validator = _VALIDATORS.get(key)
-        if validator is not None:
+        if key == "http":
+            try:
+                config.http = load_http(value, config.relative)
+            except ValueError as exc:
+                raise ConfigError(str(exc)) from None
+        elif validator is not None:
             try:
                 setattr(config, key, validator(key, value))
             except ValueError as exc:  # the settings helper's checks
@@ -153,7 +161,8 @@ def load(path: str, overrides: dict[str, Any] | None = None) -> Config:
         elif isinstance(value, dict) and key.isidentifier():
             config.sections[key] = value
         else:
-            raise ConfigError(f"{path}: unknown setting {key!r}; known: {', '.join(sorted(_VALIDATORS))}"
+            raise ConfigError(f"{path}: unknown setting {key!r}; known: "
+                              f"{', '.join(sorted([*_VALIDATORS, 'http']))}"
                               " or a mapping named after a backend or plugin")
     _check_client_view(config, path, overrides or {})
     return config

@@ -12,6 +12,7 @@ import fcntl
 import gc
 import logging
 import os
+import pwd
 import signal
 import socket
 import sys
@@ -23,14 +24,17 @@ from overlay import connections, limits, plugins, protocol, wire
 from overlay.accounting import ReportingWriter
 from overlay.backend import Backend
 from overlay.config import Config, ConfigError
+from overlay.http.companion import Companion
 from overlay.lifecycle import Lifecycle
 from overlay.manager import Caller, Manager
-from overlay.model import Reservation, ReservationError
+from overlay.model import (InvalidRequest, LimitExceeded, NoCapacity, PermissionDenied, Reservation,
+                           ReservationError, UnknownReservation)
 from overlay.ordering import NODE_SORT_KEYS
-from overlay.request import RequestError, parse_name_list
-from overlay.store import Store, refuse_truncated, shown_url
+from overlay.request import RequestError, parse_name, parse_name_list
+from overlay.store import Conflict, Store, StoreUnavailable, refuse_truncated, shown_url
 from overlay.storelease import LeaseLost, StoreLease
 from overlay.timespec import TimeSpecError
+from overlay.tokens import TokenRefused, Tokens
 from overlay.users import account
 
 log = logging.getLogger("plus.daemon")
@@ -84,10 +88,11 @@ class Service:
     """The operations clients may call, by name."""
 
     def __init__(self, manager: Manager, on_change: Callable[[list[Reservation]], None],
-                 on_shutdown: Callable[[], None]) -> None:
+                 on_shutdown: Callable[[], None], tokens: Tokens | None = None) -> None:
         self.manager = manager
         self.on_change = on_change
         self.on_shutdown = on_shutdown
+        self.tokens = tokens
         self.daemon_uid = os.getuid()
         self.plugin_operations: dict[str, Callable[[Caller, dict], Any]] = {}
         for offered in manager.pm.hook.plus_client_operations(manager=manager):
@@ -105,6 +110,56 @@ class Service:
         name, groups = found
         manager = uid in (0, self.daemon_uid) or name in self.manager.config.managers
         return Caller(uid=uid, user=name, groups=groups, is_manager=manager)
+
+    def caller_for(self, uid: int, gid: int, message: dict) -> Caller:
+        """Who is asking: the peer (a command on this host), or the user a
+        bearer token proves (a request the HTTP companion forwards), or the
+        UserID a trusted metascheduler's token acts for (seed 003)."""
+        token, acting_for = message.get("token"), message.get("as")
+        if token is None:
+            if acting_for is not None:
+                raise wire.BadArguments("'as' needs the token of a trusted principal")
+            return self.caller(uid, gid)
+        if self.tokens is None or not isinstance(token, str):
+            raise TokenRefused("the token is not valid")
+        if message.get("op") in _PEER_ONLY:
+            raise PermissionDenied(f"{message.get('op')} takes the caller from the socket's peer, "
+                                   "never from a token: run plus_token on the daemon's host")
+        user = self.tokens.user(token)
+        if acting_for is not None and acting_for != user:
+            if not isinstance(acting_for, str) or user not in self.manager.config.http.trusted_principals:
+                raise PermissionDenied(f"{user} may not act for another user: only the principals "
+                                       "of http.trusted_principals may")
+            user = parse_name(acting_for, "UserID")
+        try:
+            entry = pwd.getpwnam(user)
+        except KeyError:
+            raise PermissionDenied(f"user {user} is not known on this host") from None
+        return self.caller(entry.pw_uid, entry.pw_gid)
+
+    def op_token(self, caller: Caller, args: wire.Arguments) -> dict:
+        """plus_token: a bearer token for the caller (the socket's peer)."""
+        longest = self.manager.config.http.token_lifespan
+        lifespan = args.integer("lifespan", 60, longest, what="-l") or min(3600, longest)
+        args.done()
+        if self.tokens is None:
+            raise ReservationError("this plus_scheduler issues no tokens")
+        token, expires = self.tokens.issue(caller.user, lifespan)
+        log.info("token issued to %s, expiring at %d", caller.user, expires)
+        return {"token": token, "user": caller.user, "expires": expires}
+
+    def op_revoke_tokens(self, caller: Caller, args: wire.Arguments) -> dict:
+        """plus_token -R: every token of the caller (or, for a manager, of
+        the user named) issued so far stops working."""
+        user = wire.owner(args) or caller.user
+        args.done()
+        if user != caller.user and not caller.is_manager:
+            raise PermissionDenied(f"only a manager may revoke the tokens of another user ({user})")
+        if self.tokens is None:
+            raise ReservationError("this plus_scheduler issues no tokens")
+        self.tokens.revoke(user)
+        log.info("tokens of %s revoked by %s", user, caller.user)
+        return {"revoked": user}
 
     def handle(self, caller: Caller, op: Any, args: Any) -> Any:
         """Run operation ``op``: the core's with its arguments decoded and
@@ -196,7 +251,7 @@ class Service:
     def op_shutdown(self, caller: Caller, args: wire.Arguments) -> dict:
         args.done()
         if caller.uid != self.daemon_uid and not caller.is_manager:
-            raise ReservationError("only the owner of plus_scheduler or a manager may stop it")
+            raise PermissionDenied("only the owner of plus_scheduler or a manager may stop it")
         threading.Timer(0.2, self.on_shutdown).start()  # after this reply is sent
         return {"stopping": os.getpid()}
 
@@ -206,29 +261,47 @@ def _reply_to(service: Service, sock: socket.socket, peer: connections.Peer,
     """Read one request by ``deadline``, run it, send the reply."""
     try:
         message = protocol.receive_message(sock, bounds.message_bytes, deadline)
-        caller = service.caller(peer.uid, peer.gid)
+        caller = service.caller_for(peer.uid, peer.gid, message)
         data = service.handle(caller, message.get("op"), message.get("args") or {})
         reply = {"ok": True, "data": data}
     except ReservationError as exc:
-        reply = {"ok": False, "error": str(exc), "status": exc.exit_status}
+        reply = {"ok": False, "error": str(exc), "status": exc.exit_status, "kind": _kind(exc)}
+    except TokenRefused as exc:
+        reply = {"ok": False, "error": str(exc), "status": protocol.EXIT_REFUSED, "kind": "token"}
     except (RequestError, TimeSpecError) as exc:
-        reply = {"ok": False, "error": str(exc), "status": protocol.EXIT_USAGE}
+        reply = {"ok": False, "error": str(exc), "status": protocol.EXIT_USAGE, "kind": "invalid"}
     except (protocol.TooLarge, protocol.TooSlow) as exc:
         log.warning("request from uid %d refused: %s (limit %s)", peer.uid, exc,
                     f"{bounds.message_bytes} bytes" if isinstance(exc, protocol.TooLarge)
                     else f"request_timeout {bounds.request_timeout:g} s")
-        reply = {"ok": False, "error": f"bad request: {exc}", "status": protocol.EXIT_USAGE}
+        reply = {"ok": False, "error": f"bad request: {exc}", "status": protocol.EXIT_USAGE,
+                 "kind": "invalid"}
     except (wire.BadArguments, protocol.ProtocolError) as exc:
-        reply = {"ok": False, "error": f"bad request: {exc}", "status": protocol.EXIT_USAGE}
+        reply = {"ok": False, "error": f"bad request: {exc}", "status": protocol.EXIT_USAGE,
+                 "kind": "invalid"}
     except Exception as exc:
         log.exception("request from uid %d failed", peer.uid)
         reply = {"ok": False, "error": f"internal error in plus_scheduler ({type(exc).__name__}); "
-                 "its log has the details", "status": protocol.EXIT_REFUSED}
+                 "its log has the details", "status": protocol.EXIT_REFUSED, "kind": "internal"}
     sock.settimeout(_REPLY_TIMEOUT)  # a client that never reads its reply frees the thread
     try:
         protocol.send_message(sock, reply)
     except OSError:
         pass
+
+
+_PEER_ONLY = frozenset({"token", "revoke_tokens", "shutdown"})
+"""Operations whose caller must be the socket's peer: a token may not mint
+tokens (its life would never end) nor stop the daemon."""
+
+_KINDS = ((PermissionDenied, "forbidden"), (LimitExceeded, "limit"),
+          (UnknownReservation, "unknown"), (InvalidRequest, "invalid"),
+          (StoreUnavailable, "unavailable"), (NoCapacity, "capacity"), (Conflict, "capacity"))
+
+
+def _kind(exc: ReservationError) -> str:
+    """What kind of refusal: the HTTP API answers each with its status."""
+    return next((kind for error, kind in _KINDS if isinstance(exc, error)), "conflict")
 
 
 class PidLock:
@@ -277,7 +350,8 @@ class Daemon:
                                    ReportingWriter(config.accounting_path))
             self.lifecycle = Lifecycle(self.manager, config.reconcile_interval,
                                        before_pass=self._check_lease)
-            self.service = Service(self.manager, self.lifecycle.notice, self.stop)
+            self.service = Service(self.manager, self.lifecycle.notice, self.stop,
+                                   Tokens(config.state_path))
         except Exception:
             if self.backend is not None:
                 self.backend.close()
@@ -288,6 +362,7 @@ class Daemon:
             self.pid_lock.release()
             raise
         self.server: connections.BoundedServer | None = None
+        self.http = Companion(config.http, config.socket_path)
 
     def serve(self) -> None:
         path = self.config.socket_path
@@ -307,6 +382,7 @@ class Daemon:
         os.chmod(path, 0o666)
         self.lifecycle.start()
         self.backend.start()
+        self.http.start()
         log.info("plus_scheduler %d serving %s (backend %s, store %s)", os.getpid(), path,
                  self.config.backend, shown_url(self.config.store_url))
         # What the daemon loaded (every stored AR, its modules) stays for its
@@ -326,6 +402,7 @@ class Daemon:
             threading.Thread(target=self.server.shutdown, daemon=True).start()
 
     def _cleanup(self) -> None:
+        self.http.stop()
         self.lifecycle.stop()
         if self.server is not None:
             self.server.server_close()

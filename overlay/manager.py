@@ -27,8 +27,9 @@ from overlay.accounting import (EVENT_CREATED, EVENT_DELETED, EVENT_END, EVENT_M
 from overlay.activity import Activity
 from overlay.backend import Backend
 from overlay.config import Config
-from overlay.model import (FINISHED_STATES, Allocation, LimitExceeded, Node, Operation,
-                           PermissionDenied, Request, Reservation, ReservationError, State)
+from overlay.model import (FINISHED_STATES, Allocation, InvalidRequest, LimitExceeded, NoCapacity,
+                           Node, Operation, PermissionDenied, Request, Reservation,
+                           ReservationError, State, UnknownReservation)
 from overlay.ordering import sort_nodes
 from overlay.planner import MultiPlanner
 from overlay.policy import PolicyContext, context_for, used_part
@@ -193,7 +194,7 @@ class Manager:
     def _get(self, ar_id: int) -> Reservation:
         ar = self.ars.get(ar_id)
         if ar is None:
-            raise ReservationError(f"AR {ar_id} does not exist")
+            raise UnknownReservation(f"AR {ar_id} does not exist")
         return ar
 
     def _check_owner(self, caller: Caller, ar: Reservation, action: str) -> None:
@@ -249,24 +250,24 @@ class Manager:
                     pwd.getpwnam(entry)
             except KeyError:
                 kind = "group" if entry.startswith("@") else "user"
-                raise ReservationError(f"-U: unknown {kind} '{entry.lstrip('@')}'") from None
+                raise InvalidRequest(f"-U: unknown {kind} '{entry.lstrip('@')}'") from None
 
     def _validate_request(self, owner: Caller, request: Request, operation: str,
                           context: PolicyContext, started: bool = False) -> None:
         """Checks of the core, then the policies' plus_validate_request."""
         now = self.now()
         if request.nodes < 1:
-            raise ReservationError(f"-n: the number of nodes must be at least 1, got {request.nodes}")
+            raise InvalidRequest(f"-n: the number of nodes must be at least 1, got {request.nodes}")
         if request.slots_per_node is not None and request.slots_per_node < 1:
-            raise ReservationError(f"-sn: slots per node must be at least 1, got {request.slots_per_node}")
+            raise InvalidRequest(f"-sn: slots per node must be at least 1, got {request.slots_per_node}")
         if request.end <= request.start:
-            raise ReservationError("the end time must be later than the start time")
+            raise InvalidRequest("the end time must be later than the start time")
         if not started and request.start < now - START_GRACE:
-            raise ReservationError("the start time is in the past; give a start at or after now")
+            raise InvalidRequest("the start time is in the past; give a start at or after now")
         if request.end <= now:
-            raise ReservationError("the end time is in the past")
+            raise InvalidRequest("the end time is in the past")
         if request.duration <= self.config.duration_offset:
-            raise ReservationError(
+            raise InvalidRequest(
                 f"the duration ({request.duration} s) must exceed DURATION_OFFSET "
                 f"({self.config.duration_offset} s), the time reserved for job start and cleanup")
         self._validate_users(request.users, owner.user)
@@ -276,12 +277,12 @@ class Manager:
             if request.mail_list:
                 parse_mail_list(",".join(request.mail_list))
         except RequestError as exc:
-            raise ReservationError(str(exc)) from None
+            raise InvalidRequest(str(exc)) from None
         refusal = plugins.PolicyHook(self.pm, "plus_validate_request", request=request,
                                      owner=owner.user, groups=owner.groups, operation=operation,
                                      context=context).first_refusal()
         if refusal:
-            raise ReservationError(refusal)
+            raise PermissionDenied(refusal)
 
     def _reservable(self) -> list[Node]:
         """Live nodes of the reservable queues (sge_queues, -sgeq), in the
@@ -352,7 +353,7 @@ class Manager:
                   f"request, {free} free)")
         if refusals:
             reason += "; " + "; ".join(f"{text} ({count} nodes)" for text, count in refusals.items())
-        raise ReservationError(reason)
+        raise NoCapacity(reason)
 
     def _log(self, ar: Reservation, event: str, message: str) -> None:
         """An ar_log record, and the same line in the daemon's log."""
@@ -469,15 +470,15 @@ class Manager:
                transactional: bool) -> list[Reservation]:
         """The ARs a cancel or destroy names by -r and/or -o, checked for rights."""
         if ar_id is None and owner is None:
-            raise ReservationError(f"{action}: give -r rsvID or -o owner")
+            raise InvalidRequest(f"{action}: give -r rsvID or -o owner")
         if owner is not None and transactional:
-            raise ReservationError(f"{action}: -T cannot be used with -o owner")
+            raise InvalidRequest(f"{action}: -T cannot be used with -o owner")
         if owner is not None and owner != caller.user and not caller.is_manager:
             raise PermissionDenied(f"only a manager may {action} the ARs of another user ({owner})")
         if ar_id is not None:
             ar = self._get(ar_id)
             if owner is not None and ar.owner != owner:
-                raise ReservationError(f"AR {ar_id} belongs to {ar.owner}, not {owner}")
+                raise InvalidRequest(f"AR {ar_id} belongs to {ar.owner}, not {owner}")
             self._check_owner(caller, ar, action)
             return [ar]
         return [ar for ar in sorted(self.ars.values(), key=lambda a: a.id) if ar.owner == owner]
@@ -609,7 +610,7 @@ class Manager:
     def available_nodes(self, start: int, end: int) -> list[str]:
         """Live nodes wholly free over [start, end), in allocation order."""
         if end <= start:
-            raise ReservationError("the end time must be later than the start time")
+            raise InvalidRequest("the end time must be later than the start time")
         with self.lock:
             return self.planner.free_nodes([n.name for n in self._reservable()], None, start, end)
 

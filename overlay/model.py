@@ -47,7 +47,22 @@ class LimitExceeded(ReservationError):
 
 
 class PermissionDenied(ReservationError):
-    """The caller may not do this (not the owner, not a manager, not in arusers)."""
+    """The caller may not do this (not the owner, not a manager, not in
+    arusers, or a policy says no)."""
+
+
+class UnknownReservation(ReservationError):
+    """No AR has this id."""
+
+
+class InvalidRequest(ReservationError):
+    """The request itself is wrong (a window that ends before it starts, an
+    unknown user), whatever the cluster holds."""
+
+
+class NoCapacity(ReservationError):
+    """Not enough nodes are free for the window (another request may have
+    taken them)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -152,9 +152,11 @@ def _connect(sock: _socket.socket, path: str, timeout: float) -> None:
             time.sleep(0.01)
 
 
-def call(path: str, op: str, args: dict, timeout: float = 120.0) -> dict:
-    """One request to the daemon at ``path``; returns its reply object. The
-    C socket type serves: socket.py's enums cost a command 2 ms to import."""
+def call(path: str, op: str, args: dict, timeout: float = 120.0, **extra: str) -> dict:
+    """One request to the daemon at ``path``; returns its reply object.
+    ``extra``: the HTTP companion's bearer token ("token") and the UserID a
+    metascheduler acts for ("as"). The C socket type serves: socket.py's
+    enums cost a command 2 ms to import."""
     sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
         sock.settimeout(timeout)
@@ -165,7 +167,7 @@ def call(path: str, op: str, args: dict, timeout: float = 120.0) -> dict:
                 f"cannot reach plus_scheduler at {path} ({exc.strerror or exc}); "
                 "is it running, and does PLUS_CONF name its configuration?") from None
         try:
-            send_message(sock, {"op": op, "args": args})
+            send_message(sock, {"op": op, "args": args, **extra})
         except (BrokenPipeError, ConnectionResetError):
             pass  # refused before it read the request (busy): its answer is waiting
         try:

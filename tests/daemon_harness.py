@@ -27,8 +27,10 @@ managers: [root, plusmgr]
 arusers: ["@plusgrp", plusmgr]
 duration_offset: 1
 reconcile_interval: 1
+http: {address: "off"}
 """
-"""The daemon's settings every test daemon shares, whatever its backend."""
+"""The daemon's settings every test daemon shares, whatever its backend (no
+HTTP API: tests of it name a free port; a later http: mapping wins)."""
 BASE_SETTINGS = DAEMON_SETTINGS + "native: {cluster: cluster.yaml, local_host: false}\n"
 
 

@@ -1,0 +1,174 @@
+"""The HTTP API: each endpoint is one of the commands' operations, sent
+to the daemon's socket with the caller's bearer token, so it has the
+commands' semantics, checks and refusal texts. A refusal's kind gives its
+status: bad input 400 (422 when the body does not fit the schema), a
+missing or bad token 401, not yours or not allowed 403, unknown 404, no
+capacity or a race 409, max_advance_reservations 429 (the body carries
+qrsub's exit status, 25), the store unavailable or the daemon unreachable
+503."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import Depends, FastAPI, Header, Path, Query
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from overlay import limits, protocol
+from overlay.request import MAX_AR_ID
+
+STATUS = {"invalid": 400, "token": 401, "forbidden": 403, "unknown": 404, "capacity": 409,
+          "conflict": 409, "limit": 429, "unavailable": 503, "internal": 500}
+Epoch = Annotated[int, Field(ge=0, le=2**40, description="UTC epoch seconds")]
+Count = Annotated[int, Field(ge=1, le=limits.MAX_COUNT)]
+ArId = Annotated[int, Path(ge=1, le=MAX_AR_ID, description="the AR's id")]
+Text = Annotated[str, Field(max_length=limits.MAX_ARGUMENT)]
+Names = Annotated[list[Text], Field(max_length=limits.MAX_ITEMS)]
+
+
+class Refusal(Exception):
+    """The daemon said no (or could not be asked): the status and body."""
+
+    def __init__(self, status: int, body: dict) -> None:
+        super().__init__(body.get("error"))
+        self.status, self.body = status, body
+
+
+class Problem(BaseModel):
+    error: str
+    status: int = Field(description="the exit status the command would have (qrsub's 25 "
+                                    "at max_advance_reservations)")
+    kind: str
+
+
+class ReservationIn(BaseModel):
+    """plus_reserve's request (overlay.request.request_wire), -T as
+    ``transactional``."""
+    model_config = ConfigDict(extra="forbid")
+    start: Epoch
+    end: Epoch
+    nodes: Count
+    users: Names = []
+    slots_per_node: Count | None = None
+    memory_mb: Annotated[int, Field(ge=1, le=limits.MAX_MEMORY_MB)] | None = None
+    ncpus: Count | None = None
+    arch: Text | None = None
+    os: Text | None = None
+    attributes: Annotated[list[tuple[Text, Text]], Field(max_length=limits.MAX_ITEMS)] = []
+    queues: Names = []
+    name: Text = ""
+    hard_error: bool = False
+    mail_options: Text = ""
+    mail_list: Names = []
+    transactional: bool = False
+
+
+class ModifyIn(BaseModel):
+    """plus_modify's changes: a new window, node count or access list."""
+    model_config = ConfigDict(extra="forbid")
+    start: Epoch | None = None
+    end: Epoch | None = None
+    duration: Annotated[int, Field(ge=1, le=limits.MAX_DURATION)] | None = None
+    nodes: Count | None = None
+    users: Names | None = None
+    transactional: bool = False
+
+
+class Caller:
+    """The bearer token of a request, and the UserID a metascheduler acts for."""
+
+    def __init__(self, token: str, acting_for: str | None) -> None:
+        self.token, self.acting_for = token, acting_for
+
+
+def caller(authorization: Annotated[str | None, Header(max_length=8192)] = None,
+           user: Annotated[str | None, Query(max_length=limits.MAX_NAME,
+                                             description="the UserID a trusted metascheduler "
+                                                         "acts for (seed 003)")] = None) -> Caller:
+    scheme, _, token = (authorization or "").partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise Refusal(401, {"error": "send 'Authorization: Bearer <token>' (plus_token prints one)",
+                            "status": protocol.EXIT_REFUSED, "kind": "token"})
+    return Caller(token.strip(), user)
+
+
+Who = Annotated[Caller, Depends(caller)]
+REFUSALS = {code: {"model": Problem} for code in (400, 401, 403, 404, 409, 429, 503)}
+
+
+def make_app(socket_path: str) -> FastAPI:
+    app = FastAPI(title="PluS reservations", version="1",
+                  description=__doc__, responses=REFUSALS)
+
+    @app.exception_handler(Refusal)
+    def refused(_request, exc: Refusal) -> JSONResponse:
+        headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
+        return JSONResponse(exc.body, exc.status, headers=headers)
+
+    def ask(who: Caller, op: str, args: dict) -> Any:
+        extra = {"token": who.token}
+        if who.acting_for is not None:
+            extra["as"] = who.acting_for
+        try:
+            reply = protocol.call(socket_path, op, {k: v for k, v in args.items() if v is not None},
+                                  timeout=60, **extra)
+        except protocol.ProtocolError as exc:
+            raise Refusal(503, {"error": str(exc), "status": protocol.EXIT_UNREACHABLE,
+                                "kind": "unavailable"}) from None
+        if not reply.get("ok"):
+            kind = reply.get("kind", "conflict")
+            raise Refusal(STATUS.get(kind, 409), {"error": reply.get("error", "refused"),
+                                                  "status": reply.get("status", 1), "kind": kind})
+        return reply["data"]
+
+    @app.get("/whoami", summary="Who the token names, and whether a manager")
+    def whoami(who: Who) -> dict:
+        return ask(who, "ping", {})
+
+    @app.get("/reservations", summary="ARs, as plus_status lists them")
+    def reservations(who: Who, owner: Annotated[str | None, Query(max_length=limits.MAX_NAME)] = None,
+                     start: Annotated[int | None, Query(ge=0, le=2**40)] = None,
+                     end: Annotated[int | None, Query(ge=0, le=2**40)] = None,
+                     expired: Annotated[int, Query(ge=0, le=limits.MAX_COUNT)] = 0) -> list[dict]:
+        return ask(who, "status", {"owner": owner, "start": start, "end": end,
+                                   "expired": expired or None})
+
+    @app.get("/reservations/{ar_id}", summary="One AR, as plus_status -r shows it")
+    def reservation(who: Who, ar_id: ArId) -> dict:
+        found = ask(who, "status", {"id": ar_id})
+        if not found:
+            raise Refusal(404, {"error": f"AR {ar_id} does not exist", "status": 1,
+                                "kind": "unknown"})
+        return found[0]
+
+    @app.post("/reservations", status_code=201, summary="Reserve, as plus_reserve")
+    def reserve(who: Who, body: ReservationIn) -> dict:
+        return ask(who, "reserve", body.model_dump())
+
+    @app.patch("/reservations/{ar_id}", summary="Change the window, nodes or users, as plus_modify")
+    def modify(who: Who, ar_id: ArId, body: ModifyIn) -> dict:
+        return ask(who, "modify", {"id": ar_id, **body.model_dump()})
+
+    @app.post("/reservations/{ar_id}/cancel", summary="Cancel, as plus_cancel")
+    def cancel(who: Who, ar_id: ArId, transactional: bool = False) -> dict:
+        return ask(who, "cancel", {"id": ar_id, "transactional": transactional})[0]
+
+    @app.delete("/reservations/{ar_id}", summary="Destroy the record, as plus_destroy")
+    def destroy(who: Who, ar_id: ArId, transactional: bool = False) -> dict:
+        return ask(who, "destroy", {"id": ar_id, "transactional": transactional})[0]
+
+    @app.post("/reservations/{ar_id}/commit", summary="Make a -T operation take effect")
+    def commit(who: Who, ar_id: ArId) -> dict:
+        return ask(who, "commit", {"id": ar_id})
+
+    @app.post("/reservations/{ar_id}/abort", summary="Drop a -T operation")
+    def abort(who: Who, ar_id: ArId) -> dict:
+        return ask(who, "abort", {"id": ar_id})
+
+    @app.get("/nodes/available", summary="Nodes wholly free over a window, as plus_availnodes")
+    def available(who: Who, start: Annotated[int, Query(ge=0, le=2**40)],
+                  end: Annotated[int, Query(ge=0, le=2**40)]) -> dict:
+        return ask(who, "availnodes", {"start": start, "end": end})
+
+    return app

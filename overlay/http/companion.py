@@ -1,0 +1,89 @@
+"""plus_scheduler's HTTP companion, started and stopped with it.
+
+The API is served by a process of its own, not threads of the daemon:
+HTTP parsing (the part the network reaches) then runs as an unprivileged
+user (http.user when the daemon is root) with no secret (it never sees the
+token key; the daemon checks each token), a crash there cannot take the
+reservations down, and the daemon's memory stays what its ARs need. A
+companion that exits is started again, waiting longer each time it fails
+quickly.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import pwd
+import subprocess
+import sys
+import threading
+import time
+
+from overlay.http.settings import HttpSettings
+
+log = logging.getLogger("plus.http")
+
+
+class Companion:
+    def __init__(self, settings: HttpSettings, socket_path: str) -> None:
+        self.settings = settings
+        self.socket_path = socket_path
+        self.process: subprocess.Popen | None = None
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def argv(self) -> list[str]:
+        chosen = self.settings
+        argv = [sys.executable, "-m", "overlay.http.server", "--socket", self.socket_path,
+                "--host", chosen.host, "--port", str(chosen.port)]
+        if chosen.tls:
+            argv += ["--cert", chosen.tls_cert, "--key", chosen.tls_key]
+        return argv
+
+    def start(self) -> None:
+        if not self.settings.enabled:
+            return
+        self._thread = threading.Thread(target=self._keep_running, name="http-companion",
+                                        daemon=True)
+        self._thread.start()
+
+    def _keep_running(self) -> None:
+        pause = 1.0
+        while not self._stopping.is_set():
+            began = time.monotonic()
+            try:
+                self.process = subprocess.Popen(self.argv(), stdin=subprocess.DEVNULL,
+                                                **self._identity())
+            except OSError as exc:
+                log.error("cannot start the HTTP API (%s): %s", self.settings.address, exc)
+                status = None
+            else:
+                log.info("HTTP API on %s://%s (pid %d)", "https" if self.settings.tls else "http",
+                         self.settings.address, self.process.pid)
+                status = self.process.wait()
+            if self._stopping.is_set():
+                return
+            pause = 1.0 if time.monotonic() - began > 60 else min(pause * 2, 60.0)
+            log.warning("the HTTP API process ended (status %s); starting it again in %.0f s",
+                        status, pause)
+            self._stopping.wait(pause)
+
+    def _identity(self) -> dict:
+        """As http.user when the daemon runs as root."""
+        if os.getuid() != 0:
+            return {}
+        entry = pwd.getpwnam(self.settings.user)
+        return {"user": entry.pw_uid, "group": entry.pw_gid, "extra_groups": []}
+
+    def stop(self) -> None:
+        self._stopping.set()
+        process = self.process
+        if process is not None and process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        if self._thread is not None:
+            self._thread.join(timeout=5)

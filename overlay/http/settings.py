@@ -1,0 +1,87 @@
+"""The ``http:`` section of plus.yaml, checked key by key, and the rule
+that plain HTTP is for loopback only."""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+from typing import Any
+
+from overlay import settings
+
+DEFAULT_ADDRESS = "127.0.0.1:6830"
+
+
+@dataclass(frozen=True)
+class HttpSettings:
+    address: str = DEFAULT_ADDRESS       # host:port, or "off"
+    tls_cert: str = ""                   # PEM files; required off loopback
+    tls_key: str = ""
+    trusted_principals: tuple[str, ...] = ()   # may act for another UserID (seed 003)
+    token_lifespan: int = 86400          # the longest plus_token -l accepted, seconds
+    user: str = "nobody"                 # the companion's user when the daemon runs as root
+
+    @property
+    def enabled(self) -> bool:
+        return self.address != "off"
+
+    @property
+    def host(self) -> str:
+        return self.address.rpartition(":")[0].strip("[]")
+
+    @property
+    def port(self) -> int:
+        return int(self.address.rpartition(":")[2])
+
+    @property
+    def tls(self) -> bool:
+        return bool(self.tls_cert)
+
+
+def _address(value: Any) -> str | None:
+    if value == "off":
+        return value
+    if not isinstance(value, str) or ":" not in value:
+        return None
+    host, _, port = value.rpartition(":")
+    if not host or not port.isdigit() or not 1 <= int(port) <= 65535:
+        return None
+    return value
+
+
+_NAMES = settings.Check("a list of user names",
+                        lambda v: tuple(v) if isinstance(v, list) and all(
+                            isinstance(x, str) and x for x in v) else None)
+CHECKS = {
+    "address": settings.Check("host:port (e.g. 127.0.0.1:6830, [::1]:6830) or off", _address),
+    "tls_cert": settings.path(absolute=False), "tls_key": settings.path(absolute=False),
+    "trusted_principals": _NAMES,
+    "token_lifespan": settings.seconds(60),
+    "user": settings.text(),
+}
+
+
+def load(options: dict[str, Any], relative) -> HttpSettings:
+    """The section's settings; ValueError if plain HTTP would leave loopback
+    or only one of the TLS files is named."""
+    values = settings.read_section("http", options, CHECKS)
+    for key in ("tls_cert", "tls_key"):
+        if values.get(key):
+            values[key] = relative(values[key])
+    chosen = HttpSettings(**values)
+    if bool(chosen.tls_cert) != bool(chosen.tls_key):
+        raise ValueError("http: give both tls_cert and tls_key (PEM files), or neither")
+    if chosen.enabled and not chosen.tls and not _loopback(chosen.host):
+        raise ValueError(f"http.address {chosen.address}: plain HTTP is served only on loopback "
+                         "(127.0.0.0/8, ::1, localhost); set http.tls_cert and http.tls_key to "
+                         "serve HTTPS there, or use a loopback address")
+    return chosen
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

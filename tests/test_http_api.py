@@ -1,0 +1,218 @@
+"""The HTTP API over real HTTP, with real tokens from plus_token run as real
+users: every endpoint, the refusals' statuses and texts, forged, expired,
+revoked and other users' tokens, a trusted metascheduler acting for a
+UserID, and the companion's own process (unprivileged, restarted)."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import time
+
+import httpx
+import jwt
+import pytest
+from daemon_harness import Daemon
+
+HOUR = 3600
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def api():
+    port = free_port()
+    daemon = Daemon(f"http: {{address: '127.0.0.1:{port}', trusted_principals: [plusmgr]}}\n"
+                    "max_advance_reservations: 3\n")
+    daemon.start()
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            httpx.get(url + "/openapi.json", timeout=2).raise_for_status()
+            break
+        except httpx.HTTPError:
+            if time.monotonic() > deadline:
+                raise RuntimeError(daemon.log.read_text())
+            time.sleep(0.1)
+    yield daemon, url
+    daemon.cleanup()
+
+
+def token(daemon, user: str, *args: str) -> str:
+    return daemon.ok(user, "plus_token", *args).strip()
+
+
+def auth(bearer: str) -> dict:
+    return {"Authorization": f"Bearer {bearer}"}
+
+
+def window(hours: int = 2) -> dict:
+    start = (int(time.time()) // HOUR + hours) * HOUR
+    return {"start": start, "end": start + HOUR}
+
+
+def test_the_openapi_document_lists_every_endpoint(api):
+    _, url = api
+    paths = httpx.get(url + "/openapi.json").json()["paths"]
+    assert {"/whoami", "/reservations", "/reservations/{ar_id}", "/reservations/{ar_id}/cancel",
+            "/reservations/{ar_id}/commit", "/reservations/{ar_id}/abort",
+            "/nodes/available"} <= set(paths)
+
+
+def test_a_token_names_its_user_and_no_token_forged_or_expired_one_does(api):
+    daemon, url = api
+    mine = token(daemon, "plusu1")
+    assert httpx.get(url + "/whoami", headers=auth(mine)).json() == {"user": "plusu1",
+                                                                    "manager": False}
+    missing = httpx.get(url + "/whoami")
+    assert missing.status_code == 401 and missing.headers["www-authenticate"] == "Bearer"
+    header, claims, signature = mine.split(".")
+    forged_claims = jwt.utils.base64url_encode(json.dumps(
+        {**jwt.decode(mine, options={"verify_signature": False}), "sub": "root"}).encode()).decode()
+    forged = httpx.get(url + "/whoami", headers=auth(f"{header}.{forged_claims}.{signature}"))
+    assert forged.status_code == 401 and "not valid" in forged.json()["error"]
+    key = (daemon.dir / "state" / "token.key").read_bytes().strip()
+    assert os.stat(daemon.dir / "state" / "token.key").st_mode & 0o777 == 0o600
+    old = jwt.encode({"iss": "plus_scheduler", "sub": "plusu1", "iat": time.time() - 7200,
+                      "exp": int(time.time()) - 3600, "jti": "x"}, key, algorithm="HS256")
+    expired = httpx.get(url + "/whoami", headers=auth(old))
+    assert expired.status_code == 401 and "expired" in expired.json()["error"]
+
+
+def test_revoked_tokens_stop_working_and_a_new_one_works(api):
+    daemon, url = api
+    before = token(daemon, "plusu3")
+    assert httpx.get(url + "/whoami", headers=auth(before)).status_code == 200
+    daemon.ok("plusu3", "plus_token", "-R")
+    refused = httpx.get(url + "/whoami", headers=auth(before))
+    assert refused.status_code == 401 and "revoked" in refused.json()["error"]
+    time.sleep(0.01)
+    assert httpx.get(url + "/whoami", headers=auth(token(daemon, "plusu3"))).status_code == 200
+
+
+def test_a_token_cannot_mint_tokens_and_lifespans_are_bounded(api):
+    daemon, _ = api
+    result = daemon.run("plusu1", "plus_token", "-l", "400d")
+    assert result.returncode == 2 and "-l: " in result.stderr
+
+
+def test_reserve_show_list_modify_cancel_destroy(api):
+    daemon, url = api
+    mine = auth(token(daemon, "plusu1"))
+    made = httpx.post(url + "/reservations", headers=mine, json={**window(), "nodes": 1,
+                                                                 "name": "viaHTTP"})
+    assert made.status_code == 201, made.text
+    ar = made.json()
+    assert ar["owner"] == "plusu1" and ar["name"] == "viaHTTP" and ar["state"] == "w"
+    shown = httpx.get(url + f"/reservations/{ar['id']}", headers=mine).json()
+    assert shown["id"] == ar["id"] and shown["request"] == ar["request"]
+    assert daemon.status("-r", str(ar["id"]))[0]["allocations"] == ar["allocations"]
+    listed = httpx.get(url + "/reservations", headers=mine, params={"owner": "plusu1"}).json()
+    assert ar["id"] in [view["id"] for view in listed]
+    moved = httpx.patch(url + f"/reservations/{ar['id']}", headers=mine,
+                        json={"duration": 2 * HOUR})
+    assert moved.status_code == 200 and moved.json()["end"] == ar["start"] + 2 * HOUR
+    free = httpx.get(url + "/nodes/available", headers=mine,
+                     params={"start": ar["start"], "end": ar["end"]}).json()
+    assert free["count"] == len(free["nodes"]) and ar["allocations"][0]["node"] not in free["nodes"]
+    assert httpx.post(url + f"/reservations/{ar['id']}/cancel", headers=mine).json()["state"] == "d"
+    assert httpx.delete(url + f"/reservations/{ar['id']}", headers=mine).status_code == 200
+    gone = httpx.get(url + f"/reservations/{ar['id']}", headers=mine)
+    assert gone.status_code == 404
+
+
+def test_transactional_reserve_then_commit_or_abort(api):
+    daemon, url = api
+    mine = auth(token(daemon, "plusu2"))
+    pending = httpx.post(url + "/reservations", headers=mine,
+                         json={**window(5), "nodes": 1, "transactional": True}).json()
+    assert pending["pending"]["operation"] == "reserve"
+    committed = httpx.post(url + f"/reservations/{pending['id']}/commit", headers=mine).json()
+    assert committed["pending"] is None
+    other = httpx.post(url + "/reservations", headers=mine,
+                       json={**window(7), "nodes": 1, "transactional": True}).json()
+    assert httpx.post(url + f"/reservations/{other['id']}/abort", headers=mine).status_code == 200
+    for ar_id in (pending["id"], other["id"]):
+        httpx.delete(url + f"/reservations/{ar_id}", headers=mine)
+
+
+@pytest.mark.parametrize("body, status, text", [
+    ({"nodes": 1, "start": 10 ** 10, "end": 10 ** 10 + 60}, 400, "-s: "),
+    ({"nodes": 1, "mail_options": "x"}, 400, "-m: invalid mail options 'x'"),
+    ({"nodes": 1, "users": ["nosuchuser"]}, 400, "-U: unknown user 'nosuchuser'"),
+    ({"nodes": 500}, 409, "only "),
+    ({"nodes": 0}, 422, ""),
+    ({"nodes": 1, "colour": "red"}, 422, ""),
+])
+def test_refusals_have_the_commands_texts_and_consistent_statuses(api, body, status, text):
+    daemon, url = api
+    before = daemon.status()
+    refused = httpx.post(url + "/reservations", headers=auth(token(daemon, "plusu1")),
+                         json={**window(3), **body})
+    assert refused.status_code == status, refused.text
+    if text:
+        assert text in refused.json()["error"]
+    assert daemon.status() == before                                   # nothing stored
+
+
+def test_another_users_ar_is_403_and_the_limit_is_429_with_qrsubs_status(api):
+    daemon, url = api
+    owner, stranger = auth(token(daemon, "plusu1")), auth(token(daemon, "plusu3"))
+    made = [httpx.post(url + "/reservations", headers=owner,
+                       json={**window(10 + i), "nodes": 1}) for i in range(4)]
+    assert [r.status_code for r in made] == [201, 201, 201, 429]
+    assert made[3].json()["status"] == 25 and "would exceed" in made[3].json()["error"]
+    ar_id = made[0].json()["id"]
+    refused = httpx.post(url + f"/reservations/{ar_id}/cancel", headers=stranger)
+    assert refused.status_code == 403 and "belongs to plusu1" in refused.json()["error"]
+    for response in made[:3]:
+        httpx.delete(url + f"/reservations/{response.json()['id']}", headers=owner)
+
+
+def test_only_a_trusted_principal_acts_for_another_userid(api):
+    daemon, url = api
+    meta, plain = auth(token(daemon, "plusmgr")), auth(token(daemon, "plusu1"))
+    made = httpx.post(url + "/reservations", headers=meta, params={"user": "plusu2"},
+                      json={**window(20), "nodes": 1})
+    assert made.status_code == 201 and made.json()["owner"] == "plusu2"
+    refused = httpx.post(url + "/reservations", headers=plain, params={"user": "plusu2"},
+                         json={**window(21), "nodes": 1})
+    assert refused.status_code == 403 and "trusted_principals" in refused.json()["error"]
+    httpx.delete(url + f"/reservations/{made.json()['id']}", headers=meta,
+                 params={"user": "plusu2"})
+
+
+def test_the_companion_runs_unprivileged_and_comes_back_if_it_dies(api):
+    daemon, url = api
+    pids = subprocess.run(["pgrep", "-f", f"overlay.http.server --socket {daemon.socket}"],
+                          capture_output=True, text=True).stdout.split()
+    assert len(pids) == 1
+    owner = subprocess.run(["ps", "-o", "user=", "-p", pids[0]], capture_output=True,
+                           text=True).stdout.strip()
+    assert owner == "nobody"
+    os.kill(int(pids[0]), 9)
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(url + "/openapi.json", timeout=1).status_code == 200:
+                break
+        except httpx.HTTPError:
+            time.sleep(0.2)
+    assert httpx.get(url + "/whoami", headers=auth(token(daemon, "plusu1"))).status_code == 200
+
+
+def test_plain_http_off_loopback_is_refused_at_start():
+    daemon = Daemon("http: {address: '0.0.0.0:6830'}\n")
+    try:
+        result = daemon.run("root", "plus_scheduler", "-c", str(daemon.conf))
+        assert result.returncode == 1
+        assert "plain HTTP is served only on loopback" in result.stderr
+    finally:
+        daemon.cleanup()
