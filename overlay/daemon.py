@@ -189,6 +189,16 @@ class Service:
         self.on_change([ar])
         return reservation_view(ar, self.manager)
 
+    def op_resquery(self, caller: Caller, args: wire.Arguments) -> dict:
+        """RESQUERY (seed 003): the request's shape from its start (the
+        earliest start) and end (start + TimeNeeded); the ranges of start
+        times up to ``last_start`` at which it would be granted now."""
+        request = wire.reserve_request(args)
+        last_start = args.time("last_start", "TimeSpec", True)
+        args.done()
+        ranges = self.manager.start_ranges(caller, request, last_start)
+        return {"user": caller.user, "ranges": [list(r) for r in ranges]}
+
     def op_modify(self, caller: Caller, args: wire.Arguments) -> dict:
         ar_id = wire.ar_id(args, required=True)
         start, end = args.time("start", "-s"), args.time("end", "-e")

@@ -390,6 +390,39 @@ class Manager:
                 self._granted(ar)
             return ar
 
+    def start_ranges(self, caller: Caller, request: Request, last_start: int) -> list[tuple[int, int]]:
+        """RESQUERY (seed 003): the closed ranges of start times, from the
+        request's start (at the earliest now) to ``last_start``, at which a
+        reservation of its shape (duration, node count, node requirements)
+        would be granted to ``caller`` now. The nodes are those a reserve
+        would consider (eligible, not blocked by the backend, passing the
+        node policies), so every start in a range is grantable and every
+        grantable start lies in one, as long as no policy judges the start
+        time itself (those are asked at the earliest start)."""
+        with self.lock:
+            if not self._may_create(caller):
+                raise PermissionDenied(f"{caller.user} may not create advance reservations: "
+                                       "only managers and members of the arusers list may")
+            first = max(request.start, self.now())
+            request = replace(request, start=first, end=first + request.duration,
+                              users=access_list(caller.user, request.users))
+            context = self._context()
+            self._validate_request(caller, request, "reserve", context)
+            if last_start < first:
+                return []
+            blocked = self.backend.blocked_nodes(request)
+            hook = plugins.PolicyHook(self.pm, "plus_node_reservable", request=request,
+                                      owner=caller.user, groups=caller.groups, context=context)
+            names = [node.name for node in self._eligible(request)
+                     if node.name not in blocked and not hook.first_refusal(node=node, allocated=())]
+            slots = request.slots_per_node
+
+            def need(name: str) -> int:
+                return slots
+
+            return self.planner.start_ranges(names, None if slots is None else need,
+                                             request.nodes, request.duration, first, last_start)
+
     def _granted(self, ar: Reservation) -> None:
         """A reservation became real: report it and prepare the backend."""
         now = self.now()
