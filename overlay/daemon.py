@@ -117,9 +117,13 @@ class Service:
         UserID a trusted metascheduler's token acts for (seed 003)."""
         token, acting_for = message.get("token"), message.get("as")
         if token is None:
-            if acting_for is not None:
-                raise wire.BadArguments("'as' needs the token of a trusted principal")
-            return self.caller(uid, gid)
+            peer = self.caller(uid, gid)
+            if acting_for is None or acting_for == peer.user:
+                return peer
+            if not peer.is_manager:
+                raise PermissionDenied(f"{peer.user} may not act for another UserID: only a "
+                                       "manager (or a trusted principal's token) may")
+            return self._named(acting_for if isinstance(acting_for, str) else "")
         if self.tokens is None or not isinstance(token, str):
             raise TokenRefused("the token is not valid")
         if message.get("op") in _PEER_ONLY:
@@ -130,11 +134,15 @@ class Service:
             if not isinstance(acting_for, str) or user not in self.manager.config.http.trusted_principals:
                 raise PermissionDenied(f"{user} may not act for another user: only the principals "
                                        "of http.trusted_principals may")
-            user = parse_name(acting_for, "UserID")
+            user = acting_for
+        return self._named(user)
+
+    def _named(self, user: str) -> Caller:
+        """The caller a token or a manager names."""
         try:
-            entry = pwd.getpwnam(user)
+            entry = pwd.getpwnam(parse_name(user, "UserID"))
         except KeyError:
-            raise PermissionDenied(f"user {user} is not known on this host") from None
+            raise PermissionDenied(f"user {limits.shown(user)} is not known on this host") from None
         return self.caller(entry.pw_uid, entry.pw_gid)
 
     def op_token(self, caller: Caller, args: wire.Arguments) -> dict:
@@ -195,6 +203,9 @@ class Service:
         times up to ``last_start`` at which it would be granted now."""
         request = wire.reserve_request(args)
         last_start = args.time("last_start", "TimeSpec", True)
+        if args.items("res_access"):
+            raise InvalidRequest("ResAccess: placing a reservation inside other ARs is not "
+                                 "supported by this site yet; leave ResAccess out")
         args.done()
         ranges = self.manager.start_ranges(caller, request, last_start)
         return {"user": caller.user, "ranges": [list(r) for r in ranges]}

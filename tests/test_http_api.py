@@ -216,3 +216,56 @@ def test_plain_http_off_loopback_is_refused_at_start():
         assert "plain HTTP is served only on loopback" in result.stderr
     finally:
         daemon.cleanup()
+
+
+# -- seed 003's RESQUERY, by command (local socket, or --site) and over HTTP -----------------
+
+def test_resquery_by_command_and_over_http_give_the_same_ranges(api):
+    daemon, url = api
+    start = window(30)["start"]
+    owner = auth(token(daemon, "plusu1"))
+    booked = httpx.post(url + "/reservations", headers=owner,
+                        json={"start": start, "end": start + HOUR, "nodes": 5}).json()  # every node
+    spec = f"{start - HOUR},{start + 3 * HOUR}"
+    line = daemon.ok("plusu2", "plus_resquery", "plusu2", "2h", spec, "nodes=1")
+    assert [int(word) for word in line.split()] == [start + HOUR, start + 3 * HOUR]
+    over_http = httpx.post(url + "/ggf/resquery", headers=auth(token(daemon, "plusu2")),
+                           json={"UserID": "plusu2", "TimeNeeded": "2h", "TimeSpec": spec,
+                                 "ResourceList": "nodes=1"}).json()
+    assert over_http == {"UserID": "plusu2", "ranges": [{"STime": start + HOUR,
+                                                         "EndSTime": start + 3 * HOUR}]}
+    token_file = daemon.dir / "plusu2.token"                     # where plusu2 may read it
+    token_file.write_text(token(daemon, "plusu2"))
+    os.chmod(token_file, 0o644)
+    remote = daemon.ok("plusu2", "plus_resquery", "--site", url, "--token", str(token_file),
+                       "--json", "plusu2", "2h", spec, "nodes=1")
+    assert json.loads(remote) == over_http
+    httpx.delete(url + f"/reservations/{booked['id']}", headers=owner)
+
+
+@pytest.mark.parametrize("words, status, message", [
+    (["plusu1", "2", "nodes=1"], 2, "TimeNeeded: invalid '2'"),
+    (["plusu1", "2h", "ppn=2"], 2, "ResourceList: nodes=N is required"),
+    (["plusu1", "2h", "nodes=1;bad"], 2, "ResourceList: invalid item 'bad'"),
+    (["plusu1", "2h", "soon", "nodes=1"], 2, "TimeSpec earliest: invalid time 'soon'"),
+    (["plusu1", "nodes=1"], 2, "expected UserID TimeNeeded {TimeSpec} {ResAccess} ResourceList"),
+    (["plusu1", "2h", "R1", "nodes=1"], 1, "ResAccess: placing a reservation inside other ARs"),
+    (["plusu2", "2h", "nodes=1"], 1, "plusu1 may not act for another UserID"),
+])
+def test_resquery_refuses_bad_words_with_a_line_naming_them(api, words, status, message):
+    daemon, _ = api
+    result = daemon.run("plusu1", "plus_resquery", *words)
+    assert (result.returncode, result.stdout) == (status, ""), result.stderr
+    assert result.stderr.startswith("plus_resquery: ") and message in result.stderr
+
+
+def test_a_trusted_principal_queries_for_a_userid_and_a_plain_user_may_not(api):
+    daemon, url = api
+    body = {"UserID": "plusu2", "TimeNeeded": "1h", "ResourceList": "nodes=1"}
+    meta = httpx.post(url + "/ggf/resquery", headers=auth(token(daemon, "plusmgr")), json=body)
+    assert meta.status_code == 200 and meta.json()["UserID"] == "plusu2"
+    plain = httpx.post(url + "/ggf/resquery", headers=auth(token(daemon, "plusu1")), json=body)
+    assert plain.status_code == 403
+    bad = httpx.post(url + "/ggf/resquery", headers=auth(token(daemon, "plusu2")),
+                     json={**body, "TimeNeeded": "1 hour"})
+    assert bad.status_code == 400 and "TimeNeeded" in bad.json()["error"]

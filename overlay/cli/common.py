@@ -183,9 +183,11 @@ def fail(prog: str, message: str, status: int) -> NoReturn:
 
 
 def call(prog: str, op: str, args: dict,
-         on_refusal: Callable[[str, int], NoReturn] | None = None) -> Any:
+         on_refusal: Callable[[str, int], NoReturn] | None = None,
+         acting_for: str | None = None) -> Any:
     """Ask plus_scheduler; on refusal print its reason and exit with its
-    status, or hand both to ``on_refusal``."""
+    status, or hand both to ``on_refusal``. ``acting_for``: the UserID a
+    manager asks for (seed 003's verbs)."""
     conf = protocol.conf_path()
     try:
         path = protocol.client_socket_path(conf)
@@ -193,7 +195,8 @@ def call(prog: str, op: str, args: dict,
         fail(prog, f"cannot read the configuration {limits.shown(conf)} ({unreadable(exc)}); "
                    "set PLUS_CONF to plus_scheduler's configuration file", protocol.EXIT_UNREACHABLE)
     try:
-        reply = protocol.call(path, op, {k: v for k, v in args.items() if v is not None})
+        extra = {} if acting_for is None else {"as": acting_for}
+        reply = protocol.call(path, op, {k: v for k, v in args.items() if v is not None}, **extra)
     except protocol.ProtocolError as exc:
         fail(prog, str(exc), protocol.EXIT_UNREACHABLE)
     if not reply.get("ok"):

@@ -9,14 +9,16 @@ qrsub's exit status, 25), the store unavailable or the daemon unreachable
 
 from __future__ import annotations
 
+import time
 from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, Header, Path, Query
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from overlay import limits, protocol
-from overlay.request import MAX_AR_ID
+from overlay import ggf, limits, protocol
+from overlay.request import MAX_AR_ID, RequestError
+from overlay.timespec import TimeSpecError
 
 STATUS = {"invalid": 400, "token": 401, "forbidden": 403, "unknown": 404, "capacity": 409,
           "conflict": 409, "limit": 429, "unavailable": 503, "internal": 500}
@@ -73,6 +75,16 @@ class ModifyIn(BaseModel):
     nodes: Count | None = None
     users: Names | None = None
     transactional: bool = False
+
+
+class GgfQuery(BaseModel):
+    """A seed 003 query in the seed's words (overlay.ggf says the forms)."""
+    model_config = ConfigDict(extra="forbid")
+    UserID: Text
+    TimeNeeded: Text
+    TimeSpec: Text | None = None
+    ResAccess: Text | None = None
+    ResourceList: Text
 
 
 class Caller:
@@ -170,5 +182,17 @@ def make_app(socket_path: str) -> FastAPI:
     def available(who: Who, start: Annotated[int, Query(ge=0, le=2**40)],
                   end: Annotated[int, Query(ge=0, le=2**40)]) -> dict:
         return ask(who, "availnodes", {"start": start, "end": end})
+
+    @app.post("/ggf/resquery", summary="RESQUERY (seed 003): the ranges of start times in "
+                                      "which a reservation of this shape could start")
+    def resquery(who: Who, body: GgfQuery) -> dict:
+        try:
+            arguments = ggf.resquery_arguments(body.model_dump(), int(time.time()))
+        except (RequestError, TimeSpecError) as exc:
+            raise Refusal(400, {"error": str(exc), "status": protocol.EXIT_USAGE,
+                                "kind": "invalid"}) from None
+        answer = ask(Caller(who.token, body.UserID), "resquery", arguments)
+        return {"UserID": answer["user"],
+                "ranges": [{"STime": low, "EndSTime": high} for low, high in answer["ranges"]]}
 
     return app
