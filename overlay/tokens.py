@@ -17,8 +17,6 @@ import secrets
 import threading
 import time
 
-import jwt
-
 from overlay import statefile
 
 ISSUER = "plus_scheduler"
@@ -39,6 +37,7 @@ class Tokens:
 
     def issue(self, user: str, lifespan: int) -> tuple[str, int]:
         """A token for ``user``, valid ``lifespan`` seconds; and when it expires."""
+        import jwt  # only a daemon whose API is used pays for PyJWT and cryptography
         now = time.time()
         expires = int(now) + lifespan
         claims = {"iss": ISSUER, "sub": user, "iat": now, "exp": expires,
@@ -47,6 +46,7 @@ class Tokens:
 
     def user(self, token: str) -> str:
         """The user a token proves, or TokenRefused."""
+        import jwt
         try:
             claims = jwt.decode(token, self.key, algorithms=[_ALGORITHM], issuer=ISSUER,
                                 options={"require": ["exp", "iat", "sub", "iss"]})

@@ -101,6 +101,16 @@ def test_a_token_cannot_mint_tokens_and_lifespans_are_bounded(api):
     daemon, _ = api
     result = daemon.run("plusu1", "plus_token", "-l", "400d")
     assert result.returncode == 2 and "-l: " in result.stderr
+    kept = token(daemon, "plusu1")
+    for words, message in ((["-R", "-l", "1h"], "-l: not with -R"), (["-o", "plusu2"], "-o: only with -R"),
+                           (["-l", "30"], "-l: 30 is out of range; accepted: 60 to 86400")):
+        refused = daemon.run("plusu1", "plus_token", *words)
+        assert (refused.returncode, refused.stdout) == (2, "")
+        assert refused.stderr == f"plus_token: {message}\n", refused.stderr
+    other = daemon.run("plusu1", "plus_token", "-R", "-o", "plusu2")
+    assert other.returncode == 1 and "only a manager may revoke" in other.stderr
+    _, url = api
+    assert httpx.get(url + "/whoami", headers=auth(kept)).status_code == 200   # nothing revoked
 
 
 def test_reserve_show_list_modify_cancel_destroy(api):
@@ -269,3 +279,23 @@ def test_a_trusted_principal_queries_for_a_userid_and_a_plain_user_may_not(api):
     bad = httpx.post(url + "/ggf/resquery", headers=auth(token(daemon, "plusu2")),
                      json={**body, "TimeNeeded": "1 hour"})
     assert bad.status_code == 400 and "TimeNeeded" in bad.json()["error"]
+
+
+def test_a_body_too_long_is_refused_before_it_is_read_whole(api):
+    daemon, url = api
+    mine = auth(token(daemon, "plusu1"))
+    before = daemon.status()
+    declared = httpx.post(url + "/reservations", headers=mine,
+                          content=b'{"nodes": 1, "name": "' + b"x" * (2 ** 20) + b'"}')
+    assert declared.status_code == 413 and "longer than 1048576 bytes" in declared.json()["error"]
+
+    def chunks():
+        yield b'{"nodes": 1, "users": ['
+        for _ in range(40_000):
+            yield b'"plusu2", ' * 4
+        yield b'"plusu2"]}'
+
+    chunked = httpx.post(url + "/reservations", headers=mine, content=chunks())
+    assert chunked.status_code == 413
+    assert daemon.status() == before
+    assert httpx.get(url + "/whoami", headers=mine).status_code == 200

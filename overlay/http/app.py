@@ -3,12 +3,13 @@ to the daemon's socket with the caller's bearer token, so it has the
 commands' semantics, checks and refusal texts. A refusal's kind gives its
 status: bad input 400 (422 when the body does not fit the schema), a
 missing or bad token 401, not yours or not allowed 403, unknown 404, no
-capacity or a race 409, max_advance_reservations 429 (the body carries
-qrsub's exit status, 25), the store unavailable or the daemon unreachable
-503."""
+capacity or a race 409, a body over 1 MiB 413, max_advance_reservations
+429 (the body carries qrsub's exit status, 25), the store unavailable or
+the daemon unreachable 503."""
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Annotated, Any
 
@@ -105,6 +106,52 @@ def caller(authorization: Annotated[str | None, Header(max_length=8192)] = None,
     return Caller(token.strip(), user)
 
 
+class BodyLimit:
+    """Refuses a body longer than ``limit`` bytes (413), declared or sent
+    chunked, before any of it is parsed: a request's JSON stays far below,
+    and a client must not make the companion hold more."""
+
+    def __init__(self, app, limit: int) -> None:
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope["headers"]).get(b"content-length", b"0")
+        if not declared.isdigit() or int(declared) > self.limit:
+            await self._refuse(send)
+            return
+        chunks, size, more = [], 0, True
+        while more:
+            message = await receive()
+            if message["type"] != "http.request":
+                return                                  # the client went away
+            chunks.append(message.get("body", b""))
+            size += len(chunks[-1])
+            if size > self.limit:
+                await self._refuse(send)
+                return
+            more = message.get("more_body", False)
+        body = b"".join(chunks)
+
+        async def replay() -> dict:
+            nonlocal body
+            sent, body = body, b""
+            return {"type": "http.request", "body": sent, "more_body": False}
+
+        await self.app(scope, replay, send)
+
+    async def _refuse(self, send) -> None:
+        payload = json.dumps({"error": f"the request body is longer than {self.limit} bytes",
+                              "status": protocol.EXIT_USAGE, "kind": "invalid"}).encode()
+        await send({"type": "http.response.start", "status": 413,
+                    "headers": [(b"content-type", b"application/json"),
+                                (b"content-length", str(len(payload)).encode())]})
+        await send({"type": "http.response.body", "body": payload})
+
+
+BODY_LIMIT = 2 ** 20
 Who = Annotated[Caller, Depends(caller)]
 REFUSALS = {code: {"model": Problem} for code in (400, 401, 403, 404, 409, 429, 503)}
 
@@ -112,6 +159,7 @@ REFUSALS = {code: {"model": Problem} for code in (400, 401, 403, 404, 409, 429, 
 def make_app(socket_path: str) -> FastAPI:
     app = FastAPI(title="PluS reservations", version="1",
                   description=__doc__, responses=REFUSALS)
+    app.add_middleware(BodyLimit, limit=BODY_LIMIT)
 
     @app.exception_handler(Refusal)
     def refused(_request, exc: Refusal) -> JSONResponse:

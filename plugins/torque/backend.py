@@ -525,7 +525,7 @@ class TorqueBackend(Backend):
         it again); jobs deferred to the old end wait for the new one."""
         with self.lock:
             self._applied.pop(after.id, None)
-            if after.id in self._open and before.end != after.end:
+            if self.windows_path and after.id in self._open and before.end != after.end:
                 for job in self._deferred_to(before.end, self.torque.jobs()):
                     self.torque.defer(job.id, after.end)
             self.prepare(after)
@@ -550,7 +550,7 @@ class TorqueBackend(Backend):
         its end are queued now if it ended early, and pbs_sched runs them
         at once either way."""
         window = self._open.pop(ar_id, None)
-        if window is None:
+        if window is None or self.windows_path is None:
             return
         self._publish(self._node_map())
         deferred = self._deferred_to(window[0], self.torque.jobs())
