@@ -138,6 +138,20 @@ def read_records(lines: Iterable[str], on_error: Callable[[ReportingFormatError]
         yield number, int(parts[0]), parts[1], parts[2:]
 
 
+def used(ars: Iterable[ARUsage], first: int, last: int, owners: set | None,
+         nodes: set | None) -> Iterator[tuple[ARUsage, int, int, dict[str, int]]]:
+    """Each AR's use within [first, last): the AR, the part of its window
+    held there, and its hosts with their slots, of the ``owners`` and on
+    the ``nodes`` asked for (None or empty: all)."""
+    for ar in ars:
+        if owners and ar.owner not in owners:
+            continue
+        begin, finish = ar.used_window(first, last)
+        hosts = {h: s for h, s in ar.hosts.items() if not nodes or h in nodes}
+        if finish > begin and hosts:
+            yield ar, begin, finish, hosts
+
+
 def collect(lines: Iterable[str], on_error: Callable[[ReportingFormatError], None] = _raise
             ) -> list[ARUsage]:
     """Each AR's owner, window, hosts and termination from its records.

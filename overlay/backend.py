@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from typing import Any, Mapping
 
-from overlay.model import Node, Request, Reservation
+from overlay.model import InvalidRequest, Node, Request, Reservation
 
 
 @dataclass(frozen=True)
@@ -83,6 +84,12 @@ class Backend(ABC):
     def submit_hint(self, reservation: Reservation) -> str | None:
         """How users submit jobs into the AR, for plus_status -r."""
         return None
+
+    def submit_claimed(self, reservation: Reservation, job: Mapping[str, Any]) -> dict:
+        """Submit ``job`` (plus_qsub's fields) into the AR as its owner, for
+        a ResKey claim (seed 003): ``{"id": job id, "message": the batch
+        system's answer}``."""
+        raise InvalidRequest(f"the {self.name} backend takes no jobs through a ResKey claim")
 
     def delays(self, reservation: Reservation) -> list[str]:
         """What keeps the AR's open window from being fully usable yet

@@ -20,15 +20,16 @@ import threading
 from typing import Any, Callable
 
 from overlay import config as config_module
-from overlay import connections, limits, plugins, protocol, wire
-from overlay.accounting import ReportingWriter
+from overlay import connections, limits, plugins, protocol, reskey, statefile, wire
+from overlay.accounting import ReportingWriter, collect, used
 from overlay.backend import Backend
 from overlay.config import Config, ConfigError
 from overlay.http.companion import Companion
 from overlay.lifecycle import Lifecycle
 from overlay.manager import Caller, Manager
-from overlay.model import (InvalidRequest, LimitExceeded, NoCapacity, PermissionDenied, Reservation,
-                           ReservationError, UnknownReservation)
+from overlay.model import (FINISHED_STATES, InvalidRequest, LimitExceeded, NoCapacity,
+                           PermissionDenied, Reservation, ReservationError, State,
+                           UnknownReservation)
 from overlay.ordering import NODE_SORT_KEYS
 from overlay.request import RequestError, parse_name, parse_name_list
 from overlay.store import Conflict, Store, StoreUnavailable, refuse_truncated, shown_url
@@ -88,11 +89,13 @@ class Service:
     """The operations clients may call, by name."""
 
     def __init__(self, manager: Manager, on_change: Callable[[list[Reservation]], None],
-                 on_shutdown: Callable[[], None], tokens: Tokens | None = None) -> None:
+                 on_shutdown: Callable[[], None], tokens: Tokens | None = None,
+                 reskeys: reskey.ResKeys | None = None) -> None:
         self.manager = manager
         self.on_change = on_change
         self.on_shutdown = on_shutdown
         self.tokens = tokens
+        self.reskeys = reskeys
         self.daemon_uid = os.getuid()
         self.plugin_operations: dict[str, Callable[[Caller, dict], Any]] = {}
         for offered in manager.pm.hook.plus_client_operations(manager=manager):
@@ -203,24 +206,101 @@ class Service:
         times up to ``last_start`` at which it would be granted now."""
         request = wire.reserve_request(args)
         last_start = args.time("last_start", "TimeSpec", True)
-        if args.items("res_access"):
-            raise InvalidRequest("ResAccess: placing a reservation inside other ARs is not "
-                                 "supported by this site yet; leave ResAccess out")
+        _refuse_res_access(args)
         args.done()
         ranges = self.manager.start_ranges(caller, request, last_start)
         return {"user": caller.user, "ranges": [list(r) for r in ranges]}
 
+    def _with_reskey(self, ar: Reservation) -> dict:
+        """The view of a reservation SETRES or RESQANDSET made, with its
+        ResKey: the only time the key is sent."""
+        if self.reskeys is None:
+            raise ReservationError("this plus_scheduler issues no ResKeys")
+        return {**reservation_view(ar, self.manager),
+                "reskey": self.reskeys.issue(ar.id, ar.owner, ar.submission_time)}
+
+    def op_setres(self, caller: Caller, args: wire.Arguments) -> dict:
+        """SETRES (seed 003): reserve at the request's start; the ResKey once."""
+        request = wire.reserve_request(args)
+        _refuse_res_access(args)
+        args.done()
+        ar = self.manager.reserve(caller, request)
+        self.on_change([ar])
+        return self._with_reskey(ar)
+
+    def op_resqandset(self, caller: Caller, args: wire.Arguments) -> dict:
+        """RESQANDSET (seed 003): RESQUERY, then reserve at the earliest
+        start found; the ResKey once."""
+        request = wire.reserve_request(args)
+        last_start = args.time("last_start", "TimeSpec", True)
+        _refuse_res_access(args)
+        args.done()
+        ar = self.manager.reserve_earliest(caller, request, last_start)
+        self.on_change([ar])
+        return self._with_reskey(ar)
+
+    def op_claim(self, caller: Caller, args: wire.Arguments) -> dict:
+        """A ResKey holder acts on the AR as its owner (overlay.reskey):
+        submit a job into it, cancel it, or change it. A claim that is not
+        signed with the AR's key, is out of the window, or was seen before
+        is refused and logged."""
+        claim = reskey.Claim(wire.ar_id(args, required=True), args.text("nonce", True),
+                             args.integer("timestamp", 0, 2 ** 40, True), args.text("operation", True),
+                             args.mapping("payload"), args.text("hmac", True))
+        args.done()
+        try:
+            reskey.check_form(claim)
+        except ValueError as exc:
+            raise InvalidRequest(str(exc)) from None
+        (ar,) = self.manager.status(ar_id=claim.ar_id)
+        now = self.manager.now()
+        try:
+            if self.reskeys is None:
+                raise reskey.ClaimRefused("this plus_scheduler issues no ResKeys")
+            self.reskeys.check(claim, ar.owner, ar.submission_time, now)
+            if not self.manager.store.accept_claim(claim.nonce, ar.id, claim.timestamp,
+                                                   now - reskey.CLAIM_WINDOW):
+                raise reskey.ClaimRefused(f"the claim on AR {ar.id} was already used (its nonce "
+                                          "was seen before): a replay")
+        except reskey.ClaimRefused as exc:
+            log.warning("claim refused: %s %s by %s: %s", claim.operation, ar.id, caller.user, exc)
+            raise PermissionDenied(str(exc)) from None
+        log.info("claim accepted: %s AR %d (owner %s) by %s", claim.operation, ar.id, ar.owner,
+                 caller.user)
+        return self._claimed(ar, claim)
+
+    def _claimed(self, ar: Reservation, claim: reskey.Claim) -> dict:
+        """Run a claim's operation as the AR's owner."""
+        owner = self._named(ar.owner)
+        payload = wire.Arguments(f"claim {claim.operation}", claim.payload, self.manager.now())
+        if claim.operation == "submit":
+            if ar.state == State.PENDING:
+                raise InvalidRequest(f"AR {ar.id} is pending: it takes jobs once committed")
+            if ar.state in FINISHED_STATES:
+                raise InvalidRequest(f"AR {ar.id} has ended ({ar.state.name.lower()}): it takes "
+                                     "no jobs")
+            return self.manager.backend.submit_claimed(ar, claim.payload)
+        if claim.operation == "cancel":
+            payload.done()
+            changed = self.manager.cancel(owner, ar.id, None, False)
+        else:
+            changed = [self._modify(owner, ar.id, payload)]
+        self.on_change(changed)
+        return reservation_view(changed[0], self.manager)
+
     def op_modify(self, caller: Caller, args: wire.Arguments) -> dict:
-        ar_id = wire.ar_id(args, required=True)
+        ar = self._modify(caller, wire.ar_id(args, required=True), args)
+        self.on_change([ar])
+        return reservation_view(ar, self.manager)
+
+    def _modify(self, caller: Caller, ar_id: int, args: wire.Arguments) -> Reservation:
         start, end = args.time("start", "-s"), args.time("end", "-e")
         duration = args.integer("duration", 1, limits.MAX_DURATION, what="-D")
         nodes, users = args.count("nodes", "-n"), wire.users(args)
         transactional = args.flag("transactional")
         args.done()
-        ar = self.manager.modify(caller, ar_id, start=start, end=end, duration=duration,
-                                 nodes=nodes, users=users, transactional=transactional)
-        self.on_change([ar])
-        return reservation_view(ar, self.manager)
+        return self.manager.modify(caller, ar_id, start=start, end=end, duration=duration,
+                                   nodes=nodes, users=users, transactional=transactional)
 
     def _select_op(self, caller: Caller, args: wire.Arguments, operation: Callable) -> list[dict]:
         ar_id, owner, transactional = wire.ar_id(args), wire.owner(args), args.flag("transactional")
@@ -269,12 +349,40 @@ class Service:
         nodes = self.manager.available_nodes(start, end)
         return {"start": start, "end": end, "count": len(nodes), "nodes": nodes}
 
+    def op_accounting(self, caller: Caller, args: wire.Arguments) -> list[dict]:
+        """plus_account -l's records (for the HTTP API): each AR's use of its
+        hosts within [start, end), from the reporting file; malformed records
+        are skipped, as plus_account skips them."""
+        start = args.time("start", "-s") or 0
+        end = min(args.time("end", "-e") or args.now, args.now)
+        owners, nodes = args.strings("owners"), args.strings("nodes")
+        args.done()
+        if end <= start:
+            raise InvalidRequest("the period's end must be later than its start")
+        try:
+            with open(self.manager.config.accounting_path, encoding="utf-8", newline="\n") as handle:
+                ars = collect(handle, lambda error: None)
+        except FileNotFoundError:
+            ars = []
+        return [{"id": ar.id, "owner": ar.owner, "name": ar.name, "state": ar.last_state,
+                 "from": begin, "to": finish, "seconds": finish - begin,
+                 "node_seconds": (finish - begin) * len(hosts),
+                 "slot_seconds": (finish - begin) * sum(hosts.values()), "hosts": hosts}
+                for ar, begin, finish, hosts in used(ars, start, end, set(owners or ()),
+                                                     set(nodes or ()))]
+
     def op_shutdown(self, caller: Caller, args: wire.Arguments) -> dict:
         args.done()
         if caller.uid != self.daemon_uid and not caller.is_manager:
             raise PermissionDenied("only the owner of plus_scheduler or a manager may stop it")
         threading.Timer(0.2, self.on_shutdown).start()  # after this reply is sent
         return {"stopping": os.getpid()}
+
+
+def _refuse_res_access(args: wire.Arguments) -> None:
+    if args.items("res_access"):
+        raise InvalidRequest("ResAccess: placing a reservation inside other ARs is not "
+                             "supported by this site yet; leave ResAccess out")
 
 
 def _reply_to(service: Service, sock: socket.socket, peer: connections.Peer,
@@ -371,8 +479,10 @@ class Daemon:
                                    ReportingWriter(config.accounting_path))
             self.lifecycle = Lifecycle(self.manager, config.reconcile_interval,
                                        before_pass=self._check_lease)
+            secret = statefile.secret_key(os.path.join(config.state_path, "reskey.key"),
+                                          "ResKey secret")
             self.service = Service(self.manager, self.lifecycle.notice, self.stop,
-                                   Tokens(config.state_path))
+                                   Tokens(config.state_path), reskey.ResKeys(secret))
         except Exception:
             if self.backend is not None:
                 self.backend.close()

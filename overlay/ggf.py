@@ -127,10 +127,36 @@ def query_shape(needed: int, spec: tuple[int, int, int | None], fields: dict) ->
 
 
 def resquery_arguments(named: dict, now: int) -> dict:
-    """The daemon's resquery arguments from the seed's named words
-    (TimeNeeded, {TimeSpec}, {ResAccess}, ResourceList)."""
+    """The daemon's resquery (and resqandset) arguments from the seed's
+    named words (TimeNeeded, {TimeSpec}, {ResAccess}, ResourceList)."""
     needed = time_needed(named["TimeNeeded"])
     request, last = query_shape(needed, time_spec(named.get("TimeSpec"), now),
                                 resource_list(named["ResourceList"]))
     return {**request, "last_start": last,
             "res_access": list(res_access(named.get("ResAccess"))) or None}
+
+
+def setres_arguments(named: dict, now: int) -> dict:
+    """The daemon's setres arguments from the seed's named words
+    (TimeNeeded, StartTime, {ResAccess}, ResourceList)."""
+    needed = time_needed(named["TimeNeeded"])
+    start = _moment(named["StartTime"], now, "StartTime")
+    return {**request_wire(start=start, end=start + needed, **resource_list(named["ResourceList"])),
+            "res_access": list(res_access(named.get("ResAccess"))) or None}
+
+
+def resquery_answer(data: dict) -> dict:
+    """RESQUERY's answer in the seed's words: the ranges STime EndSTime."""
+    return {"UserID": data["user"],
+            "ranges": [{"STime": low, "EndSTime": high} for low, high in data["ranges"]]}
+
+
+def reservation_answer(verb: str, view: dict) -> dict:
+    """SETRES's (SuccessOrNot ResKey OtherInfo) or RESQANDSET's answer
+    (SuccessOrNot StartTime ResKey OtherInfo) from the reservation made:
+    OtherInfo names the AR as ResAccess does, R<id>."""
+    answer = {"SuccessOrNot": True, "StartTime": view["start"], "ResKey": view["reskey"],
+              "OtherInfo": f"R{view['id']}"}
+    if verb == "setres":
+        del answer["StartTime"]
+    return answer

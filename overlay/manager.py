@@ -42,6 +42,8 @@ log = logging.getLogger("plus.manager")
 
 START_GRACE = 60
 """A start this many seconds in the past still counts as now (clock skew, typing time)."""
+_EARLIEST_TRIES = 8
+"""Ranges whose first start RESQANDSET tries before it gives up."""
 _KINDS_KEPT = 64
 """Kinds of request whose eligible nodes are kept between refreshes of the nodes."""
 
@@ -422,6 +424,25 @@ class Manager:
 
             return self.planner.start_ranges(names, None if slots is None else need,
                                              request.nodes, request.duration, first, last_start)
+
+    def reserve_earliest(self, caller: Caller, request: Request, last_start: int) -> Reservation:
+        """RESQANDSET (seed 003): reserve at the earliest start up to
+        ``last_start`` that start_ranges finds, under the same lock, so
+        nothing takes it between the query and the reserve. A policy that
+        judges the start time itself may refuse a range's first start: then
+        the next range's is tried, up to _EARLIEST_TRIES of them."""
+        with self.lock:
+            ranges = self.start_ranges(caller, request, last_start)
+            refusal: ReservationError = NoCapacity(
+                f"no start between {max(request.start, self.now())} and {last_start} is free "
+                f"for {request.nodes} node(s) for {request.duration} s")
+            for low, _ in ranges[:_EARLIEST_TRIES]:
+                try:
+                    return self.reserve(caller, replace(request, start=low,
+                                                        end=low + request.duration))
+                except (NoCapacity, PermissionDenied) as exc:
+                    refusal = exc
+            raise refusal
 
     def _granted(self, ar: Reservation) -> None:
         """A reservation became real: report it and prepare the backend."""

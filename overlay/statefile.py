@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 from typing import Any
 
 
@@ -37,3 +38,22 @@ def save(path: str, data: dict[str, Any], mode: int | None = None) -> None:
         if mode is not None:
             os.fchmod(handle.fileno(), mode)
     os.replace(temporary, path)
+
+
+def secret_key(path: str, what: str) -> bytes:
+    """A signing key, made on first use readable by this user alone."""
+    try:
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        with open(path, "rb") as handle:
+            key = handle.read().strip()
+        if os.stat(path).st_mode & 0o077:
+            raise ValueError(f"{path}: the {what} must be readable by plus_scheduler's "
+                             f"user alone (chmod 600 {path})")
+        if len(key) < 32:
+            raise ValueError(f"{path}: the {what} is too short (at least 32 bytes)")
+        return key
+    key = secrets.token_hex(32).encode()
+    with os.fdopen(descriptor, "wb") as handle:
+        handle.write(key + b"\n")
+    return key

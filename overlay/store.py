@@ -122,6 +122,17 @@ class UsageRow(SQLModel, table=True):
     allocations: str
 
 
+class ClaimRow(SQLModel, table=True):
+    """A ResKey claim's nonce, kept until its timestamp is out of the claim
+    window, so a replayed claim is refused (overlay.reskey)."""
+
+    __tablename__ = "claim_nonce"
+
+    nonce: str = Field(primary_key=True)
+    reservation_id: int
+    claimed_at: int = Field(index=True, sa_type=BigInteger)
+
+
 class CounterRow(SQLModel, table=True):
     __tablename__ = "counter"
 
@@ -462,6 +473,17 @@ class Store:
         """Drop the usage of ARs that ended at or before ``before``."""
         with self._write() as session:
             session.exec(delete(UsageRow).where(UsageRow.end_time <= before))
+
+    def accept_claim(self, nonce: str, ar_id: int, at: int, forget_before: int) -> bool:
+        """Record a claim's nonce; False if it was seen before (a replay).
+        Nonces dated before ``forget_before`` (out of the window, so refused
+        anyway) are dropped in the same transaction."""
+        with self._write() as session:
+            session.exec(delete(ClaimRow).where(ClaimRow.claimed_at < forget_before))
+            if session.get(ClaimRow, nonce) is not None:
+                return False
+            session.add(ClaimRow(nonce=nonce, reservation_id=ar_id, claimed_at=at))
+        return True
 
     def _next_id(self, session: Session) -> int:
         found = next_id(session, CounterRow, "arseqnum", ReservationRow, MAX_AR_ID)

@@ -29,7 +29,7 @@ class TokenRefused(Exception):
 
 class Tokens:
     def __init__(self, state_path: str) -> None:
-        self.key = _key(os.path.join(state_path, "token.key"))
+        self.key = statefile.secret_key(os.path.join(state_path, "token.key"), "token signing key")
         self.revocations_path = os.path.join(state_path, "token-revocations.json")
         self.not_before: dict[str, float] = statefile.load(self.revocations_path,
                                                            "token revocations")
@@ -66,22 +66,3 @@ class Tokens:
         with self.lock:
             self.not_before[user] = time.time()
             statefile.save(self.revocations_path, self.not_before, mode=0o600)
-
-
-def _key(path: str) -> bytes:
-    """The signing key, made on first use readable by this user alone."""
-    try:
-        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        with open(path, "rb") as handle:
-            key = handle.read().strip()
-        if os.stat(path).st_mode & 0o077:
-            raise ValueError(f"{path}: the token signing key must be readable by plus_scheduler's "
-                             f"user alone (chmod 600 {path})")
-        if len(key) < 32:
-            raise ValueError(f"{path}: the token signing key is too short (at least 32 bytes)")
-        return key
-    key = secrets.token_hex(32).encode()
-    with os.fdopen(descriptor, "wb") as handle:
-        handle.write(key + b"\n")
-    return key

@@ -83,6 +83,11 @@ class Arguments:
         value = self.text(key, required)
         return None if value is None else check(value)
 
+    def mapping(self, key: str) -> dict:
+        """An object argument (empty when absent); its fields are the
+        reader's to check."""
+        return self._get(key, False, dict, "an object") or {}
+
     def items(self, key: str) -> list | None:
         value = self._get(key, False, list, "a list")
         if value is not None and len(value) > limits.MAX_ITEMS:

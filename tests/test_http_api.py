@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import time
 
@@ -15,47 +14,14 @@ import httpx
 import jwt
 import pytest
 from daemon_harness import Daemon
-
-HOUR = 3600
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
+from http_harness import HOUR, auth, start_api, token, window
 
 @pytest.fixture(scope="module")
 def api():
-    port = free_port()
-    daemon = Daemon(f"http: {{address: '127.0.0.1:{port}', trusted_principals: [plusmgr]}}\n"
-                    "max_advance_reservations: 3\n")
-    daemon.start()
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            httpx.get(url + "/openapi.json", timeout=2).raise_for_status()
-            break
-        except httpx.HTTPError:
-            if time.monotonic() > deadline:
-                raise RuntimeError(daemon.log.read_text())
-            time.sleep(0.1)
+    daemon, url = start_api("http: {address: {address}, trusted_principals: [plusmgr]}\n"
+                            "max_advance_reservations: 3\n")
     yield daemon, url
     daemon.cleanup()
-
-
-def token(daemon, user: str, *args: str) -> str:
-    return daemon.ok(user, "plus_token", *args).strip()
-
-
-def auth(bearer: str) -> dict:
-    return {"Authorization": f"Bearer {bearer}"}
-
-
-def window(hours: int = 2) -> dict:
-    start = (int(time.time()) // HOUR + hours) * HOUR
-    return {"start": start, "end": start + HOUR}
 
 
 def test_the_openapi_document_lists_every_endpoint(api):

@@ -8,7 +8,7 @@ import time
 from dataclasses import dataclass
 
 from overlay import limits, protocol
-from overlay.accounting import ARUsage, collect
+from overlay.accounting import ARUsage, collect, used
 from overlay.cli import common
 from overlay.timespec import format_duration, format_time
 
@@ -106,13 +106,7 @@ def report(ars: list[ARUsage], first: int, last: int, owners: set | None, nodes:
     by_node: dict[str, Total] = {}
     total = Total()
     lines = []
-    for ar in ars:
-        if owners and ar.owner not in owners:
-            continue
-        begin, finish = ar.used_window(first, last)
-        hosts = {h: s for h, s in ar.hosts.items() if not nodes or h in nodes}
-        if finish <= begin or not hosts:
-            continue
+    for ar, begin, finish, hosts in used(ars, first, last, owners, nodes):
         seconds = finish - begin
         total.add(seconds, len(hosts), sum(hosts.values()))
         by_owner.setdefault(ar.owner, Total()).add(seconds, len(hosts), sum(hosts.values()))

@@ -208,6 +208,20 @@ def call(prog: str, op: str, args: dict,
     return reply.get("data")
 
 
+def claim(prog: str, path: str, operation: str, payload: dict) -> dict:
+    """A claim on the AR whose ResKey the file at ``path`` holds, signed
+    with it (overlay.reskey): the arguments of the daemon's claim operation."""
+    from overlay import reskey     # only a claim pays for hmac and json
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return reskey.make_claim(handle.read(4096), operation, payload)
+    except OSError as exc:
+        fail(prog, f"--reskey: cannot read {limits.shown(path)} ({exc.strerror})",
+             protocol.EXIT_USAGE)
+    except ValueError as exc:
+        fail(prog, f"--reskey: {limits.shown(path)}: {exc}", protocol.EXIT_USAGE)
+
+
 def print_json(data: Any) -> None:
     import json     # only for --json: it imports re
     print(json.dumps(data, indent=2, sort_keys=True))

@@ -14,7 +14,8 @@ def parser() -> common.Parser:
 
 @common.command("plus_destroy")
 def main(argv: list[str] | None = None) -> int:
-    return select.run(parser(), "destroy", "destroyed", argv)
+    p = parser()
+    return select.run(p, "destroy", "destroyed", p.parse_args(argv))
 
 
 if __name__ == "__main__":

@@ -6,31 +6,54 @@ FILE), the latter through the standard library only."""
 
 from __future__ import annotations
 
+import time
+from typing import Callable, NoReturn
+
+from overlay import ggf
 from overlay.cli import common
 from overlay.limits import shown
 from overlay.protocol import EXIT_UNREACHABLE, EXIT_USAGE
+from overlay.request import RequestError
+from overlay.timespec import TimeSpecError
+
+Refused = Callable[[str, int], NoReturn]
 
 
-def add_site_options(parser: common.Parser) -> None:
-    parser.add_argument("--site", metavar="URL", help="another site's HTTP API "
+def parser(prog: str, description: str) -> common.Parser:
+    """A verb's command: its words, then where to ask and how to print."""
+    p = common.Parser(prog, description)
+    p.add_argument("words", nargs="+", metavar="argument")
+    p.add_argument("--site", metavar="URL", help="another site's HTTP API "
                         "(https://host:6830); default: this host's plus_scheduler")
-    parser.add_argument("--token", metavar="FILE", help="with --site: a file holding the bearer "
+    p.add_argument("--token", metavar="FILE", help="with --site: a file holding the bearer "
                         "token (plus_token's output at that site)")
-    parser.add_argument("--json", action="store_true", help="print JSON, for scripts")
+    p.add_argument("--json", action="store_true", help="print JSON, for scripts")
+    return p
 
 
-def split(prog: str, words: list[str], optional: tuple[str, ...]) -> dict:
-    """``UserID TimeNeeded {optional...} ResourceList``: the words by name;
-    ``optional`` names the optional ones in order ("TimeSpec", "ResAccess")."""
-    if len(words) < 3 or len(words) > 3 + len(optional):
-        fail_usage(prog, f"expected UserID TimeNeeded {' '.join('{' + o + '}' for o in optional)} "
-                         f"ResourceList, got {len(words)} argument(s)")
+OPTIONAL = ("TimeSpec", "ResAccess")
+"""The words the seed puts in braces."""
+
+
+def split(prog: str, words: list[str], middle: tuple[str, ...]) -> dict:
+    """``UserID TimeNeeded middle... ResourceList``: the words by name;
+    ``middle`` names those between in order, of which OPTIONAL ones may be
+    left out."""
+    required = [name for name in middle if name not in OPTIONAL]
+    if not 3 + len(required) <= len(words) <= 3 + len(middle):
+        shape = " ".join("{" + name + "}" if name in OPTIONAL else name for name in middle)
+        fail_usage(prog, f"expected UserID TimeNeeded {shape} ResourceList, got {len(words)} "
+                         "argument(s)")
     named = {"UserID": words[0], "TimeNeeded": words[1], "ResourceList": words[-1]}
     for word in words[2:-1]:
-        kind = "ResAccess" if "ResAccess" in optional and _is_res_access(word) else optional[0]
+        kind = "ResAccess" if "ResAccess" in middle and _is_res_access(word) else next(
+            (name for name in middle if name != "ResAccess" and name not in named), "ResAccess")
         if kind in named:
             fail_usage(prog, f"{kind} is given twice ('{shown(word)}')")
         named[kind] = word
+    missing = [name for name in required if name not in named]
+    if missing:
+        fail_usage(prog, f"{missing[0]} is missing")
     return named
 
 
@@ -42,9 +65,27 @@ def fail_usage(prog: str, message: str) -> None:
     common.fail(prog, message, EXIT_USAGE)
 
 
-def remote(prog: str, site: str, token_file: str | None, verb: str, body: dict) -> dict:
+def ask(prog: str, args, verb: str, named: dict, arguments: Callable[[dict, int], dict],
+        answer: Callable[[dict], dict], on_refusal: Refused | None = None) -> dict:
+    """The verb's answer in the seed's words: from another site's API with
+    --site, else from this host's daemon, the words turned into its
+    arguments by ``arguments`` and its reply into the answer by ``answer``
+    (the functions the API uses too)."""
+    if args.site:
+        return remote(prog, args.site, args.token, verb, named, on_refusal)
+    try:
+        checked = arguments(named, int(time.time()))
+    except (RequestError, TimeSpecError) as exc:
+        fail_usage(prog, str(exc))
+    return answer(common.call(prog, verb, checked, on_refusal=on_refusal,
+                              acting_for=named["UserID"]))
+
+
+def remote(prog: str, site: str, token_file: str | None, verb: str, body: dict,
+           on_refusal: Refused | None = None) -> dict:
     """POST ``body`` to ``site``/ggf/``verb``; on refusal print its reason
-    and exit with the command's status the site sent."""
+    and exit with the command's status the site sent, or hand both to
+    ``on_refusal``."""
     import json
     import urllib.error
     import urllib.request
@@ -66,8 +107,39 @@ def remote(prog: str, site: str, token_file: str | None, verb: str, body: dict) 
             refusal = json.load(exc)
         except ValueError:
             refusal = {}
-        common.fail(prog, f"{site}: {refusal.get('error') or exc.reason}",
-                    int(refusal.get("status", 1)) if isinstance(refusal.get("status"), int) else 1)
+        message = f"{site}: {refusal.get('error') or exc.reason}"
+        status = refusal.get("status") if isinstance(refusal.get("status"), int) else 1
+        if on_refusal is not None:
+            on_refusal(message, status)
+        common.fail(prog, message, status)
     except (urllib.error.URLError, OSError, ValueError) as exc:
         common.fail(prog, f"cannot reach {shown(site)}: {getattr(exc, 'reason', exc)}",
                     EXIT_UNREACHABLE)
+
+
+def reserving(prog: str, args, verb: str, middle: tuple[str, ...],
+              arguments: Callable[[dict, int], dict]) -> int:
+    """SETRES and RESQANDSET: reserve, print SuccessOrNot and the rest of
+    the seed's answer on one line (or --json). A site that refuses (no
+    capacity, a policy, a limit) answers SuccessOrNot false with its reason
+    as OtherInfo, and the command exits with the refusal's status; bad
+    words are a usage error."""
+    named = split(prog, args.words, middle)
+
+    def refused(message: str, status: int) -> NoReturn:
+        if status == EXIT_USAGE:
+            fail_usage(prog, message)
+        if args.json:
+            common.print_json({"SuccessOrNot": False, "OtherInfo": message})
+        else:
+            print(f"false {message}")
+        raise SystemExit(status)
+
+    answer = ask(prog, args, verb, named, arguments,
+                 lambda view: ggf.reservation_answer(verb, view), refused)
+    if args.json:
+        common.print_json(answer)
+    else:
+        print(" ".join(["true", *(str(answer[key]) for key in ("StartTime", "ResKey", "OtherInfo")
+                                  if key in answer)]))
+    return 0

@@ -15,8 +15,8 @@ def parser(prog: str, description: str) -> common.Parser:
     return p
 
 
-def run(p: common.Parser, op: str, done: str, argv: list[str] | None) -> int:
-    args = p.parse_args(argv)
+def run(p: common.Parser, op: str, done: str, args) -> int:
+    """Ask for ``op`` on the ARs the parsed ``args`` select, and say what was ``done``."""
     if args.r is None and args.o is None:
         p.error("give -r rsvID or -o owner")
     if args.o is not None and args.transactional:

@@ -88,6 +88,29 @@ class GgfQuery(BaseModel):
     ResourceList: Text
 
 
+class GgfSetres(BaseModel):
+    """SETRES in the seed's words: StartTime instead of TimeSpec."""
+    model_config = ConfigDict(extra="forbid")
+    UserID: Text
+    TimeNeeded: Text
+    StartTime: Text
+    ResAccess: Text | None = None
+    ResourceList: Text
+
+
+class ClaimIn(BaseModel):
+    """A ResKey claim (overlay.reskey): the AR, a fresh nonce, the time, the
+    operation with its payload, and their HMAC-SHA256 keyed with the ResKey;
+    never the key itself."""
+    model_config = ConfigDict(extra="forbid")
+    id: Annotated[int, Field(ge=1, le=MAX_AR_ID)]
+    nonce: Annotated[str, Field(min_length=16, max_length=64)]
+    timestamp: Epoch
+    operation: Annotated[str, Field(max_length=16)]
+    payload: dict = {}
+    hmac: Annotated[str, Field(min_length=64, max_length=64)]
+
+
 class Caller:
     """The bearer token of a request, and the UserID a metascheduler acts for."""
 
@@ -231,16 +254,60 @@ def make_app(socket_path: str) -> FastAPI:
                   end: Annotated[int, Query(ge=0, le=2**40)]) -> dict:
         return ask(who, "availnodes", {"start": start, "end": end})
 
-    @app.post("/ggf/resquery", summary="RESQUERY (seed 003): the ranges of start times in "
-                                      "which a reservation of this shape could start")
-    def resquery(who: Who, body: GgfQuery) -> dict:
+    @app.get("/accounting", summary="Each AR's use of its hosts over a period, as plus_account -l")
+    def accounting(who: Who, start: Annotated[int | None, Query(ge=0, le=2**40)] = None,
+                   end: Annotated[int | None, Query(ge=0, le=2**40)] = None,
+                   owner: Annotated[Names | None, Query()] = None,
+                   node: Annotated[Names | None, Query()] = None) -> list[dict]:
+        return ask(who, "accounting", {"start": start, "end": end, "owners": owner,
+                                       "nodes": node})
+
+    def verb(who: Who, op: str, words: BaseModel, arguments) -> dict:
+        """A seed 003 verb: its words made the daemon's arguments (400 if
+        they are bad), asked for the UserID they name."""
         try:
-            arguments = ggf.resquery_arguments(body.model_dump(), int(time.time()))
+            checked = arguments(words.model_dump(), int(time.time()))
         except (RequestError, TimeSpecError) as exc:
             raise Refusal(400, {"error": str(exc), "status": protocol.EXIT_USAGE,
                                 "kind": "invalid"}) from None
-        answer = ask(Caller(who.token, body.UserID), "resquery", arguments)
-        return {"UserID": answer["user"],
-                "ranges": [{"STime": low, "EndSTime": high} for low, high in answer["ranges"]]}
+        return ask(Caller(who.token, words.UserID), op, checked)
+
+    def reserving(who: Who, op: str, words: BaseModel, arguments) -> dict:
+        """SETRES and RESQANDSET: a refusal is SuccessOrNot false too."""
+        try:
+            view = verb(who, op, words, arguments)
+        except Refusal as refusal:
+            refusal.body.update(SuccessOrNot=False, OtherInfo=refusal.body.get("error"))
+            raise
+        return {**ggf.reservation_answer(op, view), "reservation": view}
+
+    @app.post("/ggf/resquery", summary="RESQUERY (seed 003): the ranges of start times in "
+                                      "which a reservation of this shape could start")
+    def resquery(who: Who, body: GgfQuery) -> dict:
+        return ggf.resquery_answer(verb(who, "resquery", body, ggf.resquery_arguments))
+
+    @app.post("/ggf/resqandset", status_code=201,
+              summary="RESQANDSET (seed 003): reserve at the earliest start; the ResKey, once")
+    def resqandset(who: Who, body: GgfQuery) -> dict:
+        return reserving(who, "resqandset", body, ggf.resquery_arguments)
+
+    @app.post("/ggf/setres", status_code=201,
+              summary="SETRES (seed 003): reserve at StartTime; the ResKey, once")
+    def setres(who: Who, body: GgfSetres) -> dict:
+        return reserving(who, "setres", body, ggf.setres_arguments)
+
+    @app.post("/claims", summary="Act on an AR as its owner with a ResKey claim (submit, "
+                                 "cancel, modify)")
+    def claim(who: Who, body: ClaimIn) -> dict:
+        return ask(who, "claim", body.model_dump())
+
+    @app.post("/jobs", status_code=201, summary="Submit a job into an AR with a ResKey claim "
+                                                "(operation submit; payload: plus_qsub's fields)")
+    def job(who: Who, body: ClaimIn) -> dict:
+        if body.operation != "submit":
+            raise Refusal(400, {"error": f"POST /jobs takes claims of operation submit, not "
+                                         f"'{limits.shown(body.operation)}'; use POST /claims",
+                                "status": protocol.EXIT_USAGE, "kind": "invalid"})
+        return ask(who, "claim", body.model_dump())
 
     return app

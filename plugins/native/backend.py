@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import os
 from dataclasses import replace
-from typing import Callable
+from typing import Any, Callable, Mapping
 
 from overlay import settings
 from overlay.backend import Backend, Job
@@ -139,6 +139,9 @@ class NativeBackend(Backend):
 
     def submit_hint(self, reservation: Reservation) -> str:
         return f"plus_qsub -ar {reservation.id} job.sh"
+
+    def submit_claimed(self, reservation: Reservation, job: Mapping[str, Any]) -> dict:
+        return service.submit_claimed(self.scheduler, reservation, job)
 
     def operations(self, ar_status: Callable[[int], list[Reservation]]) -> dict[str, Callable]:
         """The native commands' operations; ``ar_status`` is the core's AR

@@ -16,6 +16,7 @@ from typing import Any, Callable, Mapping
 from overlay.limits import MAX_ITEMS, MAX_WORDS, shown
 from overlay.model import Reservation, ReservationError, State
 from overlay.request import RequestError, format_pe_range
+from overlay.users import groups_of
 from overlay_native.jobs import PENDING_STATES, Job, JobState, Submission
 from overlay_native.scheduling.scheduler import Scheduler, Submitter
 from overlay_native.submit import SubmitError
@@ -152,6 +153,25 @@ def _refuse_pending(ar_status: Callable[[int], list[Reservation]], ar_id: int) -
     if reservation.state == State.PENDING:
         raise SubmitError(f"AR {ar_id} is pending: it takes jobs once plus_commit -r {ar_id} "
                           "commits it")
+
+
+def submit_claimed(scheduler: Scheduler, reservation: Reservation, job: Mapping[str, Any]) -> dict:
+    """A ResKey claim's job (plus_qsub's fields), submitted into the AR as
+    its owner."""
+    if job.get("ar", reservation.id) != reservation.id:
+        raise RequestError(f"job: ar {shown(repr(job.get('ar')))} is not the claimed AR "
+                           f"{reservation.id}; leave it out")
+    submission = submission_from({**job, "ar": reservation.id})
+    try:
+        entry = pwd.getpwnam(reservation.owner)
+    except KeyError:
+        raise ReservationError(f"the AR's owner {reservation.owner} is no longer known on this "
+                               "host") from None
+    owner = Submitter(reservation.owner, groups_of(reservation.owner, entry.pw_gid), False)
+    reply = scheduler.submit(owner, submission)
+    if "verified" in reply:
+        return reply
+    return {**reply, "message": f'Your job {reply["id"]} ("{reply["name"]}") has been submitted'}
 
 
 def operations(scheduler: Scheduler,

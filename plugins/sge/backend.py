@@ -15,9 +15,11 @@ import logging
 import os
 import threading
 import time
+from typing import Any, Mapping
 
 from overlay.backend import Backend, Job
-from overlay.model import Node, Request, Reservation, State
+from overlay.batchjob import batch_job, qsub_words
+from overlay.model import Node, Request, Reservation, ReservationError, State
 from overlay.remote import runner_from_options
 from overlay_sge import calendars, objects, settings
 from overlay_sge.gridengine import GridEngine, GridEngineError
@@ -124,6 +126,17 @@ class SgeBackend(Backend):
     def submit_hint(self, reservation: Reservation) -> str:
         queue = objects.queue_name(reservation.id)
         return f"qsub -w e -q {queue} -l {self.settings.complex}={queue} job.sh"
+
+    def submit_claimed(self, reservation: Reservation, job: Mapping[str, Any]) -> dict:
+        batch = batch_job(job, "Grid Engine")
+        queue = objects.queue_name(reservation.id)
+        options = ["-w", "e", "-q", queue, "-l", f"{self.settings.complex}={queue}",
+                   *qsub_words(batch, "-wd", ["-j", "y"])]
+        try:
+            job_id, answer = self.engine.submit(options, batch.script, reservation.owner)
+        except GridEngineError as exc:
+            raise ReservationError(f"Grid Engine refused the job: {exc}") from None
+        return {"id": job_id, "message": answer}
 
     # -- grant: objects, queue suspended ---------------------------------------------
 

@@ -39,9 +39,9 @@ class GridEngine:
         self.runner = runner
         self.timeout = timeout
 
-    def run(self, argv: list[str], as_user: str | None = None) -> Result:
+    def run(self, argv: list[str], as_user: str | None = None, stdin: str | None = None) -> Result:
         try:
-            result = self.runner.run(argv, as_user=as_user, timeout=self.timeout)
+            result = self.runner.run(argv, as_user=as_user, stdin=stdin, timeout=self.timeout)
         except CommandError as exc:
             raise GridEngineError(str(exc)) from None
         if result.status != 0 and _UNREACHABLE.search(result.text):
@@ -49,8 +49,9 @@ class GridEngine:
                                   f"{result.text.splitlines()[-1]}")
         return result
 
-    def checked(self, argv: list[str], as_user: str | None = None) -> Result:
-        result = self.run(argv, as_user)
+    def checked(self, argv: list[str], as_user: str | None = None,
+                stdin: str | None = None) -> Result:
+        result = self.run(argv, as_user, stdin)
         if result.status != 0:
             raise GridEngineError(f"{' '.join(argv)} failed ({result.status}) on "
                                   f"{self.runner.where}: {result.text}")
@@ -139,6 +140,15 @@ class GridEngine:
 
     def suspend_job(self, job: str) -> None:
         self.checked(["qmod", "-sj", job])
+
+    def submit(self, options: list[str], script: str, owner: str) -> tuple[str, str]:
+        """qsub as ``owner`` with the script on standard input: the job's id
+        and qsub's answer."""
+        result = self.checked(["qsub", *options], as_user=owner, stdin=script)
+        match = _SUBMITTED.search(result.text)
+        if not match:
+            raise GridEngineError(f"qsub answered without a job id: {result.text}")
+        return match.group(1), result.stdout.strip()
 
     def resubmit(self, job: str, owner: str) -> str:
         """qresub as the job's owner (the copy belongs to whoever runs it);

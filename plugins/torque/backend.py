@@ -20,9 +20,11 @@ import os
 import re
 import threading
 import time
+from typing import Any, Mapping
 
 from overlay.backend import Backend, Job
-from overlay.model import Node, Request, Reservation, State
+from overlay.batchjob import batch_job, qsub_words
+from overlay.model import Node, Request, Reservation, ReservationError, State
 from overlay.remote import runner_from_options
 from overlay.users import with_members
 from overlay_torque import nodespec, settings, windows
@@ -155,6 +157,16 @@ class TorqueBackend(Backend):
     def submit_hint(self, reservation: Reservation) -> str:
         queue = queue_name(reservation.id)
         return f"qsub -q {queue} -l nodes=1:{queue} job.sh"
+
+    def submit_claimed(self, reservation: Reservation, job: Mapping[str, Any]) -> dict:
+        batch = batch_job(job, "TORQUE")
+        queue = queue_name(reservation.id)
+        options = ["-q", queue, "-l", f"nodes=1:{queue}", *qsub_words(batch, "-d", ["-j", "oe"])]
+        try:
+            job_id = self.torque.submit(options, batch.script, reservation.owner)
+        except TorqueError as exc:
+            raise ReservationError(f"TORQUE refused the job: {exc}") from None
+        return {"id": job_id, "message": job_id}
 
     # -- grant: the queue, not started; the property on the nodes ----------------------------
 

@@ -49,10 +49,10 @@ class Torque:
         self.bin_dir = bin_dir.rstrip("/")
         self.timeout = timeout
 
-    def run(self, argv: list[str], as_user: str | None = None) -> Result:
+    def run(self, argv: list[str], as_user: str | None = None, stdin: str | None = None) -> Result:
         command = [f"{self.bin_dir}/{argv[0]}" if self.bin_dir else argv[0], *argv[1:]]
         try:
-            result = self.runner.run(command, as_user=as_user, timeout=self.timeout)
+            result = self.runner.run(command, as_user=as_user, stdin=stdin, timeout=self.timeout)
         except CommandError as exc:
             raise TorqueError(str(exc)) from None
         if _UNREACHABLE.search(result.stderr):
@@ -60,12 +60,20 @@ class Torque:
                               f"{result.stderr.strip().splitlines()[-1]}")
         return result
 
-    def checked(self, argv: list[str], as_user: str | None = None) -> Result:
-        result = self.run(argv, as_user)
+    def checked(self, argv: list[str], as_user: str | None = None,
+                stdin: str | None = None) -> Result:
+        result = self.run(argv, as_user, stdin)
         if result.status != 0:
             raise TorqueError(f"{' '.join(argv)} failed ({result.status}) on {self.runner.where}: "
                               f"{result.text}")
         return result
+
+    def submit(self, options: list[str], script: str, owner: str) -> str:
+        """qsub as ``owner`` with the script on standard input: the job's id."""
+        job = self.checked(["qsub", *options], as_user=owner, stdin=script).stdout.strip()
+        if not job or len(job.split()) != 1:
+            raise TorqueError(f"qsub answered without a job id: {job}")
+        return job
 
     # -- qmgr ---------------------------------------------------------------------
 

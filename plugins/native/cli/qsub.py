@@ -28,7 +28,8 @@ PROG = "plus_qsub"
 PREFIX = "#$"
 _ARITY = {"-a": 1, "-A": 1, "-ar": 1, "-b": 1, "-cwd": 0, "-e": 1, "-h": 0, "-hard": 0,
           "-hold_jid": 1, "-j": 1, "-l": 1, "-masterq": 1, "-N": 1, "-now": 1, "-o": 1, "-p": 1,
-          "-pe": 2, "-q": 1, "-R": 1, "-S": 1, "-soft": 0, "-v": 1, "-V": 0, "-w": 1, "-wd": 1}
+          "-pe": 2, "-q": 1, "-R": 1, "-S": 1, "-soft": 0, "-v": 1, "-V": 0, "-w": 1, "-wd": 1,
+          "--reskey": 1}
 _VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 HELP = f"""usage: {PROG} [options] [script [args...]]   (no script: read from stdin)
 
@@ -57,6 +58,9 @@ Submit a batch job to the native batch system (plus_scheduler), as qsub does.
   -v var[=val],...    pass these environment variables
   -V                  pass the whole environment
   -w e|w|n|v          verify: e refuse, w warn, n don't (default), v only verify
+  --reskey file       submit into the AR whose ResKey (from plus_setres or
+                      plus_resqandset) the file holds, as the AR's owner; the
+                      key itself is never sent, only a signed one-time claim
   -help               this help
 
 Exit status: 0 submitted (or verified), 1 refused, 2 bad command line, 3
@@ -177,6 +181,8 @@ def submission(options: list[tuple[str, list[str]]], rest: list[str]) -> dict[st
             job["env"].update({k: v for k, v in os.environ.items() if k and "=" not in k})
         elif name == "-h":
             job["hold"] = True
+        elif name == "--reskey":
+            raise RequestError("--reskey is taken on the command line only, not from #$ lines")
     if job.get("shell") and not job["shell"].startswith("/"):
         raise RequestError(f"-S: expected an absolute path, got '{limits.shown(job['shell'])}'")
     return job
@@ -217,6 +223,10 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         options, rest = split_options(argv)
+        keys = [values[0] for name, values in options if name == "--reskey"]
+        options = [(name, values) for name, values in options if name != "--reskey"]
+        if len(keys) > 1:
+            usage_error("--reskey is given twice")
         binary = any(name == "-b" and _yes(name, values[0]) for name, values in options)
         script, script_path = None, ""
         if not binary:
@@ -242,7 +252,7 @@ def main(argv: list[str] | None = None) -> int:
                command=rest if binary else rest[1:], submit_host=socket.gethostname())
     if job.get("now"):
         print("Waiting for immediate job to be scheduled.\n")
-    reply = call(job)
+    reply = call(job) if not keys else claim(keys[0], job)
     if "verified" in reply:
         print("\n".join(reply["reasons"] + ["verification: " + (
             "found suitable queue(s)" if reply["verified"] else "no suitable queues")]))
@@ -254,14 +264,23 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def call(job: dict) -> dict:
-    """Submit; a refusal is printed as qsub prints it."""
+def call(job: dict, op: str = "job_submit") -> dict:
+    """Submit (``op``: job_submit, or claim with a claim's arguments); a
+    refusal is printed as qsub prints it."""
     def refused(message: str, status: int) -> NoReturn:
         if status != EXIT_REFUSED:
             common.fail(PROG, message, status)
         print(f"Unable to run job: {message}\nExiting.", file=sys.stderr)
         sys.exit(status)
-    return common.call(PROG, "job_submit", job, on_refusal=refused)
+    return common.call(PROG, op, job, on_refusal=refused)
+
+
+def claim(path: str, job: dict) -> dict:
+    """Submit with a claim signed with the ResKey in ``path`` (overlay.reskey)."""
+    claimed = common.claim(PROG, path, "submit", job)
+    if job.get("ar") not in (None, claimed["id"]):
+        usage_error(f"-ar {job['ar']} is not the AR of the ResKey ({claimed['id']}); leave -ar out")
+    return call(claimed, "claim")
 
 
 if __name__ == "__main__":

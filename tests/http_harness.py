@@ -1,0 +1,49 @@
+"""A daemon with its HTTP API on a free loopback port, and the helpers the
+API's tests share: real tokens from plus_token run as real users."""
+
+from __future__ import annotations
+
+import socket
+import time
+
+import httpx
+from daemon_harness import Daemon
+
+HOUR = 3600
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def start_api(settings: str) -> tuple[Daemon, str]:
+    """A started daemon whose configuration adds ``settings`` (YAML) to
+    an http: section on a free port, and the API's URL once it answers."""
+    port = free_port()
+    daemon = Daemon(settings.replace("{address}", f"'127.0.0.1:{port}'"))
+    daemon.start()
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            httpx.get(url + "/openapi.json", timeout=2).raise_for_status()
+            return daemon, url
+        except httpx.HTTPError:
+            if time.monotonic() > deadline:
+                raise RuntimeError(daemon.log.read_text()) from None
+            time.sleep(0.1)
+
+
+def token(daemon: Daemon, user: str, *args: str) -> str:
+    return daemon.ok(user, "plus_token", *args).strip()
+
+
+def auth(bearer: str) -> dict:
+    return {"Authorization": f"Bearer {bearer}"}
+
+
+def window(hours: int = 2) -> dict:
+    start = (int(time.time()) // HOUR + hours) * HOUR
+    return {"start": start, "end": start + HOUR}
