@@ -13,6 +13,7 @@ import pytest
 
 from overlay.model import Request, State
 from overlay.remote import CommandError
+from overlay.request import RequestError
 from overlay.ssh import SshRunner
 from overlay_sge import objects
 from crashing_runner import CrashingRunner
@@ -87,6 +88,22 @@ def test_only_listed_users_with_the_forced_request_enter_the_ar_queue(tmp_path):
     wait_for(lambda: job_states()[member] == ("r", "R103@node1"), SCHEDULE, "the AR job to run")
     time.sleep(5)
     assert job_states()[normal] == ("qw", "")               # never in R103, all.q@node1 suspended
+
+
+def test_a_claimed_job_is_submitted_as_the_owner_into_the_ar_queue(tmp_path):
+    sge = backend(tmp_path)
+    ar = reservation(104, ("node1",), state=State.RUNNING, start_in=-5, users=("plusu2",))
+    sge.prepare(ar)
+    sge.activate(ar)
+    answer = sge.submit_claimed(ar, {"script": "sleep 60\n", "name": "claimed", "cwd": "/tmp",
+                                     "stdout": "/dev/null", "merge": True})
+    assert answer["message"] == f'Your job {answer["id"]} ("claimed") has been submitted'
+    wait_for(lambda: job_states()[answer["id"]] == ("r", "R104@node1"), SCHEDULE,
+             "the claimed job to run in the AR's queue")
+    owner = sh("qstat", "-j", answer["id"], check=True).stdout
+    assert "owner:                      plusu2" in owner
+    with pytest.raises(RequestError, match="^job: field 'binary' is not taken by Grid Engine"):
+        sge.submit_claimed(ar, {"script": "true", "binary": True})
 
 
 def test_activate_suspends_normal_instances_on_the_hosts_and_teardown_resumes_them(tmp_path):

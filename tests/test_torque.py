@@ -23,6 +23,7 @@ from overlay.config import Config
 from overlay.model import State
 from overlay.ordering import JobOrder
 from overlay.remote import CommandError, LocalRunner
+from overlay.request import RequestError
 from overlay.ssh import SshRunner
 from overlay_torque import settings
 from overlay_torque.backend import TorqueBackend
@@ -261,6 +262,24 @@ def test_a_job_submitted_into_an_open_window_waits_for_its_end_instead_of_landin
     plugin.release(ar)                                                 # cancelled early
     assert jobs(double)[late]["state"] == "R"
     assert qsub(double, "plusu2") in {j for j, job in jobs(double).items() if job["state"] == "R"}
+
+
+def test_a_claimed_job_is_submitted_as_the_owner_into_the_ar_queue(double, tmp_path):
+    ar = reservation(12, ("n1",), users=("plusu1", "plusu2"))
+    plugin = backend(double, tmp_path)
+    plugin.prepare(ar)
+    answer = plugin.submit_claimed(ar, {"script": "sleep 1\n", "name": "claimed", "cwd": "/tmp",
+                                        "stdout": "/tmp/claimed.out", "merge": True})
+    job = jobs(double)[answer["id"]]
+    assert (job["owner"], job["queue"], job["name"]) == ("plusu1", "R12", "claimed")
+    assert job["nodes"] == "1:R12" and job["join_path"] == "oe"
+    assert job["output_path"] == "srv:/tmp/claimed.out" and job["init_work_dir"] == "/tmp"
+    with pytest.raises(RequestError, match=r"^job: field 'pe' is not taken by TORQUE through a "
+                                           r"ResKey claim; accepted: script, name, cwd, stdout"):
+        plugin.submit_claimed(ar, {"script": "sleep 1", "pe": "mpi"})
+    with pytest.raises(RequestError, match=r"^job: name: invalid name '-V'"):
+        plugin.submit_claimed(ar, {"script": "sleep 1", "name": "-V"})
+    assert list(jobs(double)) == [answer["id"]]
 
 
 def test_kill_deletes_foreign_jobs(double, tmp_path):

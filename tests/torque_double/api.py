@@ -208,6 +208,9 @@ def _snapshot(state: dict, now: float) -> dict:
             for name, node in state["nodes"].items()},
         "jobs": {
             job_id: {"id": job_id, "name": job["name"], "owner": job["owner"],
+                     "output_path": job["output_path"], "error_path": job["error_path"],
+                     "join_path": job.get("join_path", "n"),
+                     "init_work_dir": job.get("init_work_dir"),
                      "queue": job["queue"], "state": job["state"],
                      "exec_host": job["exec_host"] if job["state"] in jobs.ON_NODE else None,
                      "hold": jobs.holds(job), "nodes": jobs.node_spec(job),

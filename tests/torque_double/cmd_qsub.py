@@ -1,5 +1,5 @@
 """qsub [-a date_time] [-N name] [-q queue] [-l res=value,...] [-r y|n] [-p prio]
-[-h] [script]: the script from the file or stdin, through the submit filter
+[-h] [-d dir] [-o path] [-e path] [-j oe|eo|n] [script]: the script from the file or stdin, through the submit filter
 torque.cfg names (SUBMITFILTER: run with qsub's arguments, the script on its
 stdin, its stdout the script), '#PBS' lines read as options first. The
 server checks queue, enabled, ACLs and that some node could ever meet the node
@@ -24,7 +24,7 @@ USAGE = ("usage: qsub [-a date_time] [-A account_string] [-c interval]\n"
          "\t[-o path] [-p priority] [-q queue] [-r y|n] [-S path]\n"
          "\t[-t number_to_submit] [-T type]  [-u user_list] [-w] path\n"
          "\t[-W otherattributes=value...] [-v variable_list] [-V ] [-x] [-X] [-z] [script]\n")
-OPTIONS = "a:N:q:l:r:p:h"
+OPTIONS = "a:N:q:l:r:p:hd:o:e:j:"
 INFEASIBLE = ("cannot locate feasible nodes (nodes file is empty, all systems are busy, "
               "or no nodes have the requested feature)")
 ENVIRONMENT = ("HOME", "LOGNAME", "PATH", "MAIL", "SHELL", "LANG")
@@ -112,7 +112,8 @@ def _directives(script: str) -> list[tuple[str, str]]:
 def _request(options: list[tuple[str, str]], rest: list[str], now: float) -> dict:
     request = {"name": os.path.basename(rest[0]) if rest else "STDIN", "queue": None,
                "resources": [], "rerunable": True, "priority": 0, "held": False,
-               "execution_time": None}
+               "execution_time": None, "work_dir": None, "output": None, "error": None,
+               "join": "n"}
     for flag, value in options:
         if flag == "-a":
             request["execution_time"] = values.date_time(value, now)
@@ -133,6 +134,12 @@ def _request(options: list[tuple[str, str]], rest: list[str], now: float) -> dic
             request["priority"] = int(value)
         elif flag == "-h":
             request["held"] = True
+        elif flag in ("-d", "-o", "-e"):
+            request[{"-d": "work_dir", "-o": "output", "-e": "error"}[flag]] = value
+        elif flag == "-j":
+            if value not in ("oe", "eo", "n"):
+                raise ValueError("illegal -j value")
+            request["join"] = value
     return request
 
 
@@ -165,6 +172,8 @@ def _build(ctx, seq: int, request: dict, script: str, args: list[str]) -> dict:
     variables += [[f"PBS_O_{name}", ctx.env[name]] for name in ENVIRONMENT if name in ctx.env]
     variables += [["PBS_O_WORKDIR", ctx.cwd], ["PBS_O_HOST", server], ["PBS_O_SERVER", server]]
     held = request["held"]
+    default_output = f"{ctx.cwd}/{request['name']}.o{seq}"
+    default_error = f"{ctx.cwd}/{request['name']}.e{seq}"
     job.update({
         "id": job_id, "seq": seq, "name": request["name"], "owner": ctx.user,
         "group": ctx.groups[0], "queue": queue_name,
@@ -173,8 +182,9 @@ def _build(ctx, seq: int, request: dict, script: str, args: list[str]) -> dict:
         "priority": request["priority"], "ctime": ctx.now, "qtime": ctx.now, "mtime": ctx.now,
         "etime": None, "variables": variables,
         "submit_args": " ".join(args) or None, "cwd": ctx.cwd, "comment": None,
-        "output_path": f"{server}:{ctx.cwd}/{request['name']}.o{seq}",
-        "error_path": f"{server}:{ctx.cwd}/{request['name']}.e{seq}",
+        "output_path": f"{server}:{request['output'] or default_output}",
+        "error_path": f"{server}:{request['error'] or default_error}",
+        "join_path": request["join"], "init_work_dir": request["work_dir"],
         "exec": None, "exec_host": None, "session_id": None, "start_time": None,
         "start_count": 0, "exit_status": None, "comp_time": None, "total_runtime": None,
         "resources_used": None, "hashname": False, "queue_rank": state["next_queue_rank"],
