@@ -26,6 +26,17 @@ class Job:
     runtime_limit_end: int | None = None
 
 
+@dataclass(frozen=True)
+class Holding:
+    """Slots a job holds, or is planned to hold, on a node, for QUERY's
+    estimate: ``slots`` None is the whole node, ``end`` None no known end."""
+
+    node: str
+    slots: int | None
+    start: int
+    end: int | None
+
+
 class Backend(ABC):
     """Enforces AR windows on one batch system."""
 
@@ -80,6 +91,18 @@ class Backend(ABC):
         pass if ``watches_drift``): undo what the backend did for ARs that
         are gone (a crash between the store and the batch system leaves
         such traces)."""
+
+    def job_holdings(self, now: int) -> tuple[list[Holding], str]:
+        """What jobs outside ARs hold or are planned to hold, for QUERY (seed
+        003: when would a job start if submitted now), and how that was
+        found (its OtherInfo). Here: each running job holds its nodes whole
+        until its run time limit (h_rt, walltime) ends, or for ever without
+        one; queued jobs are not known."""
+        running = [job for job in self.running_jobs() if job.reservation is None]
+        holdings = [Holding(node, None, now, job.runtime_limit_end)
+                    for job in running for node in job.nodes]
+        return holdings, (f"estimated from the run time limits of {len(running)} running "
+                          f"job(s) and the ARs; queued jobs are not counted")
 
     def submit_hint(self, reservation: Reservation) -> str | None:
         """How users submit jobs into the AR, for plus_status -r."""

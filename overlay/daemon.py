@@ -211,6 +211,17 @@ class Service:
         ranges = self.manager.start_ranges(caller, request, last_start)
         return {"user": caller.user, "ranges": [list(r) for r in ranges]}
 
+    def op_query(self, caller: Caller, args: wire.Arguments) -> dict:
+        """QUERY (seed 003): when a job of the request's shape would start
+        if submitted now (its start is now, its end now + TimeNeeded)."""
+        request = wire.reserve_request(args)
+        args.done()
+        start, how = self.manager.job_start(caller, request)
+        if start is None:
+            raise NoCapacity(f"no start can be estimated: jobs without a run time limit hold "
+                             f"too many of the nodes ({how})")
+        return {"user": caller.user, "start": start, "how": how}
+
     def _with_reskey(self, ar: Reservation) -> dict:
         """The view of a reservation SETRES or RESQANDSET made, with its
         ResKey: the only time the key is sent."""

@@ -126,6 +126,19 @@ def query_shape(needed: int, spec: tuple[int, int, int | None], fields: dict) ->
     return request_wire(start=earliest, end=earliest + needed, **fields), last
 
 
+def query_arguments(named: dict, now: int) -> dict:
+    """The daemon's query arguments from the seed's named words
+    (TimeNeeded, ResourceList): a job of that shape submitted now."""
+    needed = time_needed(named["TimeNeeded"])
+    return request_wire(start=now, end=now + needed, **resource_list(named["ResourceList"]))
+
+
+def query_answer(data: dict) -> dict:
+    """QUERY's answer in the seed's words: StartTime, and OtherInfo saying
+    how it was estimated."""
+    return {"UserID": data["user"], "StartTime": data["start"], "OtherInfo": data["how"]}
+
+
 def resquery_arguments(named: dict, now: int) -> dict:
     """The daemon's resquery (and resqandset) arguments from the seed's
     named words (TimeNeeded, {TimeSpec}, {ResAccess}, ResourceList)."""

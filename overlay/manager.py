@@ -42,6 +42,8 @@ log = logging.getLogger("plus.manager")
 
 START_GRACE = 60
 """A start this many seconds in the past still counts as now (clock skew, typing time)."""
+_NO_END = 2 ** 40
+"""The end of a job's holding when it has no run time limit (h_rt, walltime)."""
 _EARLIEST_TRIES = 8
 """Ranges whose first start RESQANDSET tries before it gives up."""
 _KINDS_KEPT = 64
@@ -424,6 +426,43 @@ class Manager:
 
             return self.planner.start_ranges(names, None if slots is None else need,
                                              request.nodes, request.duration, first, last_start)
+
+    def job_start(self, caller: Caller, request: Request) -> tuple[int | None, str]:
+        """QUERY (seed 003): when a job of the request's shape (node count,
+        slots per node or whole nodes, node requirements, duration) would
+        start if submitted now, with no reservation, and how that was
+        estimated. The jobs' holdings the backend reports are booked beside
+        the ARs for the question only (and released under the same lock),
+        so the answer is never earlier than a schedule honouring every AR.
+        None: jobs without a run time limit hold too many of the nodes."""
+        with self.lock:
+            now = self.now()
+            if request.nodes < 1:
+                raise InvalidRequest(f"nodes: at least 1, got {request.nodes}")
+            names = [node.name for node in self._eligible(request)]
+            if len(names) < request.nodes:
+                raise NoCapacity(f"only {len(names)} node(s) match the request; it needs "
+                                 f"{request.nodes}")
+            holdings, how = self.backend.job_holdings(now)
+            eligible, booked = set(names), []
+            try:
+                for index, held in enumerate(holdings):
+                    if held.node not in eligible:
+                        continue
+                    key = ("query", index)
+                    amount = self.planner.capacity(held.node) if held.slots is None else held.slots
+                    self.planner.book(key, held.node, max(held.start, now),
+                                      held.end if held.end is not None else _NO_END, amount)
+                    booked.append(key)
+                slots = request.slots_per_node
+                start = self.planner.earliest_start(
+                    names, None if slots is None else (lambda name: slots), request.nodes,
+                    request.duration, now)
+            finally:
+                for key in booked:
+                    self.planner.unbook(key)
+            log.debug("QUERY for %s: %s (%s)", caller.user, start, how)
+            return (None if start is None or start >= _NO_END else start), how
 
     def reserve_earliest(self, caller: Caller, request: Request, last_start: int) -> Reservation:
         """RESQANDSET (seed 003): reserve at the earliest start up to

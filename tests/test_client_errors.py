@@ -27,7 +27,7 @@ def typed_options(command: str) -> list[str]:
             for action in commands.parser(command).options() if action.type is not None]
 
 
-SEED_WORDS = ("plus_resquery", "plus_setres", "plus_resqandset")
+SEED_WORDS = ("plus_query", "plus_resquery", "plus_setres", "plus_resqandset")
 
 
 @pytest.mark.parametrize("command", PARSED)

@@ -224,3 +224,19 @@ def test_accounting_lists_each_ars_use_as_plus_account_does(api):
     listed = daemon.ok("plusu2", "plus_account", "-l", "-o", "plusu2", "-s", iso(now - 60))
     assert any(line.split()[0] == str(ar["id"]) for line in listed.splitlines())
     daemon.ok("plusu2", "plus_destroy", "-r", str(ar["id"]))
+
+
+def test_query_says_when_a_job_would_start_by_command_and_over_http(api):
+    daemon, url = api
+    ar = daemon.reserve("plusu1", "-s", "now", "-e", "now+1h", "-n", "5")
+    line = daemon.ok("plusu2", "plus_query", "plusu2", "30m", "nodes=5")
+    start, how = line.split(" ", 1)
+    assert int(start) == ar["end"] and how.startswith("the native scheduler's plan: 0 running")
+    assert int(daemon.ok("plusu2", "plus_query", "plusu2", "30m", "nodes=1;gpu=yes").split()[0]) \
+        == ar["end"]
+    over_http = httpx.post(url + "/ggf/query", headers=auth(token(daemon, "plusu2")),
+                           json={"UserID": "plusu2", "TimeNeeded": "30m", "ResourceList": "nodes=5"})
+    assert over_http.json() == {"UserID": "plusu2", "StartTime": ar["end"], "OtherInfo": how.strip()}
+    too_many = daemon.run("plusu2", "plus_query", "plusu2", "30m", "nodes=6")
+    assert too_many.returncode == 1 and "only 5 node(s) match the request" in too_many.stderr
+    daemon.ok("plusu1", "plus_destroy", "-r", str(ar["id"]))

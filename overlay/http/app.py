@@ -88,6 +88,14 @@ class GgfQuery(BaseModel):
     ResourceList: Text
 
 
+class GgfJob(BaseModel):
+    """QUERY in the seed's words: no TimeSpec, no ResAccess."""
+    model_config = ConfigDict(extra="forbid")
+    UserID: Text
+    TimeNeeded: Text
+    ResourceList: Text
+
+
 class GgfSetres(BaseModel):
     """SETRES in the seed's words: StartTime instead of TimeSpec."""
     model_config = ConfigDict(extra="forbid")
@@ -280,6 +288,11 @@ def make_app(socket_path: str) -> FastAPI:
             refusal.body.update(SuccessOrNot=False, OtherInfo=refusal.body.get("error"))
             raise
         return {**ggf.reservation_answer(op, view), "reservation": view}
+
+    @app.post("/ggf/query", summary="QUERY (seed 003): when a job of this shape would start "
+                                   "if submitted now, without a reservation")
+    def query(who: Who, body: GgfJob) -> dict:
+        return ggf.query_answer(verb(who, "query", body, ggf.query_arguments))
 
     @app.post("/ggf/resquery", summary="RESQUERY (seed 003): the ranges of start times in "
                                       "which a reservation of this shape could start")

@@ -10,12 +10,13 @@ Hosts the scheduler cannot reach count as down, so their ARs go to W or E.
 from __future__ import annotations
 
 import logging
+import math
 import os
 from dataclasses import replace
 from typing import Any, Callable, Mapping
 
 from overlay import settings
-from overlay.backend import Backend, Job
+from overlay.backend import Backend, Holding, Job
 from overlay.model import Node, Request, Reservation
 from overlay_native import acct, service
 from overlay_native.execution.hosts import ExecutionHosts
@@ -37,6 +38,10 @@ CHECKS = {
     "python": settings.text("the Python interpreter on the execution hosts"),
     "accounting_file": settings.text(),
 }
+
+
+def _planned_end(start: int, placement) -> int | None:
+    return None if math.isinf(placement.duration) else int(start + placement.duration)
 
 
 def window(reservation: Reservation) -> ReservedWindow:
@@ -85,6 +90,20 @@ class NativeBackend(Backend):
         return [Job(str(j.id), j.owner, tuple(j.placement.hosts), j.ar,
                     None if j.placement.h_rt is None else int(j.start_time + j.placement.h_rt))
                 for j in self.scheduler.running_jobs()]
+
+    def job_holdings(self, now: int) -> tuple[list[Holding], str]:
+        """The scheduler's own plan: running jobs' slots until their planned
+        end (h_rt and the duration offset), and the resource reservations
+        (-R y) of the jobs ahead as its last pass placed them."""
+        running, planned = self.scheduler.running_jobs(), self.scheduler.planned()
+        holdings = [Holding(host, slots, now, _planned_end(job.start_time, job.placement))
+                    for job in running if job.ar is None
+                    for _, host, slots in job.placement.tasks]
+        holdings += [Holding(host, slots, start, _planned_end(start, placement))
+                     for start, placement in planned for _, host, slots in placement.tasks]
+        return holdings, (f"the native scheduler's plan: {len(running)} running job(s) until "
+                          f"their h_rt, {len(planned)} resource reservation(s) (-R y) of jobs "
+                          "ahead, and the ARs")
 
     def blocked_nodes(self, request: Request) -> dict[str, str]:
         """Hosts whose running jobs (outside ARs) still hold, at the AR's

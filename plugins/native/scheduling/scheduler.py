@@ -78,6 +78,7 @@ class Scheduler:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._last_pass = 0.0
+        self._planned: list[tuple[int, Placement]] = []
         config = cluster.config()
         hosts.sync(config)
         for stored in store.load():
@@ -357,6 +358,12 @@ class Scheduler:
             return [copy.copy(job) for job in self.jobs.values() if job.placement
                     and job.state in (JobState.RUNNING, JobState.TRANSFERRING)]
 
+    def planned(self) -> list[tuple[int, Placement]]:
+        """The resource reservations (-R y) the last pass planned: start and
+        placement of each job that could not start yet."""
+        with self.lock:
+            return list(self._planned)
+
     def jobs_by_priority(self) -> list[Job]:
         """Copies of every job, highest priority first (qstat's order)."""
         with self.lock:
@@ -462,6 +469,7 @@ class Scheduler:
             job.state, job.placement, job.start_time, job.reasons = \
                 JobState.TRANSFERRING, placement, now, ()
             self.store.save(job)
+        self._planned = [(start, placement) for _, start, placement in decisions.reserved]
         if config.scheduler.monitor:
             uses = [Utilization(j.id, "RUNNING", j.start_time, j.placement.duration,
                                 resources.debits(j, j.placement)) for j in running]
