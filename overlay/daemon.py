@@ -52,7 +52,8 @@ def reservation_view(ar: Reservation, manager: Manager) -> dict:
         "state": ar.state.value, "submission_time": ar.submission_time,
         "start": ar.start, "end": ar.end, "duration": request.duration,
         "acl": list(ar.acl), "account": ar.account, "message": ar.message,
-        "allocations": [{"node": a.node, "slots": a.slots} for a in ar.allocations],
+        "allocations": [_allocation_view(a) for a in ar.allocations],
+        "inner": sorted(manager.inside.inner(ar.id)),
         "request": wire.encode_request(request),
         "job_runtime_limit": max(0, request.duration - manager.config.duration_offset),
         "submit_hint": manager.backend.submit_hint(ar),
@@ -69,8 +70,16 @@ def reservation_view(ar: Reservation, manager: Manager) -> dict:
             "expires": ar.pending_since + manager.config.commit_timeout,
             "start": ar.pending_request.start if ar.pending_request else None,
             "end": ar.pending_request.end if ar.pending_request else None,
-            "allocations": [{"node": a.node, "slots": a.slots} for a in ar.pending_allocations],
+            "allocations": [_allocation_view(a) for a in ar.pending_allocations],
         }
+    return view
+
+
+def _allocation_view(allocation) -> dict:
+    """A node the AR holds: its slots, and the AR they are inside (ResAccess)."""
+    view = {"node": allocation.node, "slots": allocation.slots}
+    if allocation.within is not None:
+        view["within"] = allocation.within
     return view
 
 
@@ -206,7 +215,6 @@ class Service:
         times up to ``last_start`` at which it would be granted now."""
         request = wire.reserve_request(args)
         last_start = args.time("last_start", "TimeSpec", True)
-        _refuse_res_access(args)
         args.done()
         ranges = self.manager.start_ranges(caller, request, last_start)
         return {"user": caller.user, "ranges": [list(r) for r in ranges]}
@@ -233,7 +241,6 @@ class Service:
     def op_setres(self, caller: Caller, args: wire.Arguments) -> dict:
         """SETRES (seed 003): reserve at the request's start; the ResKey once."""
         request = wire.reserve_request(args)
-        _refuse_res_access(args)
         args.done()
         ar = self.manager.reserve(caller, request)
         self.on_change([ar])
@@ -244,7 +251,6 @@ class Service:
         start found; the ResKey once."""
         request = wire.reserve_request(args)
         last_start = args.time("last_start", "TimeSpec", True)
-        _refuse_res_access(args)
         args.done()
         ar = self.manager.reserve_earliest(caller, request, last_start)
         self.on_change([ar])
@@ -388,12 +394,6 @@ class Service:
             raise PermissionDenied("only the owner of plus_scheduler or a manager may stop it")
         threading.Timer(0.2, self.on_shutdown).start()  # after this reply is sent
         return {"stopping": os.getpid()}
-
-
-def _refuse_res_access(args: wire.Arguments) -> None:
-    if args.items("res_access"):
-        raise InvalidRequest("ResAccess: placing a reservation inside other ARs is not "
-                             "supported by this site yet; leave ResAccess out")
 
 
 def _reply_to(service: Service, sock: socket.socket, peer: connections.Peer,

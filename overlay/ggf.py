@@ -145,8 +145,8 @@ def resquery_arguments(named: dict, now: int) -> dict:
     needed = time_needed(named["TimeNeeded"])
     request, last = query_shape(needed, time_spec(named.get("TimeSpec"), now),
                                 resource_list(named["ResourceList"]))
-    return {**request, "last_start": last,
-            "res_access": list(res_access(named.get("ResAccess"))) or None}
+    request["res_access"] = list(res_access(named.get("ResAccess")))
+    return {**request, "last_start": last}
 
 
 def setres_arguments(named: dict, now: int) -> dict:
@@ -154,8 +154,8 @@ def setres_arguments(named: dict, now: int) -> dict:
     (TimeNeeded, StartTime, {ResAccess}, ResourceList)."""
     needed = time_needed(named["TimeNeeded"])
     start = _moment(named["StartTime"], now, "StartTime")
-    return {**request_wire(start=start, end=start + needed, **resource_list(named["ResourceList"])),
-            "res_access": list(res_access(named.get("ResAccess"))) or None}
+    return request_wire(start=start, end=start + needed, res_access=res_access(named.get("ResAccess")),
+                        **resource_list(named["ResourceList"]))
 
 
 def resquery_answer(data: dict) -> dict:

@@ -140,7 +140,8 @@ class Lifecycle:
             self._expire(now, looked)
             if full:
                 try:
-                    manager.backend.reconcile(list(manager.ars.values()))
+                    manager.backend.reconcile([manager.enforced(ar)
+                                               for ar in manager.ars.values()])
                 except Exception as exc:
                     log.warning("backend reconcile failed (will retry): %s", exc)
             self._absorb()

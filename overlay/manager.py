@@ -31,9 +31,10 @@ from overlay.model import (FINISHED_STATES, Allocation, InvalidRequest, LimitExc
                            Node, Operation, PermissionDenied, Request, Reservation,
                            ReservationError, State, UnknownReservation)
 from overlay.ordering import sort_nodes
-from overlay.planner import MultiPlanner
+from overlay.planner import MultiPlanner, covered_ranges
 from overlay.policy import PolicyContext, context_for, used_part
 from overlay.matching import node_satisfies
+from overlay.nesting import Inside, accessible, enforced, merged
 from overlay.request import RequestError, access_list, parse_mail_list, parse_mail_options, window_end
 from overlay.store import Store
 from overlay.users import groups_of
@@ -83,16 +84,17 @@ def _pending_key(ar_id: int) -> tuple[int, str]:
     return (ar_id, "pending")
 
 
-def _spans(ar: Reservation) -> Iterator[tuple[object, str, int, int, int]]:
-    """What ``ar`` holds in the planner, as (key, node, start, end, slots):
-    its granted window, and the window a pending modification asks for."""
+def _spans(ar: Reservation) -> Iterator[tuple[object, str, int, int, int, int | None]]:
+    """What ``ar`` holds, as (key, node, start, end, slots, within): its
+    granted window, and the window a pending modification asks for; with
+    ``within``, inside that AR's slots (ResAccess) instead of the node's."""
     if ar.holds_resources:
         for a in ar.allocations:
-            yield ar.id, a.node, ar.start, ar.end, a.slots
+            yield ar.id, a.node, ar.start, ar.end, a.slots, a.within
     if ar.pending_request is not None:
         for a in ar.pending_allocations:
             yield (_pending_key(ar.id), a.node, ar.pending_request.start, ar.pending_request.end,
-                   a.slots)
+                   a.slots, a.within)
 
 
 class Manager:
@@ -119,8 +121,13 @@ class Manager:
         self._finished = {ar.id for ar in self.ars.values() if ar.state in FINISHED_STATES}
         self.refusals: dict[int, Refusal] = {}
         self.history: list[Reservation] = store.load_usage(self.now() - config.usage_history)
+        self.inside = Inside()
         self.refresh_nodes()
-        self.planner.book_many(span for ar in self.ars.values() for span in _spans(ar))
+        spans = [span for ar in self.ars.values() for span in _spans(ar)]
+        self.planner.book_many(span[:5] for span in spans if span[5] is None)
+        for key, node, start, end, slots, within in spans:
+            if within is not None:
+                self.inside.book(key, node, within, start, end, slots)
 
     # -- helpers ---------------------------------------------------------------
 
@@ -152,7 +159,8 @@ class Manager:
     def ars_on(self, nodes: Iterable[str]) -> set[int]:
         """The ids of the ARs holding (or asking for) some of ``nodes``."""
         return {key if isinstance(key, int) else key[0]
-                for node in nodes for key in self.planner.keys_on(node)}
+                for node in nodes
+                for key in self.planner.keys_on(node) + self.inside.keys_on(node)}
 
     def capacity(self) -> dict[str, int]:
         """Each node's slots, worked out once per refresh of the nodes (read only)."""
@@ -162,8 +170,11 @@ class Manager:
 
     def _book(self, ar: Reservation) -> None:
         self._unbook(ar.id)
-        for span in _spans(ar):
-            self.planner.book(*span)
+        for key, node, start, end, slots, within in _spans(ar):
+            if within is None:
+                self.planner.book(key, node, start, end, slots)
+            else:
+                self.inside.book(key, node, within, start, end, slots)
 
     def _stored(self, ar: Reservation, capacity: dict[str, int] | None = None,
                 **changes) -> Reservation:
@@ -175,9 +186,11 @@ class Manager:
         return updated
 
     def _keep(self, ar: Reservation) -> None:
-        """Hold ``ar`` in memory (after the store has it) and note the change."""
+        """Hold ``ar`` in memory (after the store has it) and note the change
+        (and of the ARs it is inside, whose enforced slots follow it)."""
         self.ars[ar.id] = ar
         self.changed.add(ar.id)
+        self.changed.update(ar.outers)
         if ar.state in FINISHED_STATES:
             self._finished.add(ar.id)
         else:
@@ -192,8 +205,9 @@ class Manager:
             log.exception("plugin hook %s failed", hook)
 
     def _unbook(self, ar_id: int) -> None:
-        self.planner.unbook(ar_id)
-        self.planner.unbook(_pending_key(ar_id))
+        for key in (ar_id, _pending_key(ar_id)):
+            self.planner.unbook(key)
+            self.inside.unbook(key)
 
     def _get(self, ar_id: int) -> Reservation:
         ar = self.ars.get(ar_id)
@@ -236,6 +250,7 @@ class Manager:
         self.store.remove(ar.id, used)
         del self.ars[ar.id]
         self.changed.add(ar.id)
+        self.changed.update(ar.outers)
         self._finished.discard(ar.id)
         self.refusals.pop(ar.id, None)
         if used is not None:
@@ -317,31 +332,40 @@ class Manager:
                   ignore: Iterable = (), prefer: Iterable[str] = ()) -> list[Allocation]:
         """Choose ``request.nodes`` nodes free over the window, asking the
         reservability hooks node by node (PluS's PLUS_NODE_RESERVABLE)."""
+        outers = accessible(self.ars, request.res_access, owner.user, owner.groups,
+                            owner.is_manager)
         candidates = self._eligible(request)
         ordered = self.pm.hook.plus_node_order(nodes=candidates, request=request,
                                                owner=owner.user, groups=owner.groups,
                                                context=context)
         if ordered is not None:
             candidates = list(ordered)
-        # the AR's own nodes first (a modify keeps them), then hosts that run jobs
+        # the AR's own nodes first (a modify keeps them), then nodes of the ARs
+        # it may be inside (ResAccess), then hosts that run jobs
         preferred = set(prefer)
-        candidates.sort(key=lambda n: (n.name not in preferred, not n.runs_jobs))
+        held = {a.node for outer in outers for a in outer.allocations}
+        candidates.sort(key=lambda n: (n.name not in preferred, n.name not in held,
+                                       not n.runs_jobs))
         matching = len(candidates)
         blocked = self.backend.blocked_nodes(request)
         refusals: dict[str, int] = {}
         if blocked:
             for node in candidates:
-                if node.name in blocked:
+                if node.name in blocked and node.name not in held:
                     refusals[blocked[node.name]] = refusals.get(blocked[node.name], 0) + 1
-            candidates = [n for n in candidates if n.name not in blocked]
+            candidates = [n for n in candidates if n.name not in blocked or n.name in held]
         chosen: list[Node] = []
+        within: list[int | None] = []
         hook = plugins.PolicyHook(self.pm, "plus_node_reservable", request=request,
                                   owner=owner.user, groups=owner.groups, context=context)
         wants_allocated = hook.wants("allocated")
         skip, free = frozenset(ignore), 0
         for node in candidates:    # in order, until enough: a reserve asks few nodes of many
-            if not self.planner.fits(node.name, request.slots_on(node), request.start, request.end,
-                                     skip):
+            need = request.slots_on(node)
+            outer = next((o.id for o in outers if self.inside.fits(
+                o, node.name, need, request.start, request.end, skip)), None)
+            if outer is None and (node.name in blocked or not self.planner.fits(
+                    node.name, need, request.start, request.end, skip)):
                 continue
             free += 1
             refusal = hook.first_refusal(node=node,
@@ -350,8 +374,9 @@ class Manager:
                 refusals[refusal] = refusals.get(refusal, 0) + 1
                 continue
             chosen.append(node)
+            within.append(outer)
             if len(chosen) == request.nodes:
-                return [Allocation(n.name, request.slots_on(n)) for n in chosen]
+                return [Allocation(n.name, request.slots_on(n), w) for n, w in zip(chosen, within)]
         reason = (f"only {len(chosen)} of the {request.nodes} requested nodes can be reserved "
                   f"for this window ({len(self.nodes)} nodes known, {matching} match the "
                   f"request, {free} free)")
@@ -417,14 +442,25 @@ class Manager:
             blocked = self.backend.blocked_nodes(request)
             hook = plugins.PolicyHook(self.pm, "plus_node_reservable", request=request,
                                       owner=caller.user, groups=caller.groups, context=context)
-            names = [node.name for node in self._eligible(request)
-                     if node.name not in blocked and not hook.first_refusal(node=node, allocated=())]
+            outers = accessible(self.ars, request.res_access, caller.user, caller.groups,
+                                caller.is_manager)
+            nodes = [node for node in self._eligible(request)
+                     if not hook.first_refusal(node=node, allocated=())]
             slots = request.slots_per_node
+            if outers:
+                return covered_ranges((found for node in nodes for found in merged(
+                    ([] if node.name in blocked else self.planner.node_ranges(
+                        node.name, request.slots_on(node), request.duration, first, last_start))
+                    + [found for outer in outers for found in self.inside.ranges(
+                        outer, node.name, request.slots_on(node), request.duration, first,
+                        last_start)])), request.nodes)
 
             def need(name: str) -> int:
                 return slots
 
-            return self.planner.start_ranges(names, None if slots is None else need,
+            return self.planner.start_ranges([node.name for node in nodes
+                                              if node.name not in blocked],
+                                             None if slots is None else need,
                                              request.nodes, request.duration, first, last_start)
 
     def job_start(self, caller: Caller, request: Request) -> tuple[int | None, str]:
@@ -503,6 +539,11 @@ class Manager:
             self._check_no_pending(ar)
             if ar.state in FINISHED_STATES:
                 raise ReservationError(f"AR {ar_id} has already ended (state {ar.state.value})")
+            inner = sorted(i for i in self.inside.inner(ar.id) if i in self.ars)
+            if inner and (start, end, duration, nodes) != (None, None, None, None):
+                raise InvalidRequest(f"AR {ar_id} holds ARs placed inside it ("
+                                     f"{', '.join(map(str, inner))}): its window and nodes cannot "
+                                     "change while they do; cancel or move them first")
             now = self.now()
             started = now >= ar.start
             if started and start is not None and start != ar.start:
@@ -552,7 +593,7 @@ class Manager:
         self.reporting.ar_attribute(now, after)
         self._log(after, EVENT_MODIFIED, "AR modified")
         try:
-            self.backend.modify(before, after)
+            self.backend.modify(self.enforced(before), self.enforced(after))
         except Exception as exc:  # the reconcile loop retries
             log.warning("backend modify of AR %s failed: %s", after.id, exc)
         self.apply(after)
@@ -600,9 +641,10 @@ class Manager:
                 done.append(act(ar))
         return done
 
-    def _cancel_now(self, ar: Reservation) -> Reservation:
+    def _cancel_now(self, ar: Reservation, message: str = "cancelled") -> Reservation:
+        self._cancel_inner(ar)
         now = self.now()
-        ar = self._stored(ar, state=State.DELETED, finished_time=now, message="cancelled",
+        ar = self._stored(ar, state=State.DELETED, finished_time=now, message=message,
                           pending=None, pending_since=None)
         self._unbook(ar.id)
         self.reporting.ar_acct(now, ar)
@@ -617,7 +659,16 @@ class Manager:
             selected = self.select(caller, ar_id, owner, "destroy", transactional)
             return self._now_or_pending(selected, Operation.DESTROY, transactional, self._destroy_now)
 
+    def _cancel_inner(self, outer: Reservation) -> None:
+        """The ARs inside ``outer`` (ResAccess) are cancelled with it: the
+        slots they used go with it. Their records stay, saying why."""
+        for inner_id in sorted(self.inside.inner(outer.id)):
+            inner = self.ars.get(inner_id)
+            if inner is not None and inner.state not in FINISHED_STATES:
+                self._cancel_now(inner, f"cancelled with AR {outer.id}, inside which it was")
+
     def _destroy_now(self, ar: Reservation) -> Reservation:
+        self._cancel_inner(ar)
         now = self.now()
         self._remove(ar, until=None if ar.state in FINISHED_STATES else now)
         if ar.holds_resources:
@@ -756,7 +807,20 @@ class Manager:
 
     def apply(self, ar: Reservation) -> bool:
         """Make the backend match one AR's stored state (idempotent); whether
-        it did (a failure is logged, and the lifecycle retries)."""
+        it did (a failure is logged, and the lifecycle retries). The ARs it
+        is inside follow at once: their enforced slots depend on it."""
+        done = self._apply(ar)
+        for outer in ar.outers:
+            if outer in self.ars:
+                self._apply(self.ars[outer])
+        return done
+
+    def enforced(self, ar: Reservation) -> Reservation:
+        """``ar`` as the backend is to enforce it: less what ARs inside it use."""
+        return enforced(ar, self.inside.used(ar.id))
+
+    def _apply(self, ar: Reservation) -> bool:
+        ar = self.enforced(ar)
         try:
             if ar.state in (State.WAITING, State.WARNING):
                 self.backend.prepare(ar)

@@ -95,7 +95,8 @@ class Request:
     ``attributes`` and ``queues`` restrict which nodes qualify.
     ``hard_error`` (qrsub -he yes) keeps the AR unusable while it is in
     error; ``mail_options`` (-m, letters of "bea" or "n") and ``mail_list``
-    (-M) say who hears of which events.
+    (-M) say who hears of which events. ``res_access`` (seed 003's
+    ResAccess) names ARs whose slots the AR may use as well as free ones.
     """
 
     start: int
@@ -113,6 +114,7 @@ class Request:
     hard_error: bool = False
     mail_options: str = ""
     mail_list: tuple[str, ...] = ()
+    res_access: tuple[int, ...] = ()
 
     @property
     def duration(self) -> int:
@@ -128,10 +130,13 @@ class Request:
 
 @dataclass(frozen=True, slots=True)
 class Allocation:
-    """Slots of one node held by an AR over its window."""
+    """Slots of one node held by an AR over its window: the node's own, or
+    (``within``) slots of another AR there that the request's ResAccess
+    named, which the AR uses instead of free ones."""
 
     node: str
     slots: int
+    within: int | None = None
 
 
 @dataclass(slots=True)
@@ -175,6 +180,11 @@ class Reservation:
     @property
     def node_names(self) -> list[str]:
         return [a.node for a in self.allocations]
+
+    @property
+    def outers(self) -> set[int]:
+        """The ARs whose slots this one uses (ResAccess)."""
+        return {a.within for a in self.allocations if a.within is not None}
 
     def window_state(self, now: int) -> State:
         """The state the clock alone gives a granted, healthy AR."""

@@ -280,6 +280,17 @@ class Planner:
         return int(self.times[after]) if after < len(self.times) else INFINITY
 
 
+def inside(capacity: int, start: int, end: int,
+           bookings: Iterable[tuple[object, int, int, int]]) -> Planner:
+    """The slots an AR holds on one node (``capacity`` over [start, end)),
+    with the bookings (key, start, end, slots) of the ARs placed inside it
+    (ResAccess): before and after its window nothing is free."""
+    planner = Planner(capacity)
+    planner.book_many([("before", 0, start, capacity), ("after", end, INFINITY, capacity),
+                       *bookings])
+    return planner
+
+
 def covered_ranges(ranges: Iterable[tuple[int, int]], count: int) -> list[tuple[int, int]]:
     """Maximal closed ranges of integer times lying in at least ``count``
     of the given closed ranges: where ``count`` nodes could all start."""
@@ -479,15 +490,20 @@ class MultiPlanner:
             return covered_ranges(zip(starts[keep].tolist(), np.minimum(ends[keep], last).tolist()),
                                   count)
         need = self._needs(need)
-        ranges = []
-        for name in names:
-            planner = self._planners.get(name)
-            if planner is None:
-                continue
-            for span_start, span_end in planner.free_spans(need(name), first, last + duration, skip):
-                if span_end - span_start >= duration:
-                    ranges.append((span_start, span_end - duration))
-        return covered_ranges(ranges, count)
+        return covered_ranges((found for name in names
+                               for found in self.node_ranges(name, need(name), duration, first,
+                                                             last, skip)), count)
+
+    def node_ranges(self, name: str, amount: int, duration: int, first: int, last: int,
+                    ignore: Iterable = ()) -> list[tuple[int, int]]:
+        """Closed ranges of start times in [first, last] at which ``amount``
+        of ``name`` stays free for ``duration`` seconds."""
+        planner = self._planners.get(name)
+        if planner is None:
+            return []
+        return [(start, end - duration)
+                for start, end in planner.free_spans(amount, first, last + duration, ignore)
+                if end - start >= duration]
 
     def earliest_start(self, names: Iterable[str], need: Callable[[str], int] | None, count: int,
                        duration: int, after: int, ignore: Iterable = ()) -> int | None:

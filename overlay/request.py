@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 REQUEST_FIELDS = ("start", "end", "nodes", "users", "slots_per_node", "memory_mb", "ncpus",
                   "arch", "os", "attributes", "queues", "name", "hard_error", "mail_options",
-                  "mail_list")
+                  "mail_list", "res_access")
 """A Request's fields (overlay.model.Request), by the names of its one wire
 form: what plus_reserve sends, the socket and the HTTP API take, the views
 show and the store keeps."""
@@ -28,7 +28,7 @@ show and the store keeps."""
 
 def request_wire(*, start: int, end: int, nodes: int, users=(), slots_per_node=None,
                  memory_mb=None, ncpus=None, arch=None, os=None, attributes=(), queues=(),
-                 name="", hard_error=False, mail_options="", mail_list=()) -> dict:
+                 name="", hard_error=False, mail_options="", mail_list=(), res_access=()) -> dict:
     """A request in its wire form: JSON values (lists for tuples, an -l
     attribute a [name, value] pair), every field present. Clients build it
     from their options, the daemon from a Request (overlay.wire)."""
@@ -36,7 +36,8 @@ def request_wire(*, start: int, end: int, nodes: int, users=(), slots_per_node=N
             "slots_per_node": slots_per_node, "memory_mb": memory_mb, "ncpus": ncpus,
             "arch": arch, "os": os, "attributes": [list(pair) for pair in attributes],
             "queues": list(queues), "name": name, "hard_error": hard_error,
-            "mail_options": mail_options, "mail_list": list(mail_list)}
+            "mail_options": mail_options, "mail_list": list(mail_list),
+            "res_access": list(res_access)}
 
 
 MAX_AR_ID = 9_999_999

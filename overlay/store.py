@@ -25,7 +25,7 @@ from sqlalchemy.exc import DatabaseError, OperationalError
 from sqlmodel import Field, Session, SQLModel, create_engine, delete, select
 
 from overlay.model import Allocation, Operation, Request, Reservation, ReservationError, State
-from overlay.planner import MultiPlanner
+from overlay.planner import MultiPlanner, inside
 from overlay.request import MAX_AR_ID
 from overlay.wire import encode_request, stored_request
 
@@ -104,6 +104,7 @@ class AllocationRow(SQLModel, table=True):
     end_time: int = Field(index=True, sa_type=BigInteger)
     pending: bool = False
     held: bool = True  # False once the AR ended or was cancelled: a record, not a booking
+    within_id: int | None = Field(default=None, index=True)  # the AR whose slots it uses
 
 
 class UsageRow(SQLModel, table=True):
@@ -167,11 +168,12 @@ def _allocation_values(ar: Reservation) -> list[dict]:
     """The AR's allocation rows as plain values: a whole-cluster AR has
     thousands, and building ORM objects for them took a third of a second."""
     rows = [dict(reservation_id=ar.id, node=a.node, slots=a.slots, start_time=ar.start,
-                 end_time=ar.end, pending=False, held=ar.holds_resources) for a in ar.allocations]
+                 end_time=ar.end, pending=False, held=ar.holds_resources, within_id=a.within)
+            for a in ar.allocations]
     if ar.pending_request is not None:
         rows += [dict(reservation_id=ar.id, node=a.node, slots=a.slots,
                       start_time=ar.pending_request.start, end_time=ar.pending_request.end,
-                      pending=True, held=True)
+                      pending=True, held=True, within_id=a.within)
                  for a in ar.pending_allocations]
     return rows
 
@@ -181,10 +183,19 @@ _BOOKED = select(_ALLOCATIONS.reservation_id, _ALLOCATIONS.node, _ALLOCATIONS.st
                  _ALLOCATIONS.end_time, _ALLOCATIONS.slots).where(
     _ALLOCATIONS.node.in_(bindparam("nodes", expanding=True)),
     _ALLOCATIONS.start_time < bindparam("last"), _ALLOCATIONS.end_time > bindparam("first"),
-    _ALLOCATIONS.held, _ALLOCATIONS.reservation_id != bindparam("own"))
+    _ALLOCATIONS.held, _ALLOCATIONS.reservation_id != bindparam("own"),
+    _ALLOCATIONS.within_id.is_(None))
 """The bookings of other ARs on some nodes over a span (Store._check_capacity),
 built once, like the inserts below: SQLAlchemy works out the cache key of
 each new statement it runs."""
+_OUTER = select(_ALLOCATIONS.start_time, _ALLOCATIONS.end_time, _ALLOCATIONS.slots).where(
+    _ALLOCATIONS.reservation_id == bindparam("outer"), _ALLOCATIONS.node == bindparam("node"),
+    _ALLOCATIONS.held, _ALLOCATIONS.pending.is_(False), _ALLOCATIONS.within_id.is_(None))
+_INSIDE = select(_ALLOCATIONS.reservation_id, _ALLOCATIONS.start_time, _ALLOCATIONS.end_time,
+                 _ALLOCATIONS.slots).where(
+    _ALLOCATIONS.within_id == bindparam("outer"), _ALLOCATIONS.node == bindparam("node"),
+    _ALLOCATIONS.held, _ALLOCATIONS.reservation_id != bindparam("own"))
+"""What an AR holds on a node, and the bookings inside it there (ResAccess)."""
 _INSERT_RESERVATION = insert(ReservationRow.__table__)
 _INSERT_ALLOCATIONS = insert(AllocationRow.__table__)
 
@@ -199,12 +210,14 @@ def _from_rows(row: ReservationRow, allocations: list[AllocationRow]) -> Reserva
     return Reservation(
         id=row.id, owner=row.owner, group=row.owner_group, request=_decode_request(row.request),
         state=State(row.state), submission_time=row.submission_time,
-        allocations=[Allocation(a.node, a.slots) for a in allocations if not a.pending],
+        allocations=[Allocation(a.node, a.slots, a.within_id) for a in allocations
+                     if not a.pending],
         acl=tuple(filter(None, row.acl.split(","))), account=row.account, message=row.message,
         finished_time=row.finished_time,
         pending=Operation(row.pending) if row.pending else None, pending_since=row.pending_since,
         pending_request=_decode_request(row.pending_request) if row.pending_request else None,
-        pending_allocations=[Allocation(a.node, a.slots) for a in allocations if a.pending])
+        pending_allocations=[Allocation(a.node, a.slots, a.within_id) for a in allocations
+                             if a.pending])
 
 
 def _usage_row(used: Reservation) -> UsageRow:
@@ -251,6 +264,11 @@ def _keep_private(database: str) -> None:
             pass
 
 
+_ADDED_COLUMNS = {("allocation", "within_id"): "INTEGER"}
+"""Columns added since the first stores were made, nullable: a store that
+lacks one gains it at the daemon's start."""
+
+
 def create_tables(engine: Engine, url: str, metadata: MetaData) -> None:
     """Create the tables that do not exist yet, and refuse a database whose
     tables lack columns (a store made by another version). Under the write
@@ -264,6 +282,12 @@ def create_tables(engine: Engine, url: str, metadata: MetaData) -> None:
         for table in metadata.sorted_tables:
             present = {column["name"]: column for column in inspector.get_columns(table.name)}
             missing = [column.name for column in table.columns if column.name not in present]
+            added = [column for column in missing if (table.name, column) in _ADDED_COLUMNS]
+            if missing == added:
+                for column in added:
+                    connection.execute(text(f"ALTER TABLE {table.name} ADD COLUMN {column} "
+                                            f"{_ADDED_COLUMNS[table.name, column]}"))
+                missing = []
             if missing:
                 raise StoreError(
                     f"the store {shown_url(url)} was made by another "
@@ -420,7 +444,8 @@ class Store:
             rows = connection.execute(select(reservations).order_by(reservations.c.id)).all()
             held: dict[int, list] = {}
             for alloc in connection.execute(select(allocations.c.reservation_id, allocations.c.node,
-                                                   allocations.c.slots, allocations.c.pending)):
+                                                   allocations.c.slots, allocations.c.pending,
+                                                   allocations.c.within_id)):
                 held.setdefault(alloc.reservation_id, []).append(alloc)
         return [_from_rows(row, held.get(row.id, [])) for row in rows]
 
@@ -497,12 +522,16 @@ class Store:
         Rows of ``own_id`` (the AR being changed) are not counted, and its
         current and pending bookings are alternatives, never summed."""
         wanted = [row for row in _allocation_values(ar) if row["held"]]
+        own = 0 if own_id is None else own_id     # ids start at 1
+        for row in wanted:
+            if row["within_id"] is not None:
+                self._check_inside(session, row, own)
+        wanted = [row for row in wanted if row["within_id"] is None]
         if not wanted:
             return
         nodes = sorted({row["node"] for row in wanted})
         bounds = {"nodes": nodes, "first": min(row["start_time"] for row in wanted),
-                  "last": max(row["end_time"] for row in wanted),
-                  "own": 0 if own_id is None else own_id}     # ids start at 1
+                  "last": max(row["end_time"] for row in wanted), "own": own}
         planner = MultiPlanner()
         for node in nodes:
             planner.set_capacity(node, capacity.get(node, 0))
@@ -511,3 +540,18 @@ class Store:
             if not planner.fits(row["node"], row["slots"], row["start_time"], row["end_time"]):
                 raise Conflict(f"node {row['node']} is no longer free for the requested window "
                                "(another reservation took it); try again")
+
+    def _check_inside(self, session: Session, row: dict, own: int) -> None:
+        """Refuse a booking inside another AR (ResAccess) that AR no longer
+        holds the node for, or whose slots there the ARs inside it fill."""
+        outer, node = row["within_id"], row["node"]
+        connection = session.connection()
+        held = connection.execute(_OUTER, {"outer": outer, "node": node}).first()
+        if held is None:
+            raise Conflict(f"AR {outer} no longer holds node {node}; try again")
+        others = connection.execute(_INSIDE, {"outer": outer, "node": node, "own": own})
+        planner = inside(held.slots, held.start_time, held.end_time, (tuple(r) for r in others))
+        if not planner.fits(row["slots"], row["start_time"], row["end_time"]):
+            raise Conflict(f"AR {outer} has no longer {row['slots']} slot(s) free on node {node} "
+                           "for the requested window (another reservation inside it took "
+                           "them); try again")

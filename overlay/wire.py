@@ -143,7 +143,7 @@ def stored_request(data: dict) -> Request:
     so trusted: not checked again). A field stored before it existed takes
     its default."""
     fields = {name: data[name] for name in REQUEST_FIELDS if name in data}
-    for name in ("users", "queues", "mail_list"):
+    for name in ("users", "queues", "mail_list", "res_access"):
         if name in fields:
             fields[name] = tuple(fields[name])
     if "attributes" in fields:
@@ -166,7 +166,17 @@ def reserve_request(args: Arguments) -> Request:
         name=args.checked("name", lambda v: v and parse_name(v, "-N")) or "",
         hard_error=args.flag("hard_error"),
         mail_options=args.checked("mail_options", lambda v: v and parse_mail_options(v)) or "",
-        mail_list=args.names("mail_list", "-M", parse_mail_list) or ())
+        mail_list=args.names("mail_list", "-M", parse_mail_list) or (),
+        res_access=_ar_ids(args.items("res_access") or ()))
+
+
+def _ar_ids(items: list) -> tuple[int, ...]:
+    """ResAccess: AR ids, each once."""
+    if not all(isinstance(i, int) and not isinstance(i, bool) and 1 <= i <= MAX_AR_ID
+               for i in items):
+        raise RequestError(f"ResAccess: AR ids (1 to {MAX_AR_ID}) are accepted, got "
+                           f"{limits.shown(repr(items))}")
+    return tuple(dict.fromkeys(items))
 
 
 def ar_id(args: Arguments, required: bool = False) -> int | None:

@@ -240,3 +240,27 @@ def test_query_says_when_a_job_would_start_by_command_and_over_http(api):
     too_many = daemon.run("plusu2", "plus_query", "plusu2", "30m", "nodes=6")
     assert too_many.returncode == 1 and "only 5 node(s) match the request" in too_many.stderr
     daemon.ok("plusu1", "plus_destroy", "-r", str(ar["id"]))
+
+
+def test_a_group_carves_reservations_for_its_members_out_of_its_ar(api):
+    daemon, url = api
+    start = window(100)["start"]
+    group = daemon.reserve("plusu1", "-s", iso(start), "-e", iso(start + 4 * HOUR), "-n", "5",
+                           "-U", "plusu2")                     # every node, plusu2 may use it
+    spec = f"{start},{start + 3 * HOUR}"
+    assert daemon.ok("plusu2", "plus_resquery", "plusu2", "1h", spec, "nodes=1").strip() == ""
+    ranges = daemon.ok("plusu2", "plus_resquery", "plusu2", "1h", spec, f"R{group['id']}",
+                       "nodes=2;ppn=2").split()
+    assert [int(t) for t in ranges] == [start, start + 3 * HOUR]
+    line = daemon.ok("plusu2", "plus_setres", "plusu2", "1h", str(start + HOUR),
+                     f"R{group['id']}", "nodes=2;ppn=2").split()
+    (inner,) = daemon.status("-r", line[2].removeprefix("R"))
+    assert {a["within"] for a in inner["allocations"]} == {group["id"]}
+    assert daemon.status("-r", str(group["id"]))[0]["inner"] == [inner["id"]]
+    detail = daemon.ok("plusu2", "plus_status", "-r", str(inner["id"]))
+    assert f"inside:                     R{group['id']}" in detail
+    daemon.ok("plusu1", "plus_cancel", "-r", str(group["id"]))
+    (cancelled,) = daemon.status("-r", str(inner["id"]))
+    assert cancelled["state"] == "d" and f"cancelled with AR {group['id']}" in cancelled["message"]
+    for ar_id in (group["id"], inner["id"]):
+        daemon.ok("root", "plus_destroy", "-r", str(ar_id))

@@ -225,7 +225,7 @@ def test_resquery_by_command_and_over_http_give_the_same_ranges(api):
     (["plusu1", "2h", "nodes=1;bad"], 2, "ResourceList: invalid item 'bad'"),
     (["plusu1", "2h", "soon", "nodes=1"], 2, "TimeSpec earliest: invalid time 'soon'"),
     (["plusu1", "nodes=1"], 2, "expected UserID TimeNeeded {TimeSpec} {ResAccess} ResourceList"),
-    (["plusu1", "2h", "R1", "nodes=1"], 1, "ResAccess: placing a reservation inside other ARs"),
+    (["plusu1", "2h", "R9999", "nodes=1"], 1, "ResAccess: AR 9999 does not exist"),
     (["plusu2", "2h", "nodes=1"], 1, "plusu1 may not act for another UserID"),
 ])
 def test_resquery_refuses_bad_words_with_a_line_naming_them(api, words, status, message):

@@ -586,6 +586,21 @@ def test_a_store_from_another_version_is_refused_with_the_missing_columns(store_
         Store(store_url)
 
 
+def test_a_store_made_before_res_access_gains_its_column(store_url):
+    from sqlalchemy import create_engine, text as sql
+
+    Store(store_url).close()
+    engine = create_engine(store_url)
+    with engine.begin() as connection:
+        connection.execute(sql("DROP INDEX ix_allocation_within_id"))
+        connection.execute(sql("ALTER TABLE allocation DROP COLUMN within_id"))
+    engine.dispose()
+    store = Store(store_url)
+    inner = store.create(new_ar(start=1000, end=5000), CAPACITY)
+    assert store.get(inner.id).allocations == [Allocation("n1", 4)]
+    store.close()
+
+
 def test_a_removed_ar_can_leave_its_usage_behind(store):
     kept = store.create(new_ar(start=1000, end=5000, allocations=(("n1", 4), ("n:2", 2))),
                         {**CAPACITY, "n:2": 2})

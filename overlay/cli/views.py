@@ -69,6 +69,11 @@ def detail(view: dict) -> str:
     ]
     if view["request"].get("mail_list"):
         fields.append(("mail_list", ",".join(view["request"]["mail_list"])))
+    outers = sorted({a["within"] for a in view["allocations"] if a.get("within")})
+    if outers:
+        fields.append(("inside", ",".join(f"R{outer}" for outer in outers)))
+    if view.get("inner"):
+        fields.append(("holds_inside", ",".join(f"R{inner}" for inner in view["inner"])))
     if view.get("message"):
         fields.append(("message", view["message"]))
     fields += [("warning", warning) for warning in view.get("warnings", ())]

@@ -64,6 +64,8 @@ class ReservationIn(BaseModel):
     hard_error: bool = False
     mail_options: Text = ""
     mail_list: Names = []
+    res_access: Annotated[list[Annotated[int, Field(ge=1, le=MAX_AR_ID)]],
+                          Field(max_length=limits.MAX_ITEMS)] = []
     transactional: bool = False
 
 
