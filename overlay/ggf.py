@@ -154,7 +154,8 @@ def setres_arguments(named: dict, now: int) -> dict:
     (TimeNeeded, StartTime, {ResAccess}, ResourceList)."""
     needed = time_needed(named["TimeNeeded"])
     start = _moment(named["StartTime"], now, "StartTime")
-    return request_wire(start=start, end=start + needed, res_access=res_access(named.get("ResAccess")),
+    return request_wire(start=start, end=start + needed,
+                        res_access=res_access(named.get("ResAccess")),
                         **resource_list(named["ResourceList"]))
 
 
