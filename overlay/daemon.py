@@ -230,21 +230,26 @@ class Service:
                              f"too many of the nodes ({how})")
         return {"user": caller.user, "start": start, "how": how}
 
-    def _with_reskey(self, ar: Reservation) -> dict:
-        """The view of a reservation SETRES or RESQANDSET made, with its
-        ResKey: the only time the key is sent."""
+    def _keys(self) -> reskey.ResKeys:
+        """The ResKey issuer, asked before a reservation is made for one."""
         if self.reskeys is None:
             raise ReservationError("this plus_scheduler issues no ResKeys")
+        return self.reskeys
+
+    def _with_reskey(self, ar: Reservation, keys: reskey.ResKeys) -> dict:
+        """The view of a reservation SETRES or RESQANDSET made, with its
+        ResKey: the only time the key is sent."""
         return {**reservation_view(ar, self.manager),
-                "reskey": self.reskeys.issue(ar.id, ar.owner, ar.submission_time)}
+                "reskey": keys.issue(ar.id, ar.owner, ar.submission_time)}
 
     def op_setres(self, caller: Caller, args: wire.Arguments) -> dict:
         """SETRES (seed 003): reserve at the request's start; the ResKey once."""
         request = wire.reserve_request(args)
         args.done()
+        keys = self._keys()
         ar = self.manager.reserve(caller, request)
         self.on_change([ar])
-        return self._with_reskey(ar)
+        return self._with_reskey(ar, keys)
 
     def op_resqandset(self, caller: Caller, args: wire.Arguments) -> dict:
         """RESQANDSET (seed 003): RESQUERY, then reserve at the earliest
@@ -252,9 +257,10 @@ class Service:
         request = wire.reserve_request(args)
         last_start = args.time("last_start", "TimeSpec", True)
         args.done()
+        keys = self._keys()
         ar = self.manager.reserve_earliest(caller, request, last_start)
         self.on_change([ar])
-        return self._with_reskey(ar)
+        return self._with_reskey(ar, keys)
 
     def op_claim(self, caller: Caller, args: wire.Arguments) -> dict:
         """A ResKey holder acts on the AR as its owner (overlay.reskey):

@@ -64,7 +64,7 @@ def time_spec(text: str | None, now: int) -> tuple[int, int, int | None]:
     return earliest, latest, end
 
 
-def res_access(text: str | None) -> tuple[int, ...]:
+def access_ids(text: str | None) -> tuple[int, ...]:
     """The AR ids of a ResAccess list."""
     if not text:
         return ()
@@ -145,7 +145,7 @@ def resquery_arguments(named: dict, now: int) -> dict:
     needed = time_needed(named["TimeNeeded"])
     request, last = query_shape(needed, time_spec(named.get("TimeSpec"), now),
                                 resource_list(named["ResourceList"]))
-    request["res_access"] = list(res_access(named.get("ResAccess")))
+    request["res_access"] = list(access_ids(named.get("ResAccess")))
     return {**request, "last_start": last}
 
 
@@ -155,7 +155,7 @@ def setres_arguments(named: dict, now: int) -> dict:
     needed = time_needed(named["TimeNeeded"])
     start = _moment(named["StartTime"], now, "StartTime")
     return request_wire(start=start, end=start + needed,
-                        res_access=res_access(named.get("ResAccess")),
+                        res_access=access_ids(named.get("ResAccess")),
                         **resource_list(named["ResourceList"]))
 
 

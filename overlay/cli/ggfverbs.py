@@ -7,7 +7,6 @@ FILE), the latter through the standard library only."""
 from __future__ import annotations
 
 import time
-from typing import Callable, NoReturn
 
 from overlay import ggf
 from overlay.cli import common
@@ -16,7 +15,9 @@ from overlay.protocol import EXIT_UNREACHABLE, EXIT_USAGE
 from overlay.request import RequestError
 from overlay.timespec import TimeSpecError
 
-Refused = Callable[[str, int], NoReturn]
+TYPE_CHECKING = False       # typing costs a command 3 ms to import
+if TYPE_CHECKING:
+    from typing import Callable, NoReturn
 
 
 def parser(prog: str, description: str) -> common.Parser:
@@ -66,7 +67,7 @@ def fail_usage(prog: str, message: str) -> None:
 
 
 def ask(prog: str, args, verb: str, named: dict, arguments: Callable[[dict, int], dict],
-        answer: Callable[[dict], dict], on_refusal: Refused | None = None) -> dict:
+        answer: Callable[[dict], dict], on_refusal: Callable[[str, int], NoReturn] | None = None) -> dict:
     """The verb's answer in the seed's words: from another site's API with
     --site, else from this host's daemon, the words turned into its
     arguments by ``arguments`` and its reply into the answer by ``answer``
@@ -82,7 +83,7 @@ def ask(prog: str, args, verb: str, named: dict, arguments: Callable[[dict, int]
 
 
 def remote(prog: str, site: str, token_file: str | None, verb: str, body: dict,
-           on_refusal: Refused | None = None) -> dict:
+           on_refusal: Callable[[str, int], NoReturn] | None = None) -> dict:
     """POST ``body`` to ``site``/ggf/``verb``; on refusal print its reason
     and exit with the command's status the site sent, or hand both to
     ``on_refusal``."""
