@@ -31,7 +31,7 @@ from overlay.model import (FINISHED_STATES, InvalidRequest, LimitExceeded, NoCap
                            PermissionDenied, Reservation, ReservationError, State,
                            UnknownReservation)
 from overlay.ordering import NODE_SORT_KEYS
-from overlay.request import RequestError, parse_name, parse_name_list
+from overlay.request import RequestError, parse_idempotency_key, parse_name, parse_name_list
 from overlay.store import Conflict, Store, StoreUnavailable, refuse_truncated, shown_url
 from overlay.storelease import LeaseLost, StoreLease
 from overlay.timespec import TimeSpecError
@@ -204,8 +204,9 @@ class Service:
     def op_reserve(self, caller: Caller, args: wire.Arguments) -> dict:
         request = wire.reserve_request(args)
         transactional = args.flag("transactional")
+        key = args.checked("idempotency_key", parse_idempotency_key)
         args.done()
-        ar = self.manager.reserve(caller, request, transactional)
+        ar = self.manager.reserve(caller, request, transactional, key)
         self.on_change([ar])
         return reservation_view(ar, self.manager)
 

@@ -121,6 +121,8 @@ class Manager:
         self._finished = {ar.id for ar in self.ars.values() if ar.state in FINISHED_STATES}
         self.refusals: dict[int, Refusal] = {}
         self.history: list[Reservation] = store.load_usage(self.now() - config.usage_history)
+        self.by_key: dict[tuple[str, str], int] = {
+            (ar.owner, ar.idempotency_key): ar.id for ar in self.ars.values() if ar.idempotency_key}
         self.inside = Inside()
         self.refresh_nodes()
         spans = [span for ar in self.ars.values() for span in _spans(ar)]
@@ -191,6 +193,8 @@ class Manager:
         self.ars[ar.id] = ar
         self.changed.add(ar.id)
         self.changed.update(ar.outers)
+        if ar.idempotency_key:
+            self.by_key[ar.owner, ar.idempotency_key] = ar.id
         if ar.state in FINISHED_STATES:
             self._finished.add(ar.id)
         else:
@@ -249,6 +253,7 @@ class Manager:
             used = used_part(ar, until)
         self.store.remove(ar.id, used)
         del self.ars[ar.id]
+        self.by_key.pop((ar.owner, ar.idempotency_key), None)
         self.changed.add(ar.id)
         self.changed.update(ar.outers)
         self._finished.discard(ar.id)
@@ -391,8 +396,15 @@ class Manager:
 
     # -- reserve ---------------------------------------------------------------
 
-    def reserve(self, caller: Caller, request: Request, transactional: bool = False) -> Reservation:
+    def reserve(self, caller: Caller, request: Request, transactional: bool = False,
+                idempotency_key: str | None = None) -> Reservation:
+        """A new AR; with ``idempotency_key``, the AR a request of the same
+        key already made (the same request retried), whatever its state."""
         with self.lock:
+            if idempotency_key is not None:
+                made = self._made(caller, request, idempotency_key)
+                if made is not None:
+                    return made
             if not self._may_create(caller):
                 raise PermissionDenied(f"{caller.user} may not create advance reservations: "
                                        "only managers and members of the arusers list may")
@@ -411,7 +423,7 @@ class Manager:
                 request=request, state=State.PENDING if transactional else State.WAITING,
                 submission_time=now, allocations=allocations, acl=request.users,
                 pending=Operation.RESERVE if transactional else None,
-                pending_since=now if transactional else None)
+                pending_since=now if transactional else None, idempotency_key=idempotency_key)
             self.store.create(ar, self.capacity())
             self._keep(ar)
             self._book(ar)
@@ -462,6 +474,18 @@ class Manager:
                                               if node.name not in blocked],
                                              None if slots is None else need,
                                              request.nodes, request.duration, first, last_start)
+
+    def _made(self, caller: Caller, request: Request, key: str) -> Reservation | None:
+        """The AR an earlier request with ``key`` made, if it is this request."""
+        ar = self.ars.get(self.by_key.get((caller.user, key), 0))
+        if ar is None:
+            return None
+        same = replace(request, start=ar.request.start, users=ar.request.users) == ar.request
+        if not same or request.start > ar.request.start:
+            raise InvalidRequest(f"idempotency key {key} was given before to another request "
+                                 f"(AR {ar.id}); give each request a key of its own")
+        log.info("AR %d: request with idempotency key %s repeated", ar.id, key)
+        return ar
 
     def job_start(self, caller: Caller, request: Request) -> tuple[int | None, str]:
         """QUERY (seed 003): when a job of the request's shape (node count,

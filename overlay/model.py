@@ -143,7 +143,10 @@ class Allocation:
 class Reservation:
     """A stored AR. ``pending`` names a -T operation awaiting commit or abort;
     for a pending modify, ``pending_request`` and ``pending_allocations`` hold
-    the new window and nodes while the old ones stay held too."""
+    the new window and nodes while the old ones stay held too.
+    ``idempotency_key``: the client's name for the request that made it, so
+    that a retried request (a coordinator that lost the answer) finds it
+    instead of making a second AR."""
 
     id: int
     owner: str
@@ -160,6 +163,7 @@ class Reservation:
     pending_since: int | None = None
     pending_request: Request | None = None
     pending_allocations: list[Allocation] = field(default_factory=list)
+    idempotency_key: str | None = None
 
     @property
     def start(self) -> int:

@@ -147,6 +147,17 @@ def parse_memory_mb(text: str, option: str = "-mem") -> int:
     return megabytes
 
 
+_KEY_CHARACTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.:-")
+
+
+def parse_idempotency_key(text: str) -> str:
+    """A client's key for a request: 8 to 128 of A-Z a-z 0-9 _ . : -"""
+    if not 8 <= len(text) <= 128 or not set(text) <= _KEY_CHARACTERS:
+        raise RequestError(f"idempotency key '{shown(text)}' is invalid: use 8 to 128 letters, "
+                           "digits, _ . : -")
+    return text
+
+
 def parse_ar_id(text: str, option: str = "-r") -> int:
     """An AR id as PluS (R123) or Grid Engine (123) writes it."""
     digits = check_length(text, option, "reservation id")

@@ -91,6 +91,7 @@ class ReservationRow(SQLModel, table=True):
     pending: str | None = None
     pending_since: int | None = Field(default=None, sa_type=BigInteger)
     pending_request: str | None = None
+    idempotency_key: str | None = Field(default=None, index=True)
 
 
 class AllocationRow(SQLModel, table=True):
@@ -157,7 +158,8 @@ def _row_values(ar: Reservation) -> dict:
         acl=",".join(ar.acl), account=ar.account, message=ar.message,
         request=_encode_request(ar.request), finished_time=ar.finished_time,
         pending=ar.pending.value if ar.pending else None, pending_since=ar.pending_since,
-        pending_request=_encode_request(ar.pending_request) if ar.pending_request else None)
+        pending_request=_encode_request(ar.pending_request) if ar.pending_request else None,
+        idempotency_key=ar.idempotency_key)
 
 
 def _to_row(ar: Reservation) -> ReservationRow:
@@ -217,7 +219,8 @@ def _from_rows(row: ReservationRow, allocations: list[AllocationRow]) -> Reserva
         pending=Operation(row.pending) if row.pending else None, pending_since=row.pending_since,
         pending_request=_decode_request(row.pending_request) if row.pending_request else None,
         pending_allocations=[Allocation(a.node, a.slots, a.within_id) for a in allocations
-                             if a.pending])
+                             if a.pending],
+        idempotency_key=row.idempotency_key)
 
 
 def _usage_row(used: Reservation) -> UsageRow:
@@ -264,7 +267,8 @@ def _keep_private(database: str) -> None:
             pass
 
 
-_ADDED_COLUMNS = {("allocation", "within_id"): "INTEGER"}
+_ADDED_COLUMNS = {("allocation", "within_id"): "INTEGER",
+                  ("reservation", "idempotency_key"): "VARCHAR"}
 """Columns added since the first stores were made, nullable: a store that
 lacks one gains it at the daemon's start."""
 

@@ -104,6 +104,21 @@ def test_reserve_show_list_modify_cancel_destroy(api):
     assert gone.status_code == 404
 
 
+def test_a_retried_request_with_its_idempotency_key_makes_one_ar(api):
+    daemon, url = api
+    mine = auth(token(daemon, "plusu2"))
+    body = {**window(8), "nodes": 1, "transactional": True}
+    keyed = {**mine, "Idempotency-Key": "try-0001-site-a"}
+    made = [httpx.post(url + "/reservations", headers=keyed, json=body) for _ in range(2)]
+    assert [r.status_code for r in made] == [201, 201]
+    assert made[0].json()["id"] == made[1].json()["id"]
+    bad = httpx.post(url + "/reservations", headers={**mine, "Idempotency-Key": "short"},
+                     json=body)
+    assert bad.status_code == 400 and "idempotency key 'short' is invalid" in bad.json()["error"]
+    aborted = httpx.post(url + f"/reservations/{made[0].json()['id']}/abort", headers=mine)
+    assert aborted.status_code == 200
+
+
 def test_transactional_reserve_then_commit_or_abort(api):
     daemon, url = api
     mine = auth(token(daemon, "plusu2"))

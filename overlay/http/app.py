@@ -236,8 +236,11 @@ def make_app(socket_path: str) -> FastAPI:
         return found[0]
 
     @app.post("/reservations", status_code=201, summary="Reserve, as plus_reserve")
-    def reserve(who: Who, body: ReservationIn) -> dict:
-        return ask(who, "reserve", body.model_dump())
+    def reserve(who: Who, body: ReservationIn,
+                idempotency_key: Annotated[str | None, Header(
+                    max_length=128, description="the client's name for this request: a retry "
+                    "with the same key and request answers the AR it made")] = None) -> dict:
+        return ask(who, "reserve", {**body.model_dump(), "idempotency_key": idempotency_key})
 
     @app.patch("/reservations/{ar_id}", summary="Change the window, nodes or users, as plus_modify")
     def modify(who: Who, ar_id: ArId, body: ModifyIn) -> dict:
