@@ -57,6 +57,7 @@ def reservation_view(ar: Reservation, manager: Manager) -> dict:
         "request": wire.encode_request(request),
         "job_runtime_limit": max(0, request.duration - manager.config.duration_offset),
         "submit_hint": manager.backend.submit_hint(ar),
+        "idempotency_key": ar.idempotency_key,
         "pending": None,
         "refusal": None,
         "warnings": _warnings(ar, manager),
@@ -244,11 +245,16 @@ class Service:
                 "reskey": keys.issue(ar.id, ar.owner, ar.submission_time)}
 
     def op_setres(self, caller: Caller, args: wire.Arguments) -> dict:
-        """SETRES (seed 003): reserve at the request's start; the ResKey once."""
+        """SETRES (seed 003): reserve at the request's start; the ResKey once
+        (again to the same request retried with its idempotency key). With
+        ``transactional``, the AR waits for plus_commit (a co-allocation's
+        prepare)."""
         request = wire.reserve_request(args)
+        transactional = args.flag("transactional")
+        key = args.checked("idempotency_key", parse_idempotency_key)
         args.done()
         keys = self._keys()
-        ar = self.manager.reserve(caller, request)
+        ar = self.manager.reserve(caller, request, transactional, key)
         self.on_change([ar])
         return self._with_reskey(ar, keys)
 
@@ -359,7 +365,13 @@ class Service:
         start, end = args.time("start", "-s"), args.time("end", "-e")
         expired = args.integer("expired", 0, limits.MAX_COUNT, what="-ne") or 0
         summary, with_nodes = args.flag("summary"), args.flag("nodes")
+        key = args.checked("idempotency_key", parse_idempotency_key)
         args.done()
+        if key is not None:      # the caller's AR made with that key, if any
+            found = self.manager.by_key.get((caller.user, key))
+            ar_id, expired = found or 0, 1
+            if found is None:
+                return []
         ars = self.manager.status(ar_id=ar_id, owner=owner, start=start, end=end, expired=expired)
         if summary:
             # State is a str enum: JSON writes its letter, without Enum.value's slow lookup

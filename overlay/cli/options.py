@@ -4,7 +4,8 @@ argparse's behaviour for it, without argparse's cost at start.
 argparse imports re, gettext and their dependencies: about 5 ms of a
 command that otherwise starts in 8 ms (qrstat answers in 6). The commands
 use options with one value or none, an optional value (``nargs="?"`` with a
-``const``), trailing positionals (``*`` or ``+``), required options,
+``const``), repeated options collecting their values (``action="append"``),
+trailing positionals (``*`` or ``+``), required options,
 mutually exclusive pairs and a help option; that is all this parser does.
 
 Words are read as argparse reads them: ``-opt value``, ``-opt=value``, a
@@ -71,7 +72,7 @@ class Option:
 
     @property
     def takes_value(self) -> bool:
-        return self.action is None
+        return self.action in (None, "append")
 
 
 class _ExclusiveGroup:
@@ -123,7 +124,8 @@ class Parser:
 
     def parse_args(self, args: list[str] | None = None) -> Namespace:
         words = sys.argv[1:] if args is None else list(args)
-        namespace = Namespace(**{o.dest: o.default for o in self._options if o.action != "help"})
+        namespace = Namespace(**{o.dest: list(o.default or ()) if o.action == "append" else o.default
+                                 for o in self._options if o.action != "help"})
         given: dict[int, Option] = {}
         seen: set[str] = set()
         positionals: list[str] = []
@@ -164,7 +166,10 @@ class Parser:
                 self.error(f"argument {option.name}: expected one argument")
             if glued is None:
                 glued, index = words[index], index + 1
-            setattr(namespace, option.dest, self._convert(option, glued))
+            value = self._convert(option, glued)
+            if option.action == "append":
+                value = [*getattr(namespace, option.dest), value]
+            setattr(namespace, option.dest, value)
         self._place(positionals, namespace, seen)
         missing = [o.name for o in self._options if o.required and o.dest not in seen]
         if missing:

@@ -99,13 +99,16 @@ class GgfJob(BaseModel):
 
 
 class GgfSetres(BaseModel):
-    """SETRES in the seed's words: StartTime instead of TimeSpec."""
+    """SETRES in the seed's words: StartTime instead of TimeSpec; and,
+    beyond the seed, Transactional: the AR waits for its commit (a
+    co-allocation's prepare)."""
     model_config = ConfigDict(extra="forbid")
     UserID: Text
     TimeNeeded: Text
     StartTime: Text
     ResAccess: Text | None = None
     ResourceList: Text
+    Transactional: bool = False
 
 
 class ClaimIn(BaseModel):
@@ -223,9 +226,11 @@ def make_app(socket_path: str) -> FastAPI:
     def reservations(who: Who, owner: Annotated[str | None, Query(max_length=limits.MAX_NAME)] = None,
                      start: Annotated[int | None, Query(ge=0, le=2**40)] = None,
                      end: Annotated[int | None, Query(ge=0, le=2**40)] = None,
-                     expired: Annotated[int, Query(ge=0, le=limits.MAX_COUNT)] = 0) -> list[dict]:
+                     expired: Annotated[int, Query(ge=0, le=limits.MAX_COUNT)] = 0,
+                     idempotency_key: Annotated[str | None, Query(max_length=128)] = None
+                     ) -> list[dict]:
         return ask(who, "status", {"owner": owner, "start": start, "end": end,
-                                   "expired": expired or None})
+                                   "expired": expired or None, "idempotency_key": idempotency_key})
 
     @app.get("/reservations/{ar_id}", summary="One AR, as plus_status -r shows it")
     def reservation(who: Who, ar_id: ArId) -> dict:
@@ -275,7 +280,7 @@ def make_app(socket_path: str) -> FastAPI:
         return ask(who, "accounting", {"start": start, "end": end, "owners": owner,
                                        "nodes": node})
 
-    def verb(who: Who, op: str, words: BaseModel, arguments) -> dict:
+    def verb(who: Who, op: str, words: BaseModel, arguments, **extra) -> dict:
         """A seed 003 verb: its words made the daemon's arguments (400 if
         they are bad), asked for the UserID they name."""
         try:
@@ -283,12 +288,12 @@ def make_app(socket_path: str) -> FastAPI:
         except (RequestError, TimeSpecError) as exc:
             raise Refusal(400, {"error": str(exc), "status": protocol.EXIT_USAGE,
                                 "kind": "invalid"}) from None
-        return ask(Caller(who.token, words.UserID), op, checked)
+        return ask(Caller(who.token, words.UserID), op, {**checked, **extra})
 
-    def reserving(who: Who, op: str, words: BaseModel, arguments) -> dict:
+    def reserving(who: Who, op: str, words: BaseModel, arguments, **extra) -> dict:
         """SETRES and RESQANDSET: a refusal is SuccessOrNot false too."""
         try:
-            view = verb(who, op, words, arguments)
+            view = verb(who, op, words, arguments, **extra)
         except Refusal as refusal:
             refusal.body.update(SuccessOrNot=False, OtherInfo=refusal.body.get("error"))
             raise
@@ -311,8 +316,12 @@ def make_app(socket_path: str) -> FastAPI:
 
     @app.post("/ggf/setres", status_code=201,
               summary="SETRES (seed 003): reserve at StartTime; the ResKey, once")
-    def setres(who: Who, body: GgfSetres) -> dict:
-        return reserving(who, "setres", body, ggf.setres_arguments)
+    def setres(who: Who, body: GgfSetres, idempotency_key: Annotated[str | None, Header(
+            max_length=128, description="a retry with the same key and request answers the "
+                                        "AR it made, and its ResKey")] = None) -> dict:
+        return reserving(who, "setres", body, ggf.setres_arguments,
+                         transactional=body.Transactional or None,
+                         idempotency_key=idempotency_key)
 
     @app.post("/claims", summary="Act on an AR as its owner with a ResKey claim (submit, "
                                  "cancel, modify)")

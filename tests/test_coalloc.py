@@ -1,0 +1,129 @@
+"""Co-allocation across three real plus_scheduler daemons on loopback, each
+with its own state, store, cluster and signing key, and the coordinator as
+a real process run by a real user: the happy path, the coordinator killed
+with SIGKILL after each of its steps and then recovered (all sites end with
+the AR committed, or none with any AR or pending operation), and bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+from http_harness import HOUR, start_api, token
+
+SITES = ("A", "B", "C")
+USER = "plusu1"
+
+
+@pytest.fixture(scope="module")
+def world():
+    daemons = {name: start_api("http: {address: {address}}\n") for name in SITES}
+    folder = Path(tempfile.mkdtemp(prefix="plus-coalloc-"))
+    os.chmod(folder, 0o777)
+    lines = ["sites:"]
+    for name, (daemon, url) in daemons.items():
+        token_file = folder / f"{name}.token"
+        token_file.write_text(token(daemon, USER, "-l", "6h"))
+        os.chmod(token_file, 0o644)
+        lines.append(f"  {name}: {{url: '{url}', token_file: '{token_file}'}}")
+    (folder / "sites.yaml").write_text("\n".join(lines) + "\n")
+    yield daemons, folder
+    for daemon, _ in daemons.values():
+        daemon.cleanup()
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def coreserve(world, *args: str, env: dict | None = None):
+    daemons, folder = world
+    daemon = daemons["A"][0]
+    return daemon.run(USER, "plus_coreserve", "--sites", str(folder / "sites.yaml"),
+                      "--log", str(folder / "coalloc.db"), *args, env=env)
+
+
+def held(world, coalloc_id: str) -> dict[str, list[dict]]:
+    """Each site's ARs (any state) made for this co-allocation."""
+    daemons, _ = world
+    return {name: [ar for ar in daemon.status("-ne", "1000")
+                   if (ar.get("idempotency_key") or "").startswith(coalloc_id + ".")]
+            for name, (daemon, _) in daemons.items()}
+
+
+def clean(world) -> None:
+    for daemon, _ in world[0].values():
+        for ar in daemon.status():
+            if ar["pending"]:
+                daemon.ok("root", "plus_abort", "-r", str(ar["id"]))
+        daemon.run("root", "plus_destroy", "-o", USER)
+
+
+def test_two_and_three_sites_get_one_common_window(world):
+    for sites in (("A", "B"), SITES):
+        result = coreserve(world, "-D", "1h", "-s", "now+2h", "--json",
+                           *(word for name in sites for word in ("--site", f"{name}:nodes=2")))
+        assert result.returncode == 0, result.stderr
+        coalloc = json.loads(result.stdout)
+        assert coalloc["state"] == "committed" and set(coalloc["sites"]) == set(sites)
+        for name, ars in held(world, coalloc["id"]).items():
+            if name not in sites:
+                assert ars == []
+                continue
+            (ar,) = ars
+            assert ar["pending"] is None and ar["state"] == "w"
+            assert (ar["start"], ar["end"]) == (coalloc["start"], coalloc["end"])
+            assert coalloc["sites"][name]["reskey"].startswith(f"plus1.{ar['id']}.")
+    clean(world)
+
+
+def test_the_common_window_starts_after_what_one_site_has_booked(world):
+    daemons, _ = world
+    start = (int(time.time()) // HOUR + 3) * HOUR
+    at = time.strftime("%Y%m%d%H%M", time.localtime(start))
+    busy = daemons["B"][0].reserve("plusu2", "-s", at, "-D", "2h", "-n", "5")
+    result = coreserve(world, "-D", "1h", "-s", at, "--json", "--site", "A:nodes=1",
+                       "--site", "B:nodes=1")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["start"] == start + 2 * HOUR
+    daemons["B"][0].ok("root", "plus_destroy", "-r", str(busy["id"]))
+    clean(world)
+
+
+@pytest.mark.parametrize("kill_after", range(1, 9))
+def test_a_coordinator_killed_after_any_step_recovers_to_all_or_nothing(world, kill_after):
+    result = coreserve(world, "-D", "1h", "-s", "now+5h", "--json", "--site", "A:nodes=1",
+                       "--site", "B:nodes=2", env={"PLUS_COALLOC_KILL_AFTER": str(kill_after)})
+    assert result.returncode == 128 + 9, (result.returncode, result.stdout, result.stderr)  # runuser says how
+    recovered = coreserve(world, "--recover", "--json")
+    assert recovered.returncode == 0, recovered.stderr
+    coalloc = json.loads(recovered.stdout) if recovered.stdout.strip() else None
+    if coalloc is None:                      # killed after the log said committed
+        return clean(world)
+    ars = held(world, coalloc["id"])
+    live = {name: [ar for ar in found if ar["state"] in ("p", "w", "r")]
+            for name, found in ars.items() if name in ("A", "B")}
+    if coalloc["state"] == "committed":
+        assert all(len(found) == 1 and found[0]["pending"] is None for found in live.values())
+    else:
+        assert coalloc["state"] == "aborted" and live == {"A": [], "B": []}, (coalloc, live)
+    clean(world)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--site", "A:nodes=1"], "give -D duration and at least one --site"),
+    (["-D", "1h", "--site", "A"], "--site: expected NAME:RESOURCES"),
+    (["-D", "1h", "--site", "A:ppn=2"], "ResourceList: nodes=N is required"),
+    (["-D", "1h", "--site", "Z:nodes=1"], "site Z is not in the sites file"),
+    (["-D", "1h", "--site", "A:nodes=1", "--site", "A:nodes=2"], "each site may be named once"),
+    (["-D", "1h", "-s", "now+2h", "-E", "now+2h", "--site", "A:nodes=1"], "leaves no room"),
+    (["-D", "soon", "--site", "A:nodes=1"], "-D: "),
+])
+def test_bad_input_is_one_line_and_reserves_nothing(world, args, message):
+    before = {name: daemon.status() for name, (daemon, _) in world[0].items()}
+    result = coreserve(world, *args)
+    assert result.returncode == 2 and result.stdout == "", result.stderr
+    assert message in result.stderr and len(result.stderr.splitlines()) == 1, result.stderr
+    assert {name: daemon.status() for name, (daemon, _) in world[0].items()} == before
