@@ -9,11 +9,14 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
+import subprocess
 import tempfile
 import time
 from pathlib import Path
 
 import pytest
+from daemon_harness import BIN
 from http_harness import HOUR, start_api, token
 
 SITES = ("A", "B", "C")
@@ -127,3 +130,66 @@ def test_bad_input_is_one_line_and_reserves_nothing(world, args, message):
     assert result.returncode == 2 and result.stdout == "", result.stderr
     assert message in result.stderr and len(result.stderr.splitlines()) == 1, result.stderr
     assert {name: daemon.status() for name, (daemon, _) in world[0].items()} == before
+
+
+def test_two_coordinators_racing_for_the_same_nodes_never_both_get_a_window(world):
+    daemons, folder = world
+    daemon = daemons["A"][0]
+    argv = [str(BIN / "plus_coreserve"), "--sites", str(folder / "sites.yaml"), "-D", "1h",
+            "-s", "now+8h", "-E", "now+10h", "--json", "--site", "A:nodes=5", "--site", "B:nodes=5"]
+    racing = [subprocess.Popen(["runuser", "-u", USER, "--", "env", f"PLUS_CONF={daemon.conf}",
+                                *argv, "--log", str(folder / f"race{i}.db")],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+              for i in range(2)]
+    outcomes = [process.communicate(timeout=120) + (process.returncode,) for process in racing]
+    won = [json.loads(out) for out, _, status in outcomes if status == 0]
+    assert all(status in (0, 1) for _, _, status in outcomes), outcomes
+    assert won, outcomes                                        # the window has room for one
+    windows = sorted((c["start"], c["end"]) for c in won)
+    assert all(a[1] <= b[0] for a, b in zip(windows, windows[1:])), windows
+    for name in ("A", "B"):
+        ars = [ar for ar in daemons[name][0].status() if ar["owner"] == USER]
+        assert all(ar["pending"] is None for ar in ars) and len(ars) == len(won)
+    clean(world)
+
+
+def test_a_site_stopped_between_prepare_and_commit_ends_all_or_nothing(world):
+    """Site S (commit_timeout 4 s) is stopped after the prepare: with the
+    decision logged, the coordinator commits it when it is back; without,
+    the rest is aborted and S's own timeout drops its pending part."""
+    daemons, folder = world
+    extra, url = start_api("http: {address: {address}}\ncommit_timeout: 4\n")
+    try:
+        token_file = folder / "S.token"
+        token_file.write_text(token(extra, USER, "-l", "1h"))
+        os.chmod(token_file, 0o644)
+        sites = folder / "sites-s.yaml"
+        sites.write_text((folder / "sites.yaml").read_text()
+                         + f"  S: {{url: '{url}', token_file: '{token_file}'}}\n")
+        args = ("--sites", str(sites), "--timeout", "2")
+        for decided in (True, False):
+            killed = coreserve(world, *args, "-D", "1h", "-s", "now+12h", "--json",
+                               "--site", "A:nodes=1", "--site", "S:nodes=1",
+                               env={"PLUS_COALLOC_KILL_AFTER": "5" if decided else "4"})
+            assert killed.returncode == 137, killed.stderr
+            os.kill(extra.process.pid, signal.SIGSTOP)
+            try:
+                stuck = coreserve(world, *args, "--recover", "--json")
+            finally:
+                os.kill(extra.process.pid, signal.SIGCONT)
+            if decided:
+                assert stuck.returncode == 3 and "run plus_coreserve --recover" in stuck.stderr
+                back = coreserve(world, *args, "--recover", "--json")
+                assert back.returncode == 0 and json.loads(back.stdout)["state"] == "committed"
+                assert [ar["pending"] for ar in extra.status() if ar["owner"] == USER] == [None]
+            else:
+                assert stuck.returncode == 0 and json.loads(stuck.stdout)["state"] == "aborted"
+                assert [ar for ar in daemons["A"][0].status() if ar["owner"] == USER] == []
+                deadline = time.monotonic() + 30
+                while extra.status() and time.monotonic() < deadline:
+                    time.sleep(0.5)
+                assert extra.status() == []                       # its commit_timeout
+            clean(world)
+            extra.run("root", "plus_destroy", "-o", USER)
+    finally:
+        extra.cleanup()

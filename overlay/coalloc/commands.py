@@ -107,10 +107,14 @@ def coreserve(argv: list[str] | None = None) -> int:
     if args.recover:
         if args.site or args.D:
             p.error("--recover takes no --site and no -D")
-        coordinator = _coordinator(p.prog, args)
-        for coalloc in coordinator.recover_all():
-            _print(args, coalloc)
-        return 0
+        coordinator, status = _coordinator(p.prog, args), 0
+        for coalloc_id in coordinator.log.unfinished():
+            try:
+                _print(args, coordinator.recover(coalloc_id))
+            except CoallocError as exc:
+                print(f"{p.prog}: {exc}", file=sys.stderr)
+                status = max(status, exc.status)
+        return status
     if not args.D or len(args.site) < 1:
         p.error("give -D duration and at least one --site NAME:RESOURCES")
     requests = dict(_site_request(p, text) for text in args.site)

@@ -221,9 +221,6 @@ class Coordinator:
                                              "deciding")
         return coalloc
 
-    def recover_all(self) -> list[CoAllocation]:
-        return [self.recover(coalloc_id) for coalloc_id in self.log.unfinished()]
-
     def cancel(self, coalloc_id: str) -> CoAllocation:
         """Cancel a committed co-allocation at every site."""
         coalloc = self._load(coalloc_id)
