@@ -29,6 +29,11 @@ for name, folder in {PROJECT["tool"]["setuptools"]["package-dir"]!r}.items():
     sys.modules[name] = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(sys.modules[name])
 """
+THICK = {"plus_coreserve", "plus_costatus", "plus_cocancel"}
+"""Clients that are not thin: the co-allocation coordinator keeps a log in a
+database (SQLAlchemy) and reads YAML, so the start-up limits of the thin
+clients do not apply; their option errors are still checked."""
+THIN = {name: module for name, module in COMMANDS.items() if name not in THICK}
 OWN_GRAMMAR = {"plus_qsub"}
 """Commands with a grammar of their own (options end at the script)."""
 

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from commands_from_source import COMMANDS, REPO, SOURCE
+from commands_from_source import REPO, SOURCE, THIN
 
 THIRD_PARTY = ("yaml", "sqlalchemy", "sqlmodel", "pluggy", "numpy", "apscheduler", "pydantic",
                "paramiko")
@@ -17,12 +17,12 @@ THIRD_PARTY = ("yaml", "sqlalchemy", "sqlmodel", "pluggy", "numpy", "apscheduler
 
 def test_the_commands_are_all_here():
     assert {"plus_reserve", "plus_status", "plus_qsub", "plus_qstat", "plus_qdel", "plus_qacct",
-            "plus_qhold", "plus_qrls"} <= COMMANDS.keys()
+            "plus_qhold", "plus_qrls"} <= THIN.keys()
 
 
-@pytest.mark.parametrize("command", sorted(COMMANDS))
+@pytest.mark.parametrize("command", sorted(THIN))
 def test_command_imports_only_the_standard_library(command):
-    probe = SOURCE + (f"import {COMMANDS[command]}\n"
+    probe = SOURCE + (f"import {THIN[command]}\n"
                       f"print(','.join(m for m in {THIRD_PARTY!r} if m in sys.modules))")
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                             check=True, cwd=REPO)
@@ -35,12 +35,12 @@ FILE_READERS = {"plus_account", "plus_qacct", "plus_qsub"}
 """Commands that parse files (reporting and accounting records, job scripts)."""
 
 
-@pytest.mark.parametrize("command", sorted(COMMANDS.keys() - FILE_READERS))
+@pytest.mark.parametrize("command", sorted(THIN.keys() - FILE_READERS))
 def test_command_starts_without_the_costly_modules(command):
     """What keeps plus_status -r near qrstat -ar: python -IS (as the
     launchers run it) and none of the modules above."""
     probe = (f"import sys\nsys.path.insert(0, {str(REPO)!r})\n" + SOURCE +
-             f"import {COMMANDS[command]}\n"
+             f"import {THIN[command]}\n"
              f"print(','.join(m for m in {HEAVY!r} if m in sys.modules))")
     result = subprocess.run([sys.executable, "-IS", "-c", probe], capture_output=True, text=True,
                             check=True)
