@@ -193,3 +193,33 @@ def test_a_site_stopped_between_prepare_and_commit_ends_all_or_nothing(world):
             extra.run("root", "plus_destroy", "-o", USER)
     finally:
         extra.cleanup()
+
+
+def test_a_co_allocation_is_moved_cancelled_and_shown_as_one(world):
+    made = coreserve(world, "-D", "1h", "-s", "now+20h", "--json", "--site", "A:nodes=1",
+                     "--site", "C:nodes=3")
+    coalloc = json.loads(made.stdout)
+    later = coalloc["start"] + 2 * HOUR
+    daemons, folder = world
+    common = ("--sites", str(folder / "sites.yaml"), "--log", str(folder / "coalloc.db"))
+    at = time.strftime("%Y%m%d%H%M.%S", time.localtime(later))
+    moved = daemons["A"][0].run(USER, "plus_comodify", *common, "-s", at, "--json", coalloc["id"])
+    assert moved.returncode == 0, moved.stderr
+    assert json.loads(moved.stdout)["start"] == later
+    for ars in (found for name, found in held(world, coalloc["id"]).items() if name in "AC"):
+        assert [(ar["start"], ar["pending"]) for ar in ars] == [(later, None)]
+    busy = daemons["C"][0].reserve("plusu2", "-s", time.strftime(
+        "%Y%m%d%H%M", time.localtime(later + 4 * HOUR)), "-D", "2h", "-n", "5")
+    refused = daemons["A"][0].run(USER, "plus_comodify", *common, "-s", time.strftime(
+        "%Y%m%d%H%M", time.localtime(later + 4 * HOUR)), coalloc["id"])
+    assert refused.returncode == 1 and "stays where it was" in refused.stderr
+    for ars in (found for name, found in held(world, coalloc["id"]).items() if name in "AC"):
+        assert [(ar["start"], ar["pending"]) for ar in ars] == [(later, None)]
+    status = daemons["A"][0].run(USER, "plus_costatus", *common, coalloc["id"])
+    assert status.returncode == 0 and "is committed" in status.stdout and "now state w" in status.stdout
+    cancelled = daemons["A"][0].run(USER, "plus_cocancel", *common, "--json", coalloc["id"])
+    assert json.loads(cancelled.stdout)["state"] == "cancelled"
+    for name, ars in held(world, coalloc["id"]).items():
+        assert all(ar["state"] == "d" for ar in ars)
+    daemons["C"][0].ok("root", "plus_destroy", "-r", str(busy["id"]))
+    clean(world)

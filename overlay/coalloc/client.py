@@ -100,6 +100,12 @@ class SiteClient:
             {"user": self.site.user}))
         return self._expect(answer, lambda a: a["id"] == ar_id, action)
 
+    def move(self, ar_id: int, start: int) -> dict:
+        """A pending (-T) move of the AR's window to ``start``, its length kept."""
+        answer = self._call("PATCH", f"/reservations/{ar_id}?" + urllib.parse.urlencode(
+            {"user": self.site.user}), {"start": start, "transactional": True})
+        return self._expect(answer, lambda a: a["id"] == ar_id, "a modify")
+
     def show(self, ar_id: int) -> dict:
         answer = self._call("GET", f"/reservations/{ar_id}?" + urllib.parse.urlencode(
             {"user": self.site.user}))

@@ -214,6 +214,11 @@ class Coordinator:
         coalloc = self._load(coalloc_id)
         if coalloc.state == "committing":
             return self._commit(coalloc)
+        if coalloc.state == "move-committing":
+            return self._commit_move(coalloc)
+        if coalloc.state == "moving":
+            self._undo_move(coalloc)
+            return coalloc
         if coalloc.state in ("preparing", "aborting"):
             self._abort_attempt(coalloc)
         if coalloc.state not in ("committed", "aborted", "cancelled"):
@@ -229,6 +234,55 @@ class Coordinator:
                                "one can be cancelled")
         self._cancel_all(coalloc)
         self._finish(coalloc, "cancelled", "cancelled")
+        return coalloc
+
+    def move(self, coalloc_id: str, start: int) -> CoAllocation:
+        """Move a committed co-allocation's window to ``start`` at every
+        site, or leave it where it is: a pending move at each site, then
+        commit all or abort all, logged as a reserve is."""
+        coalloc = self._load(coalloc_id)
+        if coalloc.state != "committed":
+            raise CoallocError(f"co-allocation {coalloc_id} is {coalloc.state}: only a committed "
+                               "one can be moved")
+        start = max(start, int(time.time()) + self.skew)
+        self.log.step(coalloc, state="moving", target=start, message="")
+        self._stepped()
+        answers = self._each(coalloc.sites, lambda name: self.clients[name].move(
+            coalloc.sites[name].ar_id, start))
+        failures = [a for a in answers.values() if isinstance(a, SiteError)]
+        if failures:
+            self._undo_move(coalloc)
+            raise CoallocError(f"co-allocation {coalloc_id} stays where it was: "
+                               f"{'; '.join(map(str, failures))}", 1 if all(
+                                   f.kind == "refused" for f in failures) else 3)
+        self.log.step(coalloc, state="move-committing")
+        self._stepped()
+        return self._commit_move(coalloc)
+
+    def _settle_moves(self, coalloc: CoAllocation, action: str) -> dict[str, object]:
+        """Commit or abort the pending moves at every site (idempotent)."""
+        def settle(name: str) -> str:
+            client = self.clients[name]
+            ar = client.show(coalloc.sites[name].ar_id)
+            if ar["pending"] is not None and ar["pending"]["operation"] == "modify":
+                client.act(ar["id"], action)
+            self._stepped()
+            return "done"
+        return self._each(coalloc.sites, settle)
+
+    def _undo_move(self, coalloc: CoAllocation) -> None:
+        self._settle_moves(coalloc, "abort")
+        self._finish(coalloc, "committed", "a move was refused; the window stayed")
+
+    def _commit_move(self, coalloc: CoAllocation) -> CoAllocation:
+        errors = [a for a in self._settle_moves(coalloc, "commit").values()
+                  if isinstance(a, SiteError)]
+        if errors:
+            raise CoallocError(f"the move of co-allocation {coalloc.id} is decided but not "
+                               f"committed everywhere ({'; '.join(map(str, errors))}): run "
+                               "plus_coreserve --recover when the sites answer", 3)
+        self.log.step(coalloc, start=coalloc.target)
+        self._finish(coalloc, "committed", "")
         return coalloc
 
     def status(self, coalloc_id: str) -> tuple[CoAllocation, dict[str, object]]:

@@ -9,8 +9,11 @@ A co-allocation's ``state`` is its last logged step:
               each site's idempotency key logged before the request
   committing  the decision to commit is logged: every site commits
   aborting    the decision to abort this attempt is logged
-  committed, aborted   done
-No decision logged means abort (presumed abort).
+  committed, aborted, cancelled   done
+  moving      a committed one asked every site to move to ``target`` (-T)
+  move-committing   the decision to move is logged: every site commits
+No decision logged means abort (presumed abort): a move not decided leaves
+the co-allocation where it was.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ COALLOCATIONS = Table(
     Column("latest", BigInteger, nullable=False),
     Column("attempt", Integer, nullable=False, default=0),
     Column("start", BigInteger),
+    Column("target", BigInteger),
     Column("message", Text, nullable=False, default=""))
 SITES = Table(
     "coalloc_site", METADATA,
@@ -69,6 +73,7 @@ class CoAllocation:
     latest: int
     attempt: int = 0
     start: int | None = None
+    target: int | None = None
     message: str = ""
     sites: dict[str, SiteRecord] = field(default_factory=dict)
 
@@ -76,6 +81,7 @@ class CoAllocation:
         return {"id": self.id, "state": self.state, "start": self.start,
                 "end": None if self.start is None else self.start + self.duration,
                 "duration": self.duration, "attempt": self.attempt, "message": self.message,
+                "target": self.target,
                 "sites": {name: {"resources": s.resources, "ar_id": s.ar_id, "reskey": s.reskey,
                                  "state": s.state} for name, s in sorted(self.sites.items())}}
 
@@ -129,7 +135,7 @@ class Log:
                 return None
             sites = connection.execute(select(SITES).where(SITES.c.coalloc_id == coalloc_id))
             return CoAllocation(row.id, row.created, row.state, row.duration, row.earliest,
-                                row.latest, row.attempt, row.start, row.message,
+                                row.latest, row.attempt, row.start, row.target, row.message,
                                 {s.site: SiteRecord(s.site, s.resources, s.key, s.ar_id, s.reskey,
                                                     s.state) for s in sites})
 
