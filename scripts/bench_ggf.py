@@ -28,7 +28,9 @@ import statistics
 import tempfile
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import sge_peer
 from bench_core import NODES, Daemon, fill_store, generate, in_streams, sustained, windows
@@ -100,19 +102,30 @@ def double_booked(daemon: Daemon) -> list[str]:
             if any(a[1] > b[0] for a, b in zip(sorted(held), sorted(held)[1:]))]
 
 
-def ours(ars: int, setres: int, runs: int, clients: int) -> dict[str, object]:
-    now = int(time.time())
+@contextmanager
+def api_site(ars: int, now: int, seed: int = 1) -> Iterator[tuple[Daemon, Api, str]]:
+    """A daemon on 1,000 nodes holding ``ars`` ARs, its HTTP API answering:
+    the daemon, the API with a root token, and that token."""
     work = Path(tempfile.mkdtemp(prefix="plus-bench-"))
     os.chmod(work, 0o755)        # the companion runs as nobody and needs the socket
     daemon, port = Daemon(work), free_port()
     with open(work / "plus.yaml", "a") as conf:
         conf.write(f"http: {{address: '127.0.0.1:{port}'}}\n")
     try:
-        fill_store(daemon.url, generate(ars, now), now)
+        fill_store(daemon.url, generate(ars, now, seed), now)
         daemon.start()
         token = asked(daemon, "token", {"lifespan": 3600})["token"]
         api = Api(port, token)
         api.wait()
+        yield daemon, api, token
+    finally:
+        daemon.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def ours(ars: int, setres: int, runs: int, clients: int) -> dict[str, object]:
+    now = int(time.time())
+    with api_site(ars, now) as (daemon, api, _):
         week = now + 7 * DAY
         figures: dict[str, object] = {}
         for label, nodes, hours in (("RESQUERY 7 days, 4 nodes x 4 h, ms", 4, 4),
@@ -140,9 +153,6 @@ def ours(ars: int, setres: int, runs: int, clients: int) -> dict[str, object]:
             raise SystemExit(f"SETRES failed otherwise than for capacity: {odd[0]}")
         figures["  ... nodes booked twice"] = len(double_booked(daemon))
         return figures
-    finally:
-        daemon.stop()
-        shutil.rmtree(work, ignore_errors=True)
 
 
 def grid_engine(count: int, clients: int) -> dict[str, object]:

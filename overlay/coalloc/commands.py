@@ -32,6 +32,9 @@ def common_options(p: common.Parser) -> None:
                         f"{DEFAULT_LOG})")
     p.add_argument("--timeout", type=common.count_arg("--timeout", "seconds"), default=10,
                    help="seconds a site may take to answer (default 10)")
+    p.add_argument("--skew", type=common.count_arg("--skew", "seconds", least=0), default=30,
+                   help="the most the sites' clocks may differ from this host's: no window "
+                        "starts sooner than that from now (default 30)")
     p.add_argument("--json", action="store_true", help="print JSON, for scripts")
 
 
@@ -46,7 +49,7 @@ def coordinator(prog: str, args) -> Coordinator:
     def on_step(step: int) -> None:
         if step == kill_after:
             os.kill(os.getpid(), signal.SIGKILL)
-    return Coordinator(sites, Log(url), timeout=args.timeout,
+    return Coordinator(sites, Log(url), timeout=args.timeout, skew=args.skew,
                        attempts=getattr(args, "attempts", 5), on_step=on_step)
 
 
