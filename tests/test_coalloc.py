@@ -219,6 +219,9 @@ def test_a_co_allocation_is_moved_cancelled_and_shown_as_one(world):
     assert status.returncode == 0 and "is committed" in status.stdout and "now state w" in status.stdout
     cancelled = daemons["A"][0].run(USER, "plus_cocancel", *common, "--json", coalloc["id"])
     assert json.loads(cancelled.stdout)["state"] == "cancelled"
+    assert {s["state"] for s in json.loads(cancelled.stdout)["sites"].values()} == {"cancelled"}
+    listed = daemons["A"][0].run(USER, "plus_costatus", *common)
+    assert any(line.split()[:2] == [coalloc["id"], "cancelled"] for line in listed.stdout.splitlines())
     for name, ars in held(world, coalloc["id"]).items():
         assert all(ar["state"] == "d" for ar in ars)
     daemons["C"][0].ok("root", "plus_destroy", "-r", str(busy["id"]))

@@ -7,17 +7,17 @@ import os
 import subprocess
 from pathlib import Path
 
-from commands_from_source import COMMANDS
+from commands_from_source import THIN
 from daemon_harness import BIN
 from overlay import launchers
 
 
 def test_every_thin_client_and_nothing_else_gets_a_launcher():
-    assert launchers.thin_clients().keys() == COMMANDS.keys()
+    assert launchers.thin_clients().keys() == THIN.keys()
 
 
 def test_the_install_put_a_launcher_in_place_of_each_thin_clients_script():
-    for command in COMMANDS:
+    for command in THIN:
         first, second = (BIN / command).read_text().splitlines()[:2]
         assert first.endswith(" -IS") and second.startswith(launchers.MARK), command
     assert launchers.MARK not in (BIN / "plus_scheduler").read_text()
@@ -28,7 +28,7 @@ def test_a_launcher_runs_its_command(tmp_path):
     scripts.mkdir()
     folder = str(Path(launchers.__file__).parent.parent)
     written = launchers.write(str(scripts), str(BIN / "python"), folder)
-    assert sorted(written) == sorted(COMMANDS)
+    assert sorted(written) == sorted(THIN)
     result = subprocess.run([scripts / "plus_status", "-h"], capture_output=True, text=True)
     assert result.returncode == 0 and result.stdout.startswith("usage: plus_status")
     assert os.stat(scripts / "plus_status").st_mode & 0o777 == 0o755

@@ -53,10 +53,10 @@ def coordinator(prog: str, args) -> Coordinator:
                        attempts=getattr(args, "attempts", 5), on_step=on_step)
 
 
-def one_parser(prog: str, description: str) -> common.Parser:
-    """The parser of a command naming one co-allocation."""
+def one_parser(prog: str, description: str, optional: bool = False) -> common.Parser:
+    """The parser of a command naming one co-allocation (or, ``optional``, maybe none)."""
     p = common.Parser(prog, description)
-    p.add_argument("id", help="the co-allocation's id (C...)")
+    p.add_argument("id", nargs="?" if optional else None, help="the co-allocation's id (C...)")
     common_options(p)
     return p
 

@@ -166,7 +166,7 @@ class Coordinator:
                                "plus_coreserve --recover when the sites answer", 3)
         lost = sorted(name for name, answer in answers.items() if answer == "lost")
         if lost:
-            self._cancel_all(coalloc)
+            self._cancel_all(coalloc, "aborted")
             self._finish(coalloc, "aborted", f"site(s) {', '.join(lost)} let their part lapse "
                                              "(commit_timeout) before the commit reached them; "
                                              "the others were cancelled")
@@ -190,7 +190,7 @@ class Coordinator:
             self._stepped()
         self._each(coalloc.sites, abort)
 
-    def _cancel_all(self, coalloc: CoAllocation) -> None:
+    def _cancel_all(self, coalloc: CoAllocation, state: str) -> None:
         def cancel(name: str) -> None:
             record = coalloc.sites[name]
             client = self.clients[name]
@@ -199,7 +199,7 @@ class Coordinator:
                 client.act(ar["id"], "cancel")
             elif ar is not None and ar["pending"] is not None:
                 client.act(ar["id"], "abort")
-            self.log.site(coalloc, name, state="aborted")
+            self.log.site(coalloc, name, state=state)
         self._each(coalloc.sites, cancel)
 
     def _finish(self, coalloc: CoAllocation, state: str, message: str) -> None:
@@ -232,8 +232,8 @@ class Coordinator:
         if coalloc.state != "committed":
             raise CoallocError(f"co-allocation {coalloc_id} is {coalloc.state}: only a committed "
                                "one can be cancelled")
-        self._cancel_all(coalloc)
-        self._finish(coalloc, "cancelled", "cancelled")
+        self._cancel_all(coalloc, "cancelled")
+        self._finish(coalloc, "cancelled", "")
         return coalloc
 
     def move(self, coalloc_id: str, start: int) -> CoAllocation:

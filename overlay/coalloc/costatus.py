@@ -7,17 +7,22 @@ import sys
 from overlay.cli import common
 from overlay.coalloc.commands import coordinator, one_parser, show
 from overlay.coalloc.coordinator import CoallocError
+from overlay.timespec import format_time
 
 PROG = "plus_costatus"
 
 
 def parser() -> common.Parser:
-    return one_parser(PROG, "A co-allocation as the log has it, and each site's AR now.")
+    return one_parser(PROG, "A co-allocation as the log has it, and each site's AR now; "
+                            "without an id, every co-allocation of the log, a line each.",
+                      optional=True)
 
 
 @common.command(PROG)
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    if args.id is None:
+        return listing(args)
     try:
         coalloc, live = coordinator(PROG, args).status(args.id)
     except CoallocError as exc:
@@ -30,6 +35,20 @@ def main(argv: list[str] | None = None) -> int:
     show(args, coalloc)
     for name, text in now.items():
         print(f"  {name}: now {text}")
+    return 0
+
+
+def listing(args) -> int:
+    """Every co-allocation of the log: id, state, window."""
+    log = coordinator(PROG, args).log
+    found = [log.load(coalloc_id) for coalloc_id in log.all()]
+    if args.json:
+        common.print_json([coalloc.view() for coalloc in found])
+        return 0
+    for coalloc in found:
+        window = "" if coalloc.start is None else \
+            f"{format_time(coalloc.start)} to {format_time(coalloc.start + coalloc.duration)}"
+        print(f"{coalloc.id:<24} {coalloc.state:<16} {window}")
     return 0
 
 
