@@ -134,7 +134,10 @@ def read_yaml(path: str, what: str, error: type[Exception] = ConfigError) -> Any
     except UnicodeDecodeError:
         raise error(f"{path}: not UTF-8 text; {what} must be YAML in UTF-8") from None
     except yaml.YAMLError as exc:
-        raise error(f"{path}: not valid YAML: {exc}") from None
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise error(f"{path}: not valid YAML: {getattr(exc, 'problem', None) or 'unreadable'}"
+                    f"{where}") from None
 
 
 def load(path: str, overrides: dict[str, Any] | None = None) -> Config:

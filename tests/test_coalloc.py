@@ -6,12 +6,15 @@ the AR committed, or none with any AR or pending operation), and bad input."""
 
 from __future__ import annotations
 
+import http.server
 import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -226,3 +229,80 @@ def test_a_co_allocation_is_moved_cancelled_and_shown_as_one(world):
         assert all(ar["state"] == "d" for ar in ars)
     daemons["C"][0].ok("root", "plus_destroy", "-r", str(busy["id"]))
     clean(world)
+
+
+class Garbage(http.server.BaseHTTPRequestHandler):
+    """A server that is not a site: every answer is 200 and not JSON."""
+
+    def do_GET(self) -> None:
+        self._answer()
+
+    def do_POST(self) -> None:
+        self._answer()
+
+    def _answer(self) -> None:
+        self.send_response(200)
+        self.end_headers()
+        self.wfile.write(b"<html>hello</html>")
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+@pytest.mark.parametrize("fault, kind", [("token", "401"), ("garbage", "is not the API's JSON"),
+                                         ("stopped", "no answer within 1 s"),
+                                         ("down", "unreachable")])
+def test_a_faulty_site_leaves_nothing_anywhere(world, fault, kind):
+    daemons, folder = world
+    sites = (folder / "sites.yaml").read_text()
+    server = None
+    if fault == "token":
+        (folder / "bad.token").write_text("not-a-token")
+        os.chmod(folder / "bad.token", 0o644)
+        sites = sites.replace(str(folder / "B.token"), str(folder / "bad.token"))
+    elif fault == "garbage":
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Garbage)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        sites = sites.replace(daemons["B"][1], f"http://127.0.0.1:{server.server_address[1]}")
+    elif fault == "down":
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            sites = sites.replace(daemons["B"][1], f"http://127.0.0.1:{probe.getsockname()[1]}")
+    (folder / "faulty.yaml").write_text(sites)
+    if fault == "stopped":
+        os.kill(daemons["B"][0].process.pid, signal.SIGSTOP)
+    try:
+        result = coreserve(world, "--sites", str(folder / "faulty.yaml"), "--timeout", "1",
+                           "-D", "1h", "-s", "now+30h", "--site", "A:nodes=1", "--site", "B:nodes=1")
+    finally:
+        if fault == "stopped":
+            os.kill(daemons["B"][0].process.pid, signal.SIGCONT)
+        if server is not None:
+            server.shutdown()
+    assert result.returncode == 3 and "site B: " in result.stderr and kind in result.stderr, \
+        result.stderr
+    assert len(result.stderr.splitlines()) == 1
+    assert [ar for ar in daemons["A"][0].status() if ar["owner"] == USER] == []
+    deadline = time.monotonic() + 20
+    while daemons["B"][0].status() and time.monotonic() < deadline:   # a stopped site catches up
+        time.sleep(0.5)
+    clean(world)
+    assert daemons["B"][0].status() == []
+
+
+def test_bad_sites_files_are_one_line(world):
+    _, folder = world
+    for text, message in (("sites: 3\n", "needs a 'sites:' mapping"),
+                          ("sites: {A: {url: 'ftp://x', token_file: /etc/hostname}}\n",
+                           "url must start with http:// or https://"),
+                          ("sites: {A: {url: 'http://x', token_file: /nonexistent}}\n",
+                           "cannot read token_file /nonexistent"),
+                          ("sites: {A: {url: 'http://x', token_file: /etc/hostname, pw: 1}}\n",
+                           "unknown key 'pw'"),
+                          ("[unclosed\n", "not valid YAML: expected ',' or ']'")):
+        (folder / "bad.yaml").write_text(text)
+        os.chmod(folder / "bad.yaml", 0o644)
+        result = coreserve(world, "--sites", str(folder / "bad.yaml"), "-D", "1h",
+                           "--site", "A:nodes=1")
+        assert result.returncode == 2 and message in result.stderr, result.stderr
+        assert len(result.stderr.splitlines()) == 1

@@ -12,6 +12,7 @@ import getpass
 import os
 from dataclasses import dataclass
 
+from overlay.config import read_yaml
 from overlay.limits import shown
 from overlay.request import RequestError, parse_name
 
@@ -38,14 +39,7 @@ def _text(where: str, entry: dict, key: str, required: bool = True) -> str | Non
 
 def load(path: str) -> dict[str, Site]:
     """The sites of ``path``, every entry checked, tokens read."""
-    import yaml
-    try:
-        with open(os.path.expanduser(path), encoding="utf-8") as handle:
-            data = yaml.safe_load(handle.read(1 << 20))
-    except OSError as exc:
-        raise RequestError(f"--sites: cannot read {shown(path)} ({exc.strerror})") from None
-    except yaml.YAMLError as exc:
-        raise RequestError(f"--sites: {shown(path)} is not YAML ({exc})") from None
+    data = read_yaml(os.path.expanduser(path), "the sites file", RequestError)
     entries = data.get("sites") if isinstance(data, dict) else None
     if not isinstance(entries, dict) or not entries:
         raise RequestError(f"--sites: {shown(path)} needs a 'sites:' mapping of names to "
