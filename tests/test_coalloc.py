@@ -22,6 +22,10 @@ import pytest
 from daemon_harness import BIN
 from http_harness import HOUR, start_api, token
 
+from overlay.coalloc.coordinator import Coordinator
+from overlay.coalloc.log import Log
+from overlay.coalloc.sites import Site
+
 SITES = ("A", "B", "C")
 USER = "plusu1"
 
@@ -306,3 +310,34 @@ def test_bad_sites_files_are_one_line(world):
                            "--site", "A:nodes=1")
         assert result.returncode == 2 and message in result.stderr, result.stderr
         assert len(result.stderr.splitlines()) == 1
+
+
+def test_when_a_site_loses_the_common_start_the_next_one_is_found(world, tmp_path):
+    """The library in this process: once the common start is chosen (and
+    logged), someone takes it at site B; B refuses it, the coordinator
+    aborts what it holds, queries again and commits at the next one."""
+    daemons, folder = world
+    sites = {name: Site(name, url, (folder / f"{name}.token").read_text().strip(), USER)
+             for name, (_, url) in daemons.items() if name in "AB"}
+    taken = []
+
+    def take(step: int) -> None:
+        if step == 2 and not taken:                   # the first start is logged, not prepared
+            start = log.load(log.all()[-1]).start
+            taken.append(daemons["B"][0].reserve("plusu2", "-s", time.strftime(
+                "%Y%m%d%H%M.%S", time.localtime(start)), "-D", "30m", "-n", "5"))
+
+    log = Log(f"sqlite:///{tmp_path}/coalloc.db")
+    coordinator = Coordinator(sites, log, on_step=take)
+    earliest = (int(time.time()) // HOUR + 40) * HOUR
+    coalloc = coordinator.reserve(HOUR, earliest, earliest + 6 * HOUR,
+                                  {"A": "nodes=1", "B": "nodes=1"})
+    assert coalloc.state == "committed" and coalloc.attempt == 2
+    assert coalloc.start == taken[0]["end"]                       # right after what was taken
+    for name, ars in held(world, coalloc.id).items():
+        if name in "AB":
+            assert [(ar["state"], ar["pending"], ar["start"]) for ar in ars] == \
+                [("w", None, coalloc.start)]                # the first attempt's part is gone
+    log.close()
+    daemons["B"][0].ok("root", "plus_destroy", "-r", str(taken[0]["id"]))
+    clean(world)
