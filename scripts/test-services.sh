@@ -26,7 +26,8 @@ source "$repo/scripts/lib.sh"
 # python3-dev is not needed: every dependency ships binary wheels.
 # runuser and setpriv come with util-linux, which is always installed.
 # GNU time: scripts/bench_core.py reads commands' peak memory with it.
-PLUS_VENV=$PLUS_VENV PLUS_EXTRA_PACKAGES="postgresql time" PLUS_LINK_COMMANDS=no \
+# faketime: a co-allocation test runs a site whose clock is ahead.
+PLUS_VENV=$PLUS_VENV PLUS_EXTRA_PACKAGES="postgresql time faketime" PLUS_LINK_COMMANDS=no \
     PLUS_LOG_TAG=test-env PLUS_PHASE_TIMES=yes \
     bash "$repo/scripts/install.sh" test 3>&- 9>&- ||
     exit    # explicit: set -e is ignored here, as we run inside an "if" below

@@ -16,11 +16,12 @@ import subprocess
 import tempfile
 import threading
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
-from daemon_harness import BIN
-from http_harness import HOUR, start_api, token
+from daemon_harness import BIN, Daemon
+from http_harness import HOUR, free_port, start_api, token
 
 from overlay.coalloc.coordinator import Coordinator
 from overlay.coalloc.log import Log
@@ -61,6 +62,17 @@ def held(world, coalloc_id: str) -> dict[str, list[dict]]:
     return {name: [ar for ar in daemon.status("-ne", "1000")
                    if (ar.get("idempotency_key") or "").startswith(coalloc_id + ".")]
             for name, (daemon, _) in daemons.items()}
+
+
+def wait_for_api(url: str) -> None:
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            urllib.request.urlopen(url + "/openapi.json", timeout=2).read()
+            return
+        except OSError:
+            assert time.monotonic() < deadline, f"{url} did not come back"
+            time.sleep(0.2)
 
 
 def clean(world) -> None:
@@ -160,10 +172,12 @@ def test_two_coordinators_racing_for_the_same_nodes_never_both_get_a_window(worl
     clean(world)
 
 
-def test_a_site_stopped_between_prepare_and_commit_ends_all_or_nothing(world):
-    """Site S (commit_timeout 4 s) is stopped after the prepare: with the
-    decision logged, the coordinator commits it when it is back; without,
-    the rest is aborted and S's own timeout drops its pending part."""
+@pytest.mark.parametrize("how", ["stopped", "killed"])
+def test_a_site_stopped_or_killed_between_prepare_and_commit_ends_all_or_nothing(world, how):
+    """Site S (commit_timeout 4 s) is stopped (SIGSTOP) or killed (SIGKILL)
+    after the prepare, then back: with the decision logged, the coordinator
+    commits it when it is back; without, the rest is aborted and S's own
+    timeout drops its pending part."""
     daemons, folder = world
     extra, url = start_api("http: {address: {address}}\ncommit_timeout: 4\n")
     try:
@@ -179,11 +193,18 @@ def test_a_site_stopped_between_prepare_and_commit_ends_all_or_nothing(world):
                                "--site", "A:nodes=1", "--site", "S:nodes=1",
                                env={"PLUS_COALLOC_KILL_AFTER": "5" if decided else "4"})
             assert killed.returncode == 137, killed.stderr
-            os.kill(extra.process.pid, signal.SIGSTOP)
+            if how == "stopped":
+                os.kill(extra.process.pid, signal.SIGSTOP)
+            else:
+                extra.kill9()
             try:
                 stuck = coreserve(world, *args, "--recover", "--json")
             finally:
-                os.kill(extra.process.pid, signal.SIGCONT)
+                if how == "stopped":
+                    os.kill(extra.process.pid, signal.SIGCONT)
+                else:
+                    extra.start()
+                    wait_for_api(url)
             if decided:
                 assert stuck.returncode == 3 and "run plus_coreserve --recover" in stuck.stderr
                 back = coreserve(world, *args, "--recover", "--json")
@@ -233,6 +254,35 @@ def test_a_co_allocation_is_moved_cancelled_and_shown_as_one(world):
         assert all(ar["state"] == "d" for ar in ars)
     daemons["C"][0].ok("root", "plus_destroy", "-r", str(busy["id"]))
     clean(world)
+
+
+def test_a_site_whose_clock_is_ahead_gets_the_same_window(world):
+    """Site F's clock runs 10 minutes ahead (libfaketime): the common start
+    comes from every site's own RESQUERY, so F never sees it in the past,
+    and both sites hold the same epoch window."""
+    daemons, folder = world
+    port = free_port()
+    ahead = Daemon(f"http: {{address: '127.0.0.1:{port}'}}\n")
+    ahead.start(wrapper=("faketime", "-f", "+600s"))
+    try:
+        url = f"http://127.0.0.1:{port}"
+        wait_for_api(url)
+        token_file = folder / "F.token"
+        token_file.write_text(token(ahead, USER, "-l", "1h"))
+        os.chmod(token_file, 0o644)
+        sites = folder / "sites-f.yaml"
+        sites.write_text((folder / "sites.yaml").read_text()
+                         + f"  F: {{url: '{url}', token_file: '{token_file}'}}\n")
+        result = coreserve(world, "--sites", str(sites), "-D", "1h", "--json",
+                           "--site", "A:nodes=1", "--site", "F:nodes=1")
+        assert result.returncode == 0, result.stderr
+        coalloc = json.loads(result.stdout)
+        assert coalloc["start"] >= time.time() + 590                 # F's now, not ours
+        (mine,) = [ar for ar in ahead.status() if ar["owner"] == USER]
+        assert (mine["start"], mine["pending"]) == (coalloc["start"], None)
+        clean(world)
+    finally:
+        ahead.cleanup()
 
 
 class Garbage(http.server.BaseHTTPRequestHandler):

@@ -199,6 +199,31 @@ def test_the_companion_runs_unprivileged_and_comes_back_if_it_dies(api):
     assert httpx.get(url + "/whoami", headers=auth(token(daemon, "plusu1"))).status_code == 200
 
 
+def test_the_api_goes_with_a_daemon_killed_and_comes_back_with_the_next():
+    daemon, url = start_api("http: {address: {address}}\n")
+    try:
+        daemon.kill9()
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and subprocess.run(
+                ["pgrep", "-f", f"overlay.http.server --socket {daemon.socket}"]).returncode == 0:
+            time.sleep(0.2)
+        assert subprocess.run(["pgrep", "-f", f"overlay.http.server --socket {daemon.socket}"]
+                              ).returncode == 1, "the companion outlived its daemon"
+        daemon.start()
+        deadline = time.monotonic() + 15
+        while True:
+            try:
+                if httpx.get(url + "/whoami", headers=auth(token(daemon, "plusu1")),
+                             timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert time.monotonic() < deadline, daemon.log.read_text()[-2000:]
+            time.sleep(0.2)
+    finally:
+        daemon.cleanup()
+
+
 def test_plain_http_off_loopback_is_refused_at_start():
     daemon = Daemon("http: {address: '0.0.0.0:6830'}\n")
     try:
