@@ -64,6 +64,17 @@ def held(world, coalloc_id: str) -> dict[str, list[dict]]:
             for name, (daemon, _) in daemons.items()}
 
 
+def with_site(folder: Path, name: str, daemon, url: str) -> Path:
+    """A sites file with the world's sites and one more, ``name``, at ``url``."""
+    token_file = folder / f"{name}.token"
+    token_file.write_text(token(daemon, USER, "-l", "1h"))
+    os.chmod(token_file, 0o644)
+    sites = folder / f"sites-{name}.yaml"
+    sites.write_text((folder / "sites.yaml").read_text()
+                     + f"  {name}: {{url: '{url}', token_file: '{token_file}'}}\n")
+    return sites
+
+
 def wait_for_api(url: str) -> None:
     deadline = time.monotonic() + 30
     while True:
@@ -181,12 +192,7 @@ def test_a_site_stopped_or_killed_between_prepare_and_commit_ends_all_or_nothing
     daemons, folder = world
     extra, url = start_api("http: {address: {address}}\ncommit_timeout: 4\n")
     try:
-        token_file = folder / "S.token"
-        token_file.write_text(token(extra, USER, "-l", "1h"))
-        os.chmod(token_file, 0o644)
-        sites = folder / "sites-s.yaml"
-        sites.write_text((folder / "sites.yaml").read_text()
-                         + f"  S: {{url: '{url}', token_file: '{token_file}'}}\n")
+        sites = with_site(folder, "S", extra, url)
         args = ("--sites", str(sites), "--timeout", "2")
         for decided in (True, False):
             killed = coreserve(world, *args, "-D", "1h", "-s", "now+12h", "--json",
@@ -267,12 +273,7 @@ def test_a_site_whose_clock_is_ahead_gets_the_same_window(world):
     try:
         url = f"http://127.0.0.1:{port}"
         wait_for_api(url)
-        token_file = folder / "F.token"
-        token_file.write_text(token(ahead, USER, "-l", "1h"))
-        os.chmod(token_file, 0o644)
-        sites = folder / "sites-f.yaml"
-        sites.write_text((folder / "sites.yaml").read_text()
-                         + f"  F: {{url: '{url}', token_file: '{token_file}'}}\n")
+        sites = with_site(folder, "F", ahead, url)
         result = coreserve(world, "--sites", str(sites), "-D", "1h", "--json",
                            "--site", "A:nodes=1", "--site", "F:nodes=1")
         assert result.returncode == 0, result.stderr
