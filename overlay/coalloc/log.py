@@ -18,7 +18,6 @@ the co-allocation where it was.
 
 from __future__ import annotations
 
-import json
 import secrets
 import time
 from dataclasses import dataclass, field
@@ -149,7 +148,3 @@ class Log:
         with self.engine.connect() as connection:
             return [row.id for row in connection.execute(
                 select(COALLOCATIONS.c.id).order_by(COALLOCATIONS.c.created))]
-
-
-def dumps(coalloc: CoAllocation) -> str:
-    return json.dumps(coalloc.view(), indent=2, sort_keys=True)
