@@ -368,9 +368,8 @@ class Service:
         key = args.checked("idempotency_key", parse_idempotency_key)
         args.done()
         if key is not None:      # the caller's AR made with that key, if any
-            found = self.manager.by_key.get((caller.user, key))
-            ar_id, expired = found or 0, 1
-            if found is None:
+            ar_id = self.manager.by_key.get((caller.user, key))
+            if ar_id is None:
                 return []
         ars = self.manager.status(ar_id=ar_id, owner=owner, start=start, end=end, expired=expired)
         if summary:

@@ -33,17 +33,23 @@ class Inside:
     def __init__(self) -> None:
         self._by_node: dict[str, dict[object, tuple[int, int, int, int]]] = {}
         self._nodes: dict[object, set[str]] = {}
+        self._by_outer: dict[int, set[tuple[object, str]]] = {}
 
     def book(self, key: object, node: str, outer: int, start: int, end: int, slots: int) -> None:
         self._by_node.setdefault(node, {})[key] = (outer, start, end, slots)
         self._nodes.setdefault(key, set()).add(node)
+        self._by_outer.setdefault(outer, set()).add((key, node))
 
     def unbook(self, key: object) -> None:
         for node in self._nodes.pop(key, ()):
             held = self._by_node[node]
-            del held[key]
+            outer = held.pop(key)[0]
             if not held:
                 del self._by_node[node]
+            inside_outer = self._by_outer[outer]
+            inside_outer.discard((key, node))
+            if not inside_outer:
+                del self._by_outer[outer]
 
     def keys_on(self, node: str) -> list[object]:
         return list(self._by_node.get(node, ()))
@@ -82,17 +88,14 @@ class Inside:
         """Slots booked inside ``outer`` per node, over all its window (the
         granted bookings and those a pending change asks for alike)."""
         used: dict[str, int] = {}
-        for node, held in self._by_node.items():
-            for within, _, _, slots in held.values():
-                if within == outer:
-                    used[node] = used.get(node, 0) + slots
+        for key, node in self._by_outer.get(outer, ()):
+            used[node] = used.get(node, 0) + self._by_node[node][key][3]
         return used
 
     def inner(self, outer: int) -> set[int]:
         """The ids of the ARs booked inside ``outer``."""
         return {key if isinstance(key, int) else key[0]
-                for held in self._by_node.values()
-                for key, (within, *_) in held.items() if within == outer}
+                for key, _ in self._by_outer.get(outer, ())}
 
 
 def accessible(ars: dict[int, Reservation], res_access: Iterable[int], user: str,

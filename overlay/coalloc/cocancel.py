@@ -5,8 +5,7 @@ from __future__ import annotations
 import sys
 
 from overlay.cli import common
-from overlay.coalloc.commands import coordinator, one_parser, show
-from overlay.coalloc.coordinator import CoallocError
+from overlay.coalloc.commands import acted, one_parser
 
 PROG = "plus_cocancel"
 
@@ -18,12 +17,7 @@ def parser() -> common.Parser:
 @common.command(PROG)
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    try:
-        coalloc = coordinator(PROG, args).cancel(args.id)
-    except CoallocError as exc:
-        common.fail(PROG, str(exc), exc.status)
-    show(args, coalloc)
-    return 0
+    return acted(PROG, args, lambda made: made.cancel(args.id))
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ import signal
 from overlay import ggf
 from overlay.cli import common
 from overlay.coalloc import sites as sites_file
-from overlay.coalloc.coordinator import Coordinator
+from overlay.coalloc.coordinator import CoallocError, Coordinator
 from overlay.coalloc.log import CoAllocation, Log
 from overlay.limits import shown
 from overlay.protocol import EXIT_USAGE
@@ -83,3 +83,14 @@ def site_request(p: common.Parser, text: str) -> tuple[str, str]:
     except RequestError as exc:
         p.error(f"--site {shown(name)}: {exc}")
     return name, resources
+
+
+def acted(prog: str, args, act) -> int:
+    """Run ``act`` on the command's coordinator, print the co-allocation it
+    answers; a refusal is one line with its exit status."""
+    try:
+        coalloc = act(coordinator(prog, args))
+    except CoallocError as exc:
+        common.fail(prog, str(exc), exc.status)
+    show(args, coalloc)
+    return 0

@@ -6,8 +6,7 @@ from __future__ import annotations
 import sys
 
 from overlay.cli import common
-from overlay.coalloc.commands import coordinator, one_parser, show
-from overlay.coalloc.coordinator import CoallocError
+from overlay.coalloc.commands import acted, one_parser
 
 PROG = "plus_comodify"
 
@@ -24,12 +23,7 @@ def parser() -> common.Parser:
 @common.command(PROG)
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    try:
-        coalloc = coordinator(PROG, args).move(args.id, args.s)
-    except CoallocError as exc:
-        common.fail(PROG, str(exc), exc.status)
-    show(args, coalloc)
-    return 0
+    return acted(PROG, args, lambda made: made.move(args.id, args.s))
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ import sys
 import time
 
 from overlay.cli import common
-from overlay.coalloc.commands import common_options, coordinator, show, site_request
+from overlay.coalloc.commands import acted, common_options, coordinator, show, site_request
 from overlay.coalloc.coordinator import CoallocError
 
 PROG = "plus_coreserve"
@@ -68,12 +68,8 @@ def main(argv: list[str] | None = None) -> int:
     latest_end = args.E if args.E is not None else earliest + WEEK + args.D
     if latest_end - args.D < earliest:
         p.error("-E: the latest end leaves no room for -D after the earliest start")
-    try:
-        coalloc = coordinator(PROG, args).reserve(args.D, earliest, latest_end - args.D, requests)
-    except CoallocError as exc:
-        common.fail(PROG, str(exc), exc.status)
-    show(args, coalloc)
-    return 0
+    return acted(PROG, args, lambda made: made.reserve(args.D, earliest, latest_end - args.D,
+                                                       requests))
 
 
 if __name__ == "__main__":
