@@ -12,7 +12,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from overlay.model import InvalidRequest, Node, Request, Reservation
+from overlay.model import Allocation, InvalidRequest, Node, Request, Reservation
 
 
 @dataclass(frozen=True)
@@ -85,6 +85,18 @@ class Backend(ABC):
         backend that never preempts, hosts whose running jobs would still
         hold what the AR needs at its start (Grid Engine 6.2's rule)."""
         return {}
+
+    def place_slots(self, request: Request, users: list[tuple[str, tuple[str, ...]]],
+                    ignore: int | None = None) -> tuple[list[Allocation], str]:
+        """qrsub's request (``request.by_slots``): the queue instances' slots
+        its scheduler would give a job of that shape over the whole window,
+        where every one of ``users`` (name, groups: the access list) may run
+        jobs, and the parallel environment chosen ("" for none); NoCapacity
+        with the scheduler's reasons when nothing fits. ``ignore``: an AR
+        whose holdings are left out (the one a modify moves)."""
+        raise InvalidRequest(f"-pe, -alloc, -q queue instances and -l resource requests "
+                             f"(qrsub's ARs) need the native backend's scheduler; this site "
+                             f"runs the {self.name} backend: reserve nodes with plus_reserve")
 
     def reconcile(self, reservations: list[Reservation]) -> None:
         """With every AR the store holds, at the first pass (and after each

@@ -52,6 +52,7 @@ def reservation_view(ar: Reservation, manager: Manager) -> dict:
         "state": ar.state.value, "submission_time": ar.submission_time,
         "start": ar.start, "end": ar.end, "duration": request.duration,
         "acl": list(ar.acl), "account": ar.account, "message": ar.message,
+        "granted_pe": ar.granted_pe,
         "allocations": [_allocation_view(a) for a in ar.allocations],
         "inner": sorted(manager.inside.inner(ar.id)),
         "request": wire.encode_request(request),
@@ -79,6 +80,8 @@ def reservation_view(ar: Reservation, manager: Manager) -> dict:
 def _allocation_view(allocation) -> dict:
     """A node the AR holds: its slots, and the AR they are inside (ResAccess)."""
     view = {"node": allocation.node, "slots": allocation.slots}
+    if allocation.queue:
+        view["queue"] = allocation.queue
     if allocation.within is not None:
         view["within"] = allocation.within
     return view
@@ -206,8 +209,12 @@ class Service:
         request = wire.reserve_request(args)
         transactional = args.flag("transactional")
         key = args.checked("idempotency_key", parse_idempotency_key)
+        verify = args.flag("verify")
         args.done()
-        ar = self.manager.reserve(caller, request, transactional, key)
+        ar = self.manager.reserve(caller, request, transactional, key, verify)
+        if verify:      # qrsub -w v: what it would be, nothing stored
+            return {"verified": True, "allocations": [_allocation_view(a) for a in ar.allocations],
+                    "granted_pe": ar.granted_pe}
         self.on_change([ar])
         return reservation_view(ar, self.manager)
 
@@ -365,17 +372,22 @@ class Service:
         start, end = args.time("start", "-s"), args.time("end", "-e")
         expired = args.integer("expired", 0, limits.MAX_COUNT, what="-ne") or 0
         summary, with_nodes = args.flag("summary"), args.flag("nodes")
+        messages = args.flag("messages")
         key = args.checked("idempotency_key", parse_idempotency_key)
+        owners = args.names("owners", "-u", wire.owner_names)
+        refs = args.names("refs", "-ar", wire.ar_references)
         args.done()
         if key is not None:      # the caller's AR made with that key, if any
             ar_id = self.manager.by_key.get((caller.user, key))
             if ar_id is None:
                 return []
-        ars = self.manager.status(ar_id=ar_id, owner=owner, start=start, end=end, expired=expired)
+        ars = self.manager.status(ar_id=ar_id, owner=owner, start=start, end=end, expired=expired,
+                                  owners=owners, refs=refs)
         if summary:
             # State is a str enum: JSON writes its letter, without Enum.value's slow lookup
             return [[ar.id, ar.name, ar.owner, ar.state, ar.start, ar.end,
-                     ",".join(ar.node_names) if with_nodes else ""] for ar in ars]
+                     ",".join(ar.node_names) if with_nodes else "",
+                     *((ar.message,) if messages else ())] for ar in ars]
         return self._views(ars)
 
     def op_availnodes(self, caller: Caller, args: wire.Arguments) -> dict:

@@ -33,11 +33,11 @@ from overlay.model import (FINISHED_STATES, Allocation, InvalidRequest, LimitExc
 from overlay.ordering import sort_nodes
 from overlay.planner import MultiPlanner, covered_ranges
 from overlay.policy import PolicyContext, context_for, used_part
-from overlay.matching import node_satisfies
+from overlay.matching import node_satisfies, wildcard_match
 from overlay.nesting import Inside, accessible, enforced, merged
 from overlay.request import RequestError, access_list, parse_mail_list, parse_mail_options, window_end
 from overlay.store import Store
-from overlay.users import groups_of
+from overlay.users import account as users_account, groups_of
 
 log = logging.getLogger("plus.manager")
 
@@ -280,7 +280,7 @@ class Manager:
                           context: PolicyContext, started: bool = False) -> None:
         """Checks of the core, then the policies' plus_validate_request."""
         now = self.now()
-        if request.nodes < 1:
+        if request.nodes < 1 and not request.by_slots:
             raise InvalidRequest(f"-n: the number of nodes must be at least 1, got {request.nodes}")
         if request.slots_per_node is not None and request.slots_per_node < 1:
             raise InvalidRequest(f"-sn: slots per node must be at least 1, got {request.slots_per_node}")
@@ -389,6 +389,39 @@ class Manager:
             reason += "; " + "; ".join(f"{text} ({count} nodes)" for text, count in refusals.items())
         raise NoCapacity(reason)
 
+    def _place_slots(self, owner: Caller, request: Request, context: PolicyContext,
+                     ignore: int | None = None) -> tuple[list[Allocation], str]:
+        """qrsub's request: slots the backend's scheduler places (its queue
+        instances, PE and consumables), on nodes the node planner (every
+        other AR, PluS's too) still has free and the reservability hooks
+        accept; and the PE it chose."""
+        if request.res_access:
+            raise InvalidRequest("ResAccess places node reservations inside others; a qrsub "
+                                 "request (slots) cannot use it")
+        users = [(owner.user, owner.groups)]
+        for entry in request.users:
+            if entry.startswith("@"):
+                users.append(("", (entry[1:],)))
+            elif entry != owner.user:
+                found = users_account(entry)
+                users.append(found if found is not None else (entry, ()))
+        allocations, pe = self.backend.place_slots(request, users, ignore)
+        per_node: dict[str, int] = {}
+        for allocation in allocations:
+            per_node[allocation.node] = per_node.get(allocation.node, 0) + allocation.slots
+        skip = () if ignore is None else (ignore, _pending_key(ignore))
+        hook = plugins.PolicyHook(self.pm, "plus_node_reservable", request=request,
+                                  owner=owner.user, groups=owner.groups, context=context)
+        for name, slots in per_node.items():
+            node = self.nodes.get(name)
+            if node is None or not self.planner.fits(name, slots, request.start, request.end, skip):
+                raise NoCapacity(f"no suitable queues (host {name} is no longer free for the "
+                                 "window); try again")
+            refusal = hook.first_refusal(node=node, allocated=())
+            if refusal:
+                raise NoCapacity(f"host {name}: {refusal}")
+        return allocations, pe
+
     def _log(self, ar: Reservation, event: str, message: str) -> None:
         """An ar_log record, and the same line in the daemon's log."""
         log.info("AR %d (%s, state %s): %s: %s", ar.id, ar.owner, ar.state.value, event, message)
@@ -397,9 +430,10 @@ class Manager:
     # -- reserve ---------------------------------------------------------------
 
     def reserve(self, caller: Caller, request: Request, transactional: bool = False,
-                idempotency_key: str | None = None) -> Reservation:
+                idempotency_key: str | None = None, verify: bool = False) -> Reservation:
         """A new AR; with ``idempotency_key``, the AR a request of the same
-        key already made (the same request retried), whatever its state."""
+        key already made (the same request retried), whatever its state;
+        with ``verify`` (qrsub -w v), the AR it would be, not stored (id 0)."""
         with self.lock:
             if idempotency_key is not None:
                 made = self._made(caller, request, idempotency_key)
@@ -417,13 +451,24 @@ class Manager:
             self._validate_request(caller, request, "reserve", context)
             request = replace(request, start=max(request.start, now),
                               users=access_list(caller.user, request.users))
-            allocations = self._allocate(caller, request, context)
+            granted_pe = ""
+            if request.by_slots:
+                if transactional:
+                    raise InvalidRequest("a qrsub request (slots) is granted at once; "
+                                         "transactional reservations are for nodes")
+                allocations, granted_pe = self._place_slots(caller, request, context)
+            else:
+                allocations = self._allocate(caller, request, context)
             ar = Reservation(
                 id=0, owner=caller.user, group=caller.groups[0] if caller.groups else "",
                 request=request, state=State.PENDING if transactional else State.WAITING,
                 submission_time=now, allocations=allocations, acl=request.users,
+                account=request.account,
                 pending=Operation.RESERVE if transactional else None,
-                pending_since=now if transactional else None, idempotency_key=idempotency_key)
+                pending_since=now if transactional else None, idempotency_key=idempotency_key,
+                granted_pe=granted_pe)
+            if verify:
+                return ar
             self.store.create(ar, self.capacity())
             self._keep(ar)
             self._book(ar)
@@ -577,19 +622,27 @@ class Manager:
             context = self._context(ignoring=ar.id)
             try:
                 self._validate_request(owner, request, "modify", context, started=started)
-                allocations = self._allocate(owner, request, context,
-                                             ignore=(ar.id, _pending_key(ar.id)),
-                                             prefer=ar.node_names)
+                granted_pe = ar.granted_pe
+                if request.by_slots:
+                    allocations, granted_pe = self._place_slots(owner, request, context, ar.id)
+                else:
+                    allocations = self._allocate(owner, request, context,
+                                                 ignore=(ar.id, _pending_key(ar.id)),
+                                                 prefer=ar.node_names)
             except ReservationError as exc:
                 self.refusals[ar.id] = Refusal(now, "modify", str(exc))
                 raise
             self.refusals.pop(ar.id, None)
             if transactional:
+                if request.by_slots:
+                    raise InvalidRequest("a qrsub AR (slots) is modified at once; transactional "
+                                         "modifications are for node reservations")
                 ar = self._stored(ar, self.capacity(), pending=Operation.MODIFY, pending_since=now,
                                   pending_request=request, pending_allocations=allocations)
                 self._book(ar)
                 return ar
-            updated = replace(ar, request=request, allocations=allocations, acl=request.users)
+            updated = replace(ar, request=request, allocations=allocations, acl=request.users,
+                              granted_pe=granted_pe)
             self.store.save(updated, self.capacity())
             self._replace(ar, updated)
             return updated
@@ -759,14 +812,20 @@ class Manager:
 
     def status(self, ar_id: int | None = None, owner: str | None = None,
                start: int | None = None, end: int | None = None,
-               expired: int = 0) -> list[Reservation]:
+               expired: int = 0, owners: Iterable[str] | None = None,
+               refs: Iterable[str] | None = None) -> list[Reservation]:
         """ARs by id, owner and window overlap; finished ones only by -r or,
-        the most recent ``expired`` of them, by -ne."""
+        the most recent ``expired`` of them, by -ne. ``owners``: any of
+        these (qrstat -u); ``refs``: AR ids, names or name patterns (qrstat
+        -ar), each an error if nothing matches it."""
         with self.lock:
             if ar_id is not None:
                 return [self._get(ar_id)]
-            chosen = [ar for ar in self.ars.values()
+            wanted = None if owners is None or "*" in owners else set(owners)
+            candidates = self.ars.values() if refs is None else self._referenced(refs)
+            chosen = [ar for ar in candidates
                       if (owner is None or ar.owner == owner)
+                      and (wanted is None or ar.owner in wanted)
                       and (start is None or ar.end > start)
                       and (end is None or ar.start < end)]
             live = [ar for ar in chosen if ar.state not in FINISHED_STATES]
@@ -774,6 +833,26 @@ class Manager:
                           key=lambda ar: (ar.finished_time or 0, ar.id))
             shown = live + (done[-expired:] if expired > 0 else [])
             return sorted(shown, key=lambda ar: ar.id)
+
+    def _referenced(self, refs: Iterable[str]) -> list[Reservation]:
+        """The ARs named by id, name or name pattern, in the order named;
+        UnknownReservation listing those that match none."""
+        found: dict[int, Reservation] = {}
+        missing = []
+        for ref in refs:
+            if ref.isascii() and ref.isdigit():
+                matched = [self.ars[int(ref)]] if int(ref) in self.ars else []
+            elif any(c in ref for c in "*?["):
+                matched = [ar for ar in self.ars.values() if ar.name and wildcard_match(ar.name, ref)]
+            else:
+                matched = [ar for ar in self.ars.values() if ar.name == ref]
+            if not matched:
+                missing.append(ref)
+            found.update((ar.id, ar) for ar in matched)
+        if missing:
+            raise UnknownReservation("Following advance reservations do not exist: "
+                                     + ", ".join(missing))
+        return list(found.values())
 
     def available_nodes(self, start: int, end: int) -> list[str]:
         """Live nodes wholly free over [start, end), in allocation order."""

@@ -97,6 +97,14 @@ class Request:
     error; ``mail_options`` (-m, letters of "bea" or "n") and ``mail_list``
     (-M) say who hears of which events. ``res_access`` (seed 003's
     ResAccess) names ARs whose slots the AR may use as well as free ones.
+
+    ``nodes`` 0 is qrsub's request (seed 000): slots, not nodes, placed by
+    the backend's scheduler as it would place a job of that shape: ``pe``
+    and ``pe_range`` (-pe), or ``alloc_rule`` with ``pe_range`` (-alloc),
+    else one slot; ``attributes`` are then -l resource requests, ``queues``
+    and ``master_queues`` queue instance patterns (-q, -masterq), ``ckpt``
+    a checkpointing environment (-ckpt), ``interactive`` -now y;
+    ``account`` is -A's string for the accounting records.
     """
 
     start: int
@@ -115,10 +123,22 @@ class Request:
     mail_options: str = ""
     mail_list: tuple[str, ...] = ()
     res_access: tuple[int, ...] = ()
+    pe: str = ""
+    pe_range: tuple[tuple[int, int], ...] = ()
+    alloc_rule: str = ""
+    master_queues: tuple[str, ...] = ()
+    ckpt: str = ""
+    interactive: bool = False
+    account: str = ""
 
     @property
     def duration(self) -> int:
         return self.end - self.start
+
+    @property
+    def by_slots(self) -> bool:
+        """qrsub's request: slots placed by the backend's scheduler, not nodes."""
+        return self.nodes == 0
 
     def slots_on(self, node: Node) -> int:
         """Slots this request needs on ``node``."""
@@ -132,11 +152,14 @@ class Request:
 class Allocation:
     """Slots of one node held by an AR over its window: the node's own, or
     (``within``) slots of another AR there that the request's ResAccess
-    named, which the AR uses instead of free ones."""
+    named, which the AR uses instead of free ones. ``queue``: the cluster
+    queue whose instance on the node holds them (qrsub's ARs), or "" for
+    the node as a whole (PluS's)."""
 
     node: str
     slots: int
     within: int | None = None
+    queue: str = ""
 
 
 @dataclass(slots=True)
@@ -164,6 +187,7 @@ class Reservation:
     pending_request: Request | None = None
     pending_allocations: list[Allocation] = field(default_factory=list)
     idempotency_key: str | None = None
+    granted_pe: str = ""
 
     @property
     def start(self) -> int:

@@ -20,7 +20,8 @@ if TYPE_CHECKING:
 
 REQUEST_FIELDS = ("start", "end", "nodes", "users", "slots_per_node", "memory_mb", "ncpus",
                   "arch", "os", "attributes", "queues", "name", "hard_error", "mail_options",
-                  "mail_list", "res_access")
+                  "mail_list", "res_access", "pe", "pe_range", "alloc_rule", "master_queues",
+                  "ckpt", "interactive", "account")
 """A Request's fields (overlay.model.Request), by the names of its one wire
 form: what plus_reserve sends, the socket and the HTTP API take, the views
 show and the store keeps."""
@@ -28,7 +29,9 @@ show and the store keeps."""
 
 def request_wire(*, start: int, end: int, nodes: int, users=(), slots_per_node=None,
                  memory_mb=None, ncpus=None, arch=None, os=None, attributes=(), queues=(),
-                 name="", hard_error=False, mail_options="", mail_list=(), res_access=()) -> dict:
+                 name="", hard_error=False, mail_options="", mail_list=(), res_access=(), pe="",
+                 pe_range=(), alloc_rule="", master_queues=(), ckpt="", interactive=False,
+                 account="") -> dict:
     """A request in its wire form: JSON values (lists for tuples, an -l
     attribute a [name, value] pair), every field present. Clients build it
     from their options, the daemon from a Request (overlay.wire)."""
@@ -37,7 +40,10 @@ def request_wire(*, start: int, end: int, nodes: int, users=(), slots_per_node=N
             "arch": arch, "os": os, "attributes": [list(pair) for pair in attributes],
             "queues": list(queues), "name": name, "hard_error": hard_error,
             "mail_options": mail_options, "mail_list": list(mail_list),
-            "res_access": list(res_access)}
+            "res_access": list(res_access), "pe": pe,
+            "pe_range": [list(pair) for pair in pe_range], "alloc_rule": alloc_rule,
+            "master_queues": list(master_queues), "ckpt": ckpt, "interactive": interactive,
+            "account": account}
 
 
 MAX_AR_ID = 9_999_999
@@ -307,6 +313,28 @@ def parse_pe_range(text: str, option: str = "-pe") -> tuple[tuple[int, int], ...
     return tuple(merged)
 
 
+def parse_account(text: str) -> str:
+    """-A: printable text without a colon (the accounting records' separator)."""
+    if len(text) > MAX_NAME or not text.isprintable() or ":" in text:
+        raise RequestError(f"-A: invalid account string '{shown(text)}': accepted is "
+                           f"printable text without ':' of at most {MAX_NAME} characters")
+    return text
+
+
+ALLOCATION_RULES = ("$pe_slots", "$fill_up", "$round_robin")
+
+
+def parse_alloc_rule(text: str, option: str = "-alloc") -> str:
+    """An allocation rule (sge_pe(5)): $pe_slots, $fill_up, $round_robin, or
+    a number of slots per host."""
+    rule = check_length(text, option, "allocation rule").strip()
+    if rule in ALLOCATION_RULES or _is_number(rule) and 1 <= int(rule) <= MAX_SLOTS:
+        return rule
+    raise RequestError(f"{option}: invalid allocation rule '{shown(text)}': accepted are "
+                       f"{', '.join(ALLOCATION_RULES)} or a number of slots per host "
+                       f"(1 to {MAX_SLOTS})")
+
+
 def format_pe_range(ranges: tuple[tuple[int, int], ...]) -> str:
     """A range list as Grid Engine writes it: 4, 3,4 (two numbers), 2-8, 4-
     (open), comma-separated."""
@@ -324,6 +352,12 @@ def _listed(text: str, option: str, valid: Callable[[str], bool], longest: int, 
             raise RequestError(f"{option}: invalid {what} '{shown(item)}' in '{shown(text)}': "
                                f"accepted {accepted}, at most {longest} characters each")
     return tuple(dict.fromkeys(items))
+
+
+def parse_ar_references(text: str, option: str = "-ar") -> tuple[str, ...]:
+    """AR ids, names or name patterns (qrstat -ar, qrdel), comma-separated."""
+    return _listed(text, option, lambda item: _is_number(item) or _is_wild(item), MAX_PATTERN,
+                   "AR id or name", "are AR ids, names and name patterns (* ? [ ]), comma-separated")
 
 
 def parse_queue_list(text: str, option: str) -> tuple[str, ...]:

@@ -92,6 +92,7 @@ class ReservationRow(SQLModel, table=True):
     pending_since: int | None = Field(default=None, sa_type=BigInteger)
     pending_request: str | None = None
     idempotency_key: str | None = Field(default=None, index=True)
+    granted_pe: str | None = None
 
 
 class AllocationRow(SQLModel, table=True):
@@ -106,6 +107,7 @@ class AllocationRow(SQLModel, table=True):
     pending: bool = False
     held: bool = True  # False once the AR ended or was cancelled: a record, not a booking
     within_id: int | None = Field(default=None, index=True)  # the AR whose slots it uses
+    queue: str | None = None    # the cluster queue of a qrsub AR's slots
 
 
 class UsageRow(SQLModel, table=True):
@@ -159,7 +161,7 @@ def _row_values(ar: Reservation) -> dict:
         request=_encode_request(ar.request), finished_time=ar.finished_time,
         pending=ar.pending.value if ar.pending else None, pending_since=ar.pending_since,
         pending_request=_encode_request(ar.pending_request) if ar.pending_request else None,
-        idempotency_key=ar.idempotency_key)
+        idempotency_key=ar.idempotency_key, granted_pe=ar.granted_pe or None)
 
 
 def _to_row(ar: Reservation) -> ReservationRow:
@@ -170,12 +172,13 @@ def _allocation_values(ar: Reservation) -> list[dict]:
     """The AR's allocation rows as plain values: a whole-cluster AR has
     thousands, and building ORM objects for them took a third of a second."""
     rows = [dict(reservation_id=ar.id, node=a.node, slots=a.slots, start_time=ar.start,
-                 end_time=ar.end, pending=False, held=ar.holds_resources, within_id=a.within)
+                 end_time=ar.end, pending=False, held=ar.holds_resources, within_id=a.within,
+                 queue=a.queue or None)
             for a in ar.allocations]
     if ar.pending_request is not None:
         rows += [dict(reservation_id=ar.id, node=a.node, slots=a.slots,
                       start_time=ar.pending_request.start, end_time=ar.pending_request.end,
-                      pending=True, held=True, within_id=a.within)
+                      pending=True, held=True, within_id=a.within, queue=a.queue or None)
                  for a in ar.pending_allocations]
     return rows
 
@@ -212,15 +215,15 @@ def _from_rows(row: ReservationRow, allocations: list[AllocationRow]) -> Reserva
     return Reservation(
         id=row.id, owner=row.owner, group=row.owner_group, request=_decode_request(row.request),
         state=State(row.state), submission_time=row.submission_time,
-        allocations=[Allocation(a.node, a.slots, a.within_id) for a in allocations
-                     if not a.pending],
+        allocations=[Allocation(a.node, a.slots, a.within_id, a.queue or "")
+                     for a in allocations if not a.pending],
         acl=tuple(filter(None, row.acl.split(","))), account=row.account, message=row.message,
         finished_time=row.finished_time,
         pending=Operation(row.pending) if row.pending else None, pending_since=row.pending_since,
         pending_request=_decode_request(row.pending_request) if row.pending_request else None,
-        pending_allocations=[Allocation(a.node, a.slots, a.within_id) for a in allocations
-                             if a.pending],
-        idempotency_key=row.idempotency_key)
+        pending_allocations=[Allocation(a.node, a.slots, a.within_id, a.queue or "")
+                             for a in allocations if a.pending],
+        idempotency_key=row.idempotency_key, granted_pe=row.granted_pe or "")
 
 
 def _usage_row(used: Reservation) -> UsageRow:
@@ -268,7 +271,8 @@ def _keep_private(database: str) -> None:
 
 
 _ADDED_COLUMNS = {("allocation", "within_id"): "INTEGER",
-                  ("reservation", "idempotency_key"): "VARCHAR"}
+                  ("reservation", "idempotency_key"): "VARCHAR",
+                  ("allocation", "queue"): "VARCHAR", ("reservation", "granted_pe"): "VARCHAR"}
 """Columns added since the first stores were made, nullable: a store that
 lacks one gains it at the daemon's start."""
 
@@ -540,10 +544,12 @@ class Store:
         for node in nodes:
             planner.set_capacity(node, capacity.get(node, 0))
         planner.book_many(tuple(row) for row in session.connection().execute(_BOOKED, bounds))
-        for row in wanted:
+        for index, row in enumerate(wanted):
             if not planner.fits(row["node"], row["slots"], row["start_time"], row["end_time"]):
                 raise Conflict(f"node {row['node']} is no longer free for the requested window "
                                "(another reservation took it); try again")
+            if not row["pending"]:     # a qrsub AR may hold two queues' slots on one node
+                planner.book(index, row["node"], row["start_time"], row["end_time"], row["slots"])
 
     def _check_inside(self, session: Session, row: dict, own: int) -> None:
         """Refuse a booking inside another AR (ResAccess) that AR no longer

@@ -14,9 +14,11 @@ from typing import Any, Callable, Iterable
 
 from overlay import limits
 from overlay.model import Request
-from overlay.request import (MAX_AR_ID, REQUEST_FIELDS, RequestError, parse_attribute_list,
-                             parse_mail_list, parse_mail_options, parse_name, parse_name_list,
-                             parse_pattern, request_wire)
+from overlay.request import (MAX_AR_ID, MAX_SLOTS, REQUEST_FIELDS, RequestError,
+                             parse_alloc_rule, parse_attribute_list, parse_mail_list,
+                             parse_mail_options, parse_name, parse_name_list, parse_pattern,
+                             parse_pe_range, parse_queue_list, request_wire, parse_account,
+                             parse_ar_references)
 from overlay.timespec import bounded_time
 
 
@@ -143,31 +145,64 @@ def stored_request(data: dict) -> Request:
     so trusted: not checked again). A field stored before it existed takes
     its default."""
     fields = {name: data[name] for name in REQUEST_FIELDS if name in data}
-    for name in ("users", "queues", "mail_list", "res_access"):
+    for name in ("users", "queues", "mail_list", "res_access", "master_queues"):
         if name in fields:
             fields[name] = tuple(fields[name])
-    if "attributes" in fields:
-        fields["attributes"] = tuple(tuple(pair) for pair in fields["attributes"])
+    for name in ("attributes", "pe_range"):
+        if name in fields:
+            fields[name] = tuple(tuple(pair) for pair in fields[name])
     return Request(**fields)
 
 
 def reserve_request(args: Arguments) -> Request:
     """A request in its wire form from a client, with plus_reserve's checks."""
     memory = args.integer("memory_mb", 1, limits.MAX_MEMORY_MB, what="-mem")
+    nodes = args.integer("nodes", 0, limits.MAX_COUNT, True, "-n")
+    pe_range = _pe_range(args.items("pe_range") or ())
+    pe = args.checked("pe", lambda v: v and parse_pattern(v, "-pe")) or ""
+    alloc_rule = args.checked("alloc_rule", lambda v: v and parse_alloc_rule(v)) or ""
+    slot_fields = pe or pe_range or alloc_rule
+    if nodes and slot_fields:
+        raise RequestError("-pe and -alloc ask for slots (qrsub), -n for nodes (plus_reserve): "
+                           "give one or the other")
+    if (pe or alloc_rule) and not pe_range:
+        raise RequestError(f"{'-pe' if pe else '-alloc'}: a slot range is needed (e.g. 4 or 2-8)")
+    if pe and alloc_rule:
+        raise RequestError("-pe and -alloc: give one or the other (-alloc reserves slots "
+                           "without a parallel environment)")
     return Request(
         start=args.time("start", "-s", True), end=args.time("end", "-e", True),
-        nodes=args.count("nodes", "-n", True), users=users(args) or (),
+        nodes=nodes, users=users(args) or (),
         slots_per_node=args.count("slots_per_node", "-sn"), memory_mb=memory,
         ncpus=args.count("ncpus", "-ncpu"),
         arch=args.checked("arch", lambda v: parse_pattern(v, "-arch")),
         os=args.checked("os", lambda v: parse_pattern(v, "-os")),
         attributes=_attributes(args.items("attributes") or ()),
-        queues=args.names("queues", "-sgeq", lambda v: parse_name_list(v, "-sgeq")) or (),
+        queues=(args.names("queues", "-q", lambda v: parse_queue_list(v, "-q")) if not nodes else
+                args.names("queues", "-sgeq", lambda v: parse_name_list(v, "-sgeq"))) or (),
         name=args.checked("name", lambda v: v and parse_name(v, "-N")) or "",
         hard_error=args.flag("hard_error"),
         mail_options=args.checked("mail_options", lambda v: v and parse_mail_options(v)) or "",
         mail_list=args.names("mail_list", "-M", parse_mail_list) or (),
-        res_access=_ar_ids(args.items("res_access") or ()))
+        res_access=_ar_ids(args.items("res_access") or ()), pe=pe, pe_range=pe_range,
+        alloc_rule=alloc_rule,
+        master_queues=args.names("master_queues", "-masterq",
+                                 lambda v: parse_queue_list(v, "-masterq")) or (),
+        ckpt=args.checked("ckpt", lambda v: v and parse_name(v, "-ckpt")) or "",
+        interactive=args.flag("interactive"),
+        account=args.checked("account", lambda v: v and parse_account(v)) or "")
+
+
+def _pe_range(items: list) -> tuple[tuple[int, int], ...]:
+    """-pe/-alloc's slot range list as [first, last] pairs, checked as the
+    command's text form is."""
+    if not all(isinstance(p, list) and len(p) == 2 and
+               all(isinstance(n, int) and not isinstance(n, bool) for n in p) for p in items):
+        raise RequestError(f"-pe: slot ranges are [first, last] pairs of whole numbers, got "
+                           f"{limits.shown(repr(items))}")
+    if not items:
+        return ()
+    return parse_pe_range(",".join(f"{a}-{b}" if b < MAX_SLOTS else f"{a}-" for a, b in items))
 
 
 def _ar_ids(items: list) -> tuple[int, ...]:
@@ -181,6 +216,16 @@ def _ar_ids(items: list) -> tuple[int, ...]:
 
 def ar_id(args: Arguments, required: bool = False) -> int | None:
     return args.integer("id", 1, MAX_AR_ID, required, "-r")
+
+
+def owner_names(text: str) -> tuple[str, ...]:
+    """qrstat -u: user names, or * for everyone."""
+    return ("*",) if text == "*" else parse_name_list(text, "-u")
+
+
+def ar_references(text: str) -> tuple[str, ...]:
+    """qrstat -ar, qrdel: AR ids, names or name patterns."""
+    return parse_ar_references(text, "-ar")
 
 
 def owner(args: Arguments) -> str | None:

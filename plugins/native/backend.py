@@ -17,11 +17,13 @@ from typing import Any, Callable, Mapping
 
 from overlay import settings
 from overlay.backend import Backend, Holding, Job
-from overlay.model import Node, Request, Reservation
-from overlay_native import acct, service
+from overlay.model import Allocation, Node, Request, Reservation
+from overlay_native import acct, arplace, service
 from overlay_native.execution.hosts import ExecutionHosts
+from overlay_native.jobs import JobState
 from overlay_native.jobstore import JobStore
-from overlay_native.resources.cluster import Cluster
+from overlay_native.resources.cluster import Cluster, Containers
+from overlay_native.resources.timeline import Baseline, ClusterResources
 from overlay_native.resources.window import ReservedWindow
 from overlay_native.scheduling.scheduler import Scheduler
 
@@ -44,11 +46,11 @@ def _planned_end(start: int, placement) -> int | None:
     return None if math.isinf(placement.duration) else int(start + placement.duration)
 
 
-def window(reservation: Reservation) -> ReservedWindow:
-    return ReservedWindow(
-        reservation.id, reservation.start, reservation.end,
-        {a.node: a.slots for a in reservation.allocations}, tuple(reservation.acl),
-        reservation.state.value, reservation.request.hard_error, reservation.submission_time)
+def _per_host(reservation: Reservation) -> dict[str, int]:
+    slots: dict[str, int] = {}
+    for allocation in reservation.allocations:
+        slots[allocation.node] = slots.get(allocation.node, 0) + allocation.slots
+    return slots
 
 
 class NativeBackend(Backend):
@@ -59,6 +61,42 @@ class NativeBackend(Backend):
 
     def __init__(self, cluster: Cluster, scheduler: Scheduler) -> None:
         self.cluster, self.scheduler = cluster, scheduler
+        self._placing = Baseline()       # qrsub placements', under the scheduler's lock
+        self._containers: tuple[object, Containers] | None = None
+
+    def window(self, reservation: Reservation) -> ReservedWindow:
+        """The AR as the scheduler holds it; a qrsub AR with its queue
+        instances and what it holds of their consumables."""
+        instances: dict[tuple[str, str], int] = {}
+        for a in reservation.allocations:
+            if a.queue:
+                instances[(a.queue, a.node)] = instances.get((a.queue, a.node), 0) + a.slots
+        held = ()
+        if instances:
+            config = self.cluster.config()
+            if self._containers is None or self._containers[0] is not config:
+                self._containers = (config, config.containers())
+            held = arplace.debits(config, self._containers[1], reservation.request,
+                                  reservation.allocations)
+        return ReservedWindow(
+            reservation.id, reservation.start, reservation.end, _per_host(reservation),
+            tuple(reservation.acl), reservation.state.value, reservation.request.hard_error,
+            reservation.submission_time, instances, held)
+
+    def place_slots(self, request: Request, users: list[tuple[str, tuple[str, ...]]],
+                    ignore: int | None = None) -> tuple[list[Allocation], str]:
+        config, scheduler = self.cluster.config(), self.scheduler
+        owner, groups = users[0]
+        job = arplace.ar_job(config, request, owner, groups, users, scheduler.now())
+        with scheduler.lock:
+            model = ClusterResources(config, scheduler.now(), scheduler.offset, scheduler.reports,
+                                     None, scheduler.windows, self._placing, for_reservation=True)
+            model.book_running((j, j.placement, j.start_time) for j in scheduler.jobs.values()
+                               if j.placement and j.state in (JobState.RUNNING,
+                                                              JobState.TRANSFERRING))
+            if ignore is not None and ignore in scheduler.windows:
+                model.leave_out(scheduler.windows[ignore])
+            return arplace.place(model, job, request)
 
     @classmethod
     def from_config(cls, config, options: dict) -> "NativeBackend":
@@ -127,10 +165,10 @@ class NativeBackend(Backend):
                 config.host_slots(host) - held < request.slots_on(config.node(host))}
 
     def prepare(self, reservation: Reservation) -> None:
-        self.scheduler.set_windows([window(reservation)])
+        self.scheduler.set_windows([self.window(reservation)])
 
     def activate(self, reservation: Reservation) -> None:
-        self.scheduler.set_windows([window(reservation)])
+        self.scheduler.set_windows([self.window(reservation)])
 
     def teardown(self, reservation: Reservation) -> None:
         self.scheduler.reservation_over(reservation.id)
@@ -139,7 +177,7 @@ class NativeBackend(Backend):
         self.scheduler.reservation_over(reservation.id)
 
     def reconcile(self, reservations: list[Reservation]) -> None:
-        self.scheduler.set_windows([window(ar) for ar in reservations if ar.holds_resources],
+        self.scheduler.set_windows([self.window(ar) for ar in reservations if ar.holds_resources],
                                    complete=True)
 
     def health(self, reservations: list[Reservation]) -> dict[int, str]:

@@ -58,7 +58,8 @@ class Submission:
     ar: int | None = None                     # -ar
     ar_submitted: int = 0                     # that AR's submission time, for accounting
     priority: int = 0                         # -p
-    now: bool = False                         # -now y
+    now: bool = False                         # -now y: interactive queues only
+    ckpt: str | None = None                   # -ckpt: queues with this checkpointing environment
     start_after: int | None = None            # -a
     hold_jids: tuple[str, ...] = ()           # -hold_jid
     hold: bool = False                        # -h (plus_qhold, plus_qrls): a user hold
@@ -146,6 +147,8 @@ class Job:
     priority: float = 0.0                     # Grid Engine's, from the last pass
     urgency: float = 0.0
     reasons: tuple[str, ...] = ()             # why it did not start in the last pass
+    users: tuple[tuple[str, tuple[str, ...]], ...] = ()   # set: an AR being placed, its access list
+    alloc: Any = None                         # qrsub -alloc: the ParallelEnvironment it stands for
 
     @property
     def name(self) -> str:
@@ -159,6 +162,12 @@ class Job:
     @property
     def ar(self) -> int | None:
         return self.submission.ar
+
+    @property
+    def access(self) -> tuple[tuple[str, tuple[str, ...]], ...]:
+        """(user, groups) of everyone who must be allowed in a queue or PE
+        it takes: its owner, or for an AR being placed its whole access list."""
+        return self.users or ((self.owner, self.groups),)
 
     @property
     def reserve(self) -> bool:

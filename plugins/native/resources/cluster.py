@@ -43,7 +43,7 @@ _TOP_KEYS = ("nodes", "queues", "pes", "userlists", "hostgroups", "global", "com
              "scheduler")
 _NODE_KEYS = ("name", "slots", "memory", "ncpus", "arch", "os", "queues", "properties", "alive",
               "load", "complex_values", "exec")
-_QUEUE_KEYS = ("name", "hostlist", "slots", "seq_no", "qtype", "pe_list", "user_lists",
+_QUEUE_KEYS = ("name", "hostlist", "slots", "seq_no", "qtype", "pe_list", "ckpt_list", "user_lists",
                "xuser_lists", "complex_values", "suspended", "disabled", "shell", "notify",
                *RESOURCE_LIMITS)
 _PE_KEYS = ("name", "slots", "allocation_rule", "user_lists", "xuser_lists")
@@ -103,6 +103,7 @@ class ClusterQueue:
     seq_no: int = 0
     qtype: tuple[str, ...] = QTYPES
     pe_list: tuple[str, ...] = ()
+    ckpt_list: tuple[str, ...] = ()
     user_lists: tuple[str, ...] = ()
     xuser_lists: tuple[str, ...] = ()
     complex_values: Mapping[str, str] = field(default_factory=dict)
@@ -463,6 +464,7 @@ class _Reader:
             slots=self.slots(where, entry.get("slots"), members,
                              lambda h: hosts[h].slots or hosts[h].ncpus),
             seq_no=seq_no, qtype=qtype, pe_list=self.names(where, "pe_list", entry.get("pe_list")),
+            ckpt_list=self.names(where, "ckpt_list", entry.get("ckpt_list")),
             user_lists=self.names(where, "user_lists", entry.get("user_lists")),
             xuser_lists=self.names(where, "xuser_lists", entry.get("xuser_lists")),
             complex_values=self.values(where, "complex_values", entry.get("complex_values")),

@@ -1,6 +1,7 @@
 """The ARs as the native scheduler holds them between passes: each AR's
-reserved window by id, the ones whose window has started, and per host a
-planner of the slots ARs hold there (the base of each pass's AR guard).
+reserved window by id, the ones whose window has started, per host a
+planner of the slots ARs hold there (the base of each pass's AR guard),
+and per container and consumable what qrsub's ARs hold of it.
 
 The reservation core changes them AR by AR, and each change costs what that
 AR holds; a pass then reads them as they are instead of rebuilding a model
@@ -24,6 +25,7 @@ class Reservations(Mapping[int, ReservedWindow]):
         self._windows: dict[int, ReservedWindow] = {}
         self._started: dict[int, ReservedWindow] = {}
         self.held: dict[str, Planner] = {}
+        self.consumed: dict[tuple[str, str], Planner] = {}
         self.put_all(windows)
 
     def __getitem__(self, ar_id: int) -> ReservedWindow:
@@ -55,6 +57,7 @@ class Reservations(Mapping[int, ReservedWindow]):
         """Add or change windows, planning each host's new slots with one
         sort (a daemon's start hands over every AR at once)."""
         spans: dict[str, list[tuple[int, int, int]]] = {}
+        debits: dict[tuple[str, str], list[tuple[int, int, float]]] = {}
         changed = False
         for window in windows:
             before = self._windows.get(window.id)
@@ -68,23 +71,28 @@ class Reservations(Mapping[int, ReservedWindow]):
                 self._started[window.id] = window
             for host, slots in window.slots.items():
                 spans.setdefault(host, []).append((window.start, window.end, slots))
-        for host, found in spans.items():
-            planner = self.held.get(host)
-            if planner is None:
-                planner = self.held[host] = Planner(0)
-            if len(found) == 1:
-                planner.add(*found[0])
-            else:
-                planner.add_many(found)
+            for label, name, amount in window.debits:
+                debits.setdefault((label, name), []).append((window.start, window.end, amount))
+        for table, planned in ((self.held, spans), (self.consumed, debits)):
+            for key, found in planned.items():
+                planner = table.get(key)
+                if planner is None:
+                    planner = table[key] = Planner(0)
+                if len(found) == 1:
+                    planner.add(*found[0])
+                else:
+                    planner.add_many(found)
         return changed
 
     def _unplan(self, window: ReservedWindow) -> None:
         self._started.pop(window.id, None)
-        for host, slots in window.slots.items():
-            planner = self.held[host]
-            planner.remove(window.start, window.end, slots)   # the window says what it held
+        held = [(self.held, host, slots) for host, slots in window.slots.items()]
+        held += [(self.consumed, (label, name), amount) for label, name, amount in window.debits]
+        for table, key, amount in held:
+            planner = table[key]
+            planner.remove(window.start, window.end, amount)   # the window says what it held
             if not planner.last_end():
-                del self.held[host]
+                del table[key]
 
     def started(self) -> Iterable[ReservedWindow]:
         """The windows the core has opened (state r or E)."""

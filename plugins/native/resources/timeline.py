@@ -115,14 +115,14 @@ class ClusterResources:
                  reports: Mapping[str, Mapping[str, float]] | None = None,
                  unavailable: Mapping[tuple[str, str], str] | None = None,
                  reservations: Reservations | Sequence[ReservedWindow] = (),
-                 baseline: Baseline | None = None) -> None:
+                 baseline: Baseline | None = None, for_reservation: bool = False) -> None:
         self.config, self.now, self.offset = config, now, duration_offset
         self.default_duration = config.scheduler.default_duration
-        self.unavailable = {**self._configured_states(config), **(unavailable or {})}
+        self.unavailable = {**self._configured_states(config, for_reservation),
+                            **(unavailable or {})}
         baseline = baseline or Baseline()
         baseline.update(config, reports or {})
         self.containers = baseline.containers
-        self._profiles: dict[tuple[str, str], Planner] = {}
         self._memo: dict[tuple[str, str], float] = {}
         self._window = (now, now + 1)
         self._static = False
@@ -131,6 +131,11 @@ class ClusterResources:
         if not isinstance(reservations, Reservations):
             reservations = Reservations(reservations)
         self.reservations = reservations
+        self._profiles: dict[tuple[str, str], Planner] = {
+            key: planner.snapshot(0) for key, planner in reservations.consumed.items()}
+        self.ar_consumed: dict[tuple[int, str, str], Planner] = {}
+        self._holding: ReservedWindow | None = None     # the qrsub AR whose job is weighed
+        self._by_label: dict[str, ResourceContainer] | None = None
         held = reservations.held
         self.guard = {host: held[host].snapshot(config.host_slots(host)) if host in held
                       else Planner(config.host_slots(host)) for host in config.hosts}
@@ -146,13 +151,19 @@ class ClusterResources:
         self._exhausted: tuple[int, bool] | None = None
 
     @staticmethod
-    def _configured_states(config: ClusterConfig) -> dict[tuple[str, str], str]:
+    def _configured_states(config: ClusterConfig,
+                           for_reservation: bool) -> dict[tuple[str, str], str]:
         """Instances the cluster file takes out: disabled, suspended, or on a
-        host marked down (Grid Engine: "temporarily not available")."""
+        host marked down (Grid Engine: "temporarily not available"). An AR
+        may take disabled and suspended ones (seed 000, 5.2.2.1.3), not
+        those of a host that is down."""
         states = {}
         for queue in config.queues.values():
             for host in queue.hosts:
-                if host in queue.disabled:
+                if for_reservation:
+                    if not config.hosts[host].alive:
+                        states[(queue.name, host)] = "temporarily not available"
+                elif host in queue.disabled:
                     states[(queue.name, host)] = "disabled"
                 elif host in queue.suspended or not config.hosts[host].alive:
                     states[(queue.name, host)] = "temporarily not available"
@@ -173,9 +184,37 @@ class ClusterResources:
         key = (label, name)
         value = self._memo.get(key)
         if value is None:
-            profile = self._profiles.get(key)
-            value = self._memo[key] = default if profile is None else profile.peak(*self._window)
+            if self._holding is not None:
+                value = self._memo[key] = self._held_usage(label, name)
+            else:
+                profile = self._profiles.get(key)
+                value = self._memo[key] = default if profile is None else profile.peak(*self._window)
         return value
+
+    def _held_usage(self, label: str, name: str) -> float:
+        """For a job of a qrsub AR: what makes the container offer only what
+        the AR holds there, less what the AR's running jobs use (seed 000,
+        5.3.2.1.1: AR jobs use only the reserved resources)."""
+        if self._by_label is None:
+            self._by_label = {c.label: c for c in self._all_containers()}
+        ar = self._holding
+        held = sum(amount for where, what, amount in ar.debits if (where, what) == (label, name))
+        own = self.ar_consumed.get((ar.id, label, name))
+        self._static = True
+        try:
+            capacity = self._by_label[label].available(name)
+        finally:
+            self._static = False
+        return capacity - held + (own.peak(*self._window) if own is not None else 0.0)
+
+    def _weigh(self, job: Job) -> None:
+        """Make the containers show what ``job`` may use: all but what others
+        hold, or (a job of a qrsub AR) only what its AR holds."""
+        ar = self.reservations.get(job.ar) if job.ar is not None else None
+        holding = ar if ar is not None and ar.instances else None
+        if holding is not self._holding:
+            self._holding = holding
+            self._memo.clear()
 
     def _set_window(self, start: int, end: float) -> None:
         window = (start, int(min(end, INFINITY)))
@@ -220,7 +259,8 @@ class ClusterResources:
     def _category(self, job: Job) -> _Category:
         spec = job.submission
         key = (category_key(job.hard, job.soft, (spec.pe, spec.pe_range, spec.master_queues),
-                            spec.queues, job.owner, job.ar), job.groups)
+                            spec.queues, job.owner, job.ar), job.groups, job.access, spec.now,
+               spec.ckpt)
         category = self._categories.get(key)
         if category is None:
             category = self._categories[key] = self._classify(job)
@@ -251,20 +291,28 @@ class ClusterResources:
         state = self.unavailable.get((queue_name, host))
         if state:
             return f'queue instance "{where}" dropped because it is {state}'
-        if "BATCH" not in queue.qtype:
+        if spec.now and "INTERACTIVE" not in queue.qtype:
+            return f'cannot run in queue "{where}" because it is not of type interactive'
+        if not spec.now and "BATCH" not in queue.qtype:
             return f'cannot run in queue "{where}" because it is not a serial (batch or transfer) queue'
         if spec.queues and not config.queue_matches(spec.queues, queue_name, host):
             return f'cannot run in queue "{where}" because it is not contained in its hard queue list (-q)'
-        if not config.has_access(job.owner, job.groups, queue.user_lists, queue.xuser_lists):
-            return f'has no permission for cluster queue "{queue_name}"'
+        if spec.ckpt and spec.ckpt not in queue.ckpt_list:
+            return f'cannot run in queue "{where}" because it is not in the queue list of ' \
+                   f'checkpointing environment "{spec.ckpt}"'
+        for user, groups in job.access:
+            if not config.has_access(user, groups, queue.user_lists, queue.xuser_lists):
+                return f'has no permission for cluster queue "{queue_name}"' + (
+                    f" (user {user} of the access list)" if user != job.owner else "")
         if job.ar is not None:
             ar = self.reservations.get(job.ar)
-            if ar is None or host not in ar.slots:
+            if ar is None or host not in ar.slots or ar.instances and \
+                    (queue_name, host) not in ar.instances:
                 return f'cannot run in queue "{where}" because it is not reserved by advance ' \
                        f'reservation {job.ar}'
             if not ar.admits(job.owner, job.groups):
                 return f"has no permission for advance reservation {job.ar}"
-        elif host in self.reserved_hosts and job.limit("h_rt") is None:
+        elif host in self.reserved_hosts and job.limit("h_rt") is None and not job.users:
             return f'{self.label(job)} cannot run in queue "{where}" because it offers only ' \
                    'qc:slots=0.000000 due to a reservation'
         reason = self._static_mismatch(job, (queue_name, host))
@@ -283,12 +331,15 @@ class ClusterResources:
              reasons: list[str]) -> list[ParallelEnvironment]:
         """The PEs matching the job's -pe request that it may use."""
         config, pattern = self.config, job.submission.pe
+        if job.alloc is not None:      # qrsub -alloc: a rule and a range, in any queue
+            return [job.alloc]
         matching = [pe for name, pe in config.pes.items() if wildcard_match(name, pattern)]
         if not matching:
             reasons.append("no matching pe found")
         usable = []
         for pe in matching:
-            if not config.has_access(job.owner, job.groups, pe.user_lists, pe.xuser_lists):
+            if not all(config.has_access(user, groups, pe.user_lists, pe.xuser_lists)
+                       for user, groups in job.access):
                 reasons.append(f'cannot run because no access to pe "{pe.name}"')
             elif not any(pe.name in config.queues[q].pe_list for q, _ in eligible):
                 reasons.append(f'cannot run in any queue because none is in the queue list of '
@@ -369,7 +420,32 @@ class ClusterResources:
         window = self._window_for(job, start)
         if window is None:
             return None
-        held, h_rt = window
+        return self._place_for(job, start, *window)
+
+    def static_reasons(self, job: Job) -> list[str]:
+        """Why queue instances and PEs are out for ``job`` whatever is free."""
+        self._weigh(job)
+        return list(self._category(job).reasons)
+
+    def leave_out(self, window: ReservedWindow) -> None:
+        """Take an AR's holdings out of this model (a modify moves it)."""
+        for host, slots in window.slots.items():
+            if host in self.guard:
+                self.guard[host].remove(window.start, window.end, slots)
+        for label, name, amount in window.debits:
+            if (label, name) in self._profiles:
+                self._profiles[(label, name)].remove(window.start, window.end, amount)
+        self._memo.clear()
+        self._drops.clear()
+
+    def reserve(self, job: Job, start: int, end: int) -> Placement | None:
+        """Where an AR of ``job``'s shape (its -l, -pe, -q, -masterq, -ckpt,
+        -now and access list) would hold slots over [start, end), as the
+        job would be placed there (seed 000, 5.2.2.1.3); None if nowhere."""
+        self._weigh(job)
+        return self._place_for(job, start, end - start, None)
+
+    def _place_for(self, job: Job, start: int, held: float, h_rt: float | None) -> Placement | None:
         self._set_window(start, start + held)
         category = self._category(job)
         if not job.is_parallel:
@@ -391,12 +467,13 @@ class ClusterResources:
         """Seed 001, 4c: slots per host (the host's own limit against the sum
         of its queue instances), global and PE limits, then the allocation
         rule; the largest count of the job's range that fits."""
-        pe_room = pe.slots - self._peak(self.pe_use[pe.name])
+        used = self.pe_use.get(pe.name)
+        pe_room = pe.slots - (self._peak(used) if used is not None else 0)
         top = self.containers.global_
         most = min(pe_room, slots_fit(job.hard, top, _MANY, master=False))
         per_host: dict[str, list[tuple[str, str, int]]] = {}
         for queue, host in eligible:
-            if pe.name not in self.config.queues[queue].pe_list:
+            if pe is not job.alloc and pe.name not in self.config.queues[queue].pe_list:
                 continue
             room = slots_fit(job.hard, self.containers.instances[(queue, host)], _MANY, master=False)
             if room > 0:
@@ -468,6 +545,7 @@ class ClusterResources:
     # -- the Resources protocol -----------------------------------------------------------
 
     def start_now(self, job: Job, now: int) -> Placement | None:
+        self._weigh(job)
         category = self._category(job)
         if category.failed_now is None:
             placement = self._place(job, now)
@@ -481,6 +559,7 @@ class ClusterResources:
         """Seed 001, 4b and 4c: a sequential job's earliest start is the
         earliest of its queue instances' (each tried where its own diagrams
         drop); a parallel job's, the first instant it fits at all."""
+        self._weigh(job)
         if job.is_parallel:
             for start in self._candidate_times(job, now, self._all_profiles()):
                 placement = self._place(job, start)
@@ -505,14 +584,16 @@ class ClusterResources:
 
     def _all_profiles(self) -> list[Planner]:
         return [*self._profiles.values(), *self.guard.values(), *self.ar_use.values(),
-                *self.pe_use.values()]
+                *self.pe_use.values(), *self.ar_consumed.values()]
 
     def _profiles_of(self, job: Job, instance: tuple[str, str]) -> list[Planner]:
         """The diagrams a sequential job on ``instance`` depends on."""
         host = instance[1]
         found = [self.ar_use.get((job.ar, host)) if job.ar is not None else self.guard.get(host)]
+        own = self._holding.id if self._holding is not None else None
         for container in self.containers.instances[instance].chain():
-            found += [self._profiles.get((container.label, cx.name))
+            found += [self.ar_consumed.get((own, container.label, cx.name)) if own is not None
+                      else self._profiles.get((container.label, cx.name))
                       for cx in container._consumables()]
         return [profile for profile in found if profile is not None]
 
@@ -520,6 +601,7 @@ class ClusterResources:
         """Why ``job`` cannot run here even at its best start (now, or its
         AR's start), for qsub -w on a model without running jobs; [] when
         it can."""
+        self._weigh(job)
         start = self.now
         if job.ar in self.reservations:
             start = max(start, self.reservations[job.ar].start)
@@ -572,16 +654,21 @@ class ClusterResources:
     def _planner(self, kind: str, key: object) -> Planner:
         """The diagram ``key`` of one kind, made empty if the pass has none yet."""
         table = {"container": self._profiles, "guard": self.guard, "ar": self.ar_use,
-                 "pe": self.pe_use}[kind]
+                 "pe": self.pe_use, "ar_consumed": self.ar_consumed}[kind]
         planner = table.get(key)
         if planner is None:
             planner = table[key] = Planner(0)
         return planner
 
     def _targets(self, job: Job, placement: Placement) -> Iterator[tuple[tuple, float]]:
-        """Every diagram a placed job uses, as ((kind, key), amount)."""
+        """Every diagram a placed job uses, as ((kind, key), amount); a qrsub
+        AR's job takes its consumables from what its AR holds."""
+        ar = self.reservations.get(job.ar) if job.ar is not None else None
         for key, amount in self._container_debits(job, placement).items():
-            yield ("container", key), amount
+            if ar is not None and ar.instances:
+                yield ("ar_consumed", (ar.id, *key)), amount
+            else:
+                yield ("container", key), amount
         for host, slots in placement.per_host.items():
             if job.ar is not None:
                 yield ("ar", (job.ar, host)), slots
@@ -633,6 +720,7 @@ class ClusterResources:
         """Why the eligible instances did not take the job now, in Grid
         Engine's words; 'due to a reservation' where it would fit at this
         instant but not for its whole run."""
+        self._weigh(job)
         if job.ar is not None:
             reason = self._ar_reason(job)
             if reason:
@@ -663,7 +751,8 @@ class ClusterResources:
                 reasons.append(f"{self.label(job)} {why}{suffix}")
         for pe in category.pes:
             self._set_window(*whole)
-            offered = pe.slots - self._peak(self.pe_use[pe.name])
+            used = self.pe_use.get(pe.name)
+            offered = pe.slots - (self._peak(used) if used is not None else 0)
             reasons.append(f'cannot run in PE "{pe.name}" because it only offers {int(offered)} slots')
         return reasons
 

@@ -1,0 +1,145 @@
+"""How plus_qrstat shows ARs: Son of Grid Engine 8.1.9's qrstat table and
+detail view, and XML valid against seed 000's qrstat schema (Appendix 3)
+as it stands; PluS's own fields are plus_status -x's, not these."""
+
+from __future__ import annotations
+
+from overlay.limits import printable
+from overlay.timespec import format_iso
+
+TYPE_CHECKING = False       # typing costs a command 3 ms to import
+if TYPE_CHECKING:
+    import xml.etree.ElementTree as ET
+
+TABLE_HEADER = ("ar-id   name       owner        state start at             end at               "
+                "duration")
+TABLE_RULE = "-" * 90
+DETAIL_RULE = "-" * 80
+
+
+def _when(epoch: int) -> str:
+    import time
+    return time.strftime("%m/%d/%Y %H:%M:%S", time.localtime(epoch))
+
+
+def _length(seconds: int) -> str:
+    """qrstat's duration: HH:MM:SS (hours beyond 99 as they are)."""
+    return f"{seconds // 3600:02d}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
+
+
+def table(rows: list[list], explain: bool = False) -> str:
+    """The summary: rows [id, name, owner, state, start, end, nodes(, message)];
+    with ``explain``, each AR's error reason on the line below it."""
+    lines = [TABLE_HEADER, TABLE_RULE]
+    for row in rows:
+        ar_id, name, owner, state, start, end = row[:6]
+        lines.append(f"{ar_id:>7} {printable(name[:10]):<10} {printable(owner[:12]):<12} "
+                     f"{state:<5} {_when(start)}  {_when(end)}  {_length(end - start)}")
+        if explain and len(row) > 7 and row[7]:
+            lines.append(f"       {printable(row[7])}")
+    return "\n".join(lines)
+
+
+def granted_slots(view: dict) -> str:
+    return ",".join(f"{a.get('queue') or 'R' + str(view['id'])}@{a['node']}={a['slots']}"
+                    for a in view["allocations"])
+
+
+def resources(view: dict) -> list[tuple[str, str]]:
+    """What the AR asked for: its -l requests, or for PluS's node ARs the
+    nodes and what they must offer."""
+    request = view["request"]
+    pairs = [(name, value) for name, value in request.get("attributes", [])]
+    if request["nodes"]:
+        pairs.insert(0, ("nodes", str(request["nodes"])))
+        if request.get("slots_per_node"):
+            pairs.insert(1, ("slots_per_node", str(request["slots_per_node"])))
+    return pairs
+
+
+def _pe(view: dict) -> str | None:
+    if not view.get("granted_pe"):
+        return None
+    return f"{view['granted_pe']} slots {sum(a['slots'] for a in view['allocations'])}"
+
+
+def detail(view: dict) -> str:
+    """qrstat -ar's block, in 8.1.9's order; fields without a value left out
+    but the name (shown empty, as qrstat does)."""
+    request = view["request"]
+    fields = [("id", view["id"]), ("name", view["name"]), ("owner", view["owner"]),
+              ("state", view["state"]), ("start_time", _when(view["start"])),
+              ("end_time", _when(view["end"])), ("duration", _length(view["duration"])),
+              ("message", view.get("message")), ("submission_time", _when(view["submission_time"])),
+              ("group", view["group"]), ("account", view.get("account") or "sge"),
+              ("resource_list", ",".join(f"{k}={v}" for k, v in resources(view))),
+              ("error_handling", "true" if request.get("hard_error") else None),
+              ("granted_slots_list", granted_slots(view)),
+              ("granted_parallel_environment", _pe(view)),
+              ("checkpoint_name", request.get("ckpt")),
+              ("mail_options", request.get("mail_options")),
+              ("mail_list", ",".join(request.get("mail_list") or ())),
+              ("acl_list", ",".join(view["acl"]))]
+    lines = [DETAIL_RULE]
+    for label, value in fields:
+        if value or label == "name":
+            lines.append(f"{label:<31}{printable(str(value))}")
+    return "\n".join(lines)
+
+
+def _text(parent: "ET.Element", tag: str, value: object) -> None:
+    import xml.etree.ElementTree as ET  # only XML output pays for it
+    ET.SubElement(parent, tag).text = printable(str(value))
+
+
+def summary(view: dict) -> "ET.Element":
+    """One <ar_summary> with ar_summary_t's elements in its order, each
+    of its type (duration in seconds, times as xs:dateTime)."""
+    import xml.etree.ElementTree as ET
+    request = view["request"]
+    ar = ET.Element("ar_summary")
+    _text(ar, "id", view["id"])
+    if view["name"]:
+        _text(ar, "name", view["name"])
+    _text(ar, "account", view.get("account") or "sge")
+    _text(ar, "owner", view["owner"])
+    _text(ar, "submission_time", format_iso(view["submission_time"]))
+    _text(ar, "start_time", format_iso(view["start"]))
+    _text(ar, "end_time", format_iso(view["end"]))
+    _text(ar, "duration", view["duration"])
+    _text(ar, "state", view["state"])
+    if view.get("message"):
+        _text(ar, "message", view["message"])
+    listed = ET.SubElement(ar, "resource_list")
+    pairs = resources(view) or [("slots", str(sum(a["slots"] for a in view["allocations"])))]
+    for name, value in pairs:
+        ET.SubElement(listed, "resource", name=printable(name), type=printable(value))
+    slots = ET.SubElement(ar, "granted_slots")
+    for a in view["allocations"] or [{"node": "NONE", "slots": 0}]:
+        ET.SubElement(slots, "granted_slots", slots=str(a["slots"]),
+                      queue_instance=f"{a.get('queue') or 'R' + str(view['id'])}@{a['node']}")
+    if view.get("granted_pe"):
+        pe = ET.SubElement(ar, "granted_parallel_environment")
+        _text(pe, "parallel_environment", view["granted_pe"])
+        _text(pe, "slots", sum(a["slots"] for a in view["allocations"]))
+    if request.get("ckpt"):
+        _text(ar, "checkpoint_name", request["ckpt"])
+    _text(ar, "mail_options", request.get("mail_options") or "n")
+    if request.get("mail_list"):
+        mails = ET.SubElement(ar, "mail_list")
+        for address in request["mail_list"]:
+            user, _, host = address.partition("@")
+            ET.SubElement(mails, "mail", user=printable(user), host=printable(host) or "NONE")
+    if view["acl"]:
+        acl = ET.SubElement(ar, "acl_list")
+        for user in view["acl"]:
+            ET.SubElement(acl, "acl", user=printable(user))
+    return ar
+
+
+def document(views: list[dict]) -> str:
+    import xml.etree.ElementTree as ET
+    root = ET.Element("qrstat")
+    root.extend(summary(view) for view in views)
+    ET.indent(root)
+    return "<?xml version='1.0' encoding='UTF-8'?>\n" + ET.tostring(root, encoding="unicode")

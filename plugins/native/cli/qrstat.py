@@ -1,0 +1,74 @@
+"""plus_qrstat: Grid Engine's qrstat on the native backend (seed 000
+5.1.3.4, Son of Grid Engine 8.1.9's qrstat(1)): 8.1.9's table and detail
+view, and -xml valid against the seed's qrstat schema. -ar takes ids,
+names and name patterns, as the seed has it (8.1.9 takes ids only)."""
+
+from __future__ import annotations
+
+import os
+import pwd
+import sys
+
+from overlay.cli import common
+from overlay.cli.options import OptionError
+from overlay.request import RequestError, parse_ar_references, parse_name_list
+from overlay_native.cli import arviews
+
+PROG = "plus_qrstat"
+
+
+def _users(text: str) -> tuple[str, ...]:
+    """-u: user names, $user for the caller, * for everyone."""
+    me = pwd.getpwuid(os.getuid()).pw_name
+    items = [me if item.strip() == "$user" else item.strip() for item in text.split(",")]
+    if "*" in items:
+        return ("*",)
+    try:
+        return parse_name_list(",".join(items), "-u")
+    except RequestError as exc:
+        raise OptionError(str(exc)) from None
+
+
+def _references(text: str) -> tuple[str, ...]:
+    try:
+        return parse_ar_references(text, "-ar")
+    except RequestError as exc:
+        raise OptionError(str(exc)) from None
+
+
+def parser() -> common.Parser:
+    p = common.Parser(PROG, "Show advance reservations (Grid Engine's qrstat).")
+    p.add_argument("-help", action="help", help="print this help")
+    p.add_argument("-ar", metavar="ar_list", type=_references,
+                   help="show these ARs in detail: ids, names or name patterns")
+    p.add_argument("-u", metavar="user_list", type=_users,
+                   help="only ARs of these users; $user is you, * is everyone (default $user)")
+    p.add_argument("-explain", action="store_true", help="show why ARs are in error state")
+    p.add_argument("-xml", action="store_true", help="print XML valid against qrstat's schema")
+    p.add_argument("--json", action="store_true", help="print JSON, for scripts")
+    return p
+
+
+@common.command(PROG)
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    owners = args.u if args.u is not None else (
+        None if args.ar else (pwd.getpwuid(os.getuid()).pw_name,))
+    query = {"owners": list(owners) if owners else None, "refs": list(args.ar or ()) or None}
+    if args.ar or args.xml or args.json:
+        shown = common.call(PROG, "status", query)
+        if args.xml:
+            print(arviews.document(shown))
+        elif args.json:
+            common.print_json(shown)
+        else:
+            print("\n".join(arviews.detail(view) for view in shown))
+        return 0
+    rows = common.call(PROG, "status", {**query, "summary": True, "messages": args.explain})
+    if rows:
+        print(arviews.table(rows, explain=args.explain))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

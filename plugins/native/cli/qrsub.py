@@ -1,0 +1,214 @@
+"""plus_qrsub: Grid Engine's qrsub on the native backend (seed 000 5.1.3.1,
+Son of Grid Engine 8.1.9's qrsub(1)): an AR of slots, PEs and resources.
+
+Options come from the site's ``sge_ar_request`` beside plus_scheduler's
+configuration, then ``~/.sge_ar_request``, then the command line; an option
+given later replaces the earlier one. Every refusal is one line and exit
+status 1, as qrsub's; 25 when max_advance_reservations is reached.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from overlay import protocol
+from overlay.cli import common
+from overlay.cli.options import OptionError
+from overlay.limits import shown
+from overlay.request import (RequestError, parse_account, parse_alloc_rule, parse_attribute_list,
+                             parse_name, parse_pe_range, parse_queue_list, request_wire,
+                             window_end)
+
+PROG = "plus_qrsub"
+EXIT_ERROR = 1
+"""qrsub's status for a bad option and for a refusal."""
+DEFAULTS_FILE = "sge_ar_request"
+MAX_DEFAULTS = 64 * 1024
+TWO_WORDS = ("-pe", "-alloc")
+"""Options whose value is two words (a name or rule, and a slot range)."""
+
+
+def _two_words(option: str, parse_first) -> object:
+    def parse(text: str) -> tuple[str, tuple[tuple[int, int], ...]]:
+        first, _, second = text.partition(" ")
+        try:
+            if not second:
+                raise RequestError(f"{option}: expected two words, {option} "
+                                   f"{'pe_name' if option == '-pe' else 'allocation_rule'} "
+                                   "slot_range (e.g. 4 or 2-8)")
+            return parse_first(first), parse_pe_range(second, option)
+        except RequestError as exc:
+            raise OptionError(str(exc)) from None
+    return parse
+
+
+def _resources(text: str) -> tuple[tuple[str, str], ...]:
+    """-l name=value,...; a BOOL alone (-l gpu) means true, as for qsub."""
+    items = ",".join(item if "=" in item else f"{item.strip()}=true" for item in text.split(","))
+    try:
+        return parse_attribute_list(items, "-l")
+    except RequestError as exc:
+        raise OptionError(str(exc)) from None
+
+
+def _checked(convert, option: str):
+    def parse(text: str):
+        try:
+            return convert(text, option)
+        except RequestError as exc:
+            raise OptionError(str(exc)) from None
+    return parse
+
+
+def _verify_mode(text: str) -> str:
+    if text not in ("e", "v"):
+        raise OptionError(f"-w: invalid validation level '{shown(text)}': accepted are e "
+                          "(error: refuse what cannot be granted, the default) and v (verify "
+                          "only: report, reserve nothing)")
+    return text
+
+
+class Parser(common.Parser):
+    """qrsub's options: refusals exit 1, as qrsub's do."""
+
+    def error(self, message: str):
+        sys.stderr.write(f"{self.prog}: {message} (see {PROG} -help)\n")
+        sys.exit(EXIT_ERROR)
+
+
+def parser() -> common.Parser:
+    p = Parser(PROG, "Submit an advance reservation of slots (Grid Engine's qrsub).")
+    p.add_argument("-help", action="help", help="print this help")
+    p.add_argument("-a", metavar="date_time", type=common.time_arg("-a"),
+                   help="start time, [[CC]YY]MMDDhhmm[.SS] (default: now)")
+    p.add_argument("-e", metavar="date_time", type=common.time_arg("-e"), help="end time")
+    p.add_argument("-d", metavar="time", type=common.duration_arg("-d"),
+                   help="duration, h:m:s or seconds")
+    p.add_argument("-A", metavar="account_string", type=_checked(
+        lambda text, option: parse_account(text), "-A"),
+        help="account string for the accounting records (default sge)")
+    p.add_argument("-ckpt", metavar="ckpt_name", type=common.name_arg("-ckpt"),
+                   help="reserve only queues offering this checkpointing environment")
+    p.add_argument("-he", metavar="y|n", type=common.yes_no_arg("-he"),
+                   help="hard error handling: no AR jobs run while the AR is in error")
+    p.add_argument("-l", metavar="resource=value,...", action="append", type=_resources,
+                   help="resources each reserved slot must offer; consumables are reserved")
+    p.add_argument("-m", metavar="b|e|a|n", type=common.mail_options_arg("-m"),
+                   help="mail at begin (b), end (e), error state (a), or never (n)")
+    p.add_argument("-M", metavar="user[@host],...", action="append",
+                   type=common.mail_list_arg("-M"), help="mail these addresses")
+    p.add_argument("-masterq", metavar="wc_queue_list", action="append",
+                   type=_checked(parse_queue_list, "-masterq"),
+                   help="queues for the master task of a parallel AR (with -pe)")
+    p.add_argument("-now", metavar="y|n", type=common.yes_no_arg("-now"),
+                   help="y: only queues of type INTERACTIVE")
+    p.add_argument("-N", metavar="name", type=common.name_arg("-N"), help="the AR's name")
+    p.add_argument("-w", metavar="e|v", type=_verify_mode, default="e",
+                   help="e: refuse what cannot be granted (default); v: only verify")
+    p.add_argument("-pe", metavar="pe_name slot_range", type=_two_words(
+        "-pe", lambda text: parse_name(text, "-pe") if "*" not in text else text),
+        help="parallel environment and slot range")
+    p.add_argument("-alloc", metavar="allocation_rule slot_range",
+                   type=_two_words("-alloc", parse_alloc_rule),
+                   help="slots by an allocation rule ($pe_slots, $fill_up, $round_robin or N "
+                        "per host) without a parallel environment")
+    p.add_argument("-q", metavar="wc_queue_list", action="append",
+                   type=_checked(parse_queue_list, "-q"), help="queues that may be reserved")
+    p.add_argument("-u", metavar="wc_user_list", action="append",
+                   type=common.names_arg("-u", groups=True),
+                   help="users (and @groups) who may use the AR; you are always included")
+    p.add_argument("--json", action="store_true", help="print the AR as JSON, for scripts")
+    return p
+
+
+def _joined(words: list[str]) -> list[str]:
+    """-pe name range and -alloc rule range as one word each, for the parser."""
+    out, index = [], 0
+    while index < len(words):
+        word = words[index]
+        out.append(word)
+        index += 1
+        if word in TWO_WORDS and index < len(words):
+            out.append(" ".join(words[index:index + 2]))
+            index += 2
+    return out
+
+
+def _defaults() -> list[tuple[str, list[str]]]:
+    """(where, words) of the site's and the user's defaults files, if any."""
+    found = []
+    site = os.path.join(os.path.dirname(protocol.conf_path()), DEFAULTS_FILE)
+    for path in (site, os.path.expanduser("~/.sge_ar_request")):
+        try:
+            with open(path, encoding="utf-8") as handle:
+                text = handle.read(MAX_DEFAULTS + 1)
+        except FileNotFoundError:
+            continue
+        except common.READ_ERRORS as exc:
+            common.fail(PROG, f"cannot read the defaults file {shown(path)} "
+                              f"({common.unreadable(exc)})", EXIT_ERROR)
+        if len(text) > MAX_DEFAULTS:
+            common.fail(PROG, f"the defaults file {shown(path)} is longer than {MAX_DEFAULTS} "
+                              "bytes", EXIT_ERROR)
+        words = [w for line in text.splitlines() if not line.lstrip().startswith("#")
+                 for w in line.split()]
+        found.append((path, words))
+    return found
+
+
+def parse(argv: list[str] | None) -> object:
+    """The options of the defaults files and the command line, a later
+    source's option replacing an earlier one's."""
+    p = parser()
+    sources = _defaults() + [("", sys.argv[1:] if argv is None else list(argv))]
+    merged = None
+    for where, words in sources:
+        p.prog = f"{PROG}: {where}" if where else PROG
+        args = p.parse_args(_joined(words))
+        if merged is None:
+            merged = args
+            continue
+        for name, value in vars(args).items():
+            if value not in (None, [], False) and not (name == "w" and value == "e"):
+                setattr(merged, name, value)
+    return merged
+
+
+def _flat(lists: list) -> tuple:
+    return tuple(dict.fromkeys(item for group in lists for item in group))
+
+
+@common.command(PROG)
+def main(argv: list[str] | None = None) -> int:
+    args = parse(argv)
+    if args.e is None and args.d is None:
+        common.fail(PROG, "missing value for end time or duration: give -e date_time or -d time",
+                    EXIT_ERROR)
+    if args.pe and args.alloc:
+        common.fail(PROG, "-pe and -alloc: give one or the other", EXIT_ERROR)
+    import time
+    start = args.a if args.a is not None else int(time.time())
+    try:
+        end = window_end(start, args.e, args.d)
+    except RequestError as exc:
+        common.fail(PROG, str(exc), EXIT_ERROR)
+    pe, rule = args.pe or ("", ()), args.alloc or ("", ())
+    request = request_wire(
+        start=start, end=end, nodes=0, users=_flat(args.u), attributes=_flat(args.l),
+        queues=_flat(args.q), name=args.N or "", hard_error=bool(args.he),
+        mail_options=args.m or "", mail_list=_flat(args.M), pe=pe[0],
+        pe_range=pe[1] or rule[1], alloc_rule=rule[0], master_queues=_flat(args.masterq),
+        ckpt=args.ckpt or "", interactive=bool(args.now), account=args.A or "")
+    view = common.call(PROG, "reserve", {**request, "verify": args.w == "v"})
+    if args.json:
+        common.print_json(view)
+    elif args.w == "v":
+        print("verification: found suitable queue(s)")
+    else:
+        print(f"Your advance reservation {view['id']} has been granted")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
