@@ -7,10 +7,17 @@ import sys
 from overlay.cli import common, views
 
 
+def _owner(text: str) -> str | None:
+    """-o: an owner's name, or * for everyone (as qrstat -u '*')."""
+    return None if text.strip() == "*" else common.name_arg("-o")(text)
+
+
 def parser() -> common.Parser:
     p = common.Parser("plus_status", "Show reservations: a table, or with -r the detail of one.")
     p.add_argument("-r", metavar="rsvID", type=common.ar_id_arg("-r"), help="show this AR in detail")
-    p.add_argument("-o", metavar="owner", type=common.name_arg("-o"), help="only ARs of this owner")
+    p.add_argument("-o", metavar="owner", type=_owner, help="only ARs of this owner (* for all)")
+    p.add_argument("-explain", action="store_true",
+                   help="show under each AR why it is in error state (as qrstat -explain)")
     p.add_argument("-n", action="store_true", help="add the reserved nodes to the table")
     p.add_argument("-s", metavar="startTime", type=common.time_arg("-s"),
                    help="only ARs still open at or after this time")
@@ -32,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     summary = not (args.x or args.json or args.r is not None)
     shown = common.call("plus_status", "status", {
         "id": args.r, "owner": args.o, "start": args.s, "end": args.e, "expired": args.ne,
-        "summary": summary, "nodes": args.n})
+        "summary": summary, "nodes": args.n, "messages": summary and args.explain})
     if args.x:
         print(views.status_xml(shown))
     elif args.json:
@@ -40,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     elif args.r is not None:
         print(views.detail(shown[0]))
     elif shown:
-        print(views.table(shown, show_nodes=args.n))
+        print(views.table(shown, show_nodes=args.n, explain=args.explain))
     return 0
 
 

@@ -41,14 +41,19 @@ def resource_pairs(view: dict) -> list[tuple[str, str]]:
     return pairs
 
 
-def table(rows: list[list], show_nodes: bool = False) -> str:
-    """qrstat's table from summary rows [id, name, owner, state, start, end, nodes]."""
+def table(rows: list[list], show_nodes: bool = False, explain: bool = False) -> str:
+    """qrstat's table from summary rows [id, name, owner, state, start, end,
+    nodes(, message)]; with ``explain``, an AR's error reason below it."""
     header = TABLE_HEADER + ("  nodes" if show_nodes else "")
     when, length = time_formatter(), duration_formatter()
-    lines = [f"{ar_id:>7} {printable(name[:10]):<10} {printable(owner[:12]):<12} {state:<5} "
-             f"{when(start)} {when(end)} {length(end - start)}{'  ' + nodes if show_nodes else ''}"
-             for ar_id, name, owner, state, start, end, nodes in rows]
-    return "\n".join([header, RULE + ("-" * 7 if show_nodes else "")] + lines)
+    lines = [header, RULE + ("-" * 7 if show_nodes else "")]
+    for ar_id, name, owner, state, start, end, nodes, *message in rows:
+        lines.append(f"{ar_id:>7} {printable(name[:10]):<10} {printable(owner[:12]):<12} "
+                     f"{state:<5} {when(start)} {when(end)} {length(end - start)}"
+                     f"{'  ' + nodes if show_nodes else ''}")
+        if explain and message and message[0]:
+            lines.append(f"       {printable(message[0])}")
+    return "\n".join(lines)
 
 
 def detail(view: dict) -> str:

@@ -511,9 +511,12 @@ class Request:
 
 
 def _request(cx: Complex, text: str) -> Request:
-    """The request ``cx=text``, typed; consumables cannot ask for negative amounts."""
-    value: float | str | Pattern = Pattern(text) if cx.type == "RESTRING" and text else \
-        parse_value(cx.type, text)
+    """The request ``cx=text``, typed; consumables cannot ask for negative amounts.
+    A HOST request with alternatives or wildcards (qrsub -l "h=host1|host2",
+    seed 000 5.1.3.1.2) is a pattern too, as Son of Grid Engine 8.1.9 takes it."""
+    wild = cx.type == "HOST" and any(c in text for c in "|*?[")
+    value: float | str | Pattern = Pattern(text) if (cx.type == "RESTRING" or wild) and text \
+        else parse_value(cx.type, text)
     if cx.consumable != "NO" and isinstance(value, float) and value < 0:
         raise ComplexError(f"a consumable request cannot be negative, got '{shown(text)}'")
     return Request(cx, value, text)

@@ -1,0 +1,272 @@
+"""plus_qrsub, plus_qrstat and plus_qrdel as real users against a real
+daemon on the native backend (seed 000 5.1.3, Son of Grid Engine 8.1.9's
+qrsub(1), qrstat(1), qrdel(1)): the seed's examples, every switch, the
+xuser_lists rule, bad input of each switch, the defaults files, XML valid
+against the seed's qrstat schema as it stands."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+import xmlschema
+
+from daemon_harness import Daemon
+
+DATA = Path(__file__).parent / "data"
+SEED = Path(__file__).parents[2] / "shared" / "seeds" / "000_dbdef7503eeeb47c.txt"
+CLUSTER = """\
+nodes:
+  - {name: "host[1-3]", slots: 4, memory: 16G, ncpus: 4, arch: lx-amd64, os: linux, queues: [all.q]}
+  - {name: arm1, slots: 8, memory: 64G, ncpus: 8, arch: lx-arm64, os: linux,
+     queues: [all.q, int.q]}
+userlists:
+  denied: [plusu3]
+complexes:
+  - {name: license, shortcut: lic, type: INT, relop: "<=", requestable: YES, consumable: YES,
+     default: 0}
+global:
+  complex_values: {license: 4}
+queues:
+  - {name: all.q, slots: 4, qtype: [BATCH], pe_list: [alloc_pe_slots, mpi],
+     xuser_lists: [denied], ckpt_list: [blcr]}
+  - {name: int.q, hostlist: [arm1], slots: 2, qtype: [INTERACTIVE]}
+pes:
+  - {name: alloc_pe_slots, slots: 64, allocation_rule: $pe_slots}
+  - {name: mpi, slots: 64, allocation_rule: $round_robin}
+"""
+
+
+@pytest.fixture(scope="module")
+def daemon():
+    d = Daemon(settings="max_advance_reservations: 40\n", cluster=CLUSTER).start()
+    yield d
+    d.cleanup()
+
+
+@pytest.fixture(autouse=True)
+def clean(daemon):
+    yield
+    daemon.run("root", "plus_qrdel", "-u", "*")
+
+
+def at(hours: float = 1) -> str:
+    """A start time in qrsub's [[CC]YY]MMDDhhmm form."""
+    return time.strftime("%Y%m%d%H%M", time.localtime(time.time() + hours * 3600))
+
+
+def qrsub(daemon, *args: str, user: str = "plusu1", env: dict | None = None):
+    return daemon.run(user, "plus_qrsub", *args, env=env)
+
+
+def granted(daemon, *args: str, user: str = "plusu1") -> dict:
+    result = qrsub(daemon, "--json", *args, user=user)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def instances(view: dict) -> dict[str, int]:
+    return {f"{a['queue']}@{a['node']}": a["slots"] for a in view["allocations"]}
+
+
+def test_seed_examples_reserve_a_slot_of_all_q_on_one_of_three_hosts(daemon):
+    first = granted(daemon, "-q", "all.q", "-l", "h=host1|host2|host3", "-u", "plusu1",
+                    "-a", at(), "-d", "1:0:0")
+    second = granted(daemon, "-q", "*@host1,*@host2,*@host3", "-u", "plusu1", "-a", at(),
+                     "-d", "1:0:0")
+    for view in (first, second):
+        (where, slots), = instances(view).items()
+        assert where in ("all.q@host1", "all.q@host2", "all.q@host3") and slots == 1
+        assert view["granted_pe"] == ""
+
+
+def test_seed_example_four_slots_of_a_pe_on_one_host_of_an_arch(daemon):
+    view = granted(daemon, "-pe", "alloc_pe_slots", "4", "-l", "arch=lx-arm64", "-u", "plusu1",
+                   "-a", at(), "-d", "1:0:0")
+    assert instances(view) == {"all.q@arm1": 4} and view["granted_pe"] == "alloc_pe_slots"
+    out = daemon.ok("plusu1", "plus_qrstat", "-ar", str(view["id"]))
+    assert "granted_slots_list             all.q@arm1=4" in out
+    assert "granted_parallel_environment   alloc_pe_slots slots 4" in out
+
+
+def test_the_grant_prints_qrsubs_line_and_verify_reserves_nothing(daemon):
+    result = qrsub(daemon, "-a", at(), "-d", "1:0:0", "-N", "first")
+    assert result.returncode == 0
+    assert result.stdout.startswith("Your advance reservation ") and \
+        result.stdout.rstrip().endswith(" has been granted")
+    before = daemon.status()
+    result = qrsub(daemon, "-a", at(), "-d", "1:0:0", "-w", "v")
+    assert (result.returncode, result.stdout) == (0, "verification: found suitable queue(s)\n")
+    assert daemon.status() == before
+
+
+def test_round_robin_pe_spreads_and_consumables_are_held_over_the_window(daemon):
+    view = granted(daemon, "-pe", "mpi", "6", "-l", "lic=0", "-a", at(), "-d", "1:0:0")
+    assert sum(instances(view).values()) == 6 and len(view["allocations"]) >= 2
+    licensed = granted(daemon, "-l", "lic=3", "-a", at(), "-d", "2:0:0")
+    assert sum(instances(licensed).values()) == 1
+    refused = qrsub(daemon, "-l", "lic=2", "-a", at(1.5), "-d", "1:0:0")   # 3 of 4 are held
+    assert refused.returncode == 1 and "no suitable queues" in refused.stderr
+    granted(daemon, "-l", "lic=2", "-a", at(3), "-d", "1:0:0")             # after that window
+
+
+def test_alloc_now_ckpt_masterq_and_account(daemon):
+    view = granted(daemon, "-alloc", "2", "4", "-a", at(), "-d", "1:0:0")
+    assert sorted(instances(view).values()) == [2, 2]
+    interactive = granted(daemon, "-now", "y", "-a", at(), "-d", "1:0:0")
+    assert list(instances(interactive)) == ["int.q@arm1"]
+    checkpointed = granted(daemon, "-ckpt", "blcr", "-A", "proj_x", "-m", "be", "-M",
+                           "plusu1@localhost", "-he", "y", "-a", at(), "-d", "1:0:0")
+    assert all(q.startswith("all.q@") for q in instances(checkpointed))
+    assert checkpointed["account"] == "proj_x"
+    master = granted(daemon, "-pe", "mpi", "2", "-masterq", "all.q@host3", "-a", at(),
+                     "-d", "1:0:0")
+    assert master["allocations"][0]["node"] == "host3"
+    detail = daemon.ok("plusu1", "plus_qrstat", "-ar", str(checkpointed["id"]))
+    for line in ("account                        proj_x", "error_handling                 true",
+                 "checkpoint_name                blcr", "mail_options                   be",
+                 "mail_list                      plusu1@localhost"):
+        assert line in detail
+
+
+def test_xuser_lists_every_user_of_the_access_list_must_be_allowed(daemon):
+    before = daemon.status()
+    result = qrsub(daemon, "-u", "plusu1,plusu3", "-q", "all.q", "-a", at(), "-d", "1:0:0")
+    assert result.returncode == 1
+    assert 'has no permission for cluster queue "all.q" (user plusu3 of the access list)' \
+        in result.stderr
+    assert daemon.status() == before
+    view = granted(daemon, "-u", "plusu1,plusu3", "-now", "y", "-a", at(), "-d", "1:0:0")
+    assert list(instances(view)) == ["int.q@arm1"]     # int.q denies no one
+
+
+@pytest.mark.parametrize("args, message", [
+    (["-a", "99999", "-d", "1:0:0"], "-a: invalid time '99999'"),
+    (["-a", at()], "missing value for end time or duration"),
+    (["-d", "1:0:x"], "-d: invalid duration '1:0:x'"),
+    (["-d", "1:0:0", "-e", "0101"], "-e: invalid time"),
+    (["-d", "1:0:0", "-A", "a:b"], "-A: invalid account string 'a:b'"),
+    (["-d", "1:0:0", "-ckpt", "nock"], '-ckpt: the checkpointing environment "nock" is in no'),
+    (["-d", "1:0:0", "-he", "maybe"], "-he: expected y[es] or n[o], got 'maybe'"),
+    (["-d", "1:0:0", "-l", "nosuch=1"], "nosuch"),
+    (["-d", "1:0:0", "-l", "=1"], "-l: invalid resource"),
+    (["-d", "1:0:0", "-m", "x"], "-m: invalid mail options 'x'"),
+    (["-d", "1:0:0", "-M", "a b"], "-M: invalid mail address 'a b'"),
+    (["-d", "1:0:0", "-masterq", "all.q"], "-masterq is only meaningful for a parallel AR"),
+    (["-d", "1:0:0", "-now", "later"], "-now: expected y[es] or n[o]"),
+    (["-d", "1:0:0", "-N", "1bad"], "-N: invalid name '1bad'"),
+    (["-d", "1:0:0", "-w", "x"], "-w: invalid validation level 'x'"),
+    (["-d", "1:0:0", "-pe", "nope", "2"], '-pe: the parallel environment "nope" does not exist'),
+    (["-d", "1:0:0", "-pe", "mpi"], "-pe: expected two words"),
+    (["-d", "1:0:0", "-pe", "mpi", "4-2"], "-pe: invalid slot range '4-2'"),
+    (["-d", "1:0:0", "-alloc", "$best", "2"], "-alloc: invalid allocation rule '$best'"),
+    (["-d", "1:0:0", "-alloc", "2", "4", "-pe", "mpi", "2"], "-pe and -alloc"),
+    (["-d", "1:0:0", "-q", "all.q@@"], "-q: invalid queue 'all.q@@'"),
+    (["-d", "1:0:0", "-q", "nosuch.q"], '-q: no queue instance matches "nosuch.q"'),
+    (["-d", "1:0:0", "-u", "nosuchuser"], "unknown user 'nosuchuser'"),
+    (["-d", "1:0:0", "-bogus"], "unrecognized arguments: -bogus"),
+    (["-d", "1:0:0", "-pe", "mpi", "100"], "no suitable queues"),
+])
+def test_bad_input_is_one_line_exit_1_and_nothing_stored(daemon, args, message):
+    before = daemon.status()
+    result = qrsub(daemon, *args)
+    assert result.returncode == 1, result
+    assert message in result.stderr and result.stderr.count("\n") == 1, result.stderr
+    assert result.stdout == "" and daemon.status() == before
+
+
+def test_max_advance_reservations_exits_25(daemon):
+    made = [granted(daemon, "-a", at(5 + i), "-d", "0:10:0")["id"] for i in range(40)]
+    result = qrsub(daemon, "-a", at(), "-d", "1:0:0")
+    assert result.returncode == 25 and "max_advance_reservations (40)" in result.stderr
+    daemon.ok("plusu1", "plus_qrdel", ",".join(map(str, made)))
+
+
+def test_defaults_files_site_then_user_then_command_line(daemon):
+    site = daemon.conf.parent / "sge_ar_request"
+    home = daemon.dir / "home"
+    home.mkdir(exist_ok=True)
+    (home / ".sge_ar_request").write_text("# plusu1's defaults\n-N from_user -A user_acct\n")
+    site.write_text("-d 1:0:0 -N from_site -A site_acct -m e\n")
+    try:
+        view = granted_env(daemon, {"HOME": str(home)}, "-a", at(), "-A", "cmd_acct")
+        assert (view["name"], view["account"]) == ("from_user", "cmd_acct")
+        assert view["duration"] == 3600 and view["request"]["mail_options"] == "e"
+        site.write_text("-d 1:0:x\n")
+        result = qrsub(daemon, "-a", at(), env={"HOME": str(home)})
+        assert result.returncode == 1 and f"{site}: -d: invalid duration" in result.stderr
+    finally:
+        site.unlink()
+
+
+def granted_env(daemon, env: dict, *args: str) -> dict:
+    result = qrsub(daemon, "--json", *args, env=env)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_qrstat_table_users_names_patterns_and_explain(daemon):
+    mine = granted(daemon, "-N", "proj_a", "-a", at(), "-d", "1:0:0")
+    other = granted(daemon, "-N", "proj_b", "-a", at(), "-d", "1:0:0", user="plusu2")
+    table = daemon.ok("plusu1", "plus_qrstat").splitlines()
+    assert table[0] == ("ar-id   name       owner        state start at             end at"
+                        "               duration") and table[1] == "-" * 90
+    assert [line.split()[0] for line in table[2:]] == [str(mine["id"])]    # -u $user by default
+    everyone = daemon.ok("plusu1", "plus_qrstat", "-u", "*")
+    assert str(other["id"]) in everyone and str(mine["id"]) in everyone
+    assert daemon.ok("plusu1", "plus_qrstat", "-u", "$user") == "\n".join(table) + "\n"
+    assert str(other["id"]) in daemon.ok("plusu1", "plus_qrstat", "-u", "plusu2")
+    detail = daemon.ok("plusu1", "plus_qrstat", "-ar", "proj_*")
+    assert detail.count("-" * 80) == 2 and "name                           proj_b" in detail
+    missing = daemon.run("plusu1", "plus_qrstat", "-ar", "nosuch,99999")
+    assert missing.returncode == 1
+    assert "Following advance reservations do not exist: nosuch, 99999" in missing.stderr
+    explain = daemon.ok("plusu1", "plus_qrstat", "-explain")
+    assert explain.splitlines()[2].split()[0] == str(mine["id"])
+
+
+def test_qrstat_xml_is_valid_against_the_seeds_schema_unchanged(daemon):
+    if SEED.exists():
+        text = SEED.read_text()
+        appendix = text[text.index("Appendix - Appendix #3 - qrstat XML schema"):]
+        assert (DATA / "seed000_qrstat.xsd").read_text().strip() == \
+            appendix[appendix.index("<?xml"):].strip()
+    schema = xmlschema.XMLSchema(str(DATA / "seed000_qrstat_document.xsd"))
+    granted(daemon, "-pe", "mpi", "2", "-l", "lic=1", "-N", "x1", "-ckpt", "blcr", "-M",
+            "plusu1@localhost,plusu2", "-u", "plusu2", "-A", "acct", "-a", at(), "-d", "1:0:0")
+    granted(daemon, "-a", at(), "-d", "0:30:0")
+    daemon.reserve("plusu1", "-s", "now+2h", "-D", "1h", "-n", "1")    # PluS's node AR too
+    for args in (["-xml"], ["-xml", "-u", "*"], ["-xml", "-ar", "x1"]):
+        document = daemon.ok("plusu1", "plus_qrstat", *args)
+        schema.validate(document)
+        assert "<ar_summary>" in document
+
+
+def test_qrdel_by_name_and_ids_with_qrdels_messages(daemon):
+    a = granted(daemon, "-N", "gone", "-a", at(), "-d", "1:0:0")["id"]
+    b = granted(daemon, "-a", at(), "-d", "1:0:0")["id"]
+    c = granted(daemon, "-a", at(), "-d", "1:0:0")["id"]
+    theirs = granted(daemon, "-N", "theirs", "-a", at(), "-d", "1:0:0", user="plusu2")["id"]
+    out = daemon.ok("plusu1", "plus_qrdel", "gone", f"{b},{c}")
+    assert out.splitlines() == [f"plusu1 has deleted advance_reservation {n}" for n in (a, b, c)]
+    refused = daemon.run("plusu1", "plus_qrdel", str(theirs))
+    assert refused.returncode == 1 and refused.stderr.strip() == (
+        "plus_qrdel: plusu1 - you do not have the necessary privileges to delete the "
+        f'advance_reservation "{theirs}"')
+    missing = daemon.run("plusu1", "plus_qrdel", "theirs")     # names: the caller's own ARs
+    assert missing.returncode == 1 and 'advance_reservation "theirs" does not exist' \
+        in missing.stderr
+    assert daemon.ok("plusmgr", "plus_qrdel", "-u", "plusu2") == \
+        f"plusmgr has deleted advance_reservation {theirs}\n"
+    usage = daemon.run("plusu1", "plus_qrdel")
+    assert usage.returncode == 2 and "give AR ids or names" in usage.stderr
+
+
+def test_plus_status_explain_and_every_owner(daemon):
+    view = daemon.reserve("plusu1", "-s", "now+1h", "-D", "1h", "-n", "1")
+    listed = daemon.ok("plusu2", "plus_status", "-o", "*")
+    assert str(view["id"]) in listed
+    explain = daemon.run("plusu1", "plus_status", "-explain")
+    assert explain.returncode == 0 and str(view["id"]) in explain.stdout
