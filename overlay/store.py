@@ -453,7 +453,7 @@ class Store:
             held: dict[int, list] = {}
             for alloc in connection.execute(select(allocations.c.reservation_id, allocations.c.node,
                                                    allocations.c.slots, allocations.c.pending,
-                                                   allocations.c.within_id)):
+                                                   allocations.c.within_id, allocations.c.queue)):
                 held.setdefault(alloc.reservation_id, []).append(alloc)
         return [_from_rows(row, held.get(row.id, [])) for row in rows]
 
@@ -544,12 +544,14 @@ class Store:
         for node in nodes:
             planner.set_capacity(node, capacity.get(node, 0))
         planner.book_many(tuple(row) for row in session.connection().execute(_BOOKED, bounds))
-        for index, row in enumerate(wanted):
-            if not planner.fits(row["node"], row["slots"], row["start_time"], row["end_time"]):
-                raise Conflict(f"node {row['node']} is no longer free for the requested window "
+        summed: dict[tuple, int] = {}   # a qrsub AR may hold two queues' slots on one node
+        for row in wanted:
+            key = (row["node"], row["start_time"], row["end_time"], row["pending"])
+            summed[key] = summed.get(key, 0) + row["slots"]
+        for (node, start, end, _), slots in summed.items():
+            if not planner.fits(node, slots, start, end):
+                raise Conflict(f"node {node} is no longer free for the requested window "
                                "(another reservation took it); try again")
-            if not row["pending"]:     # a qrsub AR may hold two queues' slots on one node
-                planner.book(index, row["node"], row["start_time"], row["end_time"], row["slots"])
 
     def _check_inside(self, session: Session, row: dict, own: int) -> None:
         """Refuse a booking inside another AR (ResAccess) that AR no longer
