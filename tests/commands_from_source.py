@@ -29,7 +29,7 @@ for name, folder in {PROJECT["tool"]["setuptools"]["package-dir"]!r}.items():
     sys.modules[name] = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(sys.modules[name])
 """
-THICK = {"plus_coreserve", "plus_costatus", "plus_cocancel", "plus_comodify"}
+THICK = {"plus_coreserve", "plus_costatus", "plus_cocancel", "plus_comodify", "plus_dbwriter"}
 """Clients that are not thin: the co-allocation coordinator keeps a log in a
 database (SQLAlchemy) and reads YAML, so the start-up limits of the thin
 clients do not apply; their option errors are still checked."""

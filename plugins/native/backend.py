@@ -111,7 +111,8 @@ class NativeBackend(Backend):
             scheduler = Scheduler(cluster, store, ExecutionHosts(
                 values.get("spool_dir", DEFAULT_SPOOL), values.get("python", "python3")),
                 acct.AccountingWriter(accounting),
-                os.path.join(config.state_path, "schedule"), config.duration_offset)
+                os.path.join(config.state_path, "schedule"), config.duration_offset,
+                reporting_file=config.accounting_path)
         except Exception:
             store.close()
             raise

@@ -26,6 +26,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import Callable, Iterable
 
+from overlay.accounting import ReportingWriter
 from overlay.ordering import order_jobs
 from overlay.matching import wildcard_match
 from overlay.request import format_pe_range
@@ -62,9 +63,11 @@ class Submitter:
 class Scheduler:
     def __init__(self, cluster: Cluster, store: JobStore, hosts: ExecutionHosts,
                  accounting: acct.AccountingWriter, schedule_file: str, duration_offset: int,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time,
+                 reporting_file: str | None = None) -> None:
         self.cluster, self.store, self.hosts = cluster, store, hosts
         self.accounting, self.schedule_file = accounting, schedule_file
+        self.reporting = ReportingWriter(reporting_file) if reporting_file else None
         self.offset, self.clock = duration_offset, clock
         self.lock = threading.RLock()           # the jobs, for passes and commands
         self._passing = threading.Lock()        # one pass (or poll) at a time
@@ -181,8 +184,13 @@ class Scheduler:
 
     def _ended(self, job: Job, finished: Finished, now: int) -> None:
         """Accounting for a job that ran (or failed to start); a job that
-        could not be started stays in error state (Eqw) until deleted."""
-        self.accounting.write(self._record(job, finished, now))
+        could not be started stays in error state (Eqw) until deleted. The
+        reporting file gets the record too (reporting(5)'s acct: time, type,
+        the accounting fields), for plus_dbwriter."""
+        record = self._record(job, finished, now)
+        self.accounting.write(record)
+        if self.reporting is not None:
+            self.reporting.write(now, "acct", *record.line().split(":"))
         if finished.failed and not job.deleting:
             host = job.placement.master[1] if job.placement else "?"
             job.error = acct.one_line(f"{time.strftime('%m/%d/%Y %H:%M:%S', time.localtime(now))} "
