@@ -148,7 +148,7 @@ BAD_REQUESTS = [
     ({"transactional": "false"}, "'transactional' must be true or false"),
     ({"start": NOW + 3_000_000 * 86400}, "-s: "),
     ({"end": 253402300799}, "-e: "),
-    ({"nodes": 0}, "-n: 0 is out of range"),
+    ({"nodes": -1}, "-n: -1 is out of range"),     # 0 is qrsub's request of slots
     ({"nodes": 10 ** 12}, "-n: 1000000000000 is out of range"),
     ({"nodes": "1"}, "'nodes' must be a whole number"),
     ({"nodes": True}, "'nodes' must be a whole number"),
