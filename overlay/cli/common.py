@@ -9,10 +9,10 @@ import sys
 
 from overlay import limits, protocol
 from overlay.cli import options
-from overlay.request import (RequestError, parse_ar_id, parse_attribute_list, parse_int,
-                             parse_job_references, parse_mail_list, parse_mail_options,
-                             parse_memory_mb, parse_name, parse_name_list, parse_pattern,
-                             parse_yes_no)
+from overlay.request import (RequestError, parse_account, parse_ar_id, parse_ar_references,
+                             parse_attribute_list, parse_int, parse_job_references,
+                             parse_mail_list, parse_mail_options, parse_memory_mb, parse_name,
+                             parse_name_list, parse_pattern, parse_queue_list, parse_yes_no)
 from overlay.timespec import DURATION_FORMS, TIME_FORMS, TimeSpecError, parse_duration, parse_time
 
 TYPE_CHECKING = False       # typing costs a command 3 ms to import
@@ -170,6 +170,21 @@ def users_arg(option: str) -> Callable[[str], tuple[str, ...]]:
     """User names, or '*' for everyone."""
     names = names_arg(option)
     return lambda text: ("*",) if text.strip() == "*" else names(text)
+
+
+def queue_list_arg(option: str) -> Callable[[str], tuple[str, ...]]:
+    """wc_queue_list: queue, queue@host, queue@@hostgroup, @host, wildcards."""
+    return _typed(lambda text: parse_queue_list(text, option))
+
+
+def ar_references_arg(option: str) -> Callable[[str], tuple[str, ...]]:
+    """AR ids, names or name patterns, comma-separated (qrstat -ar, qrdel)."""
+    return _typed(lambda text: parse_ar_references(text, option))
+
+
+def account_arg() -> Callable[[str], str]:
+    """-A: an account string for the accounting records."""
+    return _typed(parse_account)
 
 
 def job_references_arg(option: str) -> Callable[[str], tuple[str, ...]]:

@@ -11,6 +11,7 @@ from overlay.timespec import (duration_formatter, format_ctime, format_duration,
 TYPE_CHECKING = False       # typing costs a command 3 ms to import
 if TYPE_CHECKING:
     import xml.etree.ElementTree as ET
+    from typing import Callable
 
 TABLE_HEADER = ("AR-ID   name       owner        state start at            "
                 "end at              duration")
@@ -100,7 +101,7 @@ def detail(view: dict) -> str:
                                       for label, value in fields])
 
 
-def _text(parent: "ET.Element", tag: str, value: object) -> "ET.Element":
+def text_element(parent: "ET.Element", tag: str, value: object) -> "ET.Element":
     import xml.etree.ElementTree as ET  # only XML output pays for it
     element = ET.SubElement(parent, tag)
     element.text = printable(str(value))
@@ -111,19 +112,19 @@ def summary_element(view: dict) -> "ET.Element":
     """One <ar_summary> in ar_summary_t's element order, then PluS's fields."""
     import xml.etree.ElementTree as ET
     ar = ET.Element("ar_summary")
-    _text(ar, "id", view["id"])
+    text_element(ar, "id", view["id"])
     if view["name"]:
-        _text(ar, "name", view["name"])
+        text_element(ar, "name", view["name"])
     if view["account"]:
-        _text(ar, "account", view["account"])
-    _text(ar, "owner", view["owner"])
-    _text(ar, "submission_time", format_iso(view["submission_time"]))
-    _text(ar, "start_time", format_iso(view["start"]))
-    _text(ar, "end_time", format_iso(view["end"]))
-    _text(ar, "duration", view["duration"])
-    _text(ar, "state", view["state"])
+        text_element(ar, "account", view["account"])
+    text_element(ar, "owner", view["owner"])
+    text_element(ar, "submission_time", format_iso(view["submission_time"]))
+    text_element(ar, "start_time", format_iso(view["start"]))
+    text_element(ar, "end_time", format_iso(view["end"]))
+    text_element(ar, "duration", view["duration"])
+    text_element(ar, "state", view["state"])
     if view.get("message"):
-        _text(ar, "message", view["message"])
+        text_element(ar, "message", view["message"])
     resources = ET.SubElement(ar, "resource_list")
     for name, value in resource_pairs(view):
         ET.SubElement(resources, "resource", name=printable(name), type=printable(value))
@@ -131,7 +132,7 @@ def summary_element(view: dict) -> "ET.Element":
     for allocation in view["allocations"]:
         ET.SubElement(slots, "granted_slots", queue_instance=f"{queue_name(view)}@{allocation['node']}",
                       slots=str(allocation["slots"]))
-    _text(ar, "mail_options", (view["request"].get("mail_options") or "n"))
+    text_element(ar, "mail_options", (view["request"].get("mail_options") or "n"))
     if view["request"].get("mail_list"):
         mails = ET.SubElement(ar, "mail_list")
         for address in view["request"]["mail_list"]:
@@ -141,14 +142,14 @@ def summary_element(view: dict) -> "ET.Element":
         acl = ET.SubElement(ar, "acl_list")
         for user in view["acl"]:
             ET.SubElement(acl, "acl", user=printable(user))
-    _text(ar, "group", view["group"])
+    text_element(ar, "group", view["group"])
     nodes = ET.SubElement(ar, "reserved_nodes")
     for allocation in view["allocations"]:
-        _text(nodes, "node", allocation["node"])
-    _text(ar, "job_runtime_limit", view["job_runtime_limit"])
+        text_element(nodes, "node", allocation["node"])
+    text_element(ar, "job_runtime_limit", view["job_runtime_limit"])
     refusal = view.get("refusal")
     if refusal:
-        _text(ar, "last_refusal", refusal["reason"]).attrib.update(
+        text_element(ar, "last_refusal", refusal["reason"]).attrib.update(
             time=format_iso(refusal["time"]), operation=refusal["operation"])
     pending = view.get("pending")
     if pending:
@@ -158,29 +159,30 @@ def summary_element(view: dict) -> "ET.Element":
             element.set("start_time", format_iso(pending["start"]))
             element.set("end_time", format_iso(pending["end"]))
             for allocation in pending["allocations"]:
-                _text(element, "node", allocation["node"])
+                text_element(element, "node", allocation["node"])
     return ar
 
 
-def _document(root: "ET.Element") -> str:
+def document(root: "ET.Element") -> str:
     import xml.etree.ElementTree as ET
     ET.indent(root)
     return "<?xml version='1.0' encoding='UTF-8'?>\n" + ET.tostring(root, encoding="unicode")
 
 
-def status_xml(views: list[dict]) -> str:
+def status_xml(views: list[dict], summary: Callable[[dict], "ET.Element"] = summary_element) -> str:
+    """A <qrstat> document of one <ar_summary> per AR (``summary`` makes each)."""
     import xml.etree.ElementTree as ET
     root = ET.Element("qrstat")
-    root.extend(summary_element(view) for view in views)
-    return _document(root)
+    root.extend(summary(view) for view in views)
+    return document(root)
 
 
 def availnodes_xml(data: dict) -> str:
     import xml.etree.ElementTree as ET
     root = ET.Element("plus_availnodes")
-    _text(root, "start_time", format_iso(data["start"]))
-    _text(root, "end_time", format_iso(data["end"]))
-    _text(root, "count", data["count"])
+    text_element(root, "start_time", format_iso(data["start"]))
+    text_element(root, "end_time", format_iso(data["end"]))
+    text_element(root, "count", data["count"])
     for name in data["nodes"]:
-        _text(root, "node", name)
-    return _document(root)
+        text_element(root, "node", name)
+    return document(root)

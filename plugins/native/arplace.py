@@ -18,7 +18,6 @@ from __future__ import annotations
 from typing import Iterable, Sequence
 
 from overlay.limits import shown
-from overlay.matching import wildcard_match
 from overlay.model import Allocation, InvalidRequest, NoCapacity, Request
 from overlay.request import MAX_SLOTS
 from overlay_native.jobs import Job, Submission
@@ -38,38 +37,23 @@ def resource_text(request: Request) -> str:
     return ",".join(f"{name}={value}" for name, value in request.attributes)
 
 
-def _check_names(config: ClusterConfig, request: Request) -> None:
-    """-pe, -q, -masterq and -ckpt must name what the cluster has."""
-    if request.pe and not any(wildcard_match(name, request.pe) for name in config.pes):
-        raise InvalidRequest(f'-pe: the parallel environment "{shown(request.pe)}" does not '
-                             f"exist; known: {', '.join(sorted(config.pes)) or 'none'}")
-    for option, patterns in (("-q", request.queues), ("-masterq", request.master_queues)):
-        for pattern in patterns:
-            if not any(config.queue_matches([pattern], q, h)
-                       for q, queue in config.queues.items() for h in queue.hosts):
-                raise InvalidRequest(f'{option}: no queue instance matches "{shown(pattern)}"; '
-                                     f"queues: {', '.join(sorted(config.queues))}")
-    if request.master_queues and not (request.pe or request.alloc_rule):
-        raise InvalidRequest("-masterq is only meaningful for a parallel AR (with -pe)")
-    if request.ckpt and not any(request.ckpt in q.ckpt_list for q in config.queues.values()):
-        raise InvalidRequest(f'-ckpt: the checkpointing environment "{shown(request.ckpt)}" is '
-                             "in no queue's ckpt_list")
-
-
 def ar_job(config: ClusterConfig, request: Request, owner: str, groups: tuple[str, ...],
            users: Users, now: int) -> Job:
     """The job an AR request stands for, or InvalidRequest naming what the
-    cluster does not know."""
-    _check_names(config, request)
+    cluster does not know, in qrsub's words (qsub's checks of -pe, -q, -l
+    and -masterq, as Grid Engine's qrsub runs them)."""
+    if request.ckpt and not any(request.ckpt in q.ckpt_list for q in config.queues.values()):
+        raise InvalidRequest(f'job rejected: the requested checkpointing environment '
+                             f'"{shown(request.ckpt)}" does not exist')
     submission = Submission(
         command=(), name="AR", hard=resource_text(request), pe=request.pe or None,
         pe_range=request.pe_range if request.pe else (), queues=request.queues,
-        master_queues=request.master_queues if request.pe else (), now=request.interactive,
-        ckpt=request.ckpt or None, verify="e")
+        master_queues=() if request.alloc_rule else request.master_queues,
+        now=request.interactive, ckpt=request.ckpt or None, verify="e")
     try:
         job = make_job(config, 0, owner, groups, now, submission, is_manager=True)
     except SubmitError as error:
-        raise InvalidRequest(str(error).removeprefix("job rejected: ")) from None
+        raise InvalidRequest(str(error)) from None
     job.users = tuple(users)
     if request.alloc_rule:
         rule = request.alloc_rule

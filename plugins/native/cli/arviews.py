@@ -4,6 +4,7 @@ as it stands; PluS's own fields are plus_status -x's, not these."""
 
 from __future__ import annotations
 
+from overlay.cli.views import status_xml, text_element
 from overlay.limits import printable
 from overlay.timespec import format_iso
 
@@ -87,29 +88,24 @@ def detail(view: dict) -> str:
     return "\n".join(lines)
 
 
-def _text(parent: "ET.Element", tag: str, value: object) -> None:
-    import xml.etree.ElementTree as ET  # only XML output pays for it
-    ET.SubElement(parent, tag).text = printable(str(value))
-
-
 def summary(view: dict) -> "ET.Element":
     """One <ar_summary> with ar_summary_t's elements in its order, each
     of its type (duration in seconds, times as xs:dateTime)."""
     import xml.etree.ElementTree as ET
     request = view["request"]
     ar = ET.Element("ar_summary")
-    _text(ar, "id", view["id"])
+    text_element(ar, "id", view["id"])
     if view["name"]:
-        _text(ar, "name", view["name"])
-    _text(ar, "account", view.get("account") or "sge")
-    _text(ar, "owner", view["owner"])
-    _text(ar, "submission_time", format_iso(view["submission_time"]))
-    _text(ar, "start_time", format_iso(view["start"]))
-    _text(ar, "end_time", format_iso(view["end"]))
-    _text(ar, "duration", view["duration"])
-    _text(ar, "state", view["state"])
+        text_element(ar, "name", view["name"])
+    text_element(ar, "account", view.get("account") or "sge")
+    text_element(ar, "owner", view["owner"])
+    text_element(ar, "submission_time", format_iso(view["submission_time"]))
+    text_element(ar, "start_time", format_iso(view["start"]))
+    text_element(ar, "end_time", format_iso(view["end"]))
+    text_element(ar, "duration", view["duration"])
+    text_element(ar, "state", view["state"])
     if view.get("message"):
-        _text(ar, "message", view["message"])
+        text_element(ar, "message", view["message"])
     listed = ET.SubElement(ar, "resource_list")
     pairs = resources(view) or [("slots", str(sum(a["slots"] for a in view["allocations"])))]
     for name, value in pairs:
@@ -120,11 +116,11 @@ def summary(view: dict) -> "ET.Element":
                       queue_instance=f"{a.get('queue') or 'R' + str(view['id'])}@{a['node']}")
     if view.get("granted_pe"):
         pe = ET.SubElement(ar, "granted_parallel_environment")
-        _text(pe, "parallel_environment", view["granted_pe"])
-        _text(pe, "slots", sum(a["slots"] for a in view["allocations"]))
+        text_element(pe, "parallel_environment", view["granted_pe"])
+        text_element(pe, "slots", sum(a["slots"] for a in view["allocations"]))
     if request.get("ckpt"):
-        _text(ar, "checkpoint_name", request["ckpt"])
-    _text(ar, "mail_options", request.get("mail_options") or "n")
+        text_element(ar, "checkpoint_name", request["ckpt"])
+    text_element(ar, "mail_options", request.get("mail_options") or "n")
     if request.get("mail_list"):
         mails = ET.SubElement(ar, "mail_list")
         for address in request["mail_list"]:
@@ -138,8 +134,4 @@ def summary(view: dict) -> "ET.Element":
 
 
 def document(views: list[dict]) -> str:
-    import xml.etree.ElementTree as ET
-    root = ET.Element("qrstat")
-    root.extend(summary(view) for view in views)
-    ET.indent(root)
-    return "<?xml version='1.0' encoding='UTF-8'?>\n" + ET.tostring(root, encoding="unicode")
+    return status_xml(views, summary)

@@ -9,18 +9,9 @@ import pwd
 import sys
 
 from overlay.cli import common
-from overlay.cli.options import OptionError
-from overlay.request import RequestError, parse_ar_references
 
 PROG = "plus_qrdel"
 EXIT_ERROR = 1
-
-
-def _references(text: str) -> tuple[str, ...]:
-    try:
-        return parse_ar_references(text, "wc_ar_list")
-    except RequestError as exc:
-        raise OptionError(str(exc)) from None
 
 
 def parser() -> common.Parser:
@@ -31,7 +22,7 @@ def parser() -> common.Parser:
                         "answer (the native scheduler always does so)")
     p.add_argument("-u", metavar="wc_user_list", type=common.users_arg("-u"),
                    help="delete the ARs of these users (* for all: managers only)")
-    p.add_argument("ars", metavar="wc_ar_list", nargs="*", type=_references,
+    p.add_argument("ars", metavar="wc_ar_list", nargs="*", type=common.ar_references_arg("wc_ar_list"),
                    help="AR ids or names, comma-separated or as separate words")
     return p
 

@@ -10,8 +10,6 @@ import pwd
 import sys
 
 from overlay.cli import common
-from overlay.cli.options import OptionError
-from overlay.request import RequestError, parse_ar_references, parse_name_list
 from overlay_native.cli import arviews
 
 PROG = "plus_qrstat"
@@ -20,26 +18,14 @@ PROG = "plus_qrstat"
 def _users(text: str) -> tuple[str, ...]:
     """-u: user names, $user for the caller, * for everyone."""
     me = pwd.getpwuid(os.getuid()).pw_name
-    items = [me if item.strip() == "$user" else item.strip() for item in text.split(",")]
-    if "*" in items:
-        return ("*",)
-    try:
-        return parse_name_list(",".join(items), "-u")
-    except RequestError as exc:
-        raise OptionError(str(exc)) from None
-
-
-def _references(text: str) -> tuple[str, ...]:
-    try:
-        return parse_ar_references(text, "-ar")
-    except RequestError as exc:
-        raise OptionError(str(exc)) from None
+    return common.users_arg("-u")(",".join(me if item.strip() == "$user" else item
+                                           for item in text.split(",")))
 
 
 def parser() -> common.Parser:
     p = common.Parser(PROG, "Show advance reservations (Grid Engine's qrstat).")
     p.add_argument("-help", action="help", help="print this help")
-    p.add_argument("-ar", metavar="ar_list", type=_references,
+    p.add_argument("-ar", metavar="ar_list", type=common.ar_references_arg("-ar"),
                    help="show these ARs in detail: ids, names or name patterns")
     p.add_argument("-u", metavar="user_list", type=_users,
                    help="only ARs of these users; $user is you, * is everyone (default $user)")

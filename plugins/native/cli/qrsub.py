@@ -16,9 +16,8 @@ from overlay import protocol
 from overlay.cli import common
 from overlay.cli.options import OptionError
 from overlay.limits import shown
-from overlay.request import (RequestError, parse_account, parse_alloc_rule, parse_attribute_list,
-                             parse_name, parse_pe_range, parse_queue_list, request_wire,
-                             window_end)
+from overlay.request import (RequestError, parse_alloc_rule, parse_attribute_list, parse_name,
+                             parse_pe_range, request_wire, window_end)
 
 PROG = "plus_qrsub"
 EXIT_ERROR = 1
@@ -52,15 +51,6 @@ def _resources(text: str) -> tuple[tuple[str, str], ...]:
         raise OptionError(str(exc)) from None
 
 
-def _checked(convert, option: str):
-    def parse(text: str):
-        try:
-            return convert(text, option)
-        except RequestError as exc:
-            raise OptionError(str(exc)) from None
-    return parse
-
-
 def _verify_mode(text: str) -> str:
     if text not in ("e", "v"):
         raise OptionError(f"-w: invalid validation level '{shown(text)}': accepted are e "
@@ -85,8 +75,7 @@ def parser() -> common.Parser:
     p.add_argument("-e", metavar="date_time", type=common.time_arg("-e"), help="end time")
     p.add_argument("-d", metavar="time", type=common.duration_arg("-d"),
                    help="duration, h:m:s or seconds")
-    p.add_argument("-A", metavar="account_string", type=_checked(
-        lambda text, option: parse_account(text), "-A"),
+    p.add_argument("-A", metavar="account_string", type=common.account_arg(),
         help="account string for the accounting records (default sge)")
     p.add_argument("-ckpt", metavar="ckpt_name", type=common.name_arg("-ckpt"),
                    help="reserve only queues offering this checkpointing environment")
@@ -99,7 +88,7 @@ def parser() -> common.Parser:
     p.add_argument("-M", metavar="user[@host],...", action="append",
                    type=common.mail_list_arg("-M"), help="mail these addresses")
     p.add_argument("-masterq", metavar="wc_queue_list", action="append",
-                   type=_checked(parse_queue_list, "-masterq"),
+                   type=common.queue_list_arg("-masterq"),
                    help="queues for the master task of a parallel AR (with -pe)")
     p.add_argument("-now", metavar="y|n", type=common.yes_no_arg("-now"),
                    help="y: only queues of type INTERACTIVE")
@@ -114,7 +103,7 @@ def parser() -> common.Parser:
                    help="slots by an allocation rule ($pe_slots, $fill_up, $round_robin or N "
                         "per host) without a parallel environment")
     p.add_argument("-q", metavar="wc_queue_list", action="append",
-                   type=_checked(parse_queue_list, "-q"), help="queues that may be reserved")
+                   type=common.queue_list_arg("-q"), help="queues that may be reserved")
     p.add_argument("-u", metavar="wc_user_list", action="append",
                    type=common.names_arg("-u", groups=True),
                    help="users (and @groups) who may use the AR; you are always included")
