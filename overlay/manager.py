@@ -49,6 +49,8 @@ _EARLIEST_TRIES = 8
 """Ranges whose first start RESQANDSET tries before it gives up."""
 _KINDS_KEPT = 64
 """Kinds of request whose eligible nodes are kept between refreshes of the nodes."""
+_NAME_PATTERNS = 16
+"""AR name patterns one status request may hold (qrstat -ar)."""
 
 
 @dataclass(frozen=True)
@@ -836,16 +838,28 @@ class Manager:
 
     def _referenced(self, refs: Iterable[str]) -> list[Reservation]:
         """The ARs named by id, name or name pattern, in the order named;
-        UnknownReservation listing those that match none."""
+        UnknownReservation listing those that match none. Names are looked
+        up among the distinct names, and a request may hold at most
+        _NAME_PATTERNS patterns: each costs a match per name, under the lock."""
+        refs = list(refs)
+        patterns = [ref for ref in refs if any(c in ref for c in "*?[")]
+        if len(patterns) > _NAME_PATTERNS:
+            raise InvalidRequest(f"-ar: {len(patterns)} name patterns; at most {_NAME_PATTERNS} "
+                                 "are accepted in one request")
+        named: dict[str, list[Reservation]] = {}
+        for ar in self.ars.values():
+            if ar.name:
+                named.setdefault(ar.name, []).append(ar)
         found: dict[int, Reservation] = {}
         missing = []
         for ref in refs:
             if ref.isascii() and ref.isdigit():
                 matched = [self.ars[int(ref)]] if int(ref) in self.ars else []
-            elif any(c in ref for c in "*?["):
-                matched = [ar for ar in self.ars.values() if ar.name and wildcard_match(ar.name, ref)]
+            elif ref in patterns:
+                matched = [ar for name, ars in named.items() if wildcard_match(name, ref)
+                           for ar in ars]
             else:
-                matched = [ar for ar in self.ars.values() if ar.name == ref]
+                matched = named.get(ref, [])
             if not matched:
                 missing.append(ref)
             found.update((ar.id, ar) for ar in matched)

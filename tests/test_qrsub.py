@@ -226,6 +226,8 @@ def test_qrstat_table_users_names_patterns_and_explain(daemon):
     missing = daemon.run("plusu1", "plus_qrstat", "-ar", "nosuch,99999")
     assert missing.returncode == 1
     assert "Following advance reservations do not exist: nosuch, 99999" in missing.stderr
+    many = daemon.run("plusu1", "plus_qrstat", "-ar", ",".join(f"p{i}*" for i in range(17)))
+    assert many.returncode == 1 and "-ar: 17 name patterns; at most 16 are accepted" in many.stderr
     explain = daemon.ok("plusu1", "plus_qrstat", "-explain")
     assert explain.splitlines()[2].split()[0] == str(mine["id"])
 
