@@ -8,6 +8,15 @@ Each line is ``time:record_type:fields...``:
   ar_log        state_change_time:submission_time:ar_number:ar_state:ar_event:ar_message
   ar_acct       ar_termination_time:submission_time:ar_number:ar_qname:ar_hostname:ar_slots
 
+A qrsub AR's records are the ones Grid Engine 8.1.9 writes (recorded from
+its qmaster): its PE or nothing as ar_granted_pe, its -l requests as
+ar_granted_resources, one ar_acct per queue instance it held. A PluS node
+AR writes NONE as ar_granted_pe and its hosts as ``host=slots``, which is
+how plus_account knows an AR's hosts before its ar_acct records. An AR
+with no -A has Grid Engine's account, ``sge``. Readers also take 8.1.9's
+own name for ar_attribute, ``ar_attr``, so a Grid Engine reporting file
+loads as well.
+
 Standard library only: plus_account reads the file itself, like qacct.
 """
 
@@ -20,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator
 
 from overlay.limits import shown
+from overlay.request import DEFAULT_ACCOUNT
 
 log = logging.getLogger("plus.accounting")
 
@@ -31,6 +41,11 @@ EVENT_SATISFIED = "RESOURCES SATISFIED"
 EVENT_MODIFIED = "MODIFIED"
 EVENT_DELETED = "DELETED"
 EVENT_TERMINATED = "TERMINATED"
+
+NODE_AR_PE = "NONE"
+"""ar_granted_pe of a PluS node AR, whose granted resources are its hosts."""
+RECORD_ALIASES = {"ar_attr": "ar_attribute"}
+"""Grid Engine 8.1.9's record names for the seed's."""
 
 
 def _field(value: object) -> str:
@@ -65,17 +80,22 @@ class ReportingWriter:
         self.write(time, "new_ar", ar.submission_time, ar.id, ar.owner)
 
     def ar_attribute(self, time: int, ar) -> None:
-        resources = ",".join(f"{a.node}={a.slots}" for a in ar.allocations)
-        self.write(time, "ar_attribute", time, ar.submission_time, ar.id, ar.name, ar.account,
-                   ar.start, ar.end, "NONE", resources)
+        if ar.request.by_slots:
+            pe = ar.granted_pe
+            resources = ",".join(f"{name}={value}" for name, value in ar.request.attributes)
+        else:
+            pe = NODE_AR_PE
+            resources = ",".join(f"{a.node}={a.slots}" for a in ar.allocations)
+        self.write(time, "ar_attribute", time, ar.submission_time, ar.id, ar.name,
+                   ar.account or DEFAULT_ACCOUNT, ar.start, ar.end, pe, resources)
 
     def ar_log(self, time: int, ar, event: str, message: str) -> None:
         self.write(time, "ar_log", time, ar.submission_time, ar.id, ar.state.value, event, message)
 
     def ar_acct(self, time: int, ar) -> None:
         for allocation in ar.allocations:
-            self.write(time, "ar_acct", time, ar.submission_time, ar.id, f"R{ar.id}",
-                       allocation.node, allocation.slots)
+            self.write(time, "ar_acct", time, ar.submission_time, ar.id,
+                       allocation.queue or f"R{ar.id}", allocation.node, allocation.slots)
 
 
 @dataclass
@@ -135,7 +155,7 @@ def read_records(lines: Iterable[str], on_error: Callable[[ReportingFormatError]
             on_error(ReportingFormatError(f"line {number}: the record time "
                                           f"'{shown(parts[0])}' is not a number"))
             continue
-        yield number, int(parts[0]), parts[1], parts[2:]
+        yield number, int(parts[0]), RECORD_ALIASES.get(parts[1], parts[1]), parts[2:]
 
 
 def used(ars: Iterable[ARUsage], first: int, last: int, owners: set | None,
@@ -174,12 +194,15 @@ def collect(lines: Iterable[str], on_error: Callable[[ReportingFormatError], Non
             ar = ars.setdefault(number, ARUsage(id=number))
             if kind == "ar_attribute":
                 ar.name, ar.start, ar.end = fields[3], int(fields[5]), int(fields[6])
-                ar.hosts = _granted(fields[8])
+                if fields[7] == NODE_AR_PE:
+                    ar.hosts = _granted(fields[8])
             elif kind == "ar_log":
                 ar.last_state = fields[3]
             elif kind == "ar_acct":
+                if ar.terminated is None:     # the final word on the AR's hosts
+                    ar.hosts = {}
                 ar.terminated = int(fields[0])
-                ar.hosts[fields[4]] = int(fields[5])
+                ar.hosts[fields[4]] = ar.hosts.get(fields[4], 0) + int(fields[5])
         except (IndexError, ValueError):
             on_error(ReportingFormatError(
                 f"line {number}: malformed {kind} record at time {time}: "

@@ -313,6 +313,10 @@ def parse_pe_range(text: str, option: str = "-pe") -> tuple[tuple[int, int], ...
     return tuple(merged)
 
 
+DEFAULT_ACCOUNT = "sge"
+"""The account of an AR or a job submitted without -A, as Grid Engine names it."""
+
+
 def parse_account(text: str) -> str:
     """-A: printable text without a colon (the accounting records' separator)."""
     if len(text) > MAX_NAME or not text.isprintable() or ":" in text:

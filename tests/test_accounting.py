@@ -66,7 +66,68 @@ def test_ar_attribute_record_keeps_submission_time_ar_number_and_window(tmp_path
     fields = lines(path)[0].split(":")
     assert fields[:2] == [str(T0 - 10), "ar_attribute"]
     tail = fields[-8:]      # submission_time .. ar_granted_resources
-    assert tail == [str(T0 - 50), "5", "sim", "", str(T0), str(T0 + H), "NONE", "n1=4"]
+    assert tail == [str(T0 - 50), "5", "sim", "sge", str(T0), str(T0 + H), "NONE", "n1=4"]
+
+
+GRID_ENGINE_REPORTING = Path(__file__).parent / "data" / "sge819_reporting"
+"""Grid Engine 8.1.9's own records of three qrsub ARs (see test_arco.py)."""
+
+
+def qrsub_ar(ar_id: int, submitted: int, start: int, end: int, pe: str,
+             attributes: tuple, hosts: dict[tuple[str, str], int], name: str = "",
+             account_name: str = "") -> Reservation:
+    return Reservation(id=ar_id, owner="plusu1", group="plusgrp", state=State.RUNNING,
+                       request=Request(start=start, end=end, nodes=0, pe=pe, pe_range=((2, 2),),
+                                       attributes=attributes, name=name, account=account_name),
+                       submission_time=submitted, granted_pe=pe, account=account_name,
+                       allocations=[Allocation(node, n, queue=queue)
+                                    for (queue, node), n in hosts.items()])
+
+
+def test_qrsub_ar_records_are_grid_engines(tmp_path):
+    """A qrsub AR's ar_attribute and ar_acct records hold what Grid Engine's
+    hold for the same AR: its granted PE or nothing, its -l requests, the
+    cluster queue of each instance; only the record name is the seed's."""
+    path = tmp_path / "reporting"
+    writer = ReportingWriter(str(path))
+    first = qrsub_ar(72718, 1795523050, 1795523050, 1795526650, "mpi", (("lic", "2"),),
+                     {("all.q", "vm"): 2}, name="arcotest", account_name="proj1")
+    second = qrsub_ar(72720, 1795523084, 1893456000, 1893456600, "",
+                      (("lic", "1"), ("h_rt", "3600")), {("all.q", "vm"): 1})
+    writer.ar_attribute(1795523050, first)
+    writer.ar_acct(1795523071, first)
+    writer.ar_attribute(1795523084, second)
+    writer.ar_acct(1795523087, second)
+    recorded = [line.replace(":ar_attr:", ":ar_attribute:")
+                for line in lines(GRID_ENGINE_REPORTING)
+                if ":ar_attr:" in line or ":ar_acct:" in line]
+    assert lines(path) == recorded[:4]
+
+
+def test_grid_engines_reporting_file_is_read(tmp_path):
+    """8.1.9 names ar_attribute ar_attr; a qrsub AR's hosts come from its
+    ar_acct records, never from its -l requests."""
+    with open(GRID_ENGINE_REPORTING, encoding="utf-8") as handle:
+        ars = {ar.id: ar for ar in collect(handle)}
+    assert sorted(ars) == [72718, 72720, 72721]
+    assert (ars[72718].name, ars[72718].hosts, ars[72718].terminated) == \
+        ("arcotest", {"vm": 2}, 1795523071)
+    assert (ars[72720].start, ars[72720].end, ars[72720].hosts) == \
+        (1893456000, 1893456600, {"vm": 1})
+
+
+def test_a_running_qrsub_ar_has_no_hosts_until_it_ends(tmp_path):
+    path = tmp_path / "reporting"
+    writer = ReportingWriter(str(path))
+    ar = qrsub_ar(4, T0, T0, T0 + H, "mpi", (("lic", "2"), ("h_rt", "3600")),
+                  {("all.q", "n1"): 1, ("big.q", "n1"): 2, ("all.q", "n2"): 1})
+    writer.new_ar(T0, ar)
+    writer.ar_attribute(T0, ar)
+    [running] = collect(lines(path))
+    assert running.hosts == {}
+    writer.ar_acct(T0 + H, ar)
+    [ended] = collect(lines(path))
+    assert ended.hosts == {"n1": 3, "n2": 1}      # a host's instances summed
 
 
 def test_ar_log_record(tmp_path):

@@ -174,10 +174,10 @@ def test_each_record_lands_in_its_table(filled, caplog):
         (4, 3, "dave", stamp(engine, T0 - 2 * H))]
     assert rows(engine, "SELECT ar_number, owner, name, account, start_time, end_time, granted_pe "
                         "FROM view_ar_attribute ORDER BY submission_time") == [
-        (3, "carol", "", "", stamp(engine, AR3_OLD.start), stamp(engine, AR3_OLD.end), "NONE"),
-        (3, "dave", "again", "", stamp(engine, AR3.start), stamp(engine, AR3.end), "NONE"),
+        (3, "carol", "", "sge", stamp(engine, AR3_OLD.start), stamp(engine, AR3_OLD.end), "NONE"),
+        (3, "dave", "again", "sge", stamp(engine, AR3.start), stamp(engine, AR3.end), "NONE"),
         (1, "alice", "sim", "proj", stamp(engine, T0), stamp(engine, T0 + 2 * H), "NONE"),
-        (2, "bob", "", "", stamp(engine, T0), stamp(engine, T0 + H), "NONE")]
+        (2, "bob", "", "sge", stamp(engine, T0), stamp(engine, T0 + H), "NONE")]
     assert rows(engine, "SELECT arru_parent, arru_variable, arru_value FROM "
                         "sge_ar_resource_usage ORDER BY arru_id") == [
         (1, "n1", "1"), (3, "n3", "1"), (4, "n4", "4"), (2, "n1", "2"), (2, "n2", "3")]
@@ -196,6 +196,31 @@ def test_each_record_lands_in_its_table(filled, caplog):
                         "FROM sge_job, sge_job_usage WHERE j_id = ju_parent ORDER BY j_id") == [
         (101, "alice", 1, 0, 600), (102, "alice", 1, 0, 1200), (103, "dave", 3, 0, 900),
         (104, "alice", 1, 26, 0), (105, "bob", 0, 0, 100)]
+
+
+GRID_ENGINE_REPORTING = Path(__file__).parent / "data" / "sge819_reporting"
+"""Son of Grid Engine 8.1.9's reporting file, copied from its qmaster here
+after three qrsub ARs (-pe mpi 2 -l lic=2 -N arcotest -A proj1; -l
+lic=1,h_rt=3600 -q all.q in 2030; -pe mpi 2 -l lic=1 -N withjob with a
+job in it), each deleted with qrdel: its own record name ar_attr, an
+empty granted PE and account sge where none was asked."""
+
+
+def test_grid_engines_own_reporting_file_loads(engine):
+    done = DBWriter(engine, str(GRID_ENGINE_REPORTING)).drain()
+    assert (done.records, done.skipped) == (15, 0)
+    assert rows(engine, "SELECT ar_number, owner, name, account, granted_pe FROM "
+                        "view_ar_attribute ORDER BY ar_number") == [
+        (72718, "plusu1", "arcotest", "proj1", "mpi"), (72720, "plusu1", "", "sge", ""),
+        (72721, "plusu1", "withjob", "sge", "mpi")]
+    assert rows(engine, "SELECT ar_number, variable, value FROM view_ar_resource_usage "
+                        "ORDER BY ar_number, variable") == [
+        (72718, "lic", "2"), (72720, "h_rt", "3600"), (72720, "lic", "1"), (72721, "lic", "1")]
+    assert rows(engine, "SELECT ar_number, queue, hostname, slots FROM view_ar_usage "
+                        "ORDER BY ar_number") == [
+        (72718, "all.q", "vm", 2), (72720, "all.q", "vm", 1), (72721, "all.q", "vm", 2)]
+    assert rows(engine, "SELECT job_number, ar_number, username FROM view_accounting") == \
+        [(999, 72721, "plusu1")]
 
 
 def test_the_views_answer(filled):

@@ -269,6 +269,29 @@ def test_qrdel_by_name_and_ids_with_qrdels_messages(daemon):
     assert usage.returncode == 2 and "give AR ids or names" in usage.stderr
 
 
+def test_reporting_records_are_grid_engines(daemon):
+    """As Grid Engine 8.1.9 writes them for the same qrsub (tests/data/
+    sge819_reporting): the granted PE and the -l requests in ar_attribute,
+    the account sge where -A was not given, one ar_acct per queue instance."""
+    pe = granted(daemon, "-pe", "mpi", "2", "-l", "lic=1", "-N", "recorded", "-A", "proj1",
+                 "-a", at(), "-d", "1:0:0")
+    plain = granted(daemon, "-q", "all.q", "-l", "lic=1,h_rt=3600", "-a", at(), "-d", "0:10:0")
+    daemon.ok("plusu1", "plus_qrdel", str(pe["id"]), str(plain["id"]))
+    records = [line.split(":")[1:] for line in
+               (daemon.dir / "state" / "reporting").read_text().splitlines()]
+
+    def fields(kind: str, ar: dict) -> list[list[str]]:
+        return [r[1:] for r in records if r[0] == kind and r[3] == str(ar["id"])]
+
+    assert [f[3:] for f in fields("ar_attribute", pe)] == [
+        ["recorded", "proj1", str(pe["start"]), str(pe["end"]), "mpi", "lic=1"]]
+    assert [f[3:] for f in fields("ar_attribute", plain)] == [
+        ["", "sge", str(plain["start"]), str(plain["end"]), "", "lic=1,h_rt=3600"]]
+    assert sorted(f[3:] for f in fields("ar_acct", pe)) == sorted(
+        [a["queue"], a["node"], str(a["slots"])] for a in pe["allocations"])
+    assert [f[3] for f in fields("ar_acct", plain)] == ["all.q"]
+
+
 def test_plus_status_explain_and_every_owner(daemon):
     view = daemon.reserve("plusu1", "-s", "now+1h", "-D", "1h", "-n", "1")
     listed = daemon.ok("plusu2", "plus_status", "-o", "*")

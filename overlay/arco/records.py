@@ -15,6 +15,7 @@ import math
 from dataclasses import dataclass
 from typing import Callable
 
+from overlay.accounting import RECORD_ALIASES
 from overlay.limits import shown
 
 MAX_INTEGER = 2**31 - 1          # the database's integer columns
@@ -132,6 +133,7 @@ def parse(number: int, line: str) -> Record | None:
         return None
     stamp, colon, rest = line.partition(":")
     kind, _, rest = rest.partition(":")
+    kind = RECORD_ALIASES.get(kind, kind)
     if not colon or not (stamp.isascii() and stamp.isdigit()):
         raise ValueError(f"not a record: '{shown(line)}' does not start with time:record_type:")
     if kind not in KINDS:

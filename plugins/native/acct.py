@@ -16,6 +16,7 @@ from dataclasses import dataclass, fields
 from typing import Callable, Iterable, Iterator
 
 from overlay.limits import shown
+from overlay.request import DEFAULT_ACCOUNT
 from overlay.timespec import format_ctime
 
 FAILED = {
@@ -43,7 +44,7 @@ class JobRecord:
     owner: str
     job_name: str
     job_number: int
-    account: str = "sge"
+    account: str = DEFAULT_ACCOUNT
     priority: int = 0
     submission_time: int = 0
     start_time: int = 0

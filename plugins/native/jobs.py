@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 from enum import Enum
 from typing import Any, Mapping
 
+from overlay.request import DEFAULT_ACCOUNT
 from overlay_native.resources.complexes import Request
 
 MAX_JOB_ID = 9_999_999
@@ -64,7 +65,7 @@ class Submission:
     hold_jids: tuple[str, ...] = ()           # -hold_jid
     hold: bool = False                        # -h (plus_qhold, plus_qrls): a user hold
     verify: str = "n"                         # -w e|w|n|v
-    account: str = "sge"                      # -A
+    account: str = DEFAULT_ACCOUNT            # -A
     submit_host: str = ""
 
     def to_dict(self) -> dict[str, Any]:

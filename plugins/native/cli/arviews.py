@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from overlay.cli.views import status_xml, text_element
 from overlay.limits import printable
+from overlay.request import DEFAULT_ACCOUNT
 from overlay.timespec import format_iso
 
 TYPE_CHECKING = False       # typing costs a command 3 ms to import
@@ -72,7 +73,7 @@ def detail(view: dict) -> str:
               ("state", view["state"]), ("start_time", _when(view["start"])),
               ("end_time", _when(view["end"])), ("duration", _length(view["duration"])),
               ("message", view.get("message")), ("submission_time", _when(view["submission_time"])),
-              ("group", view["group"]), ("account", view.get("account") or "sge"),
+              ("group", view["group"]), ("account", view.get("account") or DEFAULT_ACCOUNT),
               ("resource_list", ",".join(f"{k}={v}" for k, v in resources(view))),
               ("error_handling", "true" if request.get("hard_error") else None),
               ("granted_slots_list", granted_slots(view)),
@@ -97,7 +98,7 @@ def summary(view: dict) -> "ET.Element":
     text_element(ar, "id", view["id"])
     if view["name"]:
         text_element(ar, "name", view["name"])
-    text_element(ar, "account", view.get("account") or "sge")
+    text_element(ar, "account", view.get("account") or DEFAULT_ACCOUNT)
     text_element(ar, "owner", view["owner"])
     text_element(ar, "submission_time", format_iso(view["submission_time"]))
     text_element(ar, "start_time", format_iso(view["start"]))
