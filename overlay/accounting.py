@@ -82,7 +82,7 @@ class ReportingWriter:
     def ar_attribute(self, time: int, ar) -> None:
         if ar.request.by_slots:
             pe = ar.granted_pe
-            resources = ",".join(f"{name}={value}" for name, value in ar.request.attributes)
+            resources = ar.request.resource_list
         else:
             pe = NODE_AR_PE
             resources = ",".join(f"{a.node}={a.slots}" for a in ar.allocations)

@@ -140,6 +140,12 @@ class Request:
         """qrsub's request: slots placed by the backend's scheduler, not nodes."""
         return self.nodes == 0
 
+    @property
+    def resource_list(self) -> str:
+        """``attributes`` as qrsub's -l list and Grid Engine's records write
+        them: name=value,..."""
+        return ",".join(f"{name}={value}" for name, value in self.attributes)
+
     def slots_on(self, node: Node) -> int:
         """Slots this request needs on ``node``."""
         return node.slots if self.slots_per_node is None else self.slots_per_node

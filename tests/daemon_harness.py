@@ -3,6 +3,7 @@ commands run as real users (runuser), as a site would run them."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -12,6 +13,7 @@ import tempfile
 import textwrap
 import time
 from pathlib import Path
+from typing import Iterator
 
 VENV = os.environ.get("PLUS_VENV", "/opt/plus-venv")
 BIN = Path(VENV) / "bin"
@@ -116,3 +118,19 @@ class Daemon:
 
     def reserve(self, user: str, *args: str) -> dict:
         return json.loads(self.ok(user, "plus_reserve", "--json", *args))
+
+
+@contextlib.contextmanager
+def job_daemon(cluster: str, native_options: str = "") -> Iterator[Daemon]:
+    """A running daemon of the native backend whose jobs really run: its
+    own spool folder, readable by the jobs' owners, removed with it."""
+    spool = tempfile.mkdtemp(prefix="plus-spool-")
+    os.chmod(spool, 0o755)
+    options = ", ".join(filter(None, ["cluster: cluster.yaml, local_host: false",
+                                      f"spool_dir: {spool}", native_options]))
+    running = Daemon(f"native: {{{options}}}\n", cluster=cluster, base=DAEMON_SETTINGS)
+    try:
+        yield running.start()
+    finally:
+        running.cleanup()
+        shutil.rmtree(spool, ignore_errors=True)

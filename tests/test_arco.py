@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-import shutil
 import subprocess
-import tempfile
 import time
 from dataclasses import fields
 from pathlib import Path
@@ -21,7 +19,7 @@ from sqlalchemy import text
 from sqlalchemy.exc import DataError
 
 import commands_from_source as commands
-from daemon_harness import DAEMON_SETTINGS, Daemon
+from daemon_harness import job_daemon
 from overlay.accounting import (EVENT_CREATED, EVENT_END, EVENT_MODIFIED, EVENT_START,
                                 EVENT_TERMINATED, ReportingWriter)
 from overlay.arco import dbwriter_cli, records, schema
@@ -432,11 +430,7 @@ scheduler: {schedule_interval: 1}
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="jobs run as their owners: root only")
 def test_a_job_in_an_ar_leaves_an_acct_record_with_its_ar_number(work):
-    spool = tempfile.mkdtemp(prefix="plus-spool-")
-    os.chmod(spool, 0o755)
-    daemon = Daemon(f"native: {{cluster: cluster.yaml, local_host: false, spool_dir: {spool}}}\n",
-                    cluster=CLUSTER, base=DAEMON_SETTINGS).start()
-    try:
+    with job_daemon(CLUSTER) as daemon:
         ar = daemon.reserve("plusu1", "-s", "now+2s", "-D", "0:1:0", "-n", "1")["id"]
         submitted = daemon.run("plusu1", "plus_qsub", "-cwd", "-ar", str(ar), "-b", "y", "true",
                                cwd=str(work))
@@ -458,6 +452,3 @@ def test_a_job_in_an_ar_leaves_an_acct_record_with_its_ar_number(work):
         assert rows(engine, "SELECT job_number, ar_number FROM view_accounting") == \
             [(int(job_id), ar)]
         engine.dispose()
-    finally:
-        daemon.cleanup()
-        shutil.rmtree(spool, ignore_errors=True)

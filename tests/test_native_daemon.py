@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
-import tempfile
 import time
 from pathlib import Path
 
 import pytest
 
-from daemon_harness import DAEMON_SETTINGS, Daemon
+from daemon_harness import DAEMON_SETTINGS, Daemon, job_daemon
 from sshd import ADDRESS, KEY, KNOWN_HOSTS, need_sshd
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="jobs run as their owners: root only")
@@ -35,14 +33,9 @@ BASE = DAEMON_SETTINGS
 @pytest.fixture(scope="module")
 def daemon():
     need_sshd()
-    spool = tempfile.mkdtemp(prefix="plus-spool-")
-    os.chmod(spool, 0o755)
-    settings = (f"native: {{cluster: cluster.yaml, local_host: false, spool_dir: {spool}, "
-                f"ssh: {{port: {ADDRESS[1]}, key: {KEY}, known_hosts: {KNOWN_HOSTS}}}}}\n")
-    running = Daemon(settings, cluster=CLUSTER, base=BASE).start()
-    yield running
-    running.cleanup()
-    shutil.rmtree(spool, ignore_errors=True)
+    with job_daemon(CLUSTER, f"ssh: {{port: {ADDRESS[1]}, key: {KEY}, "
+                             f"known_hosts: {KNOWN_HOSTS}}}") as running:
+        yield running
 
 
 def submit(daemon: Daemon, work: Path, *args: str, user: str = "plusu1", script: str | None = None,

@@ -10,13 +10,11 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
-import tempfile
 import time
 
 import pytest
 
-from daemon_harness import DAEMON_SETTINGS, Daemon
+from daemon_harness import DAEMON_SETTINGS, Daemon, job_daemon
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="jobs run as their owners: root only")
 
@@ -35,13 +33,8 @@ HAND_CLIENT = ("import json, sys\nfrom overlay import protocol\n"
 
 @pytest.fixture(scope="module")
 def daemon():
-    spool = tempfile.mkdtemp(prefix="plus-spool-")
-    os.chmod(spool, 0o755)
-    running = Daemon(f"native: {{cluster: cluster.yaml, local_host: false, spool_dir: {spool}}}\n",
-                     cluster=CLUSTER, base=BASE).start()
-    yield running
-    running.cleanup()
-    shutil.rmtree(spool, ignore_errors=True)
+    with job_daemon(CLUSTER) as running:
+        yield running
 
 
 def wait_for(condition, what: str, timeout: float = 30) -> None:

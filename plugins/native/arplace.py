@@ -32,11 +32,6 @@ MAX_REASONS = 5
 """Reasons quoted in a refusal: the rest are alike."""
 
 
-def resource_text(request: Request) -> str:
-    """The AR's -l list as qrsub wrote it: name=value,..."""
-    return ",".join(f"{name}={value}" for name, value in request.attributes)
-
-
 def ar_job(config: ClusterConfig, request: Request, owner: str, groups: tuple[str, ...],
            users: Users, now: int) -> Job:
     """The job an AR request stands for, or InvalidRequest naming what the
@@ -46,7 +41,7 @@ def ar_job(config: ClusterConfig, request: Request, owner: str, groups: tuple[st
         raise InvalidRequest(f'job rejected: the requested checkpointing environment '
                              f'"{shown(request.ckpt)}" does not exist')
     submission = Submission(
-        command=(), name="AR", hard=resource_text(request), pe=request.pe or None,
+        command=(), name="AR", hard=request.resource_list, pe=request.pe or None,
         pe_range=request.pe_range if request.pe else (), queues=request.queues,
         master_queues=() if request.alloc_rule else request.master_queues,
         now=request.interactive, ckpt=request.ckpt or None, verify="e")
@@ -83,7 +78,7 @@ def debits(config: ClusterConfig, containers: Containers, request: Request,
     """What an AR holds of each container's consumables (label, complex,
     amount): its -l requests debited as its placement would debit them."""
     try:
-        hard = parse_requests(config.table, resource_text(request)) if request.attributes else {}
+        hard = parse_requests(config.table, request.resource_list) if request.attributes else {}
     except ComplexError:
         hard = {}      # the complex is gone from the cluster file: its slots remain
     assignment = [(containers.instances[(a.queue, a.node)], a.slots) for a in allocations

@@ -608,10 +608,21 @@ class ClusterResources:
         if self._place(job, start) is not None:
             return []
         category = self._category(job)
-        reasons = list(category.reasons)
+        reasons = list(category.reasons) + self._held_reasons(job, category, start)
         if category.pes:
             reasons.append("parallel job requires more slots than available")
         return reasons or ["no suitable queues"]
+
+    def _held_reasons(self, job: Job, category: _Category, start: int) -> list[str]:
+        """For a job of a qrsub AR: which of its AR's instances lack what it
+        asks, since it may use only what the AR holds there."""
+        window = self._window_for(job, start)
+        if self._holding is None or window is None:
+            return []
+        self._set_window(start, start + window[0])
+        found = (mismatch(job.hard, self.containers.instances[instance])
+                 for instance in category.instances if instance in self._holding.instances)
+        return [f"{self.label(job)} {why}" for why in found if why]
 
     def _candidate_times(self, job: Job, now: int, profiles: list[Planner]) -> list[int]:
         """Now and every later instant at which one of the diagrams goes down:
