@@ -19,12 +19,15 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="jobs run as their own
 CLUSTER = """\
 nodes:
   - {name: "local[1-2]", ncpus: 2, exec: local}
+  - {name: "host[1-2]", ncpus: 1, exec: local}
 complexes:
   - {name: license, shortcut: lic, type: INT, relop: "<=", requestable: YES, consumable: YES,
      default: 0}
 global:
   complex_values: {license: 3}
-queues: [{name: all.q, hostlist: [local1, local2], slots: 2}]
+queues:
+  - {name: all.q, hostlist: [local1, local2], slots: 2}
+  - {name: seed.q, hostlist: [host1, host2], slots: 1}
 scheduler: {schedule_interval: 1, NodeSortKey: [NodeName]}
 """
 
@@ -67,3 +70,29 @@ def test_ar_jobs_use_what_the_ar_holds_and_nothing_else_does(daemon, work):
     daemon.ok("plusu1", "plus_qrdel", "-f", ar_id)
     wait_for(lambda: waiting not in states(daemon), "the AR's job to go with it")
     daemon.ok("root", "plus_qdel", crowding, beside)
+
+
+def test_seed_example_a_job_without_h_rt_keeps_qrsub_ars_off_its_slot(daemon, work):
+    """Seed 000 5.2.2.1.3, example 2, on one-slot instances as there; Grid
+    Engine 8.1.9 answers each step alike (with two slots, it reserves the
+    other one, and so does this)."""
+    endless = submit(daemon, work, "-q", "seed.q", "-l", "h=host1", "-b", "y", "sleep", "300",
+                     user="plusu2")
+    wait_for(lambda: states(daemon).get(endless) == "r", "the job without h_rt to run")
+    start = time.strftime("%Y%m%d%H%M", time.localtime(time.time() + 3600))
+    denied = daemon.run("plusu1", "plus_qrsub", "-a", start, "-d", "0:30:0", "-u", "plusu1",
+                        "-q", "seed.q", "-l", "h=host1")
+    assert denied.returncode == 1 and "no suitable queues" in denied.stderr
+    granted = daemon.run("plusu1", "plus_qrsub", "-a", start, "-d", "0:30:0", "-u", "plusu1",
+                         "-q", "seed.q", "-l", "h=host2")
+    assert granted.returncode == 0 and granted.stdout.startswith("Your advance reservation ")
+    refused = submit(daemon, work, "-w", "e", "-q", "seed.q", "-l", "h=host2", "-b", "y", "true",
+                     expect=1)
+    assert '(-l hostname=host2) cannot run in queue "seed.q@host2" because it offers only ' \
+        'qc:slots=0.000000 due to a reservation' in refused
+    assert refused.endswith("error: no suitable queues\nExiting.\n")
+    limited = submit(daemon, work, "-w", "e", "-q", "seed.q", "-l", "h=host2,h_rt=60", "-b", "y",
+                     "true")                          # ends before the AR starts
+    wait_for(lambda: limited not in states(daemon), "the job with h_rt to run and end")
+    daemon.ok("root", "plus_qdel", endless)
+    daemon.ok("root", "plus_qrdel", "-u", "*")

@@ -207,7 +207,12 @@ def check_reservation(job: Job, ar: ReservedWindow | None, now: int, duration_of
 def verify(config: ClusterConfig, job: Job, now: int, duration_offset: int,
            reservations: Mapping[int, ReservedWindow]) -> list[str]:
     """qsub -w: why the job could never run, even in an empty cluster with
-    every queue instance usable; [] when it could."""
-    ars = [reservations[job.ar]] if job.ar is not None and job.ar in reservations else []
+    every queue instance usable; [] when it could. An AR job sees its AR;
+    a job without h_rt sees every AR, since it would never leave the slots
+    they reserve (seed 000 5.2.2.1.3), as Grid Engine's qsub -w e does."""
+    if job.ar is not None:
+        ars = [reservations[job.ar]] if job.ar in reservations else []
+    else:
+        ars = list(reservations.values()) if job.limit("h_rt") is None else []
     model = ClusterResources(config, now, duration_offset, reservations=ars)
     return model.could_run(job)
