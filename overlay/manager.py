@@ -615,6 +615,8 @@ class Manager:
                 raise InvalidRequest(f"AR {ar_id} holds ARs placed inside it ("
                                      f"{', '.join(map(str, inner))}): its window and nodes cannot "
                                      "change while they do; cancel or move them first")
+            if ar.request.by_slots:
+                self._check_slot_modification(ar, nodes, transactional)
             now = self.now()
             started = now >= ar.start
             if started and start is not None and start != ar.start:
@@ -636,9 +638,6 @@ class Manager:
                 raise
             self.refusals.pop(ar.id, None)
             if transactional:
-                if request.by_slots:
-                    raise InvalidRequest("a qrsub AR (slots) is modified at once; transactional "
-                                         "modifications are for node reservations")
                 ar = self._stored(ar, self.capacity(), pending=Operation.MODIFY, pending_since=now,
                                   pending_request=request, pending_allocations=allocations)
                 self._book(ar)
@@ -648,6 +647,17 @@ class Manager:
             self.store.save(updated, self.capacity())
             self._replace(ar, updated)
             return updated
+
+    @staticmethod
+    def _check_slot_modification(ar: Reservation, nodes: int | None, transactional: bool) -> None:
+        """A qrsub AR keeps its shape: its window and access list change,
+        its slots are what plus_qrsub asked for."""
+        if nodes is not None:
+            raise InvalidRequest(f"-n: AR {ar.id} reserves slots (plus_qrsub), not nodes; to "
+                                 "change its slots, delete it with plus_qrdel and reserve again")
+        if transactional:
+            raise InvalidRequest(f"-T: AR {ar.id} reserves slots (plus_qrsub) and is modified at "
+                                 "once; transactional modifications are for node reservations")
 
     def _modified_request(self, old: Request, start, end, duration, nodes, users, caller) -> Request:
         """-s alone moves the window (same length); -e or -D set its end."""

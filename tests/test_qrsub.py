@@ -292,6 +292,34 @@ def test_reporting_records_are_grid_engines(daemon):
     assert [f[3] for f in fields("ar_acct", plain)] == ["all.q"]
 
 
+def test_plus_modify_replaces_a_qrsub_ar_in_the_schedulers_model(daemon):
+    """A new window or access list is placed again, as a new AR would be,
+    beside everything but the AR itself; its shape (slots) stays."""
+    ar = granted(daemon, "-l", "lic=3", "-a", at(1), "-d", "1:0:0")
+    later = granted(daemon, "-l", "lic=2", "-a", at(3), "-d", "1:0:0")
+    overlapping = daemon.run("plusu1", "plus_modify", "-r", str(ar["id"]), "-D", "2:30:00")
+    assert overlapping.returncode == 1 and "no suitable queues" in overlapping.stderr
+    assert daemon.status("-r", str(ar["id"]))[0]["end"] == ar["end"]      # nothing changed
+    daemon.ok("plusu1", "plus_modify", "-r", str(ar["id"]), "-D", "1:30:00")
+    moved = daemon.ok("plusu1", "plus_modify", "-r", str(ar["id"]), "-s", at(5))
+    assert moved == f"Advance reservation {ar['id']} has been modified\n"
+    [view] = daemon.status("-r", str(ar["id"]))
+    assert (view["end"] - view["start"], view["request"]["attributes"]) == (5400, [["lic", "3"]])
+    assert sum(instances(view).values()) == 1
+    stranger = daemon.run("plusu1", "plus_modify", "-r", str(ar["id"]), "-U", "plusu1,plusu3")
+    assert stranger.returncode == 1 and \
+        'has no permission for cluster queue "all.q" (user plusu3 of the access list)' \
+        in stranger.stderr
+    for args, message in ((("-n", "2"), "-n: AR {} reserves slots (plus_qrsub), not nodes"),
+                          (("-T", "-D", "2:0:0"), "-T: AR {} reserves slots (plus_qrsub)")):
+        refused = daemon.run("plusu1", "plus_modify", "-r", str(ar["id"]), *args)
+        assert refused.returncode == 1 and message.format(ar["id"]) in refused.stderr
+    [after] = daemon.status("-r", str(ar["id"]))
+    assert [after[k] for k in ("start", "end", "acl", "allocations")] == \
+        [view[k] for k in ("start", "end", "acl", "allocations")]
+    assert daemon.status("-r", str(later["id"]))[0]["allocations"] == later["allocations"]
+
+
 def test_plus_status_explain_and_every_owner(daemon):
     view = daemon.reserve("plusu1", "-s", "now+1h", "-D", "1h", "-n", "1")
     listed = daemon.ok("plusu2", "plus_status", "-o", "*")
