@@ -42,6 +42,16 @@ EVENT_MODIFIED = "MODIFIED"
 EVENT_DELETED = "DELETED"
 EVENT_TERMINATED = "TERMINATED"
 
+ACCT = ("qname hostname group owner job_name job_number account priority submission_time "
+        "start_time end_time failed exit_status ru_wallclock ru_utime ru_stime ru_maxrss ru_ixrss "
+        "ru_ismrss ru_idrss ru_isrss ru_minflt ru_majflt ru_nswap ru_inblock ru_oublock "
+        "ru_msgsnd ru_msgrcv ru_nsignals ru_nvcsw ru_nivcsw project department granted_pe slots "
+        "task_number cpu mem io category iow pe_taskid maxvmem arid ar_sub_time").split()
+"""accounting(5)'s fields in order, as SoGE 8.1.9 and the native batch
+system write them after ``time:acct:`` (the core reads the format, it
+imports no batch system)."""
+_OWNER, _START, _END, _ARID = (ACCT.index(name) for name in ("owner", "start_time", "end_time",
+                                                             "arid"))
 NODE_AR_PE = "NONE"
 """ar_granted_pe of a PluS node AR, whose granted resources are its hosts."""
 RECORD_ALIASES = {"ar_attr": "ar_attribute"}
@@ -122,6 +132,16 @@ class ARUsage:
         return begin, max(begin, finish)
 
 
+@dataclass(frozen=True)
+class JobUse:
+    """A job that ran in an AR, as its acct record tells it."""
+
+    owner: str
+    ar: int
+    start: int
+    end: int
+
+
 def _granted(resources: str) -> dict[str, int]:
     """node=slots,node=slots -> {node: slots}."""
     hosts = {}
@@ -139,17 +159,19 @@ def _raise(error: ReportingFormatError) -> None:
     raise error
 
 
-def read_records(lines: Iterable[str], on_error: Callable[[ReportingFormatError], None] = _raise
-                 ) -> Iterator[tuple[int, int, str, list[str]]]:
-    """(line number, time, record_type, fields) of every AR record; other
-    record types (jobs, queues) are skipped, a malformed AR record goes to
-    ``on_error`` (by default raised) with its line number."""
+def read_records(lines: Iterable[str], on_error: Callable[[ReportingFormatError], None] = _raise,
+                 with_jobs: bool = False) -> Iterator[tuple[int, int, str, list[str]]]:
+    """(line number, time, record_type, fields) of every AR record (and,
+    ``with_jobs``, every job's acct record); other record types (queues,
+    hosts) are skipped, a malformed record goes to ``on_error`` (by default
+    raised) with its line number."""
     for number, line in enumerate(lines, 1):
         line = line.rstrip("\n")
         if not line or line.startswith("#"):
             continue
         parts = line.split(":")
-        if len(parts) < 2 or not parts[1].startswith(("new_ar", "ar_")):
+        if len(parts) < 2 or not (parts[1].startswith(("new_ar", "ar_")) or
+                                  with_jobs and parts[1] == "acct"):
             continue
         if not parts[0].isascii() or not parts[0].isdigit():
             on_error(ReportingFormatError(f"line {number}: the record time "
@@ -172,26 +194,34 @@ def used(ars: Iterable[ARUsage], first: int, last: int, owners: set | None,
             yield ar, begin, finish, hosts
 
 
-def collect(lines: Iterable[str], on_error: Callable[[ReportingFormatError], None] = _raise
-            ) -> list[ARUsage]:
-    """Each AR's owner, window, hosts and termination from its records.
-    Records of a reused AR id start a new AR at its new_ar record. A
-    malformed record goes to ``on_error`` (by default raised); plus_account
-    skips it with a warning, as qacct does, so one bad line cannot keep
-    every user from their figures."""
+def collect(lines: Iterable[str], on_error: Callable[[ReportingFormatError], None] = _raise,
+            jobs: list[JobUse] | None = None) -> list[ARUsage]:
+    """Each AR's owner, window, hosts and termination from its records;
+    and into ``jobs``, if given, the jobs that ran in ARs. Records of a
+    reused AR id start a new AR at its new_ar record. A malformed record
+    goes to ``on_error`` (by default raised); plus_account skips it with a
+    warning, as qacct does, so one bad line cannot keep every user from
+    their figures."""
     ars: dict[int, ARUsage] = {}
     finished: list[ARUsage] = []
-    for number, time, kind, fields in read_records(lines, on_error):
+    for number, time, kind, fields in read_records(lines, on_error, jobs is not None):
         try:
+            if kind == "acct":
+                if len(fields) == len(ACCT) and fields[_ARID] not in ("", "0"):
+                    use = JobUse(fields[_OWNER], int(fields[_ARID]), int(float(fields[_START])),
+                                 int(float(fields[_END])))
+                    if 0 < use.start < use.end:          # a job that never ran used nothing
+                        jobs.append(use)
+                continue
             if kind == "new_ar":
-                number = int(fields[1])
-                if number in ars:
-                    finished.append(ars[number])
-                ars[number] = ARUsage(id=number, owner=fields[2])
+                ar_id = int(fields[1])
+                if ar_id in ars:
+                    finished.append(ars[ar_id])
+                ars[ar_id] = ARUsage(id=ar_id, owner=fields[2])
                 continue
             # the other AR records start with their event time, then submission_time
-            number = int(fields[2])
-            ar = ars.setdefault(number, ARUsage(id=number))
+            ar_id = int(fields[2])
+            ar = ars.setdefault(ar_id, ARUsage(id=ar_id))
             if kind == "ar_attribute":
                 ar.name, ar.start, ar.end = fields[3], int(fields[5]), int(fields[6])
                 if fields[7] == NODE_AR_PE:

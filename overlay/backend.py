@@ -27,6 +27,20 @@ class Job:
 
 
 @dataclass(frozen=True)
+class JobBar:
+    """A job as a calendar draws it: ``kind`` "running", or "reserved" for
+    the start a scheduler has planned for a job ahead (-R y); ``end`` None
+    is no known end."""
+
+    id: str
+    owner: str
+    kind: str
+    start: int
+    end: int | None
+    nodes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class Holding:
     """Slots a job holds, or is planned to hold, on a node, for QUERY's
     estimate: ``slots`` None is the whole node, ``end`` None no known end."""
@@ -115,6 +129,12 @@ class Backend(ABC):
                     for job in running for node in job.nodes]
         return holdings, (f"estimated from the run time limits of {len(running)} running "
                           f"job(s) and the ARs; queued jobs are not counted")
+
+    def job_bars(self, now: int) -> list[JobBar]:
+        """The jobs a calendar shows beside the ARs. Here: the running jobs,
+        from now (their start is not known) to their run time limit."""
+        return [JobBar(job.id, job.owner, "running", now, job.runtime_limit_end, job.nodes)
+                for job in self.running_jobs()]
 
     def submit_hint(self, reservation: Reservation) -> str | None:
         """How users submit jobs into the AR, for plus_status -r."""

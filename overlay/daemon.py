@@ -21,7 +21,7 @@ from typing import Any, Callable
 
 from overlay import config as config_module
 from overlay import connections, limits, plugins, protocol, reskey, statefile, wire
-from overlay.accounting import ReportingWriter, collect, used
+from overlay.accounting import JobUse, ReportingWriter, collect, used
 from overlay.backend import Backend
 from overlay.config import Config, ConfigError
 from overlay.http.companion import Companion
@@ -35,13 +35,24 @@ from overlay.request import RequestError, parse_idempotency_key, parse_name, par
 from overlay.store import Conflict, Store, StoreUnavailable, refuse_truncated, shown_url
 from overlay.storelease import LeaseLost, StoreLease
 from overlay.timespec import TimeSpecError
-from overlay.tokens import TokenRefused, Tokens
+from overlay.tokens import LOGIN, LOGIN_LIFESPAN, TokenRefused, Tokens
 from overlay.users import account
 
 log = logging.getLogger("plus.daemon")
+WEB_SESSION = 8 * 3600
+"""How long the calendar page's session lasts (at most http.token_lifespan)."""
 
 _REPLY_TIMEOUT = 30.0
 """Seconds a client may take to read its reply."""
+
+
+def summary_rows(ars: list[Reservation], with_nodes: bool, messages: bool) -> list[list]:
+    """plus_status's table columns of each AR, a list each (a tenth of a
+    view's bytes: listings of many ARs stay fast)."""
+    # State is a str enum: JSON writes its letter, without Enum.value's slow lookup
+    return [[ar.id, ar.name, ar.owner, ar.state, ar.start, ar.end,
+             ",".join(ar.node_names) if with_nodes else "",
+             *((ar.message,) if messages else ())] for ar in ars]
 
 
 def reservation_view(ar: Reservation, manager: Manager) -> dict:
@@ -171,6 +182,33 @@ class Service:
         token, expires = self.tokens.issue(caller.user, lifespan)
         log.info("token issued to %s, expiring at %d", caller.user, expires)
         return {"token": token, "user": caller.user, "expires": expires}
+
+    def op_web_link(self, caller: Caller, args: wire.Arguments) -> dict:
+        """plus_web: a one-time sign-in link to the calendar page for the
+        caller (the socket's peer)."""
+        args.done()
+        http = self.manager.config.http
+        if self.tokens is None or not http.enabled:
+            raise ReservationError("the calendar page is served by the HTTP API, which is off "
+                                   "here (http.address in plus.yaml)")
+        code, expires = self.tokens.issue(caller.user, LOGIN_LIFESPAN, use=LOGIN)
+        log.info("sign-in link issued to %s, expiring at %d", caller.user, expires)
+        return {"url": f"{http.base_url}/web/#code={code}", "user": caller.user,
+                "expires": expires}
+
+    def op_web_session(self, caller: Caller, args: wire.Arguments) -> dict:
+        """The page's exchange of plus_web's one-time code for a session
+        token of the code's user (the code proves who; the caller is the
+        HTTP companion)."""
+        code = args.text("code", required=True)
+        args.done()
+        if self.tokens is None:
+            raise ReservationError("this plus_scheduler issues no tokens")
+        user = self.tokens.redeem(code)
+        lifespan = min(WEB_SESSION, self.manager.config.http.token_lifespan)
+        token, expires = self.tokens.issue(user, lifespan)
+        log.info("sign-in link of %s used; session until %d", user, expires)
+        return {"token": token, "user": user, "expires": expires}
 
     def op_revoke_tokens(self, caller: Caller, args: wire.Arguments) -> dict:
         """plus_token -R: every token of the caller (or, for a manager, of
@@ -384,11 +422,52 @@ class Service:
         ars = self.manager.status(ar_id=ar_id, owner=owner, start=start, end=end, expired=expired,
                                   owners=owners, refs=refs)
         if summary:
-            # State is a str enum: JSON writes its letter, without Enum.value's slow lookup
-            return [[ar.id, ar.name, ar.owner, ar.state, ar.start, ar.end,
-                     ",".join(ar.node_names) if with_nodes else "",
-                     *((ar.message,) if messages else ())] for ar in ars]
+            return summary_rows(ars, with_nodes, messages)
         return self._views(ars)
+
+    def op_calendar(self, caller: Caller, args: wire.Arguments) -> dict:
+        """The calendar page's window [start, end): the nodes, the ARs there
+        as plus_status's summary rows with their nodes, and the backend's
+        jobs there. The page polls with the ``revision`` it has: while no AR
+        has changed, the answer has only the jobs."""
+        start, end = args.time("start", "start", True), args.time("end", "end", True)
+        since = args.integer("since", 0, 2**62, what="since")
+        args.done()
+        if not start < end <= start + limits.MAX_CALENDAR_SPAN:
+            raise InvalidRequest(f"the window must end after it starts and span at most "
+                                 f"{limits.MAX_CALENDAR_SPAN // 86400} days")
+        jobs = [[bar.id, bar.owner, bar.kind, bar.start, end if bar.end is None else bar.end,
+                 ",".join(bar.nodes)] for bar in self.manager.backend.job_bars(args.now)
+                if bar.start < end and (bar.end is None or bar.end > start)]
+        revision = self.manager.revision
+        if since == revision:
+            return {"revision": revision, "unchanged": True, "jobs": jobs}
+        ars = self.manager.status(start=start, end=end)
+        return {"revision": revision, "now": args.now, "nodes": list(self.manager.capacity()),
+                "ars": summary_rows(ars, True, False), "jobs": jobs}
+
+    def op_usage(self, caller: Caller, args: wire.Arguments) -> dict:
+        """Reserved and used node-hours of [start, end) from the reporting
+        file, as spans [owner, from, to, nodes]: each AR's hold on its hosts
+        (plus_account's figures), and each job in an AR (its acct record)."""
+        start, end = args.time("start", "-s", True), args.time("end", "-e", True)
+        owner = wire.owner(args)
+        args.done()
+        end = min(end, args.now)
+        if end <= start:
+            raise InvalidRequest("the period's end must be later than its start")
+        owners = {owner} if owner else set()
+        jobs: list[JobUse] = []
+        try:
+            with open(self.manager.config.accounting_path, encoding="utf-8", newline="\n") as handle:
+                ars = collect(handle, lambda error: None, jobs)
+        except FileNotFoundError:
+            ars = []
+        return {"reserved": [[ar.owner, begin, finish, len(hosts)]
+                             for ar, begin, finish, hosts in used(ars, start, end, owners, set())],
+                "used": [[job.owner, max(job.start, start), min(job.end, end), 1] for job in jobs
+                         if job.start < end and job.end > start and
+                         (not owners or job.owner in owners)]}
 
     def op_availnodes(self, caller: Caller, args: wire.Arguments) -> dict:
         start, end = args.time("start", "-s", True), args.time("end", "-e", True)
@@ -460,7 +539,7 @@ def _reply_to(service: Service, sock: socket.socket, peer: connections.Peer,
         pass
 
 
-_PEER_ONLY = frozenset({"token", "revoke_tokens", "shutdown"})
+_PEER_ONLY = frozenset({"token", "revoke_tokens", "shutdown", "web_link"})
 """Operations whose caller must be the socket's peer: a token may not mint
 tokens (its life would never end) nor stop the daemon."""
 

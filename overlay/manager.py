@@ -120,6 +120,7 @@ class Manager:
         self._capacity: dict[str, int] | None = None
         self.ars: dict[int, Reservation] = {ar.id: ar for ar in store.load_all()}
         self.changed: set[int] = set()      # AR ids stored or removed since the lifecycle's last look
+        self.revision = time.time_ns()      # goes up with every AR stored or removed
         self._finished = {ar.id for ar in self.ars.values() if ar.state in FINISHED_STATES}
         self.refusals: dict[int, Refusal] = {}
         self.history: list[Reservation] = store.load_usage(self.now() - config.usage_history)
@@ -195,6 +196,7 @@ class Manager:
         self.ars[ar.id] = ar
         self.changed.add(ar.id)
         self.changed.update(ar.outers)
+        self.revision += 1
         if ar.idempotency_key:
             self.by_key[ar.owner, ar.idempotency_key] = ar.id
         if ar.state in FINISHED_STATES:
@@ -258,6 +260,7 @@ class Manager:
         self.by_key.pop((ar.owner, ar.idempotency_key), None)
         self.changed.add(ar.id)
         self.changed.update(ar.outers)
+        self.revision += 1
         self._finished.discard(ar.id)
         self.refusals.pop(ar.id, None)
         if used is not None:

@@ -31,6 +31,7 @@ missing=()
 for pkg in python3-venv ${PLUS_EXTRA_PACKAGES:-}; do
     [[ $(dpkg-query -W -f='${db:Status-Status}' "$pkg" 2>/dev/null) == installed ]] || missing+=("$pkg")
 done
+command -v npm >/dev/null || missing+=(npm)    # the calendar page's library, below
 if ((${#missing[@]})); then
     echo "$tag: installing ${missing[*]}" >&2
     apt-get update -qq
@@ -66,6 +67,29 @@ rm -rf "$repo/build"
 # The thin clients start without Python's site module (overlay/launchers.py).
 "$PLUS_VENV/bin/python" -m overlay.launchers >/dev/null
 chmod -R a+rX "$PLUS_VENV"
+
+# The calendar page's timeline library: vis-timeline's standalone build
+# (vis-data and its other dependencies inside) at a pinned version, from the
+# npm registry into the venv, where the HTTP API serves it; the page loads
+# nothing from elsewhere, so it works offline.
+vis_timeline=vis-timeline@8.5.4
+web_dir=$PLUS_VENV/share/plus/web
+if [[ $(cat "$web_dir/VERSION" 2>/dev/null) != "$vis_timeline" ]]; then
+    echo "$tag: installing $vis_timeline for the calendar page" >&2
+    unpack=$(mktemp -d)
+    (cd "$unpack" && npm pack --silent "$vis_timeline" >/dev/null 2>&1) ||
+        { echo "$tag: npm pack $vis_timeline failed" >&2; exit 1; }
+    tar -xzf "$unpack"/vis-timeline-*.tgz -C "$unpack" \
+        package/standalone/umd/vis-timeline-graph2d.min.js \
+        package/styles/vis-timeline-graph2d.min.css package/LICENSE.md \
+        package/LICENSE.Apache-2.0.txt package/LICENSE.MIT.txt
+    mkdir -p "$web_dir"
+    install -m 0644 "$unpack"/package/standalone/umd/vis-timeline-graph2d.min.js \
+        "$unpack"/package/styles/vis-timeline-graph2d.min.css "$unpack"/package/LICENSE* "$web_dir"/
+    echo "$vis_timeline" >"$web_dir/VERSION"
+    rm -rf "$unpack"
+fi
+phase web
 
 if [[ ${PLUS_LINK_COMMANDS:-yes} != no ]]; then
     for command in "$PLUS_VENV"/bin/plus_*; do

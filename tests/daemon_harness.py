@@ -40,10 +40,12 @@ class Daemon:
     """One plus_scheduler process and its configuration."""
 
     def __init__(self, settings: str = "", store: str | None = None, cluster: str = CLUSTER,
-                 base: str = BASE_SETTINGS) -> None:
+                 base: str = BASE_SETTINGS, files: dict[str, str] | None = None) -> None:
         self.dir = Path(tempfile.mkdtemp(prefix="plus-test-", dir="/tmp"))
         os.chmod(self.dir, 0o755)
         (self.dir / "cluster.yaml").write_text(textwrap.dedent(cluster))
+        for name, text in (files or {}).items():      # files the configuration names
+            (self.dir / name).write_text(text)
         self.conf = self.dir / "plus.yaml"
         text = base + textwrap.dedent(settings)
         if store:

@@ -18,11 +18,11 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def start_api(settings: str) -> tuple[Daemon, str]:
+def start_api(settings: str, **daemon_options) -> tuple[Daemon, str]:
     """A started daemon whose configuration adds ``settings`` (YAML) to
     an http: section on a free port, and the API's URL once it answers."""
     port = free_port()
-    daemon = Daemon(settings.replace("{address}", f"'127.0.0.1:{port}'"))
+    daemon = Daemon(settings.replace("{address}", f"'127.0.0.1:{port}'"), **daemon_options)
     daemon.start()
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 30

@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass
 from typing import Callable
 
-from overlay.accounting import RECORD_ALIASES
+from overlay.accounting import ACCT, RECORD_ALIASES
 from overlay.limits import shown
 
 MAX_INTEGER = 2**31 - 1          # the database's integer columns
@@ -77,13 +77,6 @@ LAYOUTS: dict[str, tuple[Field, ...]] = {
 any colons another writer left in it: it is the last field."""
 KINDS = frozenset(LAYOUTS) | {"acct"}
 
-ACCT = ("qname hostname group owner job_name job_number account priority submission_time "
-        "start_time end_time failed exit_status ru_wallclock ru_utime ru_stime ru_maxrss ru_ixrss "
-        "ru_ismrss ru_idrss ru_isrss ru_minflt ru_majflt ru_nswap ru_inblock ru_oublock "
-        "ru_msgsnd ru_msgrcv ru_nsignals ru_nvcsw ru_nivcsw project department granted_pe slots "
-        "task_number cpu mem io category iow pe_taskid maxvmem arid ar_sub_time").split()
-"""accounting(5)'s fields in order, as SoGE 8.1.9 and the native batch
-system write them (the core reads the format, it imports no batch system)."""
 _ACCT_TEXT = {"qname", "hostname", "group", "owner", "job_name", "account", "project",
               "department", "granted_pe", "category", "pe_taskid"}
 _ACCT_FLOATS = {"ru_utime", "ru_stime", "cpu", "mem", "io", "iow", "maxvmem"}

@@ -13,29 +13,22 @@ import json
 import time
 from typing import Annotated, Any
 
-from fastapi import Depends, FastAPI, Header, Path, Query
+from fastapi import FastAPI, Header, Path, Query
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from overlay import ggf, limits, protocol
+from overlay.http import web
+from overlay.http.identity import Caller, Who
+from overlay.http.refusal import STATUS, Refusal
 from overlay.request import MAX_AR_ID, RequestError
 from overlay.timespec import TimeSpecError
 
-STATUS = {"invalid": 400, "token": 401, "forbidden": 403, "unknown": 404, "capacity": 409,
-          "conflict": 409, "limit": 429, "unavailable": 503, "internal": 500}
 Epoch = Annotated[int, Field(ge=0, le=2**40, description="UTC epoch seconds")]
 Count = Annotated[int, Field(ge=1, le=limits.MAX_COUNT)]
 ArId = Annotated[int, Path(ge=1, le=MAX_AR_ID, description="the AR's id")]
 Text = Annotated[str, Field(max_length=limits.MAX_ARGUMENT)]
 Names = Annotated[list[Text], Field(max_length=limits.MAX_ITEMS)]
-
-
-class Refusal(Exception):
-    """The daemon said no (or could not be asked): the status and body."""
-
-    def __init__(self, status: int, body: dict) -> None:
-        super().__init__(body.get("error"))
-        self.status, self.body = status, body
 
 
 class Problem(BaseModel):
@@ -124,24 +117,6 @@ class ClaimIn(BaseModel):
     hmac: Annotated[str, Field(min_length=64, max_length=64)]
 
 
-class Caller:
-    """The bearer token of a request, and the UserID a metascheduler acts for."""
-
-    def __init__(self, token: str, acting_for: str | None) -> None:
-        self.token, self.acting_for = token, acting_for
-
-
-def caller(authorization: Annotated[str | None, Header(max_length=8192)] = None,
-           user: Annotated[str | None, Query(max_length=limits.MAX_NAME,
-                                             description="the UserID a trusted metascheduler "
-                                                         "acts for (seed 003)")] = None) -> Caller:
-    scheme, _, token = (authorization or "").partition(" ")
-    if scheme.lower() != "bearer" or not token.strip():
-        raise Refusal(401, {"error": "send 'Authorization: Bearer <token>' (plus_token prints one)",
-                            "status": protocol.EXIT_REFUSED, "kind": "token"})
-    return Caller(token.strip(), user)
-
-
 class BodyLimit:
     """Refuses a body longer than ``limit`` bytes (413), declared or sent
     chunked, before any of it is parsed: a request's JSON stays far below,
@@ -169,11 +144,16 @@ class BodyLimit:
                 await self._refuse(send)
                 return
             more = message.get("more_body", False)
-        body = b"".join(chunks)
+        body: bytes | None = b"".join(chunks)
 
         async def replay() -> dict:
+            """The body once; then the client's own messages, so that a
+            response listening for the disconnect (a file) waits for it
+            instead of being handed empty bodies in a busy loop."""
             nonlocal body
-            sent, body = body, b""
+            if body is None:
+                return await receive()
+            sent, body = body, None
             return {"type": "http.request", "body": sent, "more_body": False}
 
         await self.app(scope, replay, send)
@@ -188,7 +168,6 @@ class BodyLimit:
 
 
 BODY_LIMIT = 2 ** 20
-Who = Annotated[Caller, Depends(caller)]
 REFUSALS = {code: {"model": Problem} for code in (400, 401, 403, 404, 409, 429, 503)}
 
 
@@ -202,9 +181,11 @@ def make_app(socket_path: str) -> FastAPI:
         headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
         return JSONResponse(exc.body, exc.status, headers=headers)
 
-    def ask(who: Caller, op: str, args: dict) -> Any:
-        extra = {"token": who.token}
-        if who.acting_for is not None:
+    def ask(who: Caller | None, op: str, args: dict) -> Any:
+        """The daemon's answer to ``op`` for the token's user, or (``who``
+        None) for no user: the operation proves what it needs itself."""
+        extra = {} if who is None else {"token": who.token}
+        if who is not None and who.acting_for is not None:
             extra["as"] = who.acting_for
         try:
             reply = protocol.call(socket_path, op, {k: v for k, v in args.items() if v is not None},
@@ -322,6 +303,8 @@ def make_app(socket_path: str) -> FastAPI:
         return reserving(who, "setres", body, ggf.setres_arguments,
                          transactional=body.Transactional or None,
                          idempotency_key=idempotency_key)
+
+    web.install(app, ask)
 
     @app.post("/claims", summary="Act on an AR as its owner with a ResKey claim (submit, "
                                  "cancel, modify)")

@@ -37,6 +37,18 @@ class HttpSettings:
     def tls(self) -> bool:
         return bool(self.tls_cert)
 
+    @property
+    def base_url(self) -> str:
+        """The API's URL as a browser reaches it: this host's name where it
+        listens on every address."""
+        host = self.host
+        if host in ("0.0.0.0", "::", ""):
+            import socket
+            host = socket.getfqdn()
+        elif ":" in host:
+            host = f"[{host}]"
+        return f"{'https' if self.tls else 'http'}://{host}:{self.port}"
+
 
 def _address(value: Any) -> str | None:
     if value == "off":

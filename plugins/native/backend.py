@@ -16,7 +16,7 @@ from dataclasses import replace
 from typing import Any, Callable, Mapping
 
 from overlay import settings
-from overlay.backend import Backend, Holding, Job
+from overlay.backend import Backend, Holding, Job, JobBar
 from overlay.model import Allocation, Node, Request, Reservation
 from overlay_native import acct, arplace, service
 from overlay_native.execution.hosts import ExecutionHosts
@@ -138,11 +138,22 @@ class NativeBackend(Backend):
         holdings = [Holding(host, slots, now, _planned_end(job.start_time, job.placement))
                     for job in running if job.ar is None
                     for _, host, slots in job.placement.tasks]
-        holdings += [Holding(host, slots, start, _planned_end(start, placement))
-                     for start, placement in planned for _, host, slots in placement.tasks]
+        holdings += [Holding(host, slots, plan.start, _planned_end(plan.start, plan.placement))
+                     for plan in planned for _, host, slots in plan.placement.tasks]
         return holdings, (f"the native scheduler's plan: {len(running)} running job(s) until "
                           f"their h_rt, {len(planned)} resource reservation(s) (-R y) of jobs "
                           "ahead, and the ARs")
+
+    def job_bars(self, now: int) -> list[JobBar]:
+        """Running jobs until their planned end (for ever without h_rt) and
+        the resource reservations (-R y) of the jobs ahead, as planned."""
+        bars = [JobBar(str(job.id), job.owner, "running", int(job.start_time),
+                       _planned_end(int(job.start_time), job.placement),
+                       tuple(job.placement.hosts)) for job in self.scheduler.running_jobs()]
+        bars += [JobBar(str(plan.job), plan.owner, "reserved", plan.start,
+                        _planned_end(plan.start, plan.placement), tuple(plan.placement.hosts))
+                 for plan in self.scheduler.planned()]
+        return bars
 
     def blocked_nodes(self, request: Request) -> dict[str, str]:
         """Hosts whose running jobs (outside ARs) still hold, at the AR's

@@ -24,7 +24,7 @@ import math
 import threading
 import time
 from dataclasses import dataclass, replace
-from typing import Callable, Iterable
+from typing import Callable, Iterable, NamedTuple
 
 from overlay.accounting import ReportingWriter
 from overlay.ordering import order_jobs
@@ -60,6 +60,15 @@ class Submitter:
     is_manager: bool
 
 
+class Planned(NamedTuple):
+    """A job's resource reservation (-R y): where and when it will start."""
+
+    job: int
+    owner: str
+    start: int
+    placement: Placement
+
+
 class Scheduler:
     def __init__(self, cluster: Cluster, store: JobStore, hosts: ExecutionHosts,
                  accounting: acct.AccountingWriter, schedule_file: str, duration_offset: int,
@@ -81,7 +90,7 @@ class Scheduler:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._last_pass = 0.0
-        self._planned: list[tuple[int, Placement]] = []
+        self._planned: list[Planned] = []
         config = cluster.config()
         hosts.sync(config)
         for stored in store.load():
@@ -366,7 +375,7 @@ class Scheduler:
             return [copy.copy(job) for job in self.jobs.values() if job.placement
                     and job.state in (JobState.RUNNING, JobState.TRANSFERRING)]
 
-    def planned(self) -> list[tuple[int, Placement]]:
+    def planned(self) -> list[Planned]:
         """The resource reservations (-R y) the last pass planned: start and
         placement of each job that could not start yet."""
         with self.lock:
@@ -477,7 +486,8 @@ class Scheduler:
             job.state, job.placement, job.start_time, job.reasons = \
                 JobState.TRANSFERRING, placement, now, ()
             self.store.save(job)
-        self._planned = [(start, placement) for _, start, placement in decisions.reserved]
+        self._planned = [Planned(job.id, job.owner, start, placement)
+                         for job, start, placement in decisions.reserved]
         if config.scheduler.monitor:
             uses = [Utilization(j.id, "RUNNING", j.start_time, j.placement.duration,
                                 resources.debits(j, j.placement)) for j in running]

@@ -1,0 +1,97 @@
+"""The reservations calendar page, served by the HTTP API: its files, the
+exchange of plus_web's one-time code for a session token, and the two
+reads the page makes beside the API's own endpoints (the calendar of a
+window, and usage for a period).
+
+The page is static: what a user may see and do is decided by the daemon
+for each API call the page makes with the user's token, as for any other
+client. vis-timeline is installed by scripts/install.sh into the venv's
+share/plus/web (no CDN: the page works offline).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Any, Callable
+
+from fastapi import FastAPI, Query
+from fastapi.responses import FileResponse, RedirectResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from overlay import limits
+from overlay.http.identity import Who
+from overlay.http.refusal import Refusal
+
+PAGE_DIR = Path(__file__).with_name("web")
+VENDOR_DIR = Path(sys.prefix) / "share" / "plus" / "web"
+VENDOR_FILES = ("vis-timeline-graph2d.min.js", "vis-timeline-graph2d.min.css")
+"""vis-timeline's standalone build (vis-data and its other dependencies inside)."""
+PAGE_FILES = {"calendar.js": "text/javascript", "calendar.css": "text/css"}
+HEADERS = {
+    "Content-Security-Policy": "default-src 'self'; script-src 'self'; style-src 'self' "
+                               "'unsafe-inline'; img-src 'self' data:; connect-src 'self'; "
+                               "frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-cache",
+}
+"""The page runs only its own scripts (vis-timeline sets styles on its
+elements, hence 'unsafe-inline' for styles only) and is never framed."""
+Epoch = Annotated[int, Query(ge=0, le=2**40, description="UTC epoch seconds")]
+
+
+class SessionIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    code: Annotated[str, Field(min_length=16, max_length=4096)]
+
+
+Ask = Callable[..., Any]
+
+
+def install(app: FastAPI, ask: Ask) -> None:
+    """Add the page's routes to the API's ``app``: ``ask`` sends an
+    operation to the daemon with the caller's token (or none)."""
+
+    @app.get("/", include_in_schema=False)
+    def root() -> RedirectResponse:
+        return RedirectResponse("/web/")
+
+    @app.get("/web/", include_in_schema=False)
+    def page() -> FileResponse:
+        return FileResponse(PAGE_DIR / "index.html", media_type="text/html", headers=HEADERS)
+
+    @app.get("/web/{name}", include_in_schema=False)
+    def page_file(name: str) -> FileResponse:
+        if name not in PAGE_FILES:
+            return _missing(name)
+        return FileResponse(PAGE_DIR / name, media_type=PAGE_FILES[name], headers=HEADERS)
+
+    @app.get("/web/vendor/{name}", include_in_schema=False)
+    def vendor_file(name: str) -> FileResponse:
+        path = VENDOR_DIR / name
+        if name not in VENDOR_FILES or not path.is_file():
+            return _missing(name, vendor=True)
+        kind = "text/javascript" if name.endswith(".js") else "text/css"
+        return FileResponse(path, media_type=kind, headers=HEADERS)
+
+    @app.post("/web/session", summary="Exchange plus_web's one-time code for a session token")
+    def session(body: SessionIn) -> dict:
+        return ask(None, "web_session", {"code": body.code})
+
+    @app.get("/calendar", summary="The calendar of a window: nodes, ARs and jobs, for the page")
+    def calendar(caller: Who, start: Epoch, end: Epoch,
+                 since: Annotated[int | None, Query(ge=0, le=2**62)] = None) -> dict:
+        return ask(caller, "calendar", {"start": start, "end": end, "since": since})
+
+    @app.get("/usage", summary="Reserved and used node-hours of a period, as spans per owner")
+    def usage(caller: Who, start: Epoch, end: Epoch,
+              owner: Annotated[str | None, Query(max_length=limits.MAX_NAME)] = None) -> dict:
+        return ask(caller, "usage", {"start": start, "end": end, "owner": owner})
+
+
+def _missing(name: str, vendor: bool = False) -> FileResponse:
+    hint = (" (vis-timeline is not installed: run scripts/install.sh, which puts it in "
+            f"{VENDOR_DIR})" if vendor else "")
+    raise Refusal(404, {"error": f"no page file {limits.shown(name)}{hint}", "status": 1,
+                        "kind": "unknown"})

@@ -1,0 +1,432 @@
+/* The reservations calendar: a Gantt view of the ARs by node (vis-timeline),
+ * an AR's detail, booking in a free span (RESQUERY, then SETRES), changing
+ * or cancelling one's own ARs, and reserved against used node-hours.
+ *
+ * Every call is the HTTP API's, with the bearer token that the one-time link
+ * of plus_web was exchanged for; the daemon decides what the caller may do.
+ * The timeline holds one page of node rows at a time: vis-timeline draws
+ * every row it holds, and a thousand rows would take seconds. */
+"use strict";
+
+const STATES = {w: "waiting", r: "running", x: "exited", d: "deleted", W: "warning",
+                E: "error", p: "pending"};
+const STATE_WORDS = {w: "waiting", r: "running", x: "ended", d: "cancelled",
+                     W: "warning", E: "error", p: "pending (-T)"};
+const POLL_MS = 5000;
+const ROW_PX = 28;
+const HOUR = 3600;
+
+const view = {
+  token: null, user: null, manager: false,
+  nodes: [], shownNodes: [], page: 0, pageSize: 30,
+  loaded: null, revision: null, ars: [], jobs: [], free: [], booking: null, pendingStart: null,
+  timeline: null, items: null, groups: null, usageChart: null, polling: null,
+};
+
+class ApiError extends Error {
+  constructor(status, text) { super(text); this.status = status; }
+}
+
+async function api(method, path, body) {
+  const headers = {"Authorization": "Bearer " + view.token};
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  const response = await fetch(path, {method, headers,
+                                      body: body === undefined ? undefined : JSON.stringify(body)});
+  let data = null;
+  try { data = await response.json(); } catch (error) { data = null; }
+  if (!response.ok) {
+    const text = data && typeof data.error === "string" ? data.error
+      : data && data.detail ? JSON.stringify(data.detail) : response.statusText;
+    if (response.status === 401) sessionStorage.removeItem("plus.token");
+    throw new ApiError(response.status, text);
+  }
+  return data;
+}
+
+function $(id) { return document.getElementById(id); }
+
+function say(text, info) {
+  const box = $("message");
+  box.textContent = text;
+  box.className = info ? "info" : "";
+  box.hidden = !text;
+}
+
+function when(seconds) {
+  return new Date(seconds * 1000).toLocaleString([], {dateStyle: "medium", timeStyle: "short"});
+}
+
+function length(seconds) {
+  const h = Math.floor(seconds / 3600), m = Math.floor(seconds % 3600 / 60);
+  return `${h}:${String(m).padStart(2, "0")}`;
+}
+
+/* -- login: the code of plus_web's link, exchanged once for a session token -- */
+
+async function login() {
+  const code = new URLSearchParams(location.hash.slice(1)).get("code");
+  if (code) {
+    history.replaceState(null, "", location.pathname + location.search);
+    const response = await fetch("/web/session", {
+      method: "POST", headers: {"Content-Type": "application/json"},
+      body: JSON.stringify({code})});
+    const data = await response.json().catch(() => ({}));
+    if (!response.ok) throw new ApiError(response.status, data.error || response.statusText);
+    sessionStorage.setItem("plus.token", data.token);
+  }
+  view.token = sessionStorage.getItem("plus.token");
+  if (!view.token) {
+    throw new ApiError(401, "Open the link that plus_web prints on the cluster's host: it signs "
+                       + "you in for this browser tab.");
+  }
+  const me = await api("GET", "/whoami");
+  view.user = me.user;
+  view.manager = me.manager;
+  $("who").textContent = `${me.user}${me.manager ? " (manager)" : ""}`;
+}
+
+/* -- the calendar's data: ARs and jobs over a window, whole cluster -------------- */
+
+async function load(start, end, force) {
+  const since = !force && view.loaded && view.loaded.start === start && view.loaded.end === end
+    ? `&since=${view.revision}` : "";
+  const data = await api("GET", `/calendar?start=${start}&end=${end}${since}`);
+  view.jobs = data.jobs;
+  if (!data.unchanged) {
+    view.ars = data.ars;
+    view.revision = data.revision;
+    if (data.nodes.join("\n") !== view.nodes.join("\n")) {
+      view.nodes = data.nodes;
+      chooseNodes();
+    }
+  }
+  view.loaded = {start, end};
+  draw();
+}
+
+function arNodes(row) { return row[6] ? row[6].split(",") : []; }
+
+function chooseNodes() {
+  const filter = $("filter").value.trim().toLowerCase();
+  let nodes = view.nodes;
+  if (filter) nodes = nodes.filter(n => n.toLowerCase().includes(filter));
+  if ($("mine-only").checked) {
+    const mine = new Set();
+    for (const row of view.ars) if (row[2] === view.user) arNodes(row).forEach(n => mine.add(n));
+    nodes = nodes.filter(n => mine.has(n));
+  }
+  view.shownNodes = nodes;
+  const pages = Math.max(1, Math.ceil(nodes.length / view.pageSize));
+  view.page = Math.min(view.page, pages - 1);
+  const first = view.page * view.pageSize;
+  const shown = nodes.slice(first, first + view.pageSize);
+  $("node-page").textContent = nodes.length
+    ? `${first + 1}–${first + shown.length} of ${nodes.length}` : "no nodes";
+  $("previous-nodes").disabled = view.page === 0;
+  $("next-nodes").disabled = view.page >= pages - 1;
+  view.groups.clear();
+  view.groups.add(shown.map((name, order) => ({id: name, content: name, order})));
+}
+
+function draw() {
+  const rows = new Set(view.groups.getIds());
+  const items = [];
+  for (const row of view.ars) {
+    const [id, name, owner, letter, start, end] = row;
+    const mine = owner === view.user;
+    const editable = (mine || view.manager) && (letter === "w" || letter === "r" || letter === "W")
+      ? {updateTime: true, updateGroup: false, remove: false} : false;
+    for (const node of arNodes(row)) {
+      if (!rows.has(node)) continue;
+      items.push({
+        id: `ar${id}@${node}`, group: node, ar: id, start: start * 1000, end: end * 1000,
+        content: `#${id}${name ? " " + name : ""}`, editable,
+        className: `ar state-${STATES[letter] || "waiting"}${mine ? " mine" : ""}`,
+        title: `AR ${id} of ${owner}: ${STATE_WORDS[letter] || letter}, ${when(start)} to ${when(end)}`,
+      });
+    }
+  }
+  for (const [id, owner, kind, start, end, hosts] of view.jobs) {
+    for (const host of hosts.split(",")) {
+      if (!rows.has(host)) continue;
+      items.push({
+        id: `job${id}@${host}`, group: host, start: start * 1000, end: end * 1000, content: "",
+        className: `job job-${kind}`, selectable: false, editable: false,
+        title: `job ${id} of ${owner}: ${kind === "running" ? "running" : "reserved (-R y)"}`,
+      });
+    }
+  }
+  view.free.forEach(([low, high], i) => items.push({
+    id: `free${i}`, start: low * 1000, end: high * 1000, type: "background", className: "free",
+    content: "",
+  }));
+  const wanted = new Set(items.map(item => item.id));
+  view.items.remove(view.items.getIds().filter(id => !wanted.has(id)));
+  view.items.update(items);
+}
+
+function visibleWindow() {
+  const range = view.timeline.getWindow();
+  return [Math.floor(range.start.valueOf() / 1000), Math.ceil(range.end.valueOf() / 1000)];
+}
+
+/* The loaded window: the visible one with as much again on each side, so a
+ * scroll within it redraws without asking. */
+async function follow() {
+  const [start, end] = visibleWindow();
+  const span = end - start;
+  if (view.loaded && start >= view.loaded.start && end <= view.loaded.end) return;
+  await load(start - span, end + span, true);
+}
+
+/* -- detail, cancel, modify by dragging ---------------------------------------- */
+
+async function showDetail(arId) {
+  const ar = await api("GET", `/reservations/${arId}`);
+  $("detail-title").textContent = `AR ${ar.id}${ar.name ? " (" + ar.name + ")" : ""}`;
+  const fields = [
+    ["owner", ar.owner], ["group", ar.group], ["state", STATE_WORDS[ar.state] || ar.state],
+    ["start", when(ar.start)], ["end", when(ar.end)], ["duration", length(ar.duration)],
+    ["nodes", ar.allocations.map(a => a.node + (a.queue ? ` (${a.queue}, ${a.slots} slots)`
+                                                 : ` (${a.slots} slots)`)).join(", ")],
+    ["users", ar.acl.join(", ")], ["submit jobs with", ar.submit_hint],
+  ];
+  if (ar.message) fields.push(["message", ar.message]);
+  if (ar.pending) fields.push(["pending", `${ar.pending.operation}, until ${when(ar.pending.expires)}`]);
+  const list = $("detail-fields");
+  list.replaceChildren();
+  for (const [term, value] of fields) {
+    const dt = document.createElement("dt");
+    dt.textContent = term;
+    const dd = document.createElement("dd");
+    dd.textContent = value;
+    list.append(dt, dd);
+  }
+  const ownerActions = (ar.owner === view.user || view.manager) && "wrWE".includes(ar.state);
+  $("detail-owner-actions").hidden = !ownerActions;
+  $("cancel-ar").dataset.ar = ar.id;
+  $("detail").hidden = false;
+  $("detail").dataset.ar = ar.id;
+}
+
+async function cancelShown() {
+  const arId = $("cancel-ar").dataset.ar;
+  try {
+    await api("POST", `/reservations/${arId}/cancel`);
+    say(`AR ${arId} cancelled.`, true);
+    $("detail").hidden = true;
+    await refresh(true);
+  } catch (error) { say(error.message); }
+}
+
+async function moved(item, callback) {
+  const start = Math.round(item.start.valueOf() / 60000) * 60;
+  const end = Math.round(item.end.valueOf() / 60000) * 60;
+  try {
+    await api("PATCH", `/reservations/${item.ar}`, {start, end});
+    callback(item);
+    say(`AR ${item.ar} now runs from ${when(start)} to ${when(end)}.`, true);
+  } catch (error) {
+    callback(null);
+    say(`AR ${item.ar} was not changed: ${error.message}`);
+  }
+  await refresh(true);
+}
+
+/* -- booking: RESQUERY's ranges shaded, a click books there (SETRES) ------------ */
+
+function bookingShape() {
+  const nodes = parseInt($("book-nodes").value, 10);
+  const seconds = Math.round(parseFloat($("book-hours").value) * HOUR);
+  if (!(nodes >= 1) || !(seconds >= 60)) {
+    throw new ApiError(400, "Give a number of nodes (1 or more) and a duration of at least "
+                       + "a minute (0.1 hours = 6 minutes).");
+  }
+  return {nodes, seconds};
+}
+
+async function findFree() {
+  try {
+    const shape = bookingShape();
+    const [start, end] = visibleWindow();
+    const now = Math.ceil(Date.now() / 60000) * 60;
+    const answer = await api("POST", "/ggf/resquery", {
+      UserID: view.user, TimeNeeded: `${shape.seconds}s`,
+      TimeSpec: `${Math.max(start, now)},${Math.max(end, now + 60)}`,
+      ResourceList: `nodes=${shape.nodes}`});
+    view.booking = shape;
+    view.free = answer.ranges.map(r => [r.STime, r.EndSTime + shape.seconds]);
+    view.starts = answer.ranges.map(r => [r.STime, r.EndSTime]);
+    $("booking-hint").textContent = view.free.length
+      ? `Click in a shaded span to book ${shape.nodes} node(s) for ${length(shape.seconds)} from there.`
+      : "No start in this window: scroll on or ask for less.";
+    say("");
+    draw();
+  } catch (error) { say(error.message); }
+}
+
+/* The start for a click at ``seconds``: there, or the latest start of the
+ * range the click falls in when the booking would run past its end. */
+function startAt(seconds) {
+  for (const [low, high] of view.starts || []) {
+    const start = Math.min(Math.max(low, Math.round(seconds / 60) * 60), high);
+    if (seconds >= low && seconds <= high + view.booking.seconds) return start;
+  }
+  return null;
+}
+
+function offerBooking(seconds) {
+  const start = startAt(seconds);
+  if (start === null || !view.booking) return;
+  view.pendingStart = start;
+  $("confirm-text").textContent = `Book ${view.booking.nodes} node(s) from ${when(start)} to `
+    + `${when(start + view.booking.seconds)}?`;
+  $("confirm").hidden = false;
+}
+
+async function book() {
+  const shape = view.booking, start = view.pendingStart;
+  $("confirm").hidden = true;
+  try {
+    const answer = await api("POST", "/ggf/setres", {
+      UserID: view.user, TimeNeeded: `${shape.seconds}s`, StartTime: String(start),
+      ResourceList: `nodes=${shape.nodes}`});
+    view.free = [];
+    view.starts = [];
+    $("booking-hint").textContent = "";
+    say(`Booked: AR ${answer.reservation.id} from ${when(start)}. Its ResKey, shown this once: `
+        + answer.ResKey, true);
+    await refresh(true);
+  } catch (error) {
+    say(`Not booked: ${error.message}`);
+  }
+}
+
+/* -- usage: reserved against used node-hours per day ----------------------------- */
+
+function dayKey(date) {
+  return `${date.getFullYear()}-${String(date.getMonth() + 1).padStart(2, "0")}-`
+    + String(date.getDate()).padStart(2, "0");
+}
+
+/* Node-hours of spans [owner, from, to, nodes] per local day, for ``owner``. */
+function perDay(spans, owner, first, last) {
+  const days = new Map();
+  for (const [who, from, to, nodes] of spans) {
+    if (owner && who !== owner) continue;
+    let t = Math.max(from, first);
+    const stop = Math.min(to, last);
+    while (t < stop) {
+      const day = new Date(t * 1000);
+      const next = new Date(day.getFullYear(), day.getMonth(), day.getDate() + 1).valueOf() / 1000;
+      const piece = Math.min(next, stop) - t;
+      const key = dayKey(day);
+      days.set(key, (days.get(key) || 0) + piece * nodes / HOUR);
+      t = Math.min(next, stop);
+    }
+  }
+  return days;
+}
+
+async function showUsage() {
+  try {
+    const first = new Date($("usage-from").value + "T00:00").valueOf() / 1000;
+    const last = new Date($("usage-to").value + "T00:00").valueOf() / 1000 + 86400;
+    if (!(last > first)) throw new ApiError(400, "Choose a period whose end is on or after its start.");
+    const data = await api("GET", `/usage?start=${first}&end=${Math.min(last, Date.now() / 1000 | 0)}`);
+    const owners = [...new Set([...data.reserved, ...data.used].map(s => s[0]))].sort();
+    const select = $("usage-owner");
+    const chosen = select.value || view.user;
+    select.replaceChildren(new Option("everyone", ""), ...owners.map(o => new Option(o, o)));
+    select.value = owners.includes(chosen) || chosen === "" ? chosen : "";
+    const owner = select.value;
+    const reserved = perDay(data.reserved, owner, first, last);
+    const used = perDay(data.used, owner, first, last);
+    const points = [];
+    for (const [key, value] of reserved) points.push({x: key, y: +value.toFixed(2), group: "reserved"});
+    for (const [key, value] of used) points.push({x: key, y: +value.toFixed(2), group: "used"});
+    const groups = new vis.DataSet([{id: "reserved", content: "reserved node-hours"},
+                                    {id: "used", content: "used node-hours (jobs in ARs)"}]);
+    const options = {style: "bar", barChart: {width: 40, align: "center", sideBySide: true},
+                     drawPoints: false, legend: true, orientation: "top",
+                     start: new Date(first * 1000), end: new Date(last * 1000),
+                     dataAxis: {left: {title: {text: "node-hours"}}}};
+    if (view.usageChart) view.usageChart.destroy();
+    view.usageChart = new vis.Graph2d($("usage-chart"), new vis.DataSet(points), groups, options);
+    view.usageChart.dom.root.dataset.points = JSON.stringify(points);
+  } catch (error) { say(error.message); }
+}
+
+/* -- the page ------------------------------------------------------------------- */
+
+async function refresh(force) {
+  const [start, end] = visibleWindow();
+  const span = end - start;
+  if (force || !view.loaded) await load(start - span, end + span, true);
+  else await load(view.loaded.start, view.loaded.end, false);
+}
+
+function zoom(seconds) {
+  const [start, end] = visibleWindow();
+  const middle = (start + end) / 2;
+  view.timeline.setWindow((middle - seconds / 2) * 1000, (middle + seconds / 2) * 1000,
+                          {animation: false});
+}
+
+function wire() {
+  document.querySelectorAll("[data-zoom]").forEach(button =>
+    button.addEventListener("click", () => zoom(Number(button.dataset.zoom))));
+  $("now").addEventListener("click", () => view.timeline.moveTo(new Date(), {animation: false}));
+  $("filter").addEventListener("input", () => { view.page = 0; chooseNodes(); draw(); });
+  $("mine-only").addEventListener("change", () => { view.page = 0; chooseNodes(); draw(); });
+  $("previous-nodes").addEventListener("click", () => { view.page -= 1; chooseNodes(); draw(); });
+  $("next-nodes").addEventListener("click", () => { view.page += 1; chooseNodes(); draw(); });
+  $("find").addEventListener("click", findFree);
+  $("book").addEventListener("click", book);
+  $("book-cancel").addEventListener("click", () => { $("confirm").hidden = true; });
+  $("cancel-ar").addEventListener("click", cancelShown);
+  $("detail-close").addEventListener("click", () => { $("detail").hidden = true; });
+  $("usage-show").addEventListener("click", showUsage);
+  view.timeline.on("rangechanged", () => follow().catch(error => say(error.message)));
+  view.timeline.on("click", props => {
+    if (props.item && props.item.startsWith("ar")) {
+      showDetail(view.items.get(props.item).ar).catch(error => say(error.message));
+    } else if (props.time && view.booking) {
+      offerBooking(props.time.valueOf() / 1000);
+    }
+  });
+}
+
+async function start() {
+  try {
+    await login();
+  } catch (error) {
+    say(error.message);
+    return;
+  }
+  const now = Date.now();
+  const rows = Math.max(10, Math.floor((window.innerHeight - 260) / ROW_PX));
+  view.pageSize = rows;
+  view.items = new vis.DataSet();
+  view.groups = new vis.DataSet();
+  view.timeline = new vis.Timeline($("timeline"), view.items, view.groups, {
+    zoomMin: HOUR * 1000, zoomMax: 62 * 86400 * 1000, stack: false,
+    showCurrentTime: true, orientation: "top", groupHeightMode: "fixed",
+    editable: {updateTime: true, updateGroup: false, add: false, remove: false},
+    onMove: moved, snap: date => new Date(Math.round(date.valueOf() / 60000) * 60000),
+    tooltip: {followMouse: true}, margin: {item: {vertical: 4}},
+  });
+  /* Set after creation: vis-timeline shows itself once a range change is done. */
+  view.timeline.setWindow(now - 6 * HOUR * 1000, now + 18 * HOUR * 1000, {animation: false});
+  const today = new Date();
+  $("usage-to").value = dayKey(today);
+  $("usage-from").value = dayKey(new Date(today.valueOf() - 13 * 86400000));
+  wire();
+  try {
+    await refresh(true);
+    document.body.dataset.ready = "yes";
+  } catch (error) { say(error.message); }
+  view.polling = setInterval(() => refresh(false).catch(error => say(error.message)), POLL_MS);
+}
+
+document.addEventListener("DOMContentLoaded", start);
