@@ -15,11 +15,13 @@ const STATE_WORDS = {w: "waiting", r: "running", x: "ended", d: "cancelled",
 const POLL_MS = 5000;
 const ROW_PX = 28;
 const HOUR = 3600;
+const WEEK = 7 * 86400;
+const WIDEN_AFTER_MS = 250;
 
 const view = {
   token: null, user: null, manager: false,
   nodes: [], shownNodes: [], page: 0, pageSize: 30,
-  loaded: null, revision: null, ars: [], jobs: [], free: [], booking: null, pendingStart: null,
+  loaded: null, revision: null, tickets: 0, loading: 0, ars: [], jobs: [], free: [], booking: null, pendingStart: null,
   timeline: null, items: null, groups: null, usageChart: null, polling: null,
 };
 
@@ -90,7 +92,15 @@ async function login() {
 async function load(start, end, force) {
   const since = !force && view.loaded && view.loaded.start === start && view.loaded.end === end
     ? `&since=${view.revision}` : "";
-  const data = await api("GET", `/calendar?start=${start}&end=${end}${since}`);
+  const ticket = ++view.tickets;
+  view.loading += 1;
+  let data;
+  try {
+    data = await api("GET", `/calendar?start=${start}&end=${end}${since}`);
+  } finally {
+    view.loading -= 1;
+  }
+  if (ticket !== view.tickets) return;          // a later request's answer is the one to show
   view.jobs = data.jobs;
   if (!data.unchanged) {
     view.ars = data.ars;
@@ -160,9 +170,18 @@ function draw() {
     id: `free${i}`, start: low * 1000, end: high * 1000, type: "background", className: "free",
     content: "",
   }));
+  /* Only what changed goes to vis-timeline: each item it is handed is laid
+   * out again, and a scroll keeps most of them. */
+  const held = view.items.get({returnType: "Object"});
   const wanted = new Set(items.map(item => item.id));
-  view.items.remove(view.items.getIds().filter(id => !wanted.has(id)));
-  view.items.update(items);
+  view.items.remove(Object.keys(held).filter(id => !wanted.has(id)));
+  view.items.update(items.filter(item => !same(held[item.id], item)));
+}
+
+function same(old, item) {
+  return old !== undefined && old.start === item.start && old.end === item.end
+    && old.className === item.className && old.content === item.content
+    && old.title === item.title && JSON.stringify(old.editable) === JSON.stringify(item.editable);
 }
 
 function visibleWindow() {
@@ -170,13 +189,23 @@ function visibleWindow() {
   return [Math.floor(range.start.valueOf() / 1000), Math.ceil(range.end.valueOf() / 1000)];
 }
 
-/* The loaded window: the visible one with as much again on each side, so a
- * scroll within it redraws without asking. */
+/* The loaded window: first the visible one with as much again on each
+ * side; then, once the page is idle, a week more on each side, so that the
+ * next scroll of up to a week finds its ARs drawn already. */
 async function follow() {
   const [start, end] = visibleWindow();
   const span = end - start;
-  if (view.loaded && start >= view.loaded.start && end <= view.loaded.end) return;
-  await load(start - span, end + span, true);
+  if (!view.loaded || start < view.loaded.start || end > view.loaded.end) {
+    await load(start - span, end + span, true);
+  }
+  setTimeout(widen, WIDEN_AFTER_MS);
+}
+
+function widen() {
+  const [start, end] = visibleWindow();
+  const low = start - WEEK, high = end + WEEK;
+  if (view.loaded && view.loaded.start <= low && view.loaded.end >= high) return;
+  load(low, high, true).catch(error => say(error.message));
 }
 
 /* -- detail, cancel, modify by dragging ---------------------------------------- */
@@ -425,6 +454,7 @@ async function start() {
   try {
     await refresh(true);
     document.body.dataset.ready = "yes";
+    setTimeout(widen, WIDEN_AFTER_MS);
   } catch (error) { say(error.message); }
   view.polling = setInterval(() => refresh(false).catch(error => say(error.message)), POLL_MS);
 }
