@@ -38,5 +38,6 @@ Try, as any user:
   plus_status -n
   plus_availnodes -s now+1h -e now+3h
   plus_cancel -r <id>
+  plus_web          # a one-time link to the reservations calendar: open it in a browser
 Stop it with plus_schedkill (as root).
 TXT
