@@ -35,7 +35,7 @@ USAGE_STATUS = {"plus_qrsub": 1}
 @pytest.mark.parametrize("command", PARSED)
 def test_an_option_error_names_the_option_never_a_function(command, capsys):
     options = typed_options(command)
-    assert options or command in ("plus_schedkill",         # no options with values
+    assert options or command in ("plus_schedkill", "plus_web",  # no options with values
                                   *SEED_WORDS)              # the seed's words, checked by position
     for option in options:
         with pytest.raises(SystemExit) as stop:
