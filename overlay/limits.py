@@ -57,12 +57,12 @@ def printable(text: str) -> str:
                    for c in text)
 
 
-def shown(value: object) -> str:
-    """A user's value as an error message may quote it: at most MAX_ECHO
+def shown(value: object, width: int = MAX_ECHO) -> str:
+    """A user's value as an error message may quote it: at most ``width``
     characters, control characters escaped, so that a refusal neither
     floods the terminal nor forges lines."""
     text = str(value)
-    quoted = printable(text[:MAX_ECHO])
-    if len(quoted) > MAX_ECHO or len(text) > MAX_ECHO:
-        quoted = quoted[:MAX_ECHO] + f"... ({len(text)} characters)"
+    quoted = printable(text[:width])
+    if len(quoted) > width or len(text) > width:
+        quoted = quoted[:width] + f"... ({len(text)} characters)"
     return quoted

@@ -21,6 +21,10 @@ from overlay.request import (MAX_AR_ID, MAX_SLOTS, REQUEST_FIELDS, RequestError,
                              parse_ar_references)
 from overlay.timespec import bounded_time
 
+NAME_ECHO = 32
+"""An unknown argument's name, as a refusal quotes it: a longer one is no
+typo, and the accepted names that follow must fit the refusal."""
+
 
 class BadArguments(Exception):
     """A request with missing, unknown, mistyped or out-of-range arguments."""
@@ -54,8 +58,8 @@ class Arguments:
     def done(self) -> None:
         unknown = sorted(set(self.args) - self.read)
         if unknown:
-            raise BadArguments(f"{self.op}: unknown argument '{limits.shown(unknown[0])}'; accepted: "
-                               f"{', '.join(sorted(self.read))}")
+            raise BadArguments(f"{self.op}: unknown argument '{limits.shown(unknown[0], NAME_ECHO)}'; "
+                               f"accepted: {', '.join(sorted(self.read))}")
 
     def integer(self, key: str, low: int, high: int, required: bool = False,
                 what: str = "") -> int | None:
