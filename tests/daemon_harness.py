@@ -123,14 +123,15 @@ class Daemon:
 
 
 @contextlib.contextmanager
-def job_daemon(cluster: str, native_options: str = "") -> Iterator[Daemon]:
+def job_daemon(cluster: str, native_options: str = "", settings: str = "") -> Iterator[Daemon]:
     """A running daemon of the native backend whose jobs really run: its
-    own spool folder, readable by the jobs' owners, removed with it."""
+    own spool folder, readable by the jobs' owners, removed with it;
+    ``settings`` (YAML) add to its configuration."""
     spool = tempfile.mkdtemp(prefix="plus-spool-")
     os.chmod(spool, 0o755)
     options = ", ".join(filter(None, ["cluster: cluster.yaml, local_host: false",
                                       f"spool_dir: {spool}", native_options]))
-    running = Daemon(f"native: {{{options}}}\n", cluster=cluster, base=DAEMON_SETTINGS)
+    running = Daemon(f"native: {{{options}}}\n{settings}", cluster=cluster, base=DAEMON_SETTINGS)
     try:
         yield running.start()
     finally:

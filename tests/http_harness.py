@@ -24,12 +24,17 @@ def start_api(settings: str, **daemon_options) -> tuple[Daemon, str]:
     port = free_port()
     daemon = Daemon(settings.replace("{address}", f"'127.0.0.1:{port}'"), **daemon_options)
     daemon.start()
+    return daemon, answering(daemon, port)
+
+
+def answering(daemon: Daemon, port: int) -> str:
+    """The URL of ``daemon``'s HTTP API on ``port``, once it answers."""
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 30
     while True:
         try:
             httpx.get(url + "/openapi.json", timeout=2).raise_for_status()
-            return daemon, url
+            return url
         except httpx.HTTPError:
             if time.monotonic() > deadline:
                 raise RuntimeError(daemon.log.read_text()) from None

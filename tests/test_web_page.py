@@ -6,15 +6,18 @@ artifacts/web/ (CI keeps that folder)."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import time
 from pathlib import Path
 
 import httpx
 import pytest
 
-from daemon_harness import Daemon
-from http_harness import auth, start_api, token
+from daemon_harness import Daemon, job_daemon
+from http_harness import answering, auth, free_port, start_api, token
+from test_native_daemon import accounting, states, submit, wait_for
 
 CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = Path(__file__).parents[1] / "artifacts" / "web"
@@ -26,6 +29,13 @@ http: {address: {address}}
 policies:
   site-limits: {type: limits, max_duration: 6h}
 """
+
+JOB_CLUSTER = """\
+nodes:
+  - {name: "web[1-2]", ncpus: 1, exec: local}
+scheduler: {schedule_interval: 1, max_reservation: 10}
+"""
+"""Two hosts whose jobs really run, and resource reservation (-R y) on."""
 
 playwright = pytest.importorskip("playwright.sync_api", reason="the test command installs "
                                  "Playwright (bash scripts/test.sh)")
@@ -62,6 +72,27 @@ def signed_in(browser, daemon, user: str):
     page.goto(link)
     page.wait_for_selector("body[data-ready=yes]", timeout=15000)
     return page
+
+
+def until(page, predicate: str, timeout_ms: int = 15000) -> None:
+    """Wait until the page's JavaScript ``predicate`` holds. Not Playwright's
+    wait_for_function: its polling evaluates strings, which the page's
+    Content-Security-Policy forbids."""
+    page.evaluate(f"""async () => {{
+      const deadline = performance.now() + {timeout_ms};
+      while (!({predicate})) {{
+        if (performance.now() > deadline) throw new Error("timed out waiting for " + {json.dumps(predicate)});
+        await new Promise(resolve => setTimeout(resolve, 50));
+      }}
+    }}""")
+
+
+def said(page, name: str, refused: bool = False) -> str:
+    """The page's message once it shows (a refusal, else information),
+    saved as the screenshot ``name``."""
+    page.wait_for_selector("#message:not(.info):not([hidden])" if refused else "#message.info")
+    shot(page, name)
+    return page.locator("#message").inner_text()
 
 
 def bars(page) -> dict[int, dict]:
@@ -109,7 +140,7 @@ def clean(site):
 def click_bar(page, ar_id: int) -> None:
     page.locator(f".vis-item.ar:has-text('#{ar_id}')").first.click()
     page.wait_for_selector("#detail:not([hidden])")
-    page.wait_for_function(f"document.getElementById('detail').dataset.ar == '{ar_id}'")
+    until(page, f"document.getElementById('detail').dataset.ar == '{ar_id}'")
 
 
 def test_only_the_owner_sees_the_owners_actions(site, browser):
@@ -142,29 +173,74 @@ def test_a_booking_made_by_clicking_a_free_span_appears_in_plus_status(site, bro
     free_starts(page, 2, 1)
     page.wait_for_selector(".vis-item.vis-background.free")
     shot(page, "04-free-starts")
-    span = page.locator(".vis-item.vis-background.free").first.bounding_box()
-    timeline = page.locator(".vis-panel.vis-center").bounding_box()
-    left = max(span["x"], timeline["x"])
-    page.mouse.click(left + 60, timeline["y"] + 20)
-    page.wait_for_selector("#confirm:not([hidden])")
+    click_in_first_free_span(page)
     page.locator("#book").click()
-    page.wait_for_selector("#message.info")
-    shot(page, "05-booked")
-    booked = int(re.search(r"Booked: AR (\d+)", page.locator("#message").inner_text()).group(1))
+    booked = int(re.search(r"Booked: AR (\d+)", said(page, "05-booked")).group(1))
     [ar] = daemon.status("-r", str(booked))
     assert (ar["owner"], len(ar["allocations"]), ar["end"] - ar["start"]) == ("plusu1", 2, 3600)
-    page.wait_for_function(f"view.items.get().some(i => i.ar === {booked})")
+    until(page, f"view.items.get().some(i => i.ar === {booked})")
 
 
 def test_a_refused_booking_shows_the_policys_text(site, browser):
     daemon, _ = site
     page = signed_in(browser, daemon, "plusu1")
     free_starts(page, 1, 8)
-    page.wait_for_selector("#message:not(.info):not([hidden])")
-    text = page.locator("#message").inner_text()
-    shot(page, "06-refused")
+    text = said(page, "06-refused", refused=True)
     assert "site-limits" in text, text
     assert daemon.status() == []
+
+
+def click_in_first_free_span(page) -> None:
+    """A click about an hour into the first shaded span (the page shows a day)."""
+    span = page.locator(".vis-item.vis-background.free").first.bounding_box()
+    timeline = page.locator(".vis-panel.vis-center").bounding_box()
+    page.mouse.click(max(span["x"], timeline["x"]) + 60, timeline["y"] + 20)
+    page.wait_for_selector("#confirm:not([hidden])")
+
+
+def test_a_booking_taken_meanwhile_is_refused_and_the_spans_shaded_afresh(site, browser):
+    daemon, _ = site
+    page = signed_in(browser, daemon, "plusu1")
+    free_starts(page, 8, 1)
+    page.wait_for_selector(".vis-item.vis-background.free")
+    click_in_first_free_span(page)
+    taken = reserve(daemon, "plusu2", "-s", "now+5m", "-D", "3h", "-n", "8")
+    page.locator("#book").click()
+    until(page, f"view.starts.length > 0 && "
+                f"view.starts.every(([low]) => low >= {taken['end']})")
+    text = page.locator("#message").inner_text()
+    shot(page, "08-taken-meanwhile")
+    assert page.locator("#message").get_attribute("class") == ""
+    assert text.startswith("Not booked: ") and "of the 8 requested nodes" in text, text
+    assert [ar["id"] for ar in daemon.status()] == [taken["id"]]
+
+
+def drag_end(page, ar_id: int, hours: float) -> None:
+    """Drag the right end of the AR's first bar by ``hours`` (the page shows a day)."""
+    bar = page.locator(f".vis-item.ar:has-text('#{ar_id}')").first
+    bar.click()
+    box = bar.locator(".vis-drag-right").bounding_box()
+    hour = page.locator(".vis-panel.vis-center").bounding_box()["width"] / 24
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.mouse.down()
+    page.mouse.move(box["x"] + box["width"] / 2 + hours * hour, box["y"] + box["height"] / 2,
+                    steps=10)
+    page.mouse.up()
+
+
+def test_dragging_an_end_changes_the_window(site, browser):
+    daemon, _ = site
+    mine = reserve(daemon, "plusu1", "-s", "now+1h", "-D", "1h", "-n", "2", "-N", "longer")
+    page = signed_in(browser, daemon, "plusu1")
+    drag_end(page, mine["id"], 1)
+    text = said(page, "09-dragged")
+    assert text.startswith(f"AR {mine['id']} now runs from "), text
+    [after] = daemon.status("-r", str(mine["id"]))
+    assert after["start"] == mine["start"]          # the end not dragged stays to the second
+    assert 1800 < after["end"] - mine["end"] < 5400 and after["end"] % 60 == 0   # snapped
+    for allocation in after["allocations"]:
+        until(page, f"view.items.get('ar{mine['id']}@{allocation['node']}').end"
+                    f".valueOf() === {after['end'] * 1000}")
 
 
 def test_a_drag_that_would_double_book_is_refused(site, browser):
@@ -172,23 +248,13 @@ def test_a_drag_that_would_double_book_is_refused(site, browser):
     mine = reserve(daemon, "plusu1", "-s", "now+1h", "-D", "1h", "-n", "8")
     reserve(daemon, "plusu2", "-s", "now+3h", "-D", "1h", "-n", "8")
     page = signed_in(browser, daemon, "plusu1")
-    bar = page.locator(f".vis-item.ar:has-text('#{mine['id']}')").first
-    bar.click()
-    handle = bar.locator(".vis-drag-right")
-    box = handle.bounding_box()
-    hour = page.locator(".vis-panel.vis-center").bounding_box()["width"] / 24
-    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
-    page.mouse.down()
-    page.mouse.move(box["x"] + 2.5 * hour, box["y"] + box["height"] / 2, steps=10)
-    page.mouse.up()
-    page.wait_for_selector("#message:not(.info):not([hidden])")
-    text = page.locator("#message").inner_text()
-    shot(page, "07-double-booking-refused")
+    drag_end(page, mine["id"], 2.5)
+    text = said(page, "07-double-booking-refused", refused=True)
     assert text.startswith(f"AR {mine['id']} was not changed: "), text
     [after] = daemon.status("-r", str(mine["id"]))
     assert (after["start"], after["end"]) == (mine["start"], mine["end"])
-    page.wait_for_function(f"view.items.get('ar{mine['id']}@node001').end.valueOf() === "
-                           f"{mine['end'] * 1000}")
+    until(page, f"view.items.get('ar{mine['id']}@node001').end.valueOf() === "
+                f"{mine['end'] * 1000}")
 
 
 def test_the_sign_in_link_works_once_and_is_no_token(site):
@@ -217,3 +283,67 @@ def test_plus_web_says_when_the_api_is_off():
             "(http.address in plus.yaml)")
     finally:
         daemon.cleanup()
+
+
+@pytest.fixture(scope="module")
+def job_site():
+    if os.geteuid() != 0:
+        pytest.skip("jobs run as their owners: root only")
+    port = free_port()
+    with job_daemon(JOB_CLUSTER, settings=f"http: {{address: '127.0.0.1:{port}'}}\n") as daemon:
+        yield daemon, answering(daemon, port)
+
+
+def started(daemon: Daemon, job: str) -> int:
+    """The job's start time as plus_qstat shows it."""
+    out = daemon.ok("root", "plus_qstat", "-u", "*")
+    fields = next(line.split() for line in out.splitlines()[2:] if line.split()[0] == job)
+    return int(time.mktime(time.strptime(f"{fields[5]} {fields[6]}", "%m/%d/%Y %H:%M:%S")))
+
+
+def test_running_and_reserved_jobs_are_thin_bars_on_their_hosts(job_site, browser, work):
+    daemon, _ = job_site
+    running = submit(daemon, work, "-l", "h=web1,h_rt=3600", "-b", "y", "sleep", "300")
+    wait_for(lambda: states(daemon).get(running) == "r", "the job to run")
+    waiting = submit(daemon, work, "-R", "y", "-l", "h=web1,h_rt=1800", "-b", "y", "true",
+                     user="plusu2")
+    page = signed_in(browser, daemon, "plusu1")
+    until(page, f"view.items.get('job{waiting}@web1') !== null")
+    run_bar = page.evaluate(f"view.items.get('job{running}@web1')")
+    plan_bar = page.evaluate(f"view.items.get('job{waiting}@web1')")
+    page.locator("[data-zoom='21600']").click()
+    page.locator("#now").click()
+    shot(page, "10-job-bars")
+    assert (run_bar["className"], plan_bar["className"]) == ("job job-running", "job job-reserved")
+    assert run_bar["start"] // 1000 == started(daemon, running)
+    planned = 1000 * (1 + 3600)        # h_rt planned as the scheduler does, duration_offset 1
+    assert run_bar["end"] - run_bar["start"] == planned and plan_bar["start"] >= run_bar["end"]
+    assert plan_bar["end"] - plan_bar["start"] == 1000 * (1 + 1800)
+    assert "plusu2" in plan_bar["title"] and page.evaluate("view.items.get().filter("
+                                                          "i => i.group === 'web2').length") == 0
+    job_height = page.locator(".vis-item.job-running").bounding_box()["height"]
+    assert job_height < page.locator(".vis-labelset .vis-label").first.bounding_box()["height"] / 2
+    daemon.ok("root", "plus_qdel", running, waiting)
+
+
+def test_the_usage_chart_shows_reserved_and_used_node_hours(job_site, browser, work):
+    daemon, _ = job_site
+    ar = reserve(daemon, "plusu1", "-s", "now", "-D", "1h", "-n", "1")
+    wait_for(lambda: daemon.status("-r", str(ar["id"]))[0]["state"] == "r", "the AR to start")
+    job = submit(daemon, work, "-ar", str(ar["id"]), "-b", "y", "sleep", "3")
+    wallclock = int(re.match(r"\d+", accounting(daemon, job)["ru_wallclock"]).group(0))
+    daemon.ok("plusu1", "plus_cancel", "-r", str(ar["id"]))
+    listed = daemon.ok("plusu1", "plus_account", "-l", "-d", "1")
+    held = re.search(rf"^\s*{ar['id']} .* (\d+):(\d+):(\d+)\s+[\d.]+ web\d$", listed, re.M)
+    reserved = int(held.group(1)) * 3600 + int(held.group(2)) * 60 + int(held.group(3))
+    page = signed_in(browser, daemon, "plusu1")
+    page.locator("#usage-show").click()
+    until(page, "view.usageChart !== null")
+    shot(page, "11-usage")
+    points = page.evaluate("JSON.parse(view.usageChart.dom.root.dataset.points)")
+    shown = {group: sum(p["y"] for p in points if p["group"] == group)
+             for group in ("reserved", "used")}
+    assert abs(shown["reserved"] * 3600 - reserved) <= 1, (shown, listed)
+    assert abs(shown["used"] * 3600 - wallclock) <= 1, (shown, wallclock)
+    assert page.locator("#usage-owner").input_value() == "plusu1"
+    assert page.locator("#usage-chart .vis-timeline").count() == 1

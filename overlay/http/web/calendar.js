@@ -248,9 +248,14 @@ async function cancelShown() {
   } catch (error) { say(error.message); }
 }
 
+/* A dragged end snaps to the minute; the end not dragged keeps its second. */
+function dragged(now, before) {
+  return now.valueOf() === before ? before / 1000 : Math.round(now.valueOf() / 60000) * 60;
+}
+
 async function moved(item, callback) {
-  const start = Math.round(item.start.valueOf() / 60000) * 60;
-  const end = Math.round(item.end.valueOf() / 60000) * 60;
+  const before = view.items.get(item.id);
+  const start = dragged(item.start, before.start), end = dragged(item.end, before.end);
   try {
     await api("PATCH", `/reservations/${item.ar}`, {start, end});
     callback(item);
@@ -274,7 +279,9 @@ function bookingShape() {
   return {nodes, seconds};
 }
 
-async function findFree() {
+/* ``refusal``: the SETRES refusal that made the spans stale, said again
+ * above the fresh ones. */
+async function findFree(refusal) {
   try {
     const shape = bookingShape();
     const [start, end] = visibleWindow();
@@ -289,7 +296,7 @@ async function findFree() {
     $("booking-hint").textContent = view.free.length
       ? `Click in a shaded span to book ${shape.nodes} node(s) for ${length(shape.seconds)} from there.`
       : "No start in this window: scroll on or ask for less.";
-    say("");
+    say(refusal || "");
     draw();
   } catch (error) { say(error.message); }
 }
@@ -327,7 +334,7 @@ async function book() {
         + answer.ResKey, true);
     await refresh(true);
   } catch (error) {
-    say(`Not booked: ${error.message}`);
+    await findFree(`Not booked: ${error.message}`);
   }
 }
 
@@ -371,9 +378,9 @@ async function showUsage() {
     const owner = select.value;
     const reserved = perDay(data.reserved, owner, first, last);
     const used = perDay(data.used, owner, first, last);
-    const points = [];
-    for (const [key, value] of reserved) points.push({x: key, y: +value.toFixed(2), group: "reserved"});
-    for (const [key, value] of used) points.push({x: key, y: +value.toFixed(2), group: "used"});
+    const points = [];                     /* each day's bars at its noon, inside the day */
+    for (const [key, value] of reserved) points.push({x: `${key}T12:00`, y: +value.toFixed(4), group: "reserved"});
+    for (const [key, value] of used) points.push({x: `${key}T12:00`, y: +value.toFixed(4), group: "used"});
     const groups = new vis.DataSet([{id: "reserved", content: "reserved node-hours"},
                                     {id: "used", content: "used node-hours (jobs in ARs)"}]);
     const options = {style: "bar", barChart: {width: 40, align: "center", sideBySide: true},
@@ -410,7 +417,7 @@ function wire() {
   $("mine-only").addEventListener("change", () => { view.page = 0; chooseNodes(); draw(); });
   $("previous-nodes").addEventListener("click", () => { view.page -= 1; chooseNodes(); draw(); });
   $("next-nodes").addEventListener("click", () => { view.page += 1; chooseNodes(); draw(); });
-  $("find").addEventListener("click", findFree);
+  $("find").addEventListener("click", () => findFree());
   $("book").addEventListener("click", book);
   $("book-cancel").addEventListener("click", () => { $("confirm").hidden = true; });
   $("cancel-ar").addEventListener("click", cancelShown);
