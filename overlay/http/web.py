@@ -23,7 +23,7 @@ from overlay import limits
 from overlay.http.identity import Who
 from overlay.http.refusal import Refusal
 
-PAGE_DIR = Path(__file__).with_name("web")
+PAGE_DIR = Path(__file__).with_name("static")
 VENDOR_DIR = Path(sys.prefix) / "share" / "plus" / "web"
 VENDOR_FILES = ("vis-timeline-graph2d.min.js", "vis-timeline-graph2d.min.css")
 """vis-timeline's standalone build (vis-data and its other dependencies inside)."""
