@@ -21,7 +21,7 @@ const WIDEN_AFTER_MS = 250;
 const view = {
   token: null, user: null, manager: false,
   nodes: [], shownNodes: [], page: 0, pageSize: 30,
-  loaded: null, revision: null, tickets: 0, loading: 0, ars: [], jobs: [], free: [], booking: null, pendingStart: null,
+  loaded: null, asked: null, widening: null, revision: null, tickets: 0, loading: 0, ars: [], jobs: [], free: [], booking: null, pendingStart: null,
   timeline: null, items: null, groups: null, usageChart: null, polling: null,
 };
 
@@ -190,15 +190,23 @@ function visibleWindow() {
 }
 
 /* The loaded window: first the visible one with as much again on each
- * side; then, once the page is idle, a week more on each side, so that the
- * next scroll of up to a week finds its ARs drawn already. */
-async function follow() {
+ * side, asked for as soon as the view leaves what is loaded or asked for
+ * (on vis-timeline's "rangechange": its "rangechanged" comes 200 ms late);
+ * then, once the view has rested a moment, a week more on each side, so
+ * that the next scroll of up to a week finds its ARs drawn already. */
+function follow() {
   const [start, end] = visibleWindow();
   const span = end - start;
-  if (!view.loaded || start < view.loaded.start || end > view.loaded.end) {
-    await load(start - span, end + span, true);
+  const covers = window => window && window.start <= start && window.end >= end;
+  if (!covers(view.loaded) && !covers(view.asked)) {
+    const asked = {start: start - span, end: end + span};
+    view.asked = asked;
+    load(asked.start, asked.end, true)
+      .catch(error => say(error.message))
+      .finally(() => { if (view.asked === asked) view.asked = null; });
   }
-  setTimeout(widen, WIDEN_AFTER_MS);
+  clearTimeout(view.widening);
+  view.widening = setTimeout(widen, WIDEN_AFTER_MS);
 }
 
 function widen() {
@@ -423,7 +431,7 @@ function wire() {
   $("cancel-ar").addEventListener("click", cancelShown);
   $("detail-close").addEventListener("click", () => { $("detail").hidden = true; });
   $("usage-show").addEventListener("click", showUsage);
-  view.timeline.on("rangechanged", () => follow().catch(error => say(error.message)));
+  view.timeline.on("rangechange", follow);
   view.timeline.on("click", props => {
     if (props.item && props.item.startsWith("ar")) {
       showDetail(view.items.get(props.item).ar).catch(error => say(error.message));
@@ -461,7 +469,7 @@ async function start() {
   try {
     await refresh(true);
     document.body.dataset.ready = "yes";
-    setTimeout(widen, WIDEN_AFTER_MS);
+    view.widening = setTimeout(widen, WIDEN_AFTER_MS);
   } catch (error) { say(error.message); }
   view.polling = setInterval(() => refresh(false).catch(error => say(error.message)), POLL_MS);
 }
