@@ -234,7 +234,10 @@ def test_dragging_an_end_changes_the_window(site, browser):
     page = signed_in(browser, daemon, "plusu1")
     drag_end(page, mine["id"], 1)
     text = said(page, "09-dragged")
-    assert text.startswith(f"AR {mine['id']} now runs from "), text
+    moved = re.fullmatch(rf"AR {mine['id']} now runs from (.+) to (.+)\.", text)
+    assert moved, text
+    fields = page.locator("#detail-fields").inner_text()       # the open detail follows
+    assert f"start\n{moved.group(1)}\nend\n{moved.group(2)}\n" in fields + "\n", fields
     [after] = daemon.status("-r", str(mine["id"]))
     assert after["start"] == mine["start"]          # the end not dragged stays to the second
     assert 1800 < after["end"] - mine["end"] < 5400 and after["end"] % 60 == 0   # snapped

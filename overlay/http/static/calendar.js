@@ -267,6 +267,7 @@ async function moved(item, callback) {
   try {
     await api("PATCH", `/reservations/${item.ar}`, {start, end});
     callback(item);
+    if (!$("detail").hidden && $("detail").dataset.ar === String(item.ar)) await showDetail(item.ar);
     say(`AR ${item.ar} now runs from ${when(start)} to ${when(end)}.`, true);
   } catch (error) {
     callback(null);
