@@ -52,6 +52,7 @@ class Daemon:
             text += f"store: {store}\n"
         self.conf.write_text(text)
         self.process: subprocess.Popen | None = None
+        self.wrapped = False
         self.log = self.dir / "daemon.log"
 
     @property
@@ -63,11 +64,14 @@ class Daemon:
         return self.dir / "state" / "plus.sock"
 
     def start(self, *options: str, wait: bool = True, wrapper: tuple[str, ...] = ()) -> "Daemon":
-        """Start plus_scheduler (under ``wrapper``, e.g. prlimit's argv, if given)."""
+        """Start plus_scheduler (under ``wrapper``, e.g. prlimit's argv, if
+        given: in a process group of its own, as a wrapper such as faketime
+        forks the daemon and passes no signal on)."""
         with open(self.log, "a") as log:
             self.process = subprocess.Popen([*wrapper, str(BIN / "plus_scheduler"), *options],
-                                            env=self.env,
+                                            env=self.env, start_new_session=bool(wrapper),
                                             stdout=log, stderr=subprocess.STDOUT, cwd="/")
+        self.wrapped = bool(wrapper)
         if wait:
             self.wait_ready()
         return self
@@ -82,13 +86,20 @@ class Daemon:
             time.sleep(0.05)
         raise RuntimeError(f"plus_scheduler did not start: {self.log.read_text()}")
 
+    def send(self, number: int) -> None:
+        """``number`` to the daemon (and to its wrapper's whole group)."""
+        if self.wrapped:
+            os.killpg(self.process.pid, number)
+        else:
+            self.process.send_signal(number)
+
     def kill9(self) -> None:
-        self.process.send_signal(signal.SIGKILL)
+        self.send(signal.SIGKILL)
         self.process.wait()
 
     def stop(self) -> None:
         if self.process and self.process.poll() is None:
-            self.process.terminate()
+            self.send(signal.SIGTERM)
             try:
                 self.process.wait(timeout=15)
             except subprocess.TimeoutExpired:
