@@ -260,6 +260,21 @@ def test_a_drag_that_would_double_book_is_refused(site, browser):
                 f"{mine['end'] * 1000}")
 
 
+def test_names_are_drawn_as_text_never_as_html(site, browser):
+    """The daemon's name rules keep markup out of AR names; the page does
+    not count on it: a row as /calendar could send one is drawn as text."""
+    daemon, _ = site
+    page = signed_in(browser, daemon, "plusu1")
+    shown = page.evaluate("""() => {
+      const now = Math.floor(Date.now() / 1000), node = view.groups.getIds()[0];
+      view.ars = [[999, "<b id=forged>x</b>", "<i>someone</i>", "w", now + 3600, now + 7200, node]];
+      draw();
+      return [document.getElementById("forged") === null,
+              document.querySelector(".vis-item.ar .vis-item-content").textContent];
+    }""")
+    assert shown == [True, "#999 <b id=forged>x</b>"]
+
+
 def test_the_sign_in_link_works_once_and_is_no_token(site):
     daemon, url = site
     code = re.search(r"#code=(\S+)", daemon.ok("plusu2", "plus_web")).group(1)

@@ -54,6 +54,12 @@ function say(text, info) {
   box.hidden = !text;
 }
 
+/* vis-timeline renders an item's content and title as HTML: names from
+ * the daemon go in as text, whatever characters they hold. */
+function html(text) {
+  return String(text).replace(/[&<>"']/g, c => `&#${c.charCodeAt(0)};`);
+}
+
 function when(seconds) {
   return new Date(seconds * 1000).toLocaleString([], {dateStyle: "medium", timeStyle: "short"});
 }
@@ -135,7 +141,7 @@ function chooseNodes() {
   $("previous-nodes").disabled = view.page === 0;
   $("next-nodes").disabled = view.page >= pages - 1;
   view.groups.clear();
-  view.groups.add(shown.map((name, order) => ({id: name, content: name, order})));
+  view.groups.add(shown.map((name, order) => ({id: name, content: html(name), order})));
 }
 
 function draw() {
@@ -150,9 +156,9 @@ function draw() {
       if (!rows.has(node)) continue;
       items.push({
         id: `ar${id}@${node}`, group: node, ar: id, start: start * 1000, end: end * 1000,
-        content: `#${id}${name ? " " + name : ""}`, editable,
+        content: html(`#${id}${name ? " " + name : ""}`), editable,
         className: `ar state-${STATES[letter] || "waiting"}${mine ? " mine" : ""}`,
-        title: `AR ${id} of ${owner}: ${STATE_WORDS[letter] || letter}, ${when(start)} to ${when(end)}`,
+        title: html(`AR ${id} of ${owner}: ${STATE_WORDS[letter] || letter}, ${when(start)} to ${when(end)}`),
       });
     }
   }
@@ -162,7 +168,7 @@ function draw() {
       items.push({
         id: `job${id}@${host}`, group: host, start: start * 1000, end: end * 1000, content: "",
         className: `job job-${kind}`, selectable: false, editable: false,
-        title: `job ${id} of ${owner}: ${kind === "running" ? "running" : "reserved (-R y)"}`,
+        title: html(`job ${id} of ${owner}: ${kind === "running" ? "running" : "reserved (-R y)"}`),
       });
     }
   }
