@@ -21,7 +21,7 @@ from typing import Any, Callable
 
 from overlay import config as config_module
 from overlay import connections, limits, plugins, protocol, reskey, statefile, wire
-from overlay.accounting import JobUse, ReportingWriter, collect, used
+from overlay.accounting import ARUsage, JobUse, ReportingWriter, collect, used
 from overlay.backend import Backend
 from overlay.config import Config, ConfigError
 from overlay.http.companion import Companion
@@ -458,11 +458,7 @@ class Service:
             raise InvalidRequest("the period's end must be later than its start")
         owners = {owner} if owner else set()
         jobs: list[JobUse] = []
-        try:
-            with open(self.manager.config.accounting_path, encoding="utf-8", newline="\n") as handle:
-                ars = collect(handle, lambda error: None, jobs)
-        except FileNotFoundError:
-            ars = []
+        ars = self._reported(jobs)
         return {"reserved": [[ar.owner, begin, finish, len(hosts)]
                              for ar, begin, finish, hosts in used(ars, start, end, owners, set())],
                 "used": [[job.owner, max(job.start, start), min(job.end, end), 1] for job in jobs
@@ -485,17 +481,22 @@ class Service:
         args.done()
         if end <= start:
             raise InvalidRequest("the period's end must be later than its start")
-        try:
-            with open(self.manager.config.accounting_path, encoding="utf-8", newline="\n") as handle:
-                ars = collect(handle, lambda error: None)
-        except FileNotFoundError:
-            ars = []
+        ars = self._reported()
         return [{"id": ar.id, "owner": ar.owner, "name": ar.name, "state": ar.last_state,
                  "from": begin, "to": finish, "seconds": finish - begin,
                  "node_seconds": (finish - begin) * len(hosts),
                  "slot_seconds": (finish - begin) * sum(hosts.values()), "hosts": hosts}
                 for ar, begin, finish, hosts in used(ars, start, end, set(owners or ()),
                                                      set(nodes or ()))]
+
+    def _reported(self, jobs: list[JobUse] | None = None) -> list[ARUsage]:
+        """The ARs of the reporting file (and into ``jobs`` the jobs that ran
+        in ARs); malformed records are skipped, as plus_account skips them."""
+        try:
+            with open(self.manager.config.accounting_path, encoding="utf-8", newline="\n") as handle:
+                return collect(handle, lambda error: None, jobs)
+        except FileNotFoundError:
+            return []
 
     def op_shutdown(self, caller: Caller, args: wire.Arguments) -> dict:
         args.done()

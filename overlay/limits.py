@@ -16,10 +16,10 @@ MAX_DURATION = HORIZON
 """The longest window or duration, in seconds."""
 
 MAX_COUNT = 9_999_999
+"""Nodes, CPUs, slots, job counts: Grid Engine's largest slot count."""
 MAX_CALENDAR_SPAN = 400 * 86400
 """The longest window the calendar page asks for (a month's view and as much
 again on each side, with room to spare)."""
-"""Nodes, CPUs, slots, job counts: Grid Engine's largest slot count."""
 MAX_MEMORY_MB = 2 ** 30
 """A memory size in MiB: one pebibyte."""
 

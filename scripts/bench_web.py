@@ -14,16 +14,14 @@ from __future__ import annotations
 
 import argparse
 import re
-import shutil
 import statistics
 import subprocess
-import tempfile
 import time
-from pathlib import Path
 
 from playwright.sync_api import sync_playwright
 
-from bench_core import BIN, NODES, Daemon, fill_store, generate
+from bench_core import BIN, NODES, Daemon
+from bench_ggf import api_site
 from calibration import python_speed
 
 CHROMIUM = "/usr/bin/chromium"
@@ -48,13 +46,6 @@ IDLE = """async () => {
   while (view.loading > 0) await new Promise(resolve => setTimeout(resolve, 5));
   await new Promise(resolve => setTimeout(resolve, 50));
 }"""
-
-
-def free_port() -> int:
-    import socket
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def sign_in_link(daemon: Daemon) -> str:
@@ -100,35 +91,21 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=7, help="runs per figure (median)")
     args = parser.parse_args()
     print(python_speed(), flush=True)
-    now = int(time.time())
-    work = Path(tempfile.mkdtemp(prefix="plus-bench-web-"))
-    work.chmod(0o755)          # the API's process (nobody) reaches the daemon's socket
-    daemon = Daemon(work)
-    port = free_port()
-    conf = work / "plus.yaml"
-    conf.write_text(conf.read_text() + f"http: {{address: '127.0.0.1:{port}'}}\n")
-    (work / "state").mkdir()
-    ars = generate(args.ars, now)
-    fill_store(daemon.url, ars, now)
-    try:
-        daemon.start()
+    with api_site(args.ars, int(time.time())) as (daemon, _, _):
         with sync_playwright() as driver:
             browser = driver.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
             renders = [first_render(browser, daemon) for _ in range(args.runs)]
             day = scrolls(browser, daemon, args.runs, 1)
             week = scrolls(browser, daemon, args.runs, 7)
             browser.close()
-        elapsed = statistics.median(r[0] for r in renders)
-        print(f"{NODES} nodes, {len(ars)} ARs; the page shows {renders[0][1]} bars of "
-              f"{renders[0][2]} ARs loaded around the first day")
-        print(f"first render (navigation to bars drawn)  {elapsed:7.0f} ms   target 1000 ms")
-        print(f"a week's scroll, day view                {statistics.median(day):7.0f} ms   "
-              "target 200 ms")
-        print(f"a week's scroll, week view               {statistics.median(week):7.0f} ms   "
-              "target 200 ms")
-    finally:
-        daemon.stop()
-        shutil.rmtree(work, ignore_errors=True)
+    elapsed = statistics.median(r[0] for r in renders)
+    print(f"{NODES} nodes, {args.ars} ARs; the page shows {renders[0][1]} bars of "
+          f"{renders[0][2]} ARs loaded around the first day")
+    print(f"first render (navigation to bars drawn)  {elapsed:7.0f} ms   target 1000 ms")
+    print(f"a week's scroll, day view                {statistics.median(day):7.0f} ms   "
+          "target 200 ms")
+    print(f"a week's scroll, week view               {statistics.median(week):7.0f} ms   "
+          "target 200 ms")
 
 
 if __name__ == "__main__":

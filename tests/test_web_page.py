@@ -106,14 +106,10 @@ def bars(page) -> dict[int, dict]:
     return found
 
 
-def reserve(daemon, user: str, *args: str) -> dict:
-    return daemon.reserve(user, *args)
-
-
 def test_the_page_shows_the_ars_as_plus_status_does(site, browser):
     daemon, _ = site
-    mine = reserve(daemon, "plusu1", "-s", "now+1h", "-D", "2h", "-n", "2", "-N", "sim")
-    theirs = reserve(daemon, "plusu2", "-s", "now+2h", "-D", "1h", "-n", "1")
+    mine = daemon.reserve("plusu1", "-s", "now+1h", "-D", "2h", "-n", "2", "-N", "sim")
+    theirs = daemon.reserve("plusu2", "-s", "now+2h", "-D", "1h", "-n", "1")
     page = signed_in(browser, daemon, "plusu1")
     shot(page, "01-calendar")
     shown = bars(page)
@@ -145,8 +141,8 @@ def click_bar(page, ar_id: int) -> None:
 
 def test_only_the_owner_sees_the_owners_actions(site, browser):
     daemon, _ = site
-    mine = reserve(daemon, "plusu1", "-s", "now+1h", "-D", "1h", "-n", "1", "-N", "mine")
-    theirs = reserve(daemon, "plusu2", "-s", "now+3h", "-D", "1h", "-n", "1", "-N", "theirs")
+    mine = daemon.reserve("plusu1", "-s", "now+1h", "-D", "1h", "-n", "1", "-N", "mine")
+    theirs = daemon.reserve("plusu2", "-s", "now+3h", "-D", "1h", "-n", "1", "-N", "theirs")
     page = signed_in(browser, daemon, "plusu1")
     click_bar(page, theirs["id"])
     assert page.locator("#detail-owner-actions").is_hidden()
@@ -204,7 +200,7 @@ def test_a_booking_taken_meanwhile_is_refused_and_the_spans_shaded_afresh(site, 
     free_starts(page, 8, 1)
     page.wait_for_selector(".vis-item.vis-background.free")
     click_in_first_free_span(page)
-    taken = reserve(daemon, "plusu2", "-s", "now+5m", "-D", "3h", "-n", "8")
+    taken = daemon.reserve("plusu2", "-s", "now+5m", "-D", "3h", "-n", "8")
     page.locator("#book").click()
     until(page, f"view.starts.length > 0 && "
                 f"view.starts.every(([low]) => low >= {taken['end']})")
@@ -230,7 +226,7 @@ def drag_end(page, ar_id: int, hours: float) -> None:
 
 def test_dragging_an_end_changes_the_window(site, browser):
     daemon, _ = site
-    mine = reserve(daemon, "plusu1", "-s", "now+1h", "-D", "1h", "-n", "2", "-N", "longer")
+    mine = daemon.reserve("plusu1", "-s", "now+1h", "-D", "1h", "-n", "2", "-N", "longer")
     page = signed_in(browser, daemon, "plusu1")
     drag_end(page, mine["id"], 1)
     text = said(page, "09-dragged")
@@ -248,8 +244,8 @@ def test_dragging_an_end_changes_the_window(site, browser):
 
 def test_a_drag_that_would_double_book_is_refused(site, browser):
     daemon, _ = site
-    mine = reserve(daemon, "plusu1", "-s", "now+1h", "-D", "1h", "-n", "8")
-    reserve(daemon, "plusu2", "-s", "now+3h", "-D", "1h", "-n", "8")
+    mine = daemon.reserve("plusu1", "-s", "now+1h", "-D", "1h", "-n", "8")
+    daemon.reserve("plusu2", "-s", "now+3h", "-D", "1h", "-n", "8")
     page = signed_in(browser, daemon, "plusu1")
     drag_end(page, mine["id"], 2.5)
     text = said(page, "07-double-booking-refused", refused=True)
@@ -346,7 +342,7 @@ def test_running_and_reserved_jobs_are_thin_bars_on_their_hosts(job_site, browse
 
 def test_the_usage_chart_shows_reserved_and_used_node_hours(job_site, browser, work):
     daemon, _ = job_site
-    ar = reserve(daemon, "plusu1", "-s", "now", "-D", "1h", "-n", "1")
+    ar = daemon.reserve("plusu1", "-s", "now", "-D", "1h", "-n", "1")
     wait_for(lambda: daemon.status("-r", str(ar["id"]))[0]["state"] == "r", "the AR to start")
     job = submit(daemon, work, "-ar", str(ar["id"]), "-b", "y", "sleep", "3")
     wallclock = int(re.match(r"\d+", accounting(daemon, job)["ru_wallclock"]).group(0))

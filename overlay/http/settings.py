@@ -4,6 +4,7 @@ that plain HTTP is for loopback only."""
 from __future__ import annotations
 
 import ipaddress
+import socket
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,7 +44,6 @@ class HttpSettings:
         listens on every address."""
         host = self.host
         if host in ("0.0.0.0", "::", ""):
-            import socket
             host = socket.getfqdn()
         elif ":" in host:
             host = f"[{host}]"

@@ -20,9 +20,10 @@ const WIDEN_AFTER_MS = 250;
 
 const view = {
   token: null, user: null, manager: false,
-  nodes: [], shownNodes: [], page: 0, pageSize: 30,
-  loaded: null, asked: null, widening: null, revision: null, tickets: 0, loading: 0, ars: [], jobs: [], free: [], booking: null, pendingStart: null,
-  timeline: null, items: null, groups: null, usageChart: null, polling: null,
+  nodes: [], page: 0, pageSize: 30,
+  loaded: null, asked: null, widening: null, revision: null, tickets: 0, loading: 0,
+  ars: [], jobs: [], starts: [], booking: null, pendingStart: null,
+  timeline: null, items: null, groups: null, usageChart: null,
 };
 
 class ApiError extends Error {
@@ -131,7 +132,6 @@ function chooseNodes() {
     for (const row of view.ars) if (row[2] === view.user) arNodes(row).forEach(n => mine.add(n));
     nodes = nodes.filter(n => mine.has(n));
   }
-  view.shownNodes = nodes;
   const pages = Math.max(1, Math.ceil(nodes.length / view.pageSize));
   view.page = Math.min(view.page, pages - 1);
   const first = view.page * view.pageSize;
@@ -172,9 +172,10 @@ function draw() {
       });
     }
   }
-  view.free.forEach(([low, high], i) => items.push({
-    id: `free${i}`, start: low * 1000, end: high * 1000, type: "background", className: "free",
-    content: "",
+  /* a booking's free span: from its first start to the end of its last */
+  view.starts.forEach(([low, high], i) => items.push({
+    id: `free${i}`, start: low * 1000, end: (high + view.booking.seconds) * 1000,
+    type: "background", className: "free", content: "",
   }));
   /* Only what changed goes to vis-timeline: each item it is handed is laid
    * out again, and a scroll keeps most of them. */
@@ -306,9 +307,8 @@ async function findFree(refusal) {
       TimeSpec: `${Math.max(start, now)},${Math.max(end, now + 60)}`,
       ResourceList: `nodes=${shape.nodes}`});
     view.booking = shape;
-    view.free = answer.ranges.map(r => [r.STime, r.EndSTime + shape.seconds]);
     view.starts = answer.ranges.map(r => [r.STime, r.EndSTime]);
-    $("booking-hint").textContent = view.free.length
+    $("booking-hint").textContent = view.starts.length
       ? `Click in a shaded span to book ${shape.nodes} node(s) for ${length(shape.seconds)} from there.`
       : "No start in this window: scroll on or ask for less.";
     say(refusal || "");
@@ -319,7 +319,7 @@ async function findFree(refusal) {
 /* The start for a click at ``seconds``: there, or the latest start of the
  * range the click falls in when the booking would run past its end. */
 function startAt(seconds) {
-  for (const [low, high] of view.starts || []) {
+  for (const [low, high] of view.starts) {
     const start = Math.min(Math.max(low, Math.round(seconds / 60) * 60), high);
     if (seconds >= low && seconds <= high + view.booking.seconds) return start;
   }
@@ -342,7 +342,6 @@ async function book() {
     const answer = await api("POST", "/ggf/setres", {
       UserID: view.user, TimeNeeded: `${shape.seconds}s`, StartTime: String(start),
       ResourceList: `nodes=${shape.nodes}`});
-    view.free = [];
     view.starts = [];
     $("booking-hint").textContent = "";
     say(`Booked: AR ${answer.reservation.id} from ${when(start)}. Its ResKey, shown this once: `
@@ -478,7 +477,7 @@ async function start() {
     document.body.dataset.ready = "yes";
     view.widening = setTimeout(widen, WIDEN_AFTER_MS);
   } catch (error) { say(error.message); }
-  view.polling = setInterval(() => refresh(false).catch(error => say(error.message)), POLL_MS);
+  setInterval(() => refresh(false).catch(error => say(error.message)), POLL_MS);
 }
 
 document.addEventListener("DOMContentLoaded", start);
