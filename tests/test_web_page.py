@@ -271,6 +271,36 @@ def test_names_are_drawn_as_text_never_as_html(site, browser):
     assert shown == [True, "#999 <b id=forged>x</b>"]
 
 
+DAY = 86400
+
+
+@pytest.mark.parametrize("method, path, params, status, text", [
+    ("GET", "/calendar", {"start": 2 * DAY, "end": DAY}, 400,
+     "the window must end after it starts and span at most 400 days"),
+    ("GET", "/calendar", {"start": DAY, "end": 402 * DAY}, 400, "span at most 400 days"),
+    ("GET", "/calendar", {"start": -1, "end": DAY}, 422, "start"),
+    ("GET", "/calendar", {"start": 0, "end": DAY, "since": 2 ** 63}, 422, "since"),
+    ("GET", "/usage", {"start": 2 * DAY, "end": DAY}, 400,
+     "the period's end must be later than its start"),
+    ("GET", "/usage", {"start": 0, "end": DAY, "owner": "x" * 300}, 422, "owner"),
+    ("POST", "/web/session", {"code": "short"}, 422, "code"),
+    ("POST", "/web/session", {"code": "x" * 5000}, 422, "code"),
+    ("POST", "/web/session", {"code": "x" * 40}, 401, "the sign-in link is not valid"),
+    ("GET", "/web/vendor/plus.yaml", None, 404, "no page file plus.yaml"),
+])
+def test_the_pages_endpoints_refuse_bad_input_by_name(site, method, path, params, status, text):
+    daemon, url = site
+    before = daemon.status()
+    headers = auth(token(daemon, "plusu1"))
+    if method == "GET":
+        refused = httpx.get(url + path, params=params, headers=headers)
+    else:
+        refused = httpx.post(url + path, json=params)
+    assert refused.status_code == status, refused.text
+    assert text in refused.text and "not installed" not in refused.text, refused.text
+    assert daemon.status() == before
+
+
 def test_the_sign_in_link_works_once_and_is_no_token(site):
     daemon, url = site
     code = re.search(r"#code=(\S+)", daemon.ok("plusu2", "plus_web")).group(1)

@@ -70,7 +70,9 @@ def install(app: FastAPI, ask: Ask) -> None:
     @app.get("/web/vendor/{name}", include_in_schema=False)
     def vendor_file(name: str) -> FileResponse:
         path = VENDOR_DIR / name
-        if name not in VENDOR_FILES or not path.is_file():
+        if name not in VENDOR_FILES:
+            return _missing(name)
+        if not path.is_file():
             return _missing(name, vendor=True)
         kind = "text/javascript" if name.endswith(".js") else "text/css"
         return FileResponse(path, media_type=kind, headers=HEADERS)
