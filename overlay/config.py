@@ -18,6 +18,7 @@ from overlay.http.settings import HttpSettings
 from overlay.http.settings import load as load_http
 from overlay.ordering import OrderError, node_order
 from overlay.request import valid_name
+from overlay.users import login_uid_min
 
 class ConfigError(Exception):
     """The configuration cannot be used; the text names the key."""
@@ -32,6 +33,8 @@ class Config:
     store: str = ""
     managers: list[str] = field(default_factory=lambda: ["root"])
     arusers: list[str] = field(default_factory=lambda: ["*"])
+    act_for: list[str] = field(default_factory=lambda: ["*"])
+    min_uid: int = field(default_factory=login_uid_min)
     max_advance_reservations: int = 0
     duration_offset: int = 60
     reconcile_interval: int = 30
@@ -106,6 +109,8 @@ _VALIDATORS = {
     "store": _text,
     "managers": _name_list,
     "arusers": lambda k, v: _name_list(k, v, groups=True, star=True),
+    "act_for": lambda k, v: _name_list(k, v, groups=True, star=True),
+    "min_uid": _positive,
     "max_advance_reservations": _non_negative,
     "duration_offset": _non_negative,
     "reconcile_interval": _positive,

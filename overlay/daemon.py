@@ -26,7 +26,7 @@ from overlay.backend import Backend
 from overlay.config import Config, ConfigError
 from overlay.http.companion import Companion
 from overlay.lifecycle import Lifecycle
-from overlay.manager import Caller, Manager
+from overlay.manager import Caller, Manager, owner_of
 from overlay.model import (FINISHED_STATES, InvalidRequest, LimitExceeded, NoCapacity,
                            PermissionDenied, Reservation, ReservationError, State,
                            UnknownReservation)
@@ -36,7 +36,7 @@ from overlay.store import Conflict, Store, StoreUnavailable, refuse_truncated, s
 from overlay.storelease import LeaseLost, StoreLease
 from overlay.timespec import TimeSpecError
 from overlay.tokens import LOGIN, LOGIN_LIFESPAN, TokenRefused, Tokens
-from overlay.users import account
+from overlay.users import account, listed, system_account
 
 log = logging.getLogger("plus.daemon")
 WEB_SESSION = 8 * 3600
@@ -141,7 +141,8 @@ class Service:
     def caller_for(self, uid: int, gid: int, message: dict) -> Caller:
         """Who is asking: the peer (a command on this host), or the user a
         bearer token proves (a request the HTTP companion forwards), or the
-        UserID a trusted metascheduler's token acts for (seed 003)."""
+        UserID a manager or a trusted metascheduler's token acts for (seed
+        003), as far as the site allows (``_acted_for``)."""
         token, acting_for = message.get("token"), message.get("as")
         if token is None:
             peer = self.caller(uid, gid)
@@ -150,7 +151,7 @@ class Service:
             if not peer.is_manager:
                 raise PermissionDenied(f"{peer.user} may not act for another UserID: only a "
                                        "manager (or a trusted principal's token) may")
-            return self._named(acting_for if isinstance(acting_for, str) else "")
+            return self._acted_for(peer.user, acting_for)
         if self.tokens is None or not isinstance(token, str):
             raise TokenRefused("the token is not valid")
         if message.get("op") in _PEER_ONLY:
@@ -158,11 +159,28 @@ class Service:
                                    "never from a token: run plus_token on the daemon's host")
         user = self.tokens.user(token)
         if acting_for is not None and acting_for != user:
-            if not isinstance(acting_for, str) or user not in self.manager.config.http.trusted_principals:
+            if user not in self.manager.config.http.trusted_principals:
                 raise PermissionDenied(f"{user} may not act for another user: only the principals "
                                        "of http.trusted_principals may")
-            user = acting_for
+            return self._acted_for(user, acting_for)
         return self._named(user)
+
+    def _acted_for(self, principal: str, target: Any) -> Caller:
+        """The user a principal acts for, if the site allows it: never root,
+        a system account (below min_uid) or a manager, and only someone
+        act_for names."""
+        caller = self._named(target if isinstance(target, str) else "")
+        config = self.manager.config
+        if system_account(caller.uid, config.min_uid):
+            raise PermissionDenied(f"{principal} may not act for {caller.user}: uid {caller.uid} is "
+                                   f"root or a system account (below min_uid {config.min_uid})")
+        if caller.is_manager:
+            raise PermissionDenied(f"{principal} may not act for {caller.user}: a manager acts "
+                                   "only as itself")
+        if not listed(config.act_for, caller.user, caller.groups):
+            raise PermissionDenied(f"{principal} may not act for {caller.user}: act_for in "
+                                   f"plus.yaml does not name the user or a group of theirs")
+        return caller
 
     def _named(self, user: str) -> Caller:
         """The caller a token or a manager names."""
@@ -345,10 +363,12 @@ class Service:
         return self._claimed(ar, claim)
 
     def _claimed(self, ar: Reservation, claim: reskey.Claim) -> dict:
-        """Run a claim's operation as the AR's owner."""
-        owner = self._named(ar.owner)
+        """Run a claim's operation as the AR's owner, with an owner's rights
+        only (a manager's AR gives its key holder no manager's rights)."""
+        owner = owner_of(ar)
         payload = wire.Arguments(f"claim {claim.operation}", claim.payload, self.manager.now())
         if claim.operation == "submit":
+            self._may_run_jobs(owner)
             if ar.state == State.PENDING:
                 raise InvalidRequest(f"AR {ar.id} is pending: it takes jobs once committed")
             if ar.state in FINISHED_STATES:
@@ -362,6 +382,17 @@ class Service:
             changed = [self._modify(owner, ar.id, payload)]
         self.on_change(changed)
         return reservation_view(changed[0], self.manager)
+
+    def _may_run_jobs(self, owner: Caller) -> None:
+        """Refuse a job for root, a system account or an unknown user: no
+        client ever starts one as such, on any backend."""
+        if owner.uid < 0:
+            raise PermissionDenied(f"user {owner.user} is not known on this host: no job runs "
+                                   "as them")
+        if system_account(owner.uid, self.manager.config.min_uid):
+            raise PermissionDenied(f"{owner.user} (uid {owner.uid}) is root or a system account "
+                                   f"(below min_uid {self.manager.config.min_uid}): no job runs as "
+                                   "one for a client")
 
     def op_modify(self, caller: Caller, args: wire.Arguments) -> dict:
         ar = self._modify(caller, wire.ar_id(args, required=True), args)

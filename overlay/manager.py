@@ -37,7 +37,7 @@ from overlay.matching import node_satisfies, wildcard_match
 from overlay.nesting import Inside, accessible, enforced, merged
 from overlay.request import RequestError, access_list, parse_mail_list, parse_mail_options, window_end
 from overlay.store import Store
-from overlay.users import account as users_account, groups_of
+from overlay.users import account as users_account, groups_of, listed
 
 log = logging.getLogger("plus.manager")
 
@@ -234,14 +234,7 @@ class Manager:
                                    f"run plus_commit -r {ar.id} or plus_abort -r {ar.id} first")
 
     def _may_create(self, caller: Caller) -> bool:
-        if caller.is_manager:
-            return True
-        for entry in self.config.arusers:
-            if entry == "*" or entry == caller.user:
-                return True
-            if entry.startswith("@") and entry[1:] in caller.groups:
-                return True
-        return False
+        return caller.is_manager or listed(self.config.arusers, caller.user, caller.groups)
 
     def _context(self, ignoring: int | None = None) -> PolicyContext:
         """What the policies of one request see (``ignoring`` the AR a modify changes)."""

@@ -13,6 +13,11 @@ from typing import Iterable
 
 GROUPS_TTL = 60       # seconds a looked-up account and its groups are trusted
 GROUPS_KEPT = 4096    # accounts kept between requests
+LOGIN_DEFS = "/etc/login.defs"
+DEFAULT_UID_MIN = 1000
+"""useradd's own default, where login.defs sets no UID_MIN."""
+OVERFLOW_UID = 65534
+"""nobody: the kernel's overflow uid, an account every system has and no person uses."""
 
 
 def groups_of(user: str, gid: int) -> tuple[str, ...]:
@@ -59,3 +64,34 @@ def with_members(entries: Iterable[str]) -> list[str]:
             except KeyError:
                 pass    # a group this host does not know: the entry only
     return expanded
+
+
+def login_uid_min(path: str = LOGIN_DEFS) -> int:
+    """The lowest uid of a person's account: login.defs' UID_MIN, as
+    useradd reads it (DEFAULT_UID_MIN where the file or the key is missing)."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            for line in handle:
+                words = line.split()
+                if len(words) >= 2 and words[0] == "UID_MIN" and words[1].isdigit():
+                    return int(words[1])
+    except OSError:
+        pass
+    return DEFAULT_UID_MIN
+
+
+def system_account(uid: int, min_uid: int) -> bool:
+    """Whether ``uid`` is root or an account of the system (below
+    ``min_uid``, or nobody): nothing is ever done as one for a client."""
+    return uid == 0 or uid < min_uid or uid == OVERFLOW_UID
+
+
+def listed(entries: Iterable[str], user: str, groups: Iterable[str]) -> bool:
+    """Whether a list of user names, @groups and "*" (arusers, act_for)
+    names ``user``, a member of ``groups``."""
+    for entry in entries:
+        if entry == "*" or entry == user:
+            return True
+        if entry.startswith("@") and entry[1:] in groups:
+            return True
+    return False

@@ -234,6 +234,15 @@ def test_a_shepherd_that_died_is_reported_lost(executor, work, spool):
 def test_jobs_that_cannot_run(executor, work):
     with pytest.raises(ExecutionError, match=r"plus shepherd: job 81: unknown user 'nosuchuser'"):
         executor.start(JobSpec(id="81", name="job", owner="nosuchuser", command=["true"]))
+    for owner, uid in (("root", 0), ("daemon", 1), ("nobody", 65534)):
+        with pytest.raises(ExecutionError, match=rf"plus shepherd: job 80: {owner} \(uid {uid}\) "
+                                                 r"is root or a system account \(below min_uid "
+                                                 r"1000\): no job runs as one"):
+            executor.start(JobSpec(id="80", name="job", owner=owner, command=["id"]))
+    with pytest.raises(ExecutionError, match=r"plusu1 \(uid \d+\) is root or a system account "
+                                             r"\(below min_uid 99999\)"):
+        executor.start(JobSpec(id="80", name="job", owner="plusu1", command=["id"],
+                               min_uid=99999))
     executor.start(_job(work, "82", "true"))
     with pytest.raises(ExecutionError, match=r"plus shepherd: job 82 already exists in /"):
         executor.start(_job(work, "82", "true"))

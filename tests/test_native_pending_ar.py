@@ -13,7 +13,7 @@ from overlay_native.service import operations
 from overlay_native.submit import SubmitError
 from test_native_scheduler import SMALL, T, World
 
-CALLER = SimpleNamespace(user="alice", groups=["staff"], is_manager=False)
+CALLER = SimpleNamespace(uid=5000, user="alice", groups=["staff"], is_manager=False)
 JOB = {"command": ["sleep", "10"], "binary": True, "ar": 5}
 
 

@@ -112,7 +112,7 @@ class NativeBackend(Backend):
                 values.get("spool_dir", DEFAULT_SPOOL), values.get("python", "python3")),
                 acct.AccountingWriter(accounting),
                 os.path.join(config.state_path, "schedule"), config.duration_offset,
-                reporting_file=config.accounting_path)
+                reporting_file=config.accounting_path, min_uid=config.min_uid)
         except Exception:
             store.close()
             raise

@@ -16,7 +16,7 @@ from typing import Any, Callable, Mapping
 from overlay.limits import MAX_ITEMS, MAX_WORDS, shown
 from overlay.model import Reservation, ReservationError, State
 from overlay.request import RequestError, format_pe_range
-from overlay.users import groups_of
+from overlay.users import groups_of, system_account
 from overlay_native.jobs import PENDING_STATES, Job, JobState, Submission
 from overlay_native.scheduling.scheduler import Scheduler, Submitter
 from overlay_native.submit import SubmitError
@@ -155,6 +155,13 @@ def _refuse_pending(ar_status: Callable[[int], list[Reservation]], ar_id: int) -
                           "commits it")
 
 
+def _refuse_system_account(user: str, uid: int, min_uid: int) -> None:
+    """No job runs as root or a system account, whoever submits it."""
+    if system_account(uid, min_uid):
+        raise SubmitError(f"job rejected: {user} (uid {uid}) is root or a system account (below "
+                          f"min_uid {min_uid}): jobs never run as one; submit as a user")
+
+
 def submit_claimed(scheduler: Scheduler, reservation: Reservation, job: Mapping[str, Any]) -> dict:
     """A ResKey claim's job (plus_qsub's fields), submitted into the AR as
     its owner."""
@@ -167,6 +174,7 @@ def submit_claimed(scheduler: Scheduler, reservation: Reservation, job: Mapping[
     except KeyError:
         raise ReservationError(f"the AR's owner {reservation.owner} is no longer known on this "
                                "host") from None
+    _refuse_system_account(reservation.owner, entry.pw_uid, scheduler.min_uid)
     owner = Submitter(reservation.owner, groups_of(reservation.owner, entry.pw_gid), False)
     reply = scheduler.submit(owner, submission)
     if "verified" in reply:
@@ -182,6 +190,7 @@ def operations(scheduler: Scheduler,
         return Submitter(caller.user, tuple(caller.groups), caller.is_manager)
 
     def submit(caller, args: dict) -> dict:
+        _refuse_system_account(caller.user, caller.uid, scheduler.min_uid)
         submission = submission_from(args)
         if submission.ar is not None:
             _refuse_pending(ar_status, submission.ar)

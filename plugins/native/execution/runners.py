@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass, field
 from importlib import resources
 
 from overlay.remote import USER_PATTERN, Runner
+from overlay.users import DEFAULT_UID_MIN
 from overlay_native.execution.shepherd import JOB_ID, RLIMITS
 
 _SHEPHERD = resources.files(__package__).joinpath("shepherd.py").read_text(encoding="utf-8")
@@ -92,6 +93,7 @@ class JobSpec:
     slots: int = 1
     queue: str = "all.q"
     pe_hosts: Sequence[tuple[str, int]] = ()    # (host, slots): PE_HOSTFILE
+    min_uid: int = DEFAULT_UID_MIN    # the shepherd runs no job as root or an account below it
 
     def __post_init__(self) -> None:
         if not JOB_ID.match(self.id):

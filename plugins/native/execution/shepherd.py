@@ -59,6 +59,10 @@ class Refused(Exception):
     """A job that cannot be started here; the message is for the caller."""
 
 
+NOBODY = 65534
+"""The overflow uid: an account of the system whatever min_uid says."""
+
+
 def main(argv: List[str]) -> None:
     if len(argv) == 2 and argv[0] == "start":
         try:
@@ -82,9 +86,13 @@ def start(spool: str, spec: dict) -> None:
     if not JOB_ID.match(job_id):
         raise Refused("invalid job id %r" % job_id)
     try:
-        pwd.getpwnam(owner)
+        uid = pwd.getpwnam(owner).pw_uid
     except KeyError:
         raise Refused("job %s: unknown user %r on %s" % (job_id, owner, socket.gethostname())) from None
+    least = spec.get("min_uid")
+    if uid in (0, NOBODY) or not isinstance(least, int) or uid < least:    # users.system_account
+        raise Refused("job %s: %s (uid %d) is root or a system account (below min_uid %s): no "
+                      "job runs as one" % (job_id, owner, uid, least))
     os.umask(0o022)
     jobs = os.path.join(spool, "jobs")
     for path in (spool, jobs):    # what is here is run as root, and is the owners' alone

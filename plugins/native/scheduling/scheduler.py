@@ -30,6 +30,7 @@ from overlay.accounting import ReportingWriter
 from overlay.ordering import order_jobs
 from overlay.matching import wildcard_match
 from overlay.request import format_pe_range
+from overlay.users import DEFAULT_UID_MIN
 from overlay_native import acct
 from overlay_native.execution.hosts import ExecutionHosts, Poll
 from overlay_native.execution.runners import ExecutionError, Finished, JobSpec
@@ -73,8 +74,9 @@ class Scheduler:
     def __init__(self, cluster: Cluster, store: JobStore, hosts: ExecutionHosts,
                  accounting: acct.AccountingWriter, schedule_file: str, duration_offset: int,
                  clock: Callable[[], float] = time.time,
-                 reporting_file: str | None = None) -> None:
+                 reporting_file: str | None = None, min_uid: int = DEFAULT_UID_MIN) -> None:
         self.cluster, self.store, self.hosts = cluster, store, hosts
+        self.min_uid = min_uid              # no job runs as an account below it, nor as root
         self.accounting, self.schedule_file = accounting, schedule_file
         self.reporting = ReportingWriter(reporting_file) if reporting_file else None
         self.offset, self.clock = duration_offset, clock
@@ -552,7 +554,7 @@ class Scheduler:
             stdout=spec.stdout, stderr=spec.stderr, merge=spec.merge, h_rt=h_rt,
             s_rt=limits.pop("s_rt", None), notify=queue.notify, slots=placement.slots,
             queue=queue.name, pe_hosts=list(per_host.items()) if placement.pe else [],
-            limits=limits)
+            limits=limits, min_uid=self.min_uid)
 
     @staticmethod
     def _limits(job: Job, queue: ClusterQueue, config: ClusterConfig,
