@@ -14,7 +14,7 @@ import httpx
 import jwt
 import pytest
 from daemon_harness import Daemon
-from http_harness import HOUR, auth, start_api, token, window
+from http_harness import HOUR, auth, free_port, start_api, token, window
 
 @pytest.fixture(scope="module")
 def api():
@@ -220,6 +220,31 @@ def test_the_api_goes_with_a_daemon_killed_and_comes_back_with_the_next():
                 pass
             assert time.monotonic() < deadline, daemon.log.read_text()[-2000:]
             time.sleep(0.2)
+    finally:
+        daemon.cleanup()
+
+
+def _companions(daemon: Daemon) -> list[str]:
+    return subprocess.run(["pgrep", "-f", f"overlay.http.server --socket {daemon.socket}"],
+                          capture_output=True, text=True).stdout.split()
+
+
+@pytest.mark.parametrize("attempt", range(3))
+def test_a_daemon_killed_while_its_companion_starts_leaves_no_orphan(attempt):
+    """Killed as soon as the companion exists (before it has imported
+    anything), the daemon takes it along: it held the port for good."""
+    daemon = Daemon(f"http: {{address: '127.0.0.1:{free_port()}'}}\n")
+    try:
+        daemon.start(wait=False)
+        deadline = time.monotonic() + 30
+        while not _companions(daemon):
+            assert time.monotonic() < deadline and daemon.process.poll() is None, \
+                daemon.log.read_text()[-2000:]
+        daemon.kill9()
+        deadline = time.monotonic() + 10
+        while _companions(daemon) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _companions(daemon) == [], "the companion outlived its daemon"
     finally:
         daemon.cleanup()
 

@@ -38,7 +38,7 @@ class Companion:
                 "--host", chosen.host, "--port", str(chosen.port)]
         if chosen.tls:
             argv += ["--cert", chosen.tls_cert, "--key", chosen.tls_key]
-        return argv
+        return argv + ["--parent", str(os.getpid())]
 
     def start(self) -> None:
         if not self.settings.enabled:

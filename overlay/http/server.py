@@ -6,35 +6,42 @@ may be readable by the daemon's user only)."""
 from __future__ import annotations
 
 import argparse
+import ctypes
 import logging
 import os
+import signal
 import sys
-import threading
-import time
 
-import uvicorn
-
-from overlay.http.app import make_app
+_PR_SET_PDEATHSIG = 1
 
 
-def _leave_with(parent: int) -> None:
-    """End this process when plus_scheduler is gone (killed, even with
-    SIGKILL): an orphan would keep the port from the next daemon's API."""
-    while os.getppid() == parent:
-        time.sleep(1)
-    os._exit(0)
+def _die_with(parent: int) -> None:
+    """SIGKILL this process when plus_scheduler is gone, whenever that
+    happens (even during this process's start, even by SIGKILL): an orphan
+    would hold the port from every later daemon's API. The kernel sends it
+    once the parent dies; a parent already gone is seen by getppid, which
+    is asked after the request, so no moment is left uncovered."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+        sys.exit(f"plus_scheduler (http): prctl: {os.strerror(ctypes.get_errno())}")
+    if os.getppid() != parent:
+        sys.exit(0)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="plus_scheduler (http)")
+    parser.add_argument("--parent", type=int, required=True)
     parser.add_argument("--socket", required=True)
     parser.add_argument("--host", required=True)
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--cert", default="")
     parser.add_argument("--key", default="")
     args = parser.parse_args(argv)
+    _die_with(args.parent)
+    import uvicorn      # after _die_with: its import is the slow part of the start
+
+    from overlay.http.app import make_app
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s plus.http %(levelname)s %(message)s")
-    threading.Thread(target=_leave_with, args=(os.getppid(),), daemon=True).start()
     uvicorn.run(make_app(args.socket), host=args.host, port=args.port, log_level="warning",
                 access_log=False, ssl_certfile=args.cert or None, ssl_keyfile=args.key or None,
                 h11_max_incomplete_event_size=64 * 1024, timeout_keep_alive=5,
