@@ -49,6 +49,9 @@ class Config:
     max_connections_per_user: int = 32
     request_timeout: int = 10
     plugins: list[str] = field(default_factory=list)
+    log: str = "stderr"
+    log_size: int = 10 << 20
+    log_keep: int = 5
     http: HttpSettings = field(default_factory=HttpSettings)
     sections: dict[str, dict] = field(default_factory=dict)
 
@@ -72,6 +75,11 @@ class Config:
     @property
     def accounting_path(self) -> str:
         return os.path.join(self.state_path, self.accounting_file)
+
+    @property
+    def log_path(self) -> str:
+        """The log file's path, when ``log`` names one (from state_dir)."""
+        return os.path.join(self.state_path, self.log)
 
     def backend_options(self) -> dict:
         """The section named after the backend (e.g. ``native:``), or {}."""
@@ -125,6 +133,9 @@ _VALIDATORS = {
     "max_connections_per_user": _positive,
     "request_timeout": _positive,
     "plugins": _name_list,
+    "log": _text,
+    "log_size": settings.whole(4096, unit="bytes"),
+    "log_keep": _non_negative,
 }
 
 

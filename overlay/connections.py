@@ -27,13 +27,13 @@ from collections import Counter
 from typing import Callable, NamedTuple
 
 from overlay import protocol
+from overlay.ratelog import RateLimitedLog
 
 log = logging.getLogger("plus.connections")
 
 _PEERCRED = struct.Struct("3i")
 FDS_KEPT = 256
 """Descriptors left for the store, the backend, job output and logs."""
-_WARN_EVERY = 60.0
 
 
 class Peer(NamedTuple):
@@ -68,27 +68,6 @@ def raise_fd_limit() -> int:
         except (ValueError, OSError) as exc:
             log.warning("could not raise the open file limit from %d: %s", soft, exc)
     return soft
-
-
-class RateLimitedLog:
-    """One warning per key per interval, saying how many were held back."""
-
-    def __init__(self, interval: float = _WARN_EVERY) -> None:
-        self.interval = interval
-        self._last: dict[object, float] = {}
-        self._held: Counter = Counter()
-        self._lock = threading.Lock()
-
-    def warning(self, key: object, message: str, *args: object) -> None:
-        now = time.monotonic()
-        with self._lock:
-            if now - self._last.get(key, -self.interval) < self.interval:
-                self._held[key] += 1
-                return
-            held = self._held.pop(key, 0)
-            self._last[key] = now
-        suffix = f" ({held} more since the last such message)" if held else ""
-        log.warning(message + suffix, *args)
 
 
 class Workers:
@@ -149,7 +128,7 @@ class BoundedServer(socketserver.UnixStreamServer):
         self.exempt = exempt
         self.open_by_uid: Counter = Counter()
         self.open_total = 0
-        self.warnings = RateLimitedLog()
+        self.warnings = RateLimitedLog(log)
         self._peers: dict[socket.socket, Peer] = {}
         self._count_lock = threading.Lock()
         self._workers = Workers(self._serve)

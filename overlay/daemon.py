@@ -20,13 +20,14 @@ import threading
 from typing import Any, Callable
 
 from overlay import config as config_module
-from overlay import connections, limits, plugins, protocol, reskey, statefile, wire
+from overlay import connections, limits, logsetup, plugins, protocol, reskey, statefile, wire
 from overlay.accounting import ARUsage, JobUse, ReportingWriter, collect, used
 from overlay.backend import Backend
 from overlay.config import Config, ConfigError
 from overlay.http.companion import Companion
 from overlay.lifecycle import Lifecycle
 from overlay.manager import Caller, Manager, owner_of
+from overlay.ratelog import RateLimitedLog
 from overlay.model import (FINISHED_STATES, InvalidRequest, LimitExceeded, NoCapacity,
                            PermissionDenied, Reservation, ReservationError, State,
                            UnknownReservation)
@@ -44,6 +45,9 @@ WEB_SESSION = 8 * 3600
 
 _REPLY_TIMEOUT = 30.0
 """Seconds a client may take to read its reply."""
+CLIENT_LINES = 10
+"""Log lines a user's requests may cause per kind and minute (ratelog)."""
+_FAILURES = RateLimitedLog(log, burst=CLIENT_LINES)
 
 
 def summary_rows(ars: list[Reservation], with_nodes: bool, messages: bool) -> list[list]:
@@ -121,6 +125,7 @@ class Service:
         self.tokens = tokens
         self.reskeys = reskeys
         self.daemon_uid = os.getuid()
+        self.client_log = RateLimitedLog(log, burst=CLIENT_LINES)
         self.plugin_operations: dict[str, Callable[[Caller, dict], Any]] = {}
         for offered in manager.pm.hook.plus_client_operations(manager=manager):
             for name, operation in (offered or {}).items():
@@ -198,7 +203,8 @@ class Service:
         if self.tokens is None:
             raise ReservationError("this plus_scheduler issues no tokens")
         token, expires = self.tokens.issue(caller.user, lifespan)
-        log.info("token issued to %s, expiring at %d", caller.user, expires)
+        self.client_log.info((caller.user, "token"), "token issued to %s, expiring at %d",
+                             caller.user, expires)
         return {"token": token, "user": caller.user, "expires": expires}
 
     def op_web_link(self, caller: Caller, args: wire.Arguments) -> dict:
@@ -210,7 +216,8 @@ class Service:
             raise ReservationError("the calendar page is served by the HTTP API, which is off "
                                    "here (http.address in plus.yaml)")
         code, expires = self.tokens.issue(caller.user, LOGIN_LIFESPAN, use=LOGIN)
-        log.info("sign-in link issued to %s, expiring at %d", caller.user, expires)
+        self.client_log.info((caller.user, "web_link"), "sign-in link issued to %s, expiring "
+                             "at %d", caller.user, expires)
         return {"url": f"{http.base_url}/web/#code={code}", "user": caller.user,
                 "expires": expires}
 
@@ -225,7 +232,8 @@ class Service:
         user = self.tokens.redeem(code)
         lifespan = min(WEB_SESSION, self.manager.config.http.token_lifespan)
         token, expires = self.tokens.issue(user, lifespan)
-        log.info("sign-in link of %s used; session until %d", user, expires)
+        self.client_log.info((user, "web_session"), "sign-in link of %s used; session until %d",
+                             user, expires)
         return {"token": token, "user": user, "expires": expires}
 
     def op_revoke_tokens(self, caller: Caller, args: wire.Arguments) -> dict:
@@ -238,7 +246,8 @@ class Service:
         if self.tokens is None:
             raise ReservationError("this plus_scheduler issues no tokens")
         self.tokens.revoke(user)
-        log.info("tokens of %s revoked by %s", user, caller.user)
+        self.client_log.info((caller.user, "revoke"), "tokens of %s revoked by %s", user,
+                             caller.user)
         return {"revoked": user}
 
     def handle(self, caller: Caller, op: Any, args: Any) -> Any:
@@ -356,10 +365,11 @@ class Service:
                 raise reskey.ClaimRefused(f"the claim on AR {ar.id} was already used (its nonce "
                                           "was seen before): a replay")
         except reskey.ClaimRefused as exc:
-            log.warning("claim refused: %s %s by %s: %s", claim.operation, ar.id, caller.user, exc)
+            self.client_log.warning((caller.user, "claim refused"), "claim refused: %s %s by %s: "
+                                    "%s", claim.operation, ar.id, caller.user, exc)
             raise PermissionDenied(str(exc)) from None
-        log.info("claim accepted: %s AR %d (owner %s) by %s", claim.operation, ar.id, ar.owner,
-                 caller.user)
+        self.client_log.info((caller.user, "claim accepted"), "claim accepted: %s AR %d (owner "
+                             "%s) by %s", claim.operation, ar.id, ar.owner, caller.user)
         return self._claimed(ar, claim)
 
     def _claimed(self, ar: Reservation, claim: reskey.Claim) -> dict:
@@ -552,16 +562,18 @@ def _reply_to(service: Service, sock: socket.socket, peer: connections.Peer,
     except (RequestError, TimeSpecError) as exc:
         reply = {"ok": False, "error": str(exc), "status": protocol.EXIT_USAGE, "kind": "invalid"}
     except (protocol.TooLarge, protocol.TooSlow) as exc:
-        log.warning("request from uid %d refused: %s (limit %s)", peer.uid, exc,
-                    f"{bounds.message_bytes} bytes" if isinstance(exc, protocol.TooLarge)
-                    else f"request_timeout {bounds.request_timeout:g} s")
+        _FAILURES.warning((peer.uid, type(exc)), "request from uid %d refused: %s (limit %s)",
+                          peer.uid, exc, f"{bounds.message_bytes} bytes"
+                          if isinstance(exc, protocol.TooLarge)
+                          else f"request_timeout {bounds.request_timeout:g} s")
         reply = {"ok": False, "error": f"bad request: {exc}", "status": protocol.EXIT_USAGE,
                  "kind": "invalid"}
     except (wire.BadArguments, protocol.ProtocolError) as exc:
         reply = {"ok": False, "error": f"bad request: {exc}", "status": protocol.EXIT_USAGE,
                  "kind": "invalid"}
     except Exception as exc:
-        log.exception("request from uid %d failed", peer.uid)
+        _FAILURES.log(logging.ERROR, (peer.uid, "failed"), "request from uid %d failed",
+                      peer.uid, exc_info=True)
         reply = {"ok": False, "error": f"internal error in plus_scheduler ({type(exc).__name__}); "
                  "its log has the details", "status": protocol.EXIT_REFUSED, "kind": "internal"}
     sock.settimeout(_REPLY_TIMEOUT)  # a client that never reads its reply frees the thread
@@ -748,12 +760,14 @@ def _overrides(args: argparse.Namespace) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    logging.basicConfig(level=getattr(logging, args.log_level.upper(), logging.INFO),
-                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    level = getattr(logging, args.log_level.upper(), logging.INFO)
+    logging.basicConfig(level=level, format=logsetup.FORMAT)
     logging.getLogger("apscheduler").setLevel(logging.WARNING)
     path = args.c or protocol.conf_path()
     try:
         config = config_module.load(path, _overrides(args))
+        logsetup.configure(config.log, config.log_path, config.log_size, config.log_keep,
+                           level)
         daemon = Daemon(config)
     except (ConfigError, RequestError, plugins.PluginError, ValueError) as exc:
         print(f"plus_scheduler: {exc}", file=sys.stderr)

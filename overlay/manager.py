@@ -36,6 +36,7 @@ from overlay.policy import PolicyContext, context_for, used_part
 from overlay.matching import node_satisfies, wildcard_match
 from overlay.nesting import Inside, accessible, enforced, merged
 from overlay.request import RequestError, access_list, parse_mail_list, parse_mail_options, window_end
+from overlay.ratelog import RateLimitedLog
 from overlay.store import Store
 from overlay.users import account as users_account, groups_of, listed
 
@@ -51,6 +52,9 @@ _KINDS_KEPT = 64
 """Kinds of request whose eligible nodes are kept between refreshes of the nodes."""
 _NAME_PATTERNS = 16
 """AR name patterns one status request may hold (qrstat -ar)."""
+EVENT_LINES = 60
+"""Log lines of AR events per owner and minute: a loop of reserve and cancel
+must not flood the log (the reporting file records every event)."""
 
 
 @dataclass(frozen=True)
@@ -114,6 +118,7 @@ class Manager:
         self.lock = threading.RLock()
         self.planner = MultiPlanner()
         self.activity = Activity()
+        self.events_log = RateLimitedLog(log, burst=EVENT_LINES)
         self.nodes: dict[str, Node] = {}
         self._reservable_nodes: list[Node] | None = None
         self._eligible_nodes: dict[tuple, list[Node]] = {}
@@ -422,7 +427,8 @@ class Manager:
 
     def _log(self, ar: Reservation, event: str, message: str) -> None:
         """An ar_log record, and the same line in the daemon's log."""
-        log.info("AR %d (%s, state %s): %s: %s", ar.id, ar.owner, ar.state.value, event, message)
+        self.events_log.info(ar.owner, "AR %d (%s, state %s): %s: %s", ar.id, ar.owner,
+                             ar.state.value, event, message)
         self.reporting.ar_log(self.now(), ar, event, message)
 
     # -- reserve ---------------------------------------------------------------
@@ -527,7 +533,8 @@ class Manager:
         if not same or request.start > ar.request.start:
             raise InvalidRequest(f"idempotency key {key} was given before to another request "
                                  f"(AR {ar.id}); give each request a key of its own")
-        log.info("AR %d: request with idempotency key %s repeated", ar.id, key)
+        self.events_log.info(ar.owner, "AR %d: request with idempotency key %s repeated", ar.id,
+                             key)
         return ar
 
     def job_start(self, caller: Caller, request: Request) -> tuple[int | None, str]:

@@ -17,18 +17,27 @@ for file in plus.yaml cluster.yaml complexes.yaml; do
     [[ -e $conf_dir/$file ]] || install -m 0644 "$repo/conf/$file" "$conf_dir/$file"
 done
 
-state_dir=$(sed -n 's/^state_dir:[[:space:]]*\([^[:space:]#]*\).*/\1/p' "$PLUS_CONF")
+setting() { sed -n "s/^$1:[[:space:]]*\([^[:space:]#]*\).*/\1/p" "$PLUS_CONF"; }
+state_dir=$(setting state_dir)
 mkdir -p "${state_dir:=/var/lib/plus}"
+log=$(setting log)
+case ${log:=stderr} in
+    stderr|syslog) ;;
+    /*) ;;
+    *) log=$state_dir/$log ;;
+esac
 if plus_status >/dev/null 2>&1; then
     echo "plus_scheduler is already running"
 else
-    nohup plus_scheduler >>"$state_dir/plus_scheduler.log" 2>&1 </dev/null &
+    # Standard error holds only what is said before the log is open (a bad
+    # setting), unless the log is stderr itself.
+    nohup plus_scheduler >"$state_dir/plus_scheduler.stderr" 2>&1 </dev/null &
     for _ in $(seq 100); do
         plus_status >/dev/null 2>&1 && break
         sleep 0.1
     done
-    plus_status >/dev/null || { tail "$state_dir/plus_scheduler.log" >&2; exit 1; }
-    echo "plus_scheduler started (log: $state_dir/plus_scheduler.log)"
+    plus_status >/dev/null || { tail "$state_dir/plus_scheduler.stderr" >&2; exit 1; }
+    echo "plus_scheduler started (log: $log)"
 fi
 plus_availnodes -s now -e now+1h
 cat <<TXT

@@ -9,16 +9,15 @@ the daemon unreachable 503."""
 
 from __future__ import annotations
 
-import json
 import time
 from typing import Annotated, Any
 
 from fastapi import FastAPI, Header, Path, Query
-from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from overlay import ggf, limits, protocol
-from overlay.http import web
+from overlay.http import errors, web
+from overlay.http.gate import Gate
 from overlay.http.identity import Caller, Who
 from overlay.http.refusal import STATUS, Refusal
 from overlay.request import MAX_AR_ID, RequestError
@@ -117,69 +116,21 @@ class ClaimIn(BaseModel):
     hmac: Annotated[str, Field(min_length=64, max_length=64)]
 
 
-class BodyLimit:
-    """Refuses a body longer than ``limit`` bytes (413), declared or sent
-    chunked, before any of it is parsed: a request's JSON stays far below,
-    and a client must not make the companion hold more."""
-
-    def __init__(self, app, limit: int) -> None:
-        self.app, self.limit = app, limit
-
-    async def __call__(self, scope, receive, send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        declared = dict(scope["headers"]).get(b"content-length", b"0")
-        if not declared.isdigit() or int(declared) > self.limit:
-            await self._refuse(send)
-            return
-        chunks, size, more = [], 0, True
-        while more:
-            message = await receive()
-            if message["type"] != "http.request":
-                return                                  # the client went away
-            chunks.append(message.get("body", b""))
-            size += len(chunks[-1])
-            if size > self.limit:
-                await self._refuse(send)
-                return
-            more = message.get("more_body", False)
-        body: bytes | None = b"".join(chunks)
-
-        async def replay() -> dict:
-            """The body once; then the client's own messages, so that a
-            response listening for the disconnect (a file) waits for it
-            instead of being handed empty bodies in a busy loop."""
-            nonlocal body
-            if body is None:
-                return await receive()
-            sent, body = body, None
-            return {"type": "http.request", "body": sent, "more_body": False}
-
-        await self.app(scope, replay, send)
-
-    async def _refuse(self, send) -> None:
-        payload = json.dumps({"error": f"the request body is longer than {self.limit} bytes",
-                              "status": protocol.EXIT_USAGE, "kind": "invalid"}).encode()
-        await send({"type": "http.response.start", "status": 413,
-                    "headers": [(b"content-type", b"application/json"),
-                                (b"content-length", str(len(payload)).encode())]})
-        await send({"type": "http.response.body", "body": payload})
-
-
 BODY_LIMIT = 2 ** 20
 REFUSALS = {code: {"model": Problem} for code in (400, 401, 403, 404, 409, 429, 503)}
 
 
-def make_app(socket_path: str) -> FastAPI:
+def served(socket_path: str, timeout: float) -> Gate:
+    """The API as the companion serves it: behind its Gate."""
+    return Gate(make_app(socket_path, timeout), BODY_LIMIT)
+
+
+def make_app(socket_path: str, timeout: float = 5.0) -> FastAPI:
+    """The API, asking the daemon at ``socket_path`` and waiting at most
+    ``timeout`` seconds for each answer (then 503)."""
     app = FastAPI(title="PluS reservations", version="1",
                   description=__doc__, responses=REFUSALS)
-    app.add_middleware(BodyLimit, limit=BODY_LIMIT)
-
-    @app.exception_handler(Refusal)
-    def refused(_request, exc: Refusal) -> JSONResponse:
-        headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
-        return JSONResponse(exc.body, exc.status, headers=headers)
+    errors.install(app)
 
     def ask(who: Caller | None, op: str, args: dict) -> Any:
         """The daemon's answer to ``op`` for the token's user, or (``who``
@@ -189,7 +140,7 @@ def make_app(socket_path: str) -> FastAPI:
             extra["as"] = who.acting_for
         try:
             reply = protocol.call(socket_path, op, {k: v for k, v in args.items() if v is not None},
-                                  timeout=60, **extra)
+                                  timeout=timeout, **extra)
         except protocol.ProtocolError as exc:
             raise Refusal(503, {"error": str(exc), "status": protocol.EXIT_UNREACHABLE,
                                 "kind": "unavailable"}) from None

@@ -20,8 +20,12 @@ import threading
 import time
 
 from overlay.http.settings import HttpSettings
+from overlay.ratelog import RateLimitedLog
 
 log = logging.getLogger("plus.http")
+LINE_BYTES = 4096
+LINES = 30
+"""The companion's lines the daemon logs per minute."""
 
 
 class Companion:
@@ -31,11 +35,16 @@ class Companion:
         self.process: subprocess.Popen | None = None
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
+        self.lines = RateLimitedLog(log, burst=LINES)
 
     def argv(self) -> list[str]:
         chosen = self.settings
         argv = [sys.executable, "-m", "overlay.http.server", "--socket", self.socket_path,
-                "--host", chosen.host, "--port", str(chosen.port)]
+                "--host", chosen.host, "--port", str(chosen.port),
+                "--connections", str(chosen.max_connections),
+                "--per-client", str(chosen.max_connections_per_client),
+                "--request-timeout", str(chosen.request_timeout),
+                "--timeout", str(chosen.timeout)]
         if chosen.tls:
             argv += ["--cert", chosen.tls_cert, "--key", chosen.tls_key]
         return argv + ["--parent", str(os.getpid())]
@@ -53,6 +62,7 @@ class Companion:
             began = time.monotonic()
             try:
                 self.process = subprocess.Popen(self.argv(), stdin=subprocess.DEVNULL,
+                                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                                 **self._identity())
             except OSError as exc:
                 log.error("cannot start the HTTP API (%s): %s", self.settings.address, exc)
@@ -60,6 +70,7 @@ class Companion:
             else:
                 log.info("HTTP API on %s://%s (pid %d)", "https" if self.settings.tls else "http",
                          self.settings.address, self.process.pid)
+                self._relay(self.process.stderr)
                 status = self.process.wait()
             if self._stopping.is_set():
                 return
@@ -67,6 +78,15 @@ class Companion:
             log.warning("the HTTP API process ended (status %s); starting it again in %.0f s",
                         status, pause)
             self._stopping.wait(pause)
+
+    def _relay(self, stream) -> None:
+        """The companion's lines into the daemon's log, each at most
+        LINE_BYTES and rate-limited (the companion limits its own too), so
+        that they rotate with it and no client fills a disk through them."""
+        for raw in iter(lambda: stream.readline(LINE_BYTES), b""):
+            line = raw.decode("utf-8", "backslashreplace").rstrip("\n")
+            self.lines.warning("companion", "%s", line)
+        stream.close()
 
     def _identity(self) -> dict:
         """As http.user when the daemon runs as root."""

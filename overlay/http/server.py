@@ -13,6 +13,8 @@ import signal
 import sys
 
 _PR_SET_PDEATHSIG = 1
+RESPONSE_SLACK = 30
+"""Seconds a client has, beyond the daemon's own time, to take a response."""
 
 
 def _die_with(parent: int) -> None:
@@ -34,18 +36,31 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--socket", required=True)
     parser.add_argument("--host", required=True)
     parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--connections", type=int, required=True)
+    parser.add_argument("--per-client", type=int, required=True)
+    parser.add_argument("--request-timeout", type=float, required=True)
+    parser.add_argument("--timeout", type=float, required=True)
     parser.add_argument("--cert", default="")
     parser.add_argument("--key", default="")
     args = parser.parse_args(argv)
     _die_with(args.parent)
     import uvicorn      # after _die_with: its import is the slow part of the start
 
-    from overlay.http.app import make_app
-    logging.basicConfig(level=logging.WARNING, format="%(asctime)s plus.http %(levelname)s %(message)s")
-    uvicorn.run(make_app(args.socket), host=args.host, port=args.port, log_level="warning",
+    from overlay.connections import raise_fd_limit
+    from overlay.http.admission import Admission, protocol_for
+    from overlay.http.app import served
+    from overlay.ratelog import RateLimitFilter
+    logging.basicConfig(level=logging.WARNING, format="%(name)s %(levelname)s %(message)s")
+    for handler in logging.getLogger().handlers:   # what the daemon's log takes from here
+        handler.addFilter(RateLimitFilter())
+    raise_fd_limit()
+    admission = Admission(args.connections, args.per_client, args.request_timeout,
+                          args.timeout + RESPONSE_SLACK)
+    uvicorn.run(served(args.socket, args.timeout), host=args.host, port=args.port,
+                http=protocol_for(admission), log_level="warning", log_config=None,
                 access_log=False, ssl_certfile=args.cert or None, ssl_keyfile=args.key or None,
                 h11_max_incomplete_event_size=64 * 1024, timeout_keep_alive=5,
-                limit_concurrency=256, server_header=False)
+                limit_concurrency=None, backlog=args.connections, server_header=False)
     return 0
 
 

@@ -21,6 +21,10 @@ class HttpSettings:
     trusted_principals: tuple[str, ...] = ()   # may act for another UserID (seed 003)
     token_lifespan: int = 86400          # the longest plus_token -l accepted, seconds
     user: str = "nobody"                 # the companion's user when the daemon runs as root
+    max_connections: int = 1024          # held at once from all clients
+    max_connections_per_client: int = 32  # held at once from one address
+    request_timeout: int = 10            # seconds a request (head and body) has to arrive whole
+    timeout: int = 5                     # seconds the API waits for the daemon's answer (then 503)
 
     @property
     def enabled(self) -> bool:
@@ -70,6 +74,10 @@ CHECKS = {
     "trusted_principals": _NAMES,
     "token_lifespan": settings.seconds(60),
     "user": settings.text(),
+    "max_connections": settings.whole(1, 65536),
+    "max_connections_per_client": settings.whole(1, 65536),
+    "request_timeout": settings.seconds(1),
+    "timeout": settings.seconds(1),
 }
 
 

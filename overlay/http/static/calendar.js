@@ -38,8 +38,7 @@ async function api(method, path, body) {
   let data = null;
   try { data = await response.json(); } catch (error) { data = null; }
   if (!response.ok) {
-    const text = data && typeof data.error === "string" ? data.error
-      : data && data.detail ? JSON.stringify(data.detail) : response.statusText;
+    const text = data && typeof data.error === "string" ? data.error : response.statusText;
     if (response.status === 401) sessionStorage.removeItem("plus.token");
     throw new ApiError(response.status, text);
   }

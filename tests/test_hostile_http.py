@@ -1,0 +1,241 @@
+"""The HTTP API against clients that mean harm and hold no token (issue 27,
+items 2 and 3): idle and slow connections by the thousand must neither
+stop the API nor slow another user's request past a second, and input
+that used to answer 500 with a traceback in the log (NaN, lone
+surrogates, bodies nested deep) is refused by name, while every line a
+client can cause is rate-limited and the log rotates, so that a flood on a
+small state directory never refuses anyone's AR."""
+
+from __future__ import annotations
+
+import glob
+import os
+import resource
+import shutil
+import socket
+import subprocess
+import threading
+import time
+
+import httpx
+import pytest
+from daemon_harness import Daemon
+from http_harness import answering, auth, free_port, start_api, token
+
+from overlay import reskey
+from overlay.daemon import CLIENT_LINES
+
+REQUEST_TIMEOUT = 2
+
+
+@pytest.fixture(scope="module")
+def api():
+    daemon, url = start_api("http: {address: {address}, request_timeout: %d, "
+                            "max_connections_per_client: 32}\n" % REQUEST_TIMEOUT)
+    yield daemon, url
+    daemon.cleanup()
+
+
+@pytest.fixture(autouse=True)
+def enough_descriptors():
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 8192)), hard))
+
+
+def _connected(url: str, source: str) -> socket.socket:
+    host, port = url.removeprefix("http://").split(":")
+    sock = socket.socket()
+    sock.bind((source, 0))
+    sock.connect((host, int(port)))
+    return sock
+
+
+def _closed_by_server(sock: socket.socket, within: float) -> bool:
+    """Whether the server closes ``sock`` within ``within`` seconds
+    (whatever it sent first)."""
+    sock.settimeout(within)
+    try:
+        while sock.recv(4096):
+            pass
+        return True
+    except ConnectionResetError:
+        return True
+    except TimeoutError:
+        return False
+
+
+def _latencies(url: str, bearer: dict, count: int = 10) -> list[float]:
+    taken = []
+    for _ in range(count):
+        began = time.monotonic()
+        answer = httpx.get(url + "/whoami", headers=bearer, timeout=10)
+        taken.append(time.monotonic() - began)
+        assert answer.status_code == 200, answer.text
+    return taken
+
+
+def test_a_thousand_idle_connections_neither_stop_nor_slow_another_users_request(api):
+    daemon, url = api
+    mine = auth(token(daemon, "plusu1"))
+    idle = [_connected(url, f"127.0.0.{10 + n // 25}") for n in range(1000)]
+    try:
+        assert max(_latencies(url, mine)) < 1.0
+        assert all(_closed_by_server(sock, REQUEST_TIMEOUT + 10) for sock in idle)
+    finally:
+        for sock in idle:
+            sock.close()
+
+
+def test_connections_per_client_address_are_capped_and_told_why(api):
+    daemon, url = api
+    held = [_connected(url, "127.0.0.2") for _ in range(32)]
+    try:
+        over = _connected(url, "127.0.0.2")
+        answer = over.recv(4096).decode()
+        assert answer.startswith("HTTP/1.1 429 Too Many Requests")
+        assert "32 connections from 127.0.0.2 are open, the limit per client" in answer
+        assert "retry-after: 1" in answer
+        over.close()
+        assert max(_latencies(url, auth(token(daemon, "plusu1")), 3)) < 1.0
+    finally:
+        for sock in held:
+            sock.close()
+
+
+def test_a_request_dripping_a_header_line_at_a_time_is_cut_off(api):
+    daemon, url = api
+    slow = [_connected(url, "127.0.0.3") for _ in range(20)]
+    for sock in slow:
+        sock.sendall(b"GET /whoami HTTP/1.1\r\nHost: x\r\n")
+    cut: list[socket.socket] = []
+    deadline = time.monotonic() + REQUEST_TIMEOUT + 10
+    while len(cut) < len(slow) and time.monotonic() < deadline:
+        for sock in slow:
+            if sock in cut:
+                continue
+            try:
+                sock.sendall(b"X-Drip: 1\r\n")    # still talking, never finishing
+            except OSError:
+                cut.append(sock)
+        time.sleep(0.2)
+    assert len(cut) == len(slow), "a dripping request was kept past request_timeout"
+    for sock in slow:
+        sock.close()
+    assert max(_latencies(url, auth(token(daemon, "plusu1")), 3)) < 1.0
+
+
+def test_a_client_that_never_reads_its_answer_is_dropped_and_others_are_served(api):
+    daemon, url = api
+    mine = auth(token(daemon, "plusu1"))
+    greedy = []
+    for _ in range(16):
+        sock = _connected(url, "127.0.0.4")
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.sendall(b"GET /openapi.json HTTP/1.1\r\nHost: x\r\n\r\n" * 64)
+        greedy.append(sock)
+    try:
+        assert max(_latencies(url, mine, 3)) < 1.0
+    finally:
+        for sock in greedy:
+            sock.close()
+
+
+# -- input that answered 500, and the log it wrote -------------------------------------------
+
+BAD_BODIES = [
+    ("/web/session", b'{"code": NaN}', "NaN is not a number JSON allows"),
+    ("/web/session", b'{"code": -Infinity}', "-Infinity is not a number JSON allows"),
+    ("/web/session", b'{"code": "\\ud800' + b"x" * 20 + b'"}', "lone surrogate (\\ud800)"),
+    ("/reservations", b'{"start": 1, "end": 2, "nodes": 1, "name": "\\udc80"}',
+     "lone surrogate (\\udc80)"),
+    ("/ggf/resquery", b'{"\\ud800": 1}', "lone surrogate (\\ud800)"),
+    ("/reservations", b"[" * 100_000, "nested more than 32 deep"),
+    ("/reservations", b'{"a": ' * 40 + b"1" + b"}" * 40, "nested more than 32 deep"),
+    ("/reservations", b'{"nodes": 1,', "the body is not JSON: Expecting"),
+    ("/reservations", b'\xff\xfe{}', "the body is not UTF-8 (byte 0 is not)"),
+]
+
+
+@pytest.mark.parametrize("path, body, why", BAD_BODIES)
+def test_a_body_that_is_not_strict_json_is_refused_by_name(api, path, body, why):
+    daemon, url = api
+    before = daemon.status()
+    answer = httpx.post(url + path, content=body, headers={
+        **auth(token(daemon, "plusu1")), "Content-Type": "application/json"})
+    assert answer.status_code == 400
+    problem = answer.json()
+    assert why in problem["error"] and problem["kind"] == "invalid" and problem["status"] == 2
+    assert daemon.status() == before
+
+
+def test_routing_and_schema_refusals_have_the_apis_form(api):
+    daemon, url = api
+    mine = auth(token(daemon, "plusu1"))
+    missing = httpx.get(url + "/no/such/thing", headers=mine)
+    assert missing.status_code == 404 and missing.json() == {
+        "error": "no such endpoint: GET /no/such/thing (the endpoints are listed at "
+                 "/openapi.json)", "status": 2, "kind": "unknown"}
+    wrong = httpx.delete(url + "/whoami", headers=mine)
+    assert wrong.status_code == 405
+    assert wrong.json()["error"] == "DELETE /whoami: the method is not allowed here; allowed: GET"
+    unfit = httpx.post(url + "/reservations", headers=mine, json={"start": 1, "colour": "red"})
+    assert unfit.status_code == 422
+    assert unfit.json()["error"].startswith("body.end: Field required; body.nodes: Field required;"
+                                            " body.colour: Extra inputs are not permitted")
+
+
+@pytest.fixture()
+def small_state():
+    """A daemon whose state directory (store, log) is a 4 MB tmpfs, its log a
+    file there rotated at 64 KiB with two old files kept."""
+    port = free_port()
+    daemon = Daemon(f"http: {{address: '127.0.0.1:{port}'}}\n"
+                    "log: plus_scheduler.log\nlog_size: 65536\nlog_keep: 2\n")
+    state = daemon.dir / "state"
+    state.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m,mode=0755", "tmpfs", str(state)],
+                   check=True)
+    try:
+        daemon.start()
+        yield daemon, answering(daemon, port)
+    finally:
+        daemon.stop()
+        subprocess.run(["umount", "-l", str(state)], check=False)
+        shutil.rmtree(daemon.dir, ignore_errors=True)
+
+
+def test_a_flood_of_bad_requests_answers_no_500_and_never_fills_the_state_dir(small_state):
+    daemon, url = small_state
+    bearer = auth(token(daemon, "plusu1"))
+    ar = daemon.reserve("plusu1", "-s", "now+2h", "-D", "1h", "-n", "1")
+    forged = {**reskey.make_claim("plus1.%d.%s" % (ar["id"], "0" * 64), "cancel", {})}
+    statuses: list[int] = []
+    lock = threading.Lock()
+
+    def flood() -> None:
+        with httpx.Client(timeout=30) as client:
+            seen = []
+            for n in range(300):
+                path, body, _ = BAD_BODIES[n % len(BAD_BODIES)]
+                seen.append(client.post(url + path, content=body, headers={
+                    **bearer, "Content-Type": "application/json"}).status_code)
+                claim = {**forged, "nonce": f"nonce-{threading.get_ident()}-{n:06d}"}
+                seen.append(client.post(url + "/claims", json=claim, headers=bearer).status_code)
+            with lock:
+                statuses.extend(seen)
+
+    threads = [threading.Thread(target=flood) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert 500 not in statuses and set(statuses) <= {400, 403}
+    logs = glob.glob(str(daemon.dir / "state" / "plus_scheduler.log*"))
+    assert sum(os.path.getsize(path) for path in logs) <= 3 * 65536
+    text = (daemon.dir / "state" / "plus_scheduler.log").read_text()
+    assert "Traceback" not in text
+    refused = text.count("claim refused")
+    assert 1 <= refused <= CLIENT_LINES      # of 1,200 refused claims, within the minute
+    made = daemon.reserve("plusu1", "-s", "now+4h", "-D", "1h", "-n", "1")
+    daemon.ok("plusu1", "plus_cancel", "-r", str(made["id"]))
+    assert shutil.disk_usage(daemon.dir / "state").free > 1 << 20
