@@ -24,7 +24,8 @@ import struct
 import threading
 import time
 from collections import Counter
-from typing import Callable, NamedTuple
+from contextlib import contextmanager
+from typing import Callable, Iterator, NamedTuple
 
 from overlay import protocol
 from overlay.ratelog import RateLimitedLog
@@ -115,6 +116,37 @@ class Workers:
                 self._idle += 1
 
 
+class Busy(Exception):
+    """A user has as many requests in progress as a user may."""
+
+
+class UserTurns:
+    """Requests in progress per user where the socket's peer is not the
+    user: the HTTP companion forwards every HTTP user's requests as one uid,
+    so the daemon counts them by the user the token proves, with the limit
+    a user on the socket has."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.counts: Counter = Counter()
+        self._lock = threading.Lock()
+
+    @contextmanager
+    def turn(self, user: str) -> Iterator[None]:
+        with self._lock:
+            if self.counts[user] >= self.limit:
+                raise Busy(f"plus_scheduler is busy: {user} has {self.limit} requests in "
+                           "progress, the limit per user; try again when they are answered")
+            self.counts[user] += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self.counts[user] -= 1
+                if not self.counts[user]:
+                    del self.counts[user]
+
+
 class BoundedServer(socketserver.UnixStreamServer):
     """A Unix stream server, a thread per connection (Workers), that counts
     connections per peer uid."""
@@ -122,10 +154,12 @@ class BoundedServer(socketserver.UnixStreamServer):
     request_queue_size = 256  # a burst of commands must queue, not fail with EAGAIN
 
     def __init__(self, path: str, handle: Callable[[socket.socket, Peer, float], None],
-                 limits: Limits, exempt: Callable[[int], bool]) -> None:
+                 limits: Limits, exempt: Callable[[int], bool],
+                 forwarder: Callable[[int], bool] = lambda uid: False) -> None:
         self.handle_connection = handle
         self.limits = limits
         self.exempt = exempt
+        self.forwarder = forwarder      # forwards others' requests: counted in the total only
         self.open_by_uid: Counter = Counter()
         self.open_total = 0
         self.warnings = RateLimitedLog(log)
@@ -185,7 +219,7 @@ class BoundedServer(socketserver.UnixStreamServer):
             if self.exempt(peer.uid):
                 self.open_by_uid[peer.uid] += 1
                 return None
-            if self.open_by_uid[peer.uid] >= self.limits.per_user:
+            if self.open_by_uid[peer.uid] >= self.limits.per_user and not self.forwarder(peer.uid):
                 self.warnings.warning(("user", peer.uid), "refused a connection from uid %d: "
                                       "%d open, the limit per user (max_connections_per_user)",
                                       peer.uid, self.limits.per_user)

@@ -126,6 +126,7 @@ class Service:
         self.reskeys = reskeys
         self.daemon_uid = os.getuid()
         self.client_log = RateLimitedLog(log, burst=CLIENT_LINES)
+        self.turns = connections.UserTurns(manager.config.max_connections_per_user)
         self.plugin_operations: dict[str, Callable[[Caller, dict], Any]] = {}
         for offered in manager.pm.hook.plus_client_operations(manager=manager):
             for name, operation in (offered or {}).items():
@@ -444,9 +445,13 @@ class Service:
     def op_abort(self, caller: Caller, args: wire.Arguments) -> dict:
         return self._settle(caller, args, self.manager.abort)
 
-    def op_status(self, caller: Caller, args: wire.Arguments) -> list:
+    def op_status(self, caller: Caller, args: wire.Arguments) -> list | dict:
         """Full views, or with ``summary`` only the table's columns as lists
-        (a tenth of the bytes: listings of many ARs stay fast)."""
+        (a tenth of the bytes: listings of many ARs stay fast). With
+        ``limit``, one page: ``{"total", "items"}`` from ``offset``, so that
+        no answer is unbounded (the HTTP API always asks so)."""
+        limit = args.integer("limit", 1, limits.MAX_PAGE, what="limit")
+        offset = args.integer("offset", 0, limits.MAX_COUNT, what="offset") or 0
         ar_id, owner = wire.ar_id(args), wire.owner(args)
         start, end = args.time("start", "-s"), args.time("end", "-e")
         expired = args.integer("expired", 0, limits.MAX_COUNT, what="-ne") or 0
@@ -462,9 +467,11 @@ class Service:
                 return []
         ars = self.manager.status(ar_id=ar_id, owner=owner, start=start, end=end, expired=expired,
                                   owners=owners, refs=refs)
-        if summary:
-            return summary_rows(ars, with_nodes, messages)
-        return self._views(ars)
+        total = len(ars)
+        if limit is not None:
+            ars = ars[offset:offset + limit]
+        shown = summary_rows(ars, with_nodes, messages) if summary else self._views(ars)
+        return shown if limit is None else {"total": total, "items": shown}
 
     def op_calendar(self, caller: Caller, args: wire.Arguments) -> dict:
         """The calendar page's window [start, end): the nodes, the ARs there
@@ -553,12 +560,18 @@ def _reply_to(service: Service, sock: socket.socket, peer: connections.Peer,
     try:
         message = protocol.receive_message(sock, bounds.message_bytes, deadline)
         caller = service.caller_for(peer.uid, peer.gid, message)
-        data = service.handle(caller, message.get("op"), message.get("args") or {})
+        if message.get("token") is None:
+            data = service.handle(caller, message.get("op"), message.get("args") or {})
+        else:       # an HTTP user's: counted by the user the token proves
+            with service.turns.turn(caller.user):
+                data = service.handle(caller, message.get("op"), message.get("args") or {})
         reply = {"ok": True, "data": data}
     except ReservationError as exc:
         reply = {"ok": False, "error": str(exc), "status": exc.exit_status, "kind": _kind(exc)}
     except TokenRefused as exc:
         reply = {"ok": False, "error": str(exc), "status": protocol.EXIT_REFUSED, "kind": "token"}
+    except connections.Busy as exc:
+        reply = {"ok": False, "error": str(exc), "status": protocol.EXIT_REFUSED, "kind": "busy"}
     except (RequestError, TimeSpecError) as exc:
         reply = {"ok": False, "error": str(exc), "status": protocol.EXIT_USAGE, "kind": "invalid"}
     except (protocol.TooLarge, protocol.TooSlow) as exc:
@@ -673,7 +686,8 @@ class Daemon:
                         self.config.max_connections, bounds.total, fds)
         self.server = connections.BoundedServer(
             path, lambda sock, peer, deadline: _reply_to(self.service, sock, peer, deadline, bounds),
-            bounds, exempt=lambda uid: uid in (0, self.service.daemon_uid))
+            bounds, exempt=lambda uid: uid in (0, self.service.daemon_uid),
+            forwarder=lambda uid: uid == self.http.uid)
         os.chmod(path, 0o666)
         self.lifecycle.start()
         self.backend.start()

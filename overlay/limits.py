@@ -23,6 +23,10 @@ again on each side, with room to spare)."""
 MAX_MEMORY_MB = 2 ** 30
 """A memory size in MiB: one pebibyte."""
 
+PAGE = 100
+"""ARs a page of an HTTP listing holds unless the client asks for fewer or more."""
+MAX_PAGE = 1000
+"""ARs a page holds at most: no answer of the API is unbounded."""
 MAX_NAME = 64
 """User, group, AR, job and queue names, in characters."""
 MAX_PATTERN = 256

@@ -76,14 +76,14 @@ def generate(count: int, now: int, seed: int = 1) -> list[tuple[int, int, int, l
     return ars
 
 
-def fill_store(url: str, ars, now: int) -> None:
+def fill_store(url: str, ars, now: int, owner: str = "root") -> None:
     store = Store(url)
     with Session(store.engine) as session:
         for ar_id, start, end, nodes in ars:
-            request = Request(start=start, end=end, nodes=len(nodes), users=("root",))
-            session.add(ReservationRow(id=ar_id, owner="root", owner_group="root", state="w",
+            request = Request(start=start, end=end, nodes=len(nodes), users=(owner,))
+            session.add(ReservationRow(id=ar_id, owner=owner, owner_group=owner, state="w",
                                        submission_time=now, start_time=start, end_time=end,
-                                       acl="root", request=_encode_request(request)))
+                                       acl=owner, request=_encode_request(request)))
         session.flush()
         for ar_id, start, end, nodes in ars:
             session.add_all(AllocationRow(reservation_id=ar_id, node=f"node{n + 1:04d}", slots=SLOTS,

@@ -330,3 +330,31 @@ def test_a_body_too_long_is_refused_before_it_is_read_whole(api):
     assert chunked.status_code == 413
     assert daemon.status() == before
     assert httpx.get(url + "/whoami", headers=mine).status_code == 200
+
+
+def test_listings_come_a_page_at_a_time_with_the_total_and_the_next_page(api):
+    daemon, url = api
+    mine = auth(token(daemon, "plusmgr"))
+    made = [httpx.post(url + "/reservations", headers=mine, json={**window(80 + n), "nodes": 1})
+            for n in range(3)]            # max_advance_reservations
+    assert all(answer.status_code == 201 for answer in made), made[-1].text
+    everyone = httpx.get(url + "/reservations", headers=mine, params={"owner": "plusmgr"})
+    assert everyone.headers["x-total-count"] == "3" and "link" not in everyone.headers
+    assert len(everyone.json()) == 3
+    seen, page = [], httpx.get(url + "/reservations", headers=mine,
+                               params={"owner": "plusmgr", "limit": 2})
+    while True:
+        assert page.status_code == 200 and page.headers["x-total-count"] == "3"
+        assert len(page.json()) <= 2
+        seen += [ar["id"] for ar in page.json()]
+        if "link" not in page.headers:
+            break
+        following, rel = page.headers["link"].split("; ")
+        assert rel == 'rel="next"'
+        page = httpx.get(following.strip("<>"), headers=mine)
+    assert seen == sorted(answer.json()["id"] for answer in made)
+    for limit in (0, 1001):
+        refused = httpx.get(url + "/reservations", headers=mine, params={"limit": limit})
+        assert refused.status_code == 422 and "query.limit" in refused.json()["error"]
+    for answer in made:
+        httpx.delete(url + f"/reservations/{answer.json()['id']}", headers=mine)

@@ -12,11 +12,12 @@ from __future__ import annotations
 import time
 from typing import Annotated, Any
 
-from fastapi import FastAPI, Header, Path, Query
+from fastapi import FastAPI, Header, Path, Query, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from overlay import ggf, limits, protocol
-from overlay.http import errors, web
+from overlay.http import daemon_client, errors, web
+from overlay.http.fairness import Fairness
 from overlay.http.gate import Gate
 from overlay.http.identity import Caller, Who
 from overlay.http.refusal import STATUS, Refusal
@@ -120,9 +121,18 @@ BODY_LIMIT = 2 ** 20
 REFUSALS = {code: {"model": Problem} for code in (400, 401, 403, 404, 409, 429, 503)}
 
 
+def paged(request: Request, response: Response, total: int, limit: int, offset: int) -> None:
+    """A page's headers: how many match in all, and the next page's URL
+    (RFC 8288's Link, as GitHub's API gives it)."""
+    response.headers["X-Total-Count"] = str(total)
+    if offset + limit < total:
+        following = request.url.include_query_params(offset=offset + limit, limit=limit)
+        response.headers["Link"] = f'<{following}>; rel="next"'
+
+
 def served(socket_path: str, timeout: float) -> Gate:
     """The API as the companion serves it: behind its Gate."""
-    return Gate(make_app(socket_path, timeout), BODY_LIMIT)
+    return Gate(Fairness(make_app(socket_path, timeout)), BODY_LIMIT)
 
 
 def make_app(socket_path: str, timeout: float = 5.0) -> FastAPI:
@@ -132,15 +142,16 @@ def make_app(socket_path: str, timeout: float = 5.0) -> FastAPI:
                   description=__doc__, responses=REFUSALS)
     errors.install(app)
 
-    def ask(who: Caller | None, op: str, args: dict) -> Any:
+    async def ask(who: Caller | None, op: str, args: dict) -> Any:
         """The daemon's answer to ``op`` for the token's user, or (``who``
         None) for no user: the operation proves what it needs itself."""
-        extra = {} if who is None else {"token": who.token}
-        if who is not None and who.acting_for is not None:
-            extra["as"] = who.acting_for
+        message = {"op": op, "args": {k: v for k, v in args.items() if v is not None}}
+        if who is not None:
+            message["token"] = who.token
+            if who.acting_for is not None:
+                message["as"] = who.acting_for
         try:
-            reply = protocol.call(socket_path, op, {k: v for k, v in args.items() if v is not None},
-                                  timeout=timeout, **extra)
+            reply = await daemon_client.call(socket_path, message, timeout)
         except protocol.ProtocolError as exc:
             raise Refusal(503, {"error": str(exc), "status": protocol.EXIT_UNREACHABLE,
                                 "kind": "unavailable"}) from None
@@ -151,68 +162,78 @@ def make_app(socket_path: str, timeout: float = 5.0) -> FastAPI:
         return reply["data"]
 
     @app.get("/whoami", summary="Who the token names, and whether a manager")
-    def whoami(who: Who) -> dict:
-        return ask(who, "ping", {})
+    async def whoami(who: Who) -> dict:
+        return await ask(who, "ping", {})
 
-    @app.get("/reservations", summary="ARs, as plus_status lists them")
-    def reservations(who: Who, owner: Annotated[str | None, Query(max_length=limits.MAX_NAME)] = None,
-                     start: Annotated[int | None, Query(ge=0, le=2**40)] = None,
-                     end: Annotated[int | None, Query(ge=0, le=2**40)] = None,
-                     expired: Annotated[int, Query(ge=0, le=limits.MAX_COUNT)] = 0,
-                     idempotency_key: Annotated[str | None, Query(max_length=128)] = None
-                     ) -> list[dict]:
-        return ask(who, "status", {"owner": owner, "start": start, "end": end,
-                                   "expired": expired or None, "idempotency_key": idempotency_key})
+    @app.get("/reservations", summary="ARs, as plus_status lists them, a page at a time "
+                                      "(X-Total-Count: how many match; Link: the next page)")
+    async def reservations(
+            who: Who, request: Request, response: Response,
+            owner: Annotated[str | None, Query(max_length=limits.MAX_NAME)] = None,
+            start: Annotated[int | None, Query(ge=0, le=2**40)] = None,
+            end: Annotated[int | None, Query(ge=0, le=2**40)] = None,
+            expired: Annotated[int, Query(ge=0, le=limits.MAX_COUNT)] = 0,
+            idempotency_key: Annotated[str | None, Query(max_length=128)] = None,
+            limit: Annotated[int, Query(ge=1, le=limits.MAX_PAGE,
+                                        description="ARs on this page")] = limits.PAGE,
+            offset: Annotated[int, Query(ge=0, le=limits.MAX_COUNT,
+                                         description="ARs before this page")] = 0) -> list[dict]:
+        page = await ask(who, "status", {"owner": owner, "start": start, "end": end,
+                                         "expired": expired or None,
+                                         "idempotency_key": idempotency_key,
+                                         "limit": limit, "offset": offset})
+        paged(request, response, page["total"], limit, offset)
+        return page["items"]
 
     @app.get("/reservations/{ar_id}", summary="One AR, as plus_status -r shows it")
-    def reservation(who: Who, ar_id: ArId) -> dict:
-        found = ask(who, "status", {"id": ar_id})
+    async def reservation(who: Who, ar_id: ArId) -> dict:
+        found = await ask(who, "status", {"id": ar_id})
         if not found:
             raise Refusal(404, {"error": f"AR {ar_id} does not exist", "status": 1,
                                 "kind": "unknown"})
         return found[0]
 
     @app.post("/reservations", status_code=201, summary="Reserve, as plus_reserve")
-    def reserve(who: Who, body: ReservationIn,
+    async def reserve(who: Who, body: ReservationIn,
                 idempotency_key: Annotated[str | None, Header(
                     max_length=128, description="the client's name for this request: a retry "
                     "with the same key and request answers the AR it made")] = None) -> dict:
-        return ask(who, "reserve", {**body.model_dump(), "idempotency_key": idempotency_key})
+        return await ask(who, "reserve", {**body.model_dump(), "idempotency_key": idempotency_key})
 
     @app.patch("/reservations/{ar_id}", summary="Change the window, nodes or users, as plus_modify")
-    def modify(who: Who, ar_id: ArId, body: ModifyIn) -> dict:
-        return ask(who, "modify", {"id": ar_id, **body.model_dump()})
+    async def modify(who: Who, ar_id: ArId, body: ModifyIn) -> dict:
+        return await ask(who, "modify", {"id": ar_id, **body.model_dump()})
 
     @app.post("/reservations/{ar_id}/cancel", summary="Cancel, as plus_cancel")
-    def cancel(who: Who, ar_id: ArId, transactional: bool = False) -> dict:
-        return ask(who, "cancel", {"id": ar_id, "transactional": transactional})[0]
+    async def cancel(who: Who, ar_id: ArId, transactional: bool = False) -> dict:
+        return (await ask(who, "cancel", {"id": ar_id, "transactional": transactional}))[0]
 
     @app.delete("/reservations/{ar_id}", summary="Destroy the record, as plus_destroy")
-    def destroy(who: Who, ar_id: ArId, transactional: bool = False) -> dict:
-        return ask(who, "destroy", {"id": ar_id, "transactional": transactional})[0]
+    async def destroy(who: Who, ar_id: ArId, transactional: bool = False) -> dict:
+        return (await ask(who, "destroy", {"id": ar_id, "transactional": transactional}))[0]
 
     @app.post("/reservations/{ar_id}/commit", summary="Make a -T operation take effect")
-    def commit(who: Who, ar_id: ArId) -> dict:
-        return ask(who, "commit", {"id": ar_id})
+    async def commit(who: Who, ar_id: ArId) -> dict:
+        return await ask(who, "commit", {"id": ar_id})
 
     @app.post("/reservations/{ar_id}/abort", summary="Drop a -T operation")
-    def abort(who: Who, ar_id: ArId) -> dict:
-        return ask(who, "abort", {"id": ar_id})
+    async def abort(who: Who, ar_id: ArId) -> dict:
+        return await ask(who, "abort", {"id": ar_id})
 
     @app.get("/nodes/available", summary="Nodes wholly free over a window, as plus_availnodes")
-    def available(who: Who, start: Annotated[int, Query(ge=0, le=2**40)],
+    async def available(who: Who, start: Annotated[int, Query(ge=0, le=2**40)],
                   end: Annotated[int, Query(ge=0, le=2**40)]) -> dict:
-        return ask(who, "availnodes", {"start": start, "end": end})
+        return await ask(who, "availnodes", {"start": start, "end": end})
 
     @app.get("/accounting", summary="Each AR's use of its hosts over a period, as plus_account -l")
-    def accounting(who: Who, start: Annotated[int | None, Query(ge=0, le=2**40)] = None,
+    async def accounting(who: Who, start: Annotated[int | None, Query(ge=0, le=2**40)] = None,
                    end: Annotated[int | None, Query(ge=0, le=2**40)] = None,
                    owner: Annotated[Names | None, Query()] = None,
                    node: Annotated[Names | None, Query()] = None) -> list[dict]:
-        return ask(who, "accounting", {"start": start, "end": end, "owners": owner,
+        return await ask(who, "accounting", {"start": start, "end": end, "owners": owner,
                                        "nodes": node})
 
-    def verb(who: Who, op: str, words: BaseModel, arguments, **extra) -> dict:
+    async def verb(who: Who, op: str, words: BaseModel, arguments, **extra) -> dict:
         """A seed 003 verb: its words made the daemon's arguments (400 if
         they are bad), asked for the UserID they name."""
         try:
@@ -220,12 +241,12 @@ def make_app(socket_path: str, timeout: float = 5.0) -> FastAPI:
         except (RequestError, TimeSpecError) as exc:
             raise Refusal(400, {"error": str(exc), "status": protocol.EXIT_USAGE,
                                 "kind": "invalid"}) from None
-        return ask(Caller(who.token, words.UserID), op, {**checked, **extra})
+        return await ask(Caller(who.token, words.UserID), op, {**checked, **extra})
 
-    def reserving(who: Who, op: str, words: BaseModel, arguments, **extra) -> dict:
+    async def reserving(who: Who, op: str, words: BaseModel, arguments, **extra) -> dict:
         """SETRES and RESQANDSET: a refusal is SuccessOrNot false too."""
         try:
-            view = verb(who, op, words, arguments, **extra)
+            view = await verb(who, op, words, arguments, **extra)
         except Refusal as refusal:
             refusal.body.update(SuccessOrNot=False, OtherInfo=refusal.body.get("error"))
             raise
@@ -233,25 +254,25 @@ def make_app(socket_path: str, timeout: float = 5.0) -> FastAPI:
 
     @app.post("/ggf/query", summary="QUERY (seed 003): when a job of this shape would start "
                                    "if submitted now, without a reservation")
-    def query(who: Who, body: GgfJob) -> dict:
-        return ggf.query_answer(verb(who, "query", body, ggf.query_arguments))
+    async def query(who: Who, body: GgfJob) -> dict:
+        return ggf.query_answer(await verb(who, "query", body, ggf.query_arguments))
 
     @app.post("/ggf/resquery", summary="RESQUERY (seed 003): the ranges of start times in "
                                       "which a reservation of this shape could start")
-    def resquery(who: Who, body: GgfQuery) -> dict:
-        return ggf.resquery_answer(verb(who, "resquery", body, ggf.resquery_arguments))
+    async def resquery(who: Who, body: GgfQuery) -> dict:
+        return ggf.resquery_answer(await verb(who, "resquery", body, ggf.resquery_arguments))
 
     @app.post("/ggf/resqandset", status_code=201,
               summary="RESQANDSET (seed 003): reserve at the earliest start; the ResKey, once")
-    def resqandset(who: Who, body: GgfQuery) -> dict:
-        return reserving(who, "resqandset", body, ggf.resquery_arguments)
+    async def resqandset(who: Who, body: GgfQuery) -> dict:
+        return await reserving(who, "resqandset", body, ggf.resquery_arguments)
 
     @app.post("/ggf/setres", status_code=201,
               summary="SETRES (seed 003): reserve at StartTime; the ResKey, once")
-    def setres(who: Who, body: GgfSetres, idempotency_key: Annotated[str | None, Header(
+    async def setres(who: Who, body: GgfSetres, idempotency_key: Annotated[str | None, Header(
             max_length=128, description="a retry with the same key and request answers the "
                                         "AR it made, and its ResKey")] = None) -> dict:
-        return reserving(who, "setres", body, ggf.setres_arguments,
+        return await reserving(who, "setres", body, ggf.setres_arguments,
                          transactional=body.Transactional or None,
                          idempotency_key=idempotency_key)
 
@@ -259,16 +280,16 @@ def make_app(socket_path: str, timeout: float = 5.0) -> FastAPI:
 
     @app.post("/claims", summary="Act on an AR as its owner with a ResKey claim (submit, "
                                  "cancel, modify)")
-    def claim(who: Who, body: ClaimIn) -> dict:
-        return ask(who, "claim", body.model_dump())
+    async def claim(who: Who, body: ClaimIn) -> dict:
+        return await ask(who, "claim", body.model_dump())
 
     @app.post("/jobs", status_code=201, summary="Submit a job into an AR with a ResKey claim "
                                                 "(operation submit; payload: plus_qsub's fields)")
-    def job(who: Who, body: ClaimIn) -> dict:
+    async def job(who: Who, body: ClaimIn) -> dict:
         if body.operation != "submit":
             raise Refusal(400, {"error": f"POST /jobs takes claims of operation submit, not "
                                          f"'{limits.shown(body.operation)}'; use POST /claims",
                                 "status": protocol.EXIT_USAGE, "kind": "invalid"})
-        return ask(who, "claim", body.model_dump())
+        return await ask(who, "claim", body.model_dump())
 
     return app

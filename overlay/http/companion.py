@@ -36,6 +36,8 @@ class Companion:
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
         self.lines = RateLimitedLog(log, burst=LINES)
+        self.uid = self._identity().get("user", os.getuid()) if settings.enabled else None
+        """The companion's uid (http.user's when the daemon runs as root)."""
 
     def argv(self) -> list[str]:
         chosen = self.settings

@@ -42,7 +42,9 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(Refusal)
     def refused(_request: Request, exc: Refusal) -> JSONResponse:
-        headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
+        headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else {}
+        if exc.body.get("kind") in ("busy", "unavailable"):
+            headers["Retry-After"] = "1"        # worth trying again; a limit is not
         return JSONResponse(exc.body, exc.status, headers=headers)
 
     @app.exception_handler(RequestValidationError)

@@ -18,7 +18,7 @@ class Caller:
         self.token, self.acting_for = token, acting_for
 
 
-def caller(authorization: Annotated[str | None, Header(max_length=8192)] = None,
+async def caller(authorization: Annotated[str | None, Header(max_length=8192)] = None,
            user: Annotated[str | None, Query(max_length=limits.MAX_NAME,
                                              description="the UserID a trusted metascheduler "
                                                          "acts for (seed 003)")] = None) -> Caller:

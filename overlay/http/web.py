@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Callable
+from typing import Annotated, Any, Awaitable, Callable
 
 from fastapi import FastAPI, Query
 from fastapi.responses import FileResponse, RedirectResponse
@@ -46,7 +46,7 @@ class SessionIn(BaseModel):
     code: Annotated[str, Field(min_length=16, max_length=4096)]
 
 
-Ask = Callable[..., Any]
+Ask = Callable[..., Awaitable[Any]]
 
 
 def install(app: FastAPI, ask: Ask) -> None:
@@ -54,21 +54,21 @@ def install(app: FastAPI, ask: Ask) -> None:
     operation to the daemon with the caller's token (or none)."""
 
     @app.get("/", include_in_schema=False)
-    def root() -> RedirectResponse:
+    async def root() -> RedirectResponse:
         return RedirectResponse("/web/")
 
     @app.get("/web/", include_in_schema=False)
-    def page() -> FileResponse:
+    async def page() -> FileResponse:
         return FileResponse(PAGE_DIR / "index.html", media_type="text/html", headers=HEADERS)
 
     @app.get("/web/{name}", include_in_schema=False)
-    def page_file(name: str) -> FileResponse:
+    async def page_file(name: str) -> FileResponse:
         if name not in PAGE_FILES:
             return _missing(name)
         return FileResponse(PAGE_DIR / name, media_type=PAGE_FILES[name], headers=HEADERS)
 
     @app.get("/web/vendor/{name}", include_in_schema=False)
-    def vendor_file(name: str) -> FileResponse:
+    async def vendor_file(name: str) -> FileResponse:
         path = VENDOR_DIR / name
         if name not in VENDOR_FILES:
             return _missing(name)
@@ -78,18 +78,18 @@ def install(app: FastAPI, ask: Ask) -> None:
         return FileResponse(path, media_type=kind, headers=HEADERS)
 
     @app.post("/web/session", summary="Exchange plus_web's one-time code for a session token")
-    def session(body: SessionIn) -> dict:
-        return ask(None, "web_session", {"code": body.code})
+    async def session(body: SessionIn) -> dict:
+        return await ask(None, "web_session", {"code": body.code})
 
     @app.get("/calendar", summary="The calendar of a window: nodes, ARs and jobs, for the page")
-    def calendar(caller: Who, start: Epoch, end: Epoch,
-                 since: Annotated[int | None, Query(ge=0, le=2**62)] = None) -> dict:
-        return ask(caller, "calendar", {"start": start, "end": end, "since": since})
+    async def calendar(caller: Who, start: Epoch, end: Epoch,
+                       since: Annotated[int | None, Query(ge=0, le=2**62)] = None) -> dict:
+        return await ask(caller, "calendar", {"start": start, "end": end, "since": since})
 
     @app.get("/usage", summary="Reserved and used node-hours of a period, as spans per owner")
-    def usage(caller: Who, start: Epoch, end: Epoch,
-              owner: Annotated[str | None, Query(max_length=limits.MAX_NAME)] = None) -> dict:
-        return ask(caller, "usage", {"start": start, "end": end, "owner": owner})
+    async def usage(caller: Who, start: Epoch, end: Epoch,
+                    owner: Annotated[str | None, Query(max_length=limits.MAX_NAME)] = None) -> dict:
+        return await ask(caller, "usage", {"start": start, "end": end, "owner": owner})
 
 
 def _missing(name: str, vendor: bool = False) -> FileResponse:

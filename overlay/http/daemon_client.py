@@ -1,0 +1,58 @@
+"""The HTTP companion's way to the daemon: one request per connection on
+its Unix socket (overlay.protocol's framing), awaited on the event loop.
+
+A request waiting for the daemon holds no thread, so a slow or flooded
+daemon cannot use up the companion's threads and stall every client; the
+whole exchange is bounded by ``timeout`` (then ProtocolError, which the
+API answers 503) and the reply by REPLY_BYTES.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from overlay import fastjson
+from overlay.protocol import ProtocolError
+
+REPLY_BYTES = 64 << 20
+"""The longest reply read: a page of 1,000 full views is about 2 MB."""
+
+
+async def call(path: str, message: dict, timeout: float) -> dict:
+    """The daemon's reply object to ``message``."""
+    try:
+        return await asyncio.wait_for(_exchange(path, message), timeout)
+    except asyncio.TimeoutError:
+        raise ProtocolError(f"plus_scheduler did not answer within {timeout:g} s") from None
+
+
+async def _exchange(path: str, message: dict) -> dict:
+    try:
+        reader, writer = await asyncio.open_unix_connection(path, limit=REPLY_BYTES)
+    except OSError as exc:
+        raise ProtocolError(f"cannot reach plus_scheduler at {path} "
+                            f"({exc.strerror or exc})") from None
+    try:
+        writer.write(fastjson.dumps(message).encode() + b"\n")
+        try:
+            await writer.drain()
+        except (BrokenPipeError, ConnectionResetError):
+            pass        # refused before it read the request (busy): its answer is waiting
+        try:
+            raw = await reader.readline()
+        except (asyncio.LimitOverrunError, ValueError):
+            raise ProtocolError(f"the daemon's answer is longer than {REPLY_BYTES} bytes") \
+                from None
+        except ConnectionResetError:
+            raw = b""
+    finally:
+        writer.close()
+    if not raw.endswith(b"\n"):
+        raise ProtocolError("plus_scheduler closed the connection without an answer")
+    try:
+        reply = fastjson.loads(raw)
+    except (ValueError, RecursionError):
+        raise ProtocolError("plus_scheduler's answer is unreadable") from None
+    if not isinstance(reply, dict):
+        raise ProtocolError("plus_scheduler's answer is not a JSON object")
+    return reply
