@@ -292,7 +292,11 @@ class Service:
         last_start = args.time("last_start", "TimeSpec", True)
         args.done()
         ranges = self.manager.start_ranges(caller, request, last_start)
-        return {"user": caller.user, "ranges": [list(r) for r in ranges]}
+        answer = {"user": caller.user, "ranges": [list(r) for r in ranges]}
+        if not ranges:
+            answer["why"] = (f"no start between {max(request.start, args.now)} and {last_start} "
+                             f"is free for {request.nodes} node(s) for {request.duration} s")
+        return answer
 
     def op_query(self, caller: Caller, args: wire.Arguments) -> dict:
         """QUERY (seed 003): when a job of the request's shape would start
@@ -361,10 +365,14 @@ class Service:
             if self.reskeys is None:
                 raise reskey.ClaimRefused("this plus_scheduler issues no ResKeys")
             self.reskeys.check(claim, ar.owner, ar.submission_time, now)
-            if not self.manager.store.accept_claim(claim.nonce, ar.id, claim.timestamp,
-                                                   now - reskey.CLAIM_WINDOW):
+            seen = self.manager.store.accept_claim(claim.nonce, ar.id, claim.timestamp,
+                                                   now - reskey.CLAIM_WINDOW)
+            if seen == ar.id:
                 raise reskey.ClaimRefused(f"the claim on AR {ar.id} was already used (its nonce "
                                           "was seen before): a replay")
+            if seen is not None:
+                raise reskey.ClaimRefused(f"the claim's nonce was used before, by a claim on AR "
+                                          f"{seen}: sign each claim with a fresh nonce")
         except reskey.ClaimRefused as exc:
             self.client_log.warning((caller.user, "claim refused"), "claim refused: %s %s by %s: "
                                     "%s", claim.operation, ar.id, caller.user, exc)

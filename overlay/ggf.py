@@ -43,7 +43,11 @@ def time_needed(text: str) -> int:
     return seconds
 
 
-def _moment(text: str, now: int, what: str) -> int:
+def _moment(text: str | int, now: int, what: str) -> int:
+    """A time: a Unix epoch (a number, or its digits) or as plus_reserve -s
+    takes it."""
+    if isinstance(text, int):
+        return bounded_time(text, now, what)
     value = text.strip()
     if value.isdigit() and value.isascii():
         return bounded_time(int(value), now, what)
@@ -61,6 +65,13 @@ def time_spec(text: str | None, now: int) -> tuple[int, int, int | None]:
     latest = (_moment(parts[1], now, "TimeSpec latest start") if parts[1].strip()
               else earliest + DEFAULT_LOOKAHEAD)
     end = _moment(parts[2], now, "TimeSpec latest end") if parts[2].strip() else None
+    if latest < earliest:
+        raise RequestError(f"TimeSpec: the latest start {latest} is before the earliest start "
+                           f"{earliest}; accepted: earliest[,latest_start[,latest_end]] in that "
+                           "order")
+    if end is not None and end < earliest:
+        raise RequestError(f"TimeSpec: the latest end {end} is before the earliest start "
+                           f"{earliest}")
     return earliest, latest, end
 
 
@@ -123,6 +134,9 @@ def query_shape(needed: int, spec: tuple[int, int, int | None], fields: dict) ->
     end: that plus TimeNeeded) and the latest start the TimeSpec allows."""
     earliest, latest, end = spec
     last = latest if end is None else min(latest, end - needed)
+    if last < earliest:
+        raise RequestError(f"TimeSpec: the latest end {end} leaves no room for TimeNeeded "
+                           f"({needed} s) after the earliest start {earliest}")
     return request_wire(start=earliest, end=earliest + needed, **fields), last
 
 
@@ -160,9 +174,13 @@ def setres_arguments(named: dict, now: int) -> dict:
 
 
 def resquery_answer(data: dict) -> dict:
-    """RESQUERY's answer in the seed's words: the ranges STime EndSTime."""
-    return {"UserID": data["user"],
-            "ranges": [{"STime": low, "EndSTime": high} for low, high in data["ranges"]]}
+    """RESQUERY's answer in the seed's words: the ranges STime EndSTime,
+    and with none, OtherInfo saying why."""
+    answer = {"UserID": data["user"],
+              "ranges": [{"STime": low, "EndSTime": high} for low, high in data["ranges"]]}
+    if data.get("why"):
+        answer["OtherInfo"] = data["why"]
+    return answer
 
 
 def reservation_answer(verb: str, view: dict) -> dict:

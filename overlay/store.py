@@ -507,16 +507,18 @@ class Store:
         with self._write() as session:
             session.exec(delete(UsageRow).where(UsageRow.end_time <= before))
 
-    def accept_claim(self, nonce: str, ar_id: int, at: int, forget_before: int) -> bool:
-        """Record a claim's nonce; False if it was seen before (a replay).
-        Nonces dated before ``forget_before`` (out of the window, so refused
-        anyway) are dropped in the same transaction."""
+    def accept_claim(self, nonce: str, ar_id: int, at: int, forget_before: int) -> int | None:
+        """Record a claim's nonce: None; or, if it was seen before, the AR
+        whose claim it came with (this one's: a replay). Nonces dated
+        before ``forget_before`` (out of the window, so refused anyway) are
+        dropped in the same transaction."""
         with self._write() as session:
             session.exec(delete(ClaimRow).where(ClaimRow.claimed_at < forget_before))
-            if session.get(ClaimRow, nonce) is not None:
-                return False
+            seen = session.get(ClaimRow, nonce)
+            if seen is not None:
+                return seen.reservation_id
             session.add(ClaimRow(nonce=nonce, reservation_id=ar_id, claimed_at=at))
-        return True
+        return None
 
     def _next_id(self, session: Session) -> int:
         found = next_id(session, CounterRow, "arseqnum", ReservationRow, MAX_AR_ID)

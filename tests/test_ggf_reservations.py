@@ -168,6 +168,13 @@ def test_sniffed_replayed_stale_and_foreign_claims_are_refused_and_logged(api):
     assert first.status_code == 201
     replayed = httpx.post(url + "/jobs", headers=holder, json=claim)
     assert replayed.status_code == 403 and "replay" in replayed.json()["error"]
+    borrowed = {**reskey.make_claim(foreign, "submit", job), "nonce": claim["nonce"]}
+    borrowed["hmac"] = reskey.claim_digest(foreign, borrowed["id"], borrowed["nonce"],
+                                           borrowed["timestamp"], "submit", job)
+    reused = httpx.post(url + "/jobs", headers=holder, json=borrowed)
+    assert reused.status_code == 403
+    assert reused.json()["error"] == (f"the claim's nonce was used before, by a claim on AR "
+                                      f"{claim['id']}: sign each claim with a fresh nonce")
     assert len(jobs(daemon)) == len(before) + 1
     log = daemon.log.read_text()
     assert log.count("claim refused: submit") >= 4 and "replay" in log

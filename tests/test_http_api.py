@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import time
 
@@ -358,3 +359,74 @@ def test_listings_come_a_page_at_a_time_with_the_total_and_the_next_page(api):
         assert refused.status_code == 422 and "query.limit" in refused.json()["error"]
     for answer in made:
         httpx.delete(url + f"/reservations/{answer.json()['id']}", headers=mine)
+
+
+@pytest.mark.parametrize("field, value, why", [
+    ("nodes", "1", "body.nodes: Input should be a valid integer"),
+    ("nodes", True, "body.nodes: Input should be a valid integer"),
+    ("start", 1.5, "body.start: Input should be a valid integer"),
+    ("name", 7, "body.name: Input should be a valid string"),
+    ("hard_error", "yes", "body.hard_error: Input should be a valid boolean"),
+])
+def test_bodies_are_strict_as_the_socket_is(api, field, value, why):
+    daemon, url = api
+    before = daemon.status()
+    refused = httpx.post(url + "/reservations", headers=auth(token(daemon, "plusu1")),
+                         json={**window(90), "nodes": 1, field: value})
+    assert refused.status_code == 422 and refused.json()["error"].startswith(why)
+    assert daemon.status() == before
+
+
+def test_setres_takes_starttime_as_resquery_answers_it_and_timespecs_run_forwards(api):
+    daemon, url = api
+    mine = auth(token(daemon, "plusu1"))
+    start = window(91)["start"]
+    ranges = httpx.post(url + "/ggf/resquery", headers=mine, json={
+        "UserID": "plusu1", "TimeNeeded": "1h", "TimeSpec": f"{start},{start + HOUR}",
+        "ResourceList": "nodes=1"}).json()["ranges"]
+    made = httpx.post(url + "/ggf/setres", headers=mine, json={
+        "UserID": "plusu1", "TimeNeeded": "1h", "StartTime": ranges[0]["STime"],
+        "ResourceList": "nodes=1"})
+    assert made.status_code == 201 and made.json()["reservation"]["start"] == start
+    daemon.ok("plusu1", "plus_destroy", "-r", str(made.json()["reservation"]["id"]))
+    for spec, why in ((f"{start + HOUR},{start}", f"TimeSpec: the latest start {start} is before "
+                                                  f"the earliest start {start + HOUR}"),
+                      (f"{start},{start + HOUR},{start + 60}",
+                       f"TimeSpec: the latest end {start + 60} leaves no room for TimeNeeded "
+                       f"(3600 s) after the earliest start {start}")):
+        backwards = httpx.post(url + "/ggf/resquery", headers=mine, json={
+            "UserID": "plusu1", "TimeNeeded": "1h", "TimeSpec": spec, "ResourceList": "nodes=1"})
+        assert backwards.status_code == 400 and backwards.json()["error"].startswith(why)
+
+
+def test_resquery_with_no_range_says_why(api):
+    daemon, url = api
+    start = window(92)["start"]
+    words = ["plusu1", "1h", f"{start},{start + HOUR}", "nodes=6"]     # 5 nodes in all
+    none = httpx.post(url + "/ggf/resquery", headers=auth(token(daemon, "plusu1")), json=dict(
+        zip(("UserID", "TimeNeeded", "TimeSpec", "ResourceList"), words)))
+    assert none.status_code == 200 and none.json()["ranges"] == []
+    why = (f"no start between {start} and {start + HOUR} is free for 6 node(s) for 3600 s")
+    assert none.json()["OtherInfo"] == why
+    by_command = daemon.run("plusu1", "plus_resquery", *words)
+    assert by_command.returncode == 0 and by_command.stdout == "\n"
+    assert by_command.stderr == f"plus_resquery: {why}\n"
+
+
+def test_a_hung_daemon_is_answered_503_within_the_apis_timeout():
+    daemon, url = start_api("http: {address: {address}, timeout: 2}\n")
+    try:
+        mine = auth(token(daemon, "plusu1"))
+        daemon.send(signal.SIGSTOP)
+        try:
+            began = time.monotonic()
+            hung = httpx.get(url + "/whoami", headers=mine, timeout=30)
+            taken = time.monotonic() - began
+        finally:
+            daemon.send(signal.SIGCONT)
+        assert hung.status_code == 503 and hung.json()["kind"] == "unavailable"
+        assert hung.headers["retry-after"] == "1"
+        assert "did not answer within 2 s" in hung.json()["error"] and taken < 10
+        assert httpx.get(url + "/whoami", headers=mine).status_code == 200
+    finally:
+        daemon.cleanup()

@@ -30,6 +30,8 @@ def main(argv: list[str] | None = None) -> int:
         common.print_json(answer)
     else:
         print(" ".join(f"{r['STime']} {r['EndSTime']}" for r in answer["ranges"]))
+        if "OtherInfo" in answer:
+            print(f"{PROG}: {answer['OtherInfo']}", file=sys.stderr)
     return 0
 
 

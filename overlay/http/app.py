@@ -13,7 +13,7 @@ import time
 from typing import Annotated, Any
 
 from fastapi import FastAPI, Header, Path, Query, Request, Response
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
 
 from overlay import ggf, limits, protocol
 from overlay.http import daemon_client, errors, web
@@ -24,10 +24,11 @@ from overlay.http.refusal import STATUS, Refusal
 from overlay.request import MAX_AR_ID, RequestError
 from overlay.timespec import TimeSpecError
 
-Epoch = Annotated[int, Field(ge=0, le=2**40, description="UTC epoch seconds")]
-Count = Annotated[int, Field(ge=1, le=limits.MAX_COUNT)]
+# Bodies are strict, as the socket is: "1" is not a number, nor true a count.
+Epoch = Annotated[StrictInt, Field(ge=0, le=2**40, description="UTC epoch seconds")]
+Count = Annotated[StrictInt, Field(ge=1, le=limits.MAX_COUNT)]
 ArId = Annotated[int, Path(ge=1, le=MAX_AR_ID, description="the AR's id")]
-Text = Annotated[str, Field(max_length=limits.MAX_ARGUMENT)]
+Text = Annotated[StrictStr, Field(max_length=limits.MAX_ARGUMENT)]
 Names = Annotated[list[Text], Field(max_length=limits.MAX_ITEMS)]
 
 
@@ -47,19 +48,19 @@ class ReservationIn(BaseModel):
     nodes: Count
     users: Names = []
     slots_per_node: Count | None = None
-    memory_mb: Annotated[int, Field(ge=1, le=limits.MAX_MEMORY_MB)] | None = None
+    memory_mb: Annotated[StrictInt, Field(ge=1, le=limits.MAX_MEMORY_MB)] | None = None
     ncpus: Count | None = None
     arch: Text | None = None
     os: Text | None = None
     attributes: Annotated[list[tuple[Text, Text]], Field(max_length=limits.MAX_ITEMS)] = []
     queues: Names = []
     name: Text = ""
-    hard_error: bool = False
+    hard_error: StrictBool = False
     mail_options: Text = ""
     mail_list: Names = []
-    res_access: Annotated[list[Annotated[int, Field(ge=1, le=MAX_AR_ID)]],
+    res_access: Annotated[list[Annotated[StrictInt, Field(ge=1, le=MAX_AR_ID)]],
                           Field(max_length=limits.MAX_ITEMS)] = []
-    transactional: bool = False
+    transactional: StrictBool = False
 
 
 class ModifyIn(BaseModel):
@@ -67,10 +68,10 @@ class ModifyIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
     start: Epoch | None = None
     end: Epoch | None = None
-    duration: Annotated[int, Field(ge=1, le=limits.MAX_DURATION)] | None = None
+    duration: Annotated[StrictInt, Field(ge=1, le=limits.MAX_DURATION)] | None = None
     nodes: Count | None = None
     users: Names | None = None
-    transactional: bool = False
+    transactional: StrictBool = False
 
 
 class GgfQuery(BaseModel):
@@ -98,10 +99,10 @@ class GgfSetres(BaseModel):
     model_config = ConfigDict(extra="forbid")
     UserID: Text
     TimeNeeded: Text
-    StartTime: Text
+    StartTime: Epoch | Text
     ResAccess: Text | None = None
     ResourceList: Text
-    Transactional: bool = False
+    Transactional: StrictBool = False
 
 
 class ClaimIn(BaseModel):
@@ -109,12 +110,12 @@ class ClaimIn(BaseModel):
     operation with its payload, and their HMAC-SHA256 keyed with the ResKey;
     never the key itself."""
     model_config = ConfigDict(extra="forbid")
-    id: Annotated[int, Field(ge=1, le=MAX_AR_ID)]
-    nonce: Annotated[str, Field(min_length=16, max_length=64)]
+    id: Annotated[StrictInt, Field(ge=1, le=MAX_AR_ID)]
+    nonce: Annotated[StrictStr, Field(min_length=16, max_length=64)]
     timestamp: Epoch
-    operation: Annotated[str, Field(max_length=16)]
+    operation: Annotated[StrictStr, Field(max_length=16)]
     payload: dict = {}
-    hmac: Annotated[str, Field(min_length=64, max_length=64)]
+    hmac: Annotated[StrictStr, Field(min_length=64, max_length=64)]
 
 
 BODY_LIMIT = 2 ** 20
