@@ -89,6 +89,24 @@ if [[ $(cat "$web_dir/VERSION" 2>/dev/null) != "$vis_timeline" ]]; then
     echo "$vis_timeline" >"$web_dir/VERSION"
     rm -rf "$unpack"
 fi
+
+# The API's browsable documentation (/docs): Swagger UI's prebuilt files at a
+# pinned version, the same way, so /docs too works offline.
+swagger_ui=swagger-ui-dist@5.35.0
+docs_dir=$PLUS_VENV/share/plus/docs
+if [[ $(cat "$docs_dir/VERSION" 2>/dev/null) != "$swagger_ui" ]]; then
+    echo "$tag: installing $swagger_ui for the API's documentation" >&2
+    unpack=$(mktemp -d)
+    (cd "$unpack" && npm pack --silent "$swagger_ui" >/dev/null 2>&1) ||
+        { echo "$tag: npm pack $swagger_ui failed" >&2; exit 1; }
+    tar -xzf "$unpack"/swagger-ui-dist-*.tgz -C "$unpack" package/swagger-ui-bundle.js \
+        package/swagger-ui.css package/LICENSE package/NOTICE
+    mkdir -p "$docs_dir"
+    install -m 0644 "$unpack"/package/swagger-ui-bundle.js "$unpack"/package/swagger-ui.css \
+        "$unpack"/package/LICENSE "$unpack"/package/NOTICE "$docs_dir"/
+    echo "$swagger_ui" >"$docs_dir/VERSION"
+    rm -rf "$unpack"
+fi
 phase web
 
 if [[ ${PLUS_LINK_COMMANDS:-yes} != no ]]; then

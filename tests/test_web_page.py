@@ -391,3 +391,22 @@ def test_the_usage_chart_shows_reserved_and_used_node_hours(job_site, browser, w
     assert abs(shown["used"] * 3600 - wallclock) <= 1, (shown, wallclock)
     assert page.locator("#usage-owner").input_value() == "plusu1"
     assert page.locator("#usage-chart .vis-timeline").count() == 1
+
+
+def test_the_apis_documentation_renders_offline_under_the_pages_policy(site, browser):
+    """/docs is Swagger UI from the install: every request it makes stays on
+    the API's origin, and it lists the operations of /openapi.json."""
+    _, url = site
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    elsewhere: list[str] = []
+    page.on("request", lambda request: None if request.url.startswith(url)
+            else elsewhere.append(request.url))
+    answer = page.goto(url + "/docs")
+    assert "script-src 'self'" in answer.headers["content-security-policy"]
+    page.wait_for_selector(".opblock-summary-path[data-path='/reservations']", timeout=15000)
+    paths = set(page.locator(".opblock-summary-path").evaluate_all(
+        "nodes => nodes.map(n => n.dataset.path)"))
+    assert {"/whoami", "/reservations/{ar_id}", "/ggf/setres"} <= paths
+    shot(page, "12-api-docs")
+    assert elsewhere == []
+    page.close()

@@ -16,7 +16,7 @@ from fastapi import FastAPI, Header, Path, Query, Request, Response
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
 
 from overlay import ggf, limits, protocol
-from overlay.http import daemon_client, errors, web
+from overlay.http import daemon_client, docs, errors, web
 from overlay.http.fairness import Fairness
 from overlay.http.gate import Gate
 from overlay.http.identity import Caller, Who
@@ -119,7 +119,7 @@ class ClaimIn(BaseModel):
 
 
 BODY_LIMIT = 2 ** 20
-REFUSALS = {code: {"model": Problem} for code in (400, 401, 403, 404, 409, 429, 503)}
+REFUSALS = {code: {"model": Problem} for code in (400, 401, 403, 404, 409, 413, 422, 429, 503)}
 
 
 def paged(request: Request, response: Response, total: int, limit: int, offset: int) -> None:
@@ -139,9 +139,10 @@ def served(socket_path: str, timeout: float) -> Gate:
 def make_app(socket_path: str, timeout: float = 5.0) -> FastAPI:
     """The API, asking the daemon at ``socket_path`` and waiting at most
     ``timeout`` seconds for each answer (then 503)."""
-    app = FastAPI(title="PluS reservations", version="1",
-                  description=__doc__, responses=REFUSALS)
+    app = FastAPI(title="PluS reservations", version="1", description=__doc__,
+                  responses=REFUSALS, docs_url=None, redoc_url=None)
     errors.install(app)
+    docs.install(app)
 
     async def ask(who: Caller | None, op: str, args: dict) -> Any:
         """The daemon's answer to ``op`` for the token's user, or (``who``

@@ -64,16 +64,17 @@ def install(app: FastAPI, ask: Ask) -> None:
     @app.get("/web/{name}", include_in_schema=False)
     async def page_file(name: str) -> FileResponse:
         if name not in PAGE_FILES:
-            return _missing(name)
+            return missing(name)
         return FileResponse(PAGE_DIR / name, media_type=PAGE_FILES[name], headers=HEADERS)
 
     @app.get("/web/vendor/{name}", include_in_schema=False)
     async def vendor_file(name: str) -> FileResponse:
         path = VENDOR_DIR / name
         if name not in VENDOR_FILES:
-            return _missing(name)
+            return missing(name)
         if not path.is_file():
-            return _missing(name, vendor=True)
+            return missing(name, "vis-timeline is not installed: run scripts/install.sh, which "
+                                 f"puts it in {VENDOR_DIR}")
         kind = "text/javascript" if name.endswith(".js") else "text/css"
         return FileResponse(path, media_type=kind, headers=HEADERS)
 
@@ -92,8 +93,8 @@ def install(app: FastAPI, ask: Ask) -> None:
         return await ask(caller, "usage", {"start": start, "end": end, "owner": owner})
 
 
-def _missing(name: str, vendor: bool = False) -> FileResponse:
-    hint = (" (vis-timeline is not installed: run scripts/install.sh, which puts it in "
-            f"{VENDOR_DIR})" if vendor else "")
+def missing(name: str, why: str = "") -> FileResponse:
+    """Refuse (404) a page file that is not there, saying ``why`` if known."""
+    hint = f" ({why})" if why else ""
     raise Refusal(404, {"error": f"no page file {limits.shown(name)}{hint}", "status": 1,
                         "kind": "unknown"})
