@@ -20,7 +20,7 @@ import threading
 from typing import Any, Callable
 
 from overlay import config as config_module
-from overlay import connections, limits, logsetup, plugins, protocol, reskey, statefile, wire
+from overlay import connections, limits, logsetup, oidc, plugins, protocol, reskey, statefile, wire
 from overlay.accounting import ARUsage, JobUse, ReportingWriter, collect, used
 from overlay.backend import Backend
 from overlay.config import Config, ConfigError
@@ -36,7 +36,7 @@ from overlay.request import RequestError, parse_idempotency_key, parse_name, par
 from overlay.store import Conflict, Store, StoreUnavailable, refuse_truncated, shown_url
 from overlay.storelease import LeaseLost, StoreLease
 from overlay.timespec import TimeSpecError
-from overlay.tokens import LOGIN, LOGIN_LIFESPAN, TokenRefused, Tokens
+from overlay.tokens import ISSUER, LOGIN, LOGIN_LIFESPAN, TokenRefused, Tokens
 from overlay.users import account, listed, system_account
 
 log = logging.getLogger("plus.daemon")
@@ -118,12 +118,14 @@ class Service:
 
     def __init__(self, manager: Manager, on_change: Callable[[list[Reservation]], None],
                  on_shutdown: Callable[[], None], tokens: Tokens | None = None,
-                 reskeys: reskey.ResKeys | None = None) -> None:
+                 reskeys: reskey.ResKeys | None = None,
+                 provider: oidc.Provider | None = None) -> None:
         self.manager = manager
         self.on_change = on_change
         self.on_shutdown = on_shutdown
         self.tokens = tokens
         self.reskeys = reskeys
+        self.provider = provider
         self.daemon_uid = os.getuid()
         self.client_log = RateLimitedLog(log, burst=CLIENT_LINES)
         self.turns = connections.UserTurns(manager.config.max_connections_per_user)
@@ -163,13 +165,51 @@ class Service:
         if message.get("op") in _PEER_ONLY:
             raise PermissionDenied(f"{message.get('op')} takes the caller from the socket's peer, "
                                    "never from a token: run plus_token on the daemon's host")
-        user = self.tokens.user(token)
+        user = self._bearer(token)
         if acting_for is not None and acting_for != user:
             if user not in self.manager.config.http.trusted_principals:
                 raise PermissionDenied(f"{user} may not act for another user: only the principals "
                                        "of http.trusted_principals may")
             return self._acted_for(user, acting_for)
         return self._named(user)
+
+    def _bearer(self, token: str) -> str:
+        """The user a bearer token proves: one of this daemon's (plus_token,
+        plus_web), or one of the site's identity provider, whose user must
+        be a person's account here (never root, a system account or a
+        manager: those act only on this host)."""
+        import jwt
+        try:
+            issuer = jwt.decode(token, options={"verify_signature": False}).get("iss")
+        except jwt.InvalidTokenError as exc:
+            raise TokenRefused(f"the token is not valid ({exc})") from None
+        if issuer == ISSUER:
+            return self.tokens.user(token)
+        if self.provider is None or issuer != self.provider.issuer:
+            raise TokenRefused(f"the token's issuer {limits.shown(issuer)} is neither this "
+                               "plus_scheduler nor the site's identity provider (http.oidc.issuer)")
+        user = self.provider.user(token)
+        caller = self._named(user)
+        min_uid = self.manager.config.min_uid
+        if system_account(caller.uid, min_uid):
+            why = f"root or a system account (uid {caller.uid}, below min_uid {min_uid})"
+        elif caller.is_manager:
+            why = "a manager"
+        else:
+            return user
+        raise PermissionDenied(f"the identity provider's token names {user}, {why}: such "
+                               "accounts act only on this host (plus_token)")
+
+    def op_web_config(self, caller: Caller, args: wire.Arguments) -> dict:
+        """How the calendar page may sign in: through the site's identity
+        provider (its endpoints, the page's client id) if one is set up."""
+        args.done()
+        if self.provider is None:
+            return {"oidc": None}
+        try:
+            return {"oidc": self.provider.sign_in()}
+        except (OSError, ValueError) as exc:
+            return {"oidc": None, "why": f"the identity provider cannot be reached: {exc}"}
 
     def _acted_for(self, principal: str, target: Any) -> Caller:
         """The user a principal acts for, if the site allows it: never root,
@@ -666,8 +706,9 @@ class Daemon:
                                        before_pass=self._check_lease)
             secret = statefile.secret_key(os.path.join(config.state_path, "reskey.key"),
                                           "ResKey secret")
+            provider = oidc.Provider(config.http.oidc) if config.http.oidc else None
             self.service = Service(self.manager, self.lifecycle.notice, self.stop,
-                                   Tokens(config.state_path), reskey.ResKeys(secret))
+                                   Tokens(config.state_path), reskey.ResKeys(secret), provider)
         except Exception:
             if self.backend is not None:
                 self.backend.close()

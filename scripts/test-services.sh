@@ -76,4 +76,7 @@ bash "$repo/scripts/sge-hosts.sh" up
 # --- a real sshd on 127.0.0.1:2222 for the SSH runner (keys in /etc/plus-test)
 bash "$repo/scripts/test-sshd.sh"
 
+# --- a real OpenID provider's package for the tests of the API's identities
+bash "$repo/scripts/test-oidc.sh"
+
 echo "$port" >&3

@@ -212,6 +212,11 @@ def test_unknown_keys_are_refused(tmp_path, text, key):
     ("socket", "7"),
     ("store", "''"),
     ("accounting_file", "[]"),
+    ("act_for", "[root, 'a b']"),
+    ("min_uid", "0"),
+    ("log", "''"),
+    ("log_size", "100"),
+    ("log_keep", "-1"),
 ])
 def test_bad_values_name_the_key(tmp_path, key, value):
     message = load_error(tmp_path, f"{key}: {value}\n")
@@ -343,3 +348,27 @@ def test_a_file_that_is_not_utf8_is_named(tmp_path):
     with pytest.raises(ConfigError) as refused:
         load(str(path))
     assert str(refused.value) == f"{path}: not UTF-8 text; configuration must be YAML in UTF-8"
+
+
+@pytest.mark.parametrize("section, message", [
+    ("{oidc: {audience: api}}", "http.oidc.issuer: required"),
+    ("{oidc: {issuer: 'https://idp.example'}}", "http.oidc.audience: required"),
+    ("{oidc: {issuer: 'http://idp.example', audience: api}}",
+     "http.oidc.issuer: expected an https:// URL (http:// only on loopback)"),
+    ("{oidc: {issuer: 'https://idp.example', audience: api, algorithms: [HS256]}}",
+     "http.oidc.algorithms: unknown setting"),
+    ("{max_connections_per_client: 0}", "http.max_connections_per_client: expected a whole "
+                                        "number from 1 to 65536"),
+    ("{request_timeout: 0}", "http.request_timeout: expected a whole number of seconds"),
+])
+def test_the_http_section_names_a_bad_key(tmp_path, section, message):
+    assert load_error(tmp_path, f"http: {section}\n").startswith(message)
+
+
+def test_the_identity_provider_is_read_with_its_defaults(tmp_path):
+    chosen = load(write(tmp_path, "http: {oidc: {issuer: 'https://idp.example/realms/hpc/', "
+                                  "audience: plus, ca_cert: idp-ca.pem}}\n")).http.oidc
+    assert (chosen.issuer, chosen.audience, chosen.user_claim, chosen.client_id) == (
+        "https://idp.example/realms/hpc", "plus", "preferred_username", "")
+    assert chosen.ca_cert == str(tmp_path / "idp-ca.pem")
+    assert chosen.origin == "https://idp.example"

@@ -131,14 +131,15 @@ def paged(request: Request, response: Response, total: int, limit: int, offset: 
         response.headers["Link"] = f'<{following}>; rel="next"'
 
 
-def served(socket_path: str, timeout: float) -> Gate:
+def served(socket_path: str, timeout: float, provider: str = "") -> Gate:
     """The API as the companion serves it: behind its Gate."""
-    return Gate(Fairness(make_app(socket_path, timeout)), BODY_LIMIT)
+    return Gate(Fairness(make_app(socket_path, timeout, provider)), BODY_LIMIT)
 
 
-def make_app(socket_path: str, timeout: float = 5.0) -> FastAPI:
+def make_app(socket_path: str, timeout: float = 5.0, provider: str = "") -> FastAPI:
     """The API, asking the daemon at ``socket_path`` and waiting at most
-    ``timeout`` seconds for each answer (then 503)."""
+    ``timeout`` seconds for each answer (then 503); its calendar page may
+    sign in at the identity provider's origin ``provider``."""
     app = FastAPI(title="PluS reservations", version="1", description=__doc__,
                   responses=REFUSALS, docs_url=None, redoc_url=None)
     errors.install(app)
@@ -278,7 +279,7 @@ def make_app(socket_path: str, timeout: float = 5.0) -> FastAPI:
                          transactional=body.Transactional or None,
                          idempotency_key=idempotency_key)
 
-    web.install(app, ask)
+    web.install(app, ask, provider)
 
     @app.post("/claims", summary="Act on an AR as its owner with a ResKey claim (submit, "
                                  "cancel, modify)")

@@ -49,6 +49,8 @@ class Companion:
                 "--timeout", str(chosen.timeout)]
         if chosen.tls:
             argv += ["--cert", chosen.tls_cert, "--key", chosen.tls_key]
+        if chosen.oidc is not None and chosen.oidc.client_id:
+            argv += ["--provider", chosen.oidc.origin]
         return argv + ["--parent", str(os.getpid())]
 
     def start(self) -> None:

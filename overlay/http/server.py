@@ -40,6 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--per-client", type=int, required=True)
     parser.add_argument("--request-timeout", type=float, required=True)
     parser.add_argument("--timeout", type=float, required=True)
+    parser.add_argument("--provider", default="", help="the identity provider's origin")
     parser.add_argument("--cert", default="")
     parser.add_argument("--key", default="")
     args = parser.parse_args(argv)
@@ -56,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     raise_fd_limit()
     admission = Admission(args.connections, args.per_client, args.request_timeout,
                           args.timeout + RESPONSE_SLACK)
-    uvicorn.run(served(args.socket, args.timeout), host=args.host, port=args.port,
+    uvicorn.run(served(args.socket, args.timeout, args.provider), host=args.host, port=args.port,
                 http=protocol_for(admission), log_level="warning", log_config=None,
                 access_log=False, ssl_certfile=args.cert or None, ssl_keyfile=args.key or None,
                 h11_max_incomplete_event_size=64 * 1024, timeout_keep_alive=5,

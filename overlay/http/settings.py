@@ -8,7 +8,8 @@ import socket
 from dataclasses import dataclass
 from typing import Any
 
-from overlay import settings
+from overlay import oidc, settings
+from overlay.oidc import OidcSettings
 
 DEFAULT_ADDRESS = "127.0.0.1:6830"
 
@@ -25,6 +26,7 @@ class HttpSettings:
     max_connections_per_client: int = 32  # held at once from one address
     request_timeout: int = 10            # seconds a request (head and body) has to arrive whole
     timeout: int = 5                     # seconds the API waits for the daemon's answer (then 503)
+    oidc: OidcSettings | None = None     # the site's OpenID provider, whose tokens are taken too
 
     @property
     def enabled(self) -> bool:
@@ -84,7 +86,9 @@ CHECKS = {
 def load(options: dict[str, Any], relative) -> HttpSettings:
     """The section's settings; ValueError if plain HTTP would leave loopback
     or only one of the TLS files is named."""
-    values = settings.read_section("http", options, CHECKS)
+    values = settings.read_section("http", options, CHECKS, others=("oidc",))
+    if "oidc" in options:
+        values["oidc"] = oidc.load(options["oidc"], relative)
     for key in ("tls_cert", "tls_key"):
         if values.get(key):
             values[key] = relative(values[key])

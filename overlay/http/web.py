@@ -28,16 +28,23 @@ VENDOR_DIR = Path(sys.prefix) / "share" / "plus" / "web"
 VENDOR_FILES = ("vis-timeline-graph2d.min.js", "vis-timeline-graph2d.min.css")
 """vis-timeline's standalone build (vis-data and its other dependencies inside)."""
 PAGE_FILES = {"calendar.js": "text/javascript", "calendar.css": "text/css"}
-HEADERS = {
-    "Content-Security-Policy": "default-src 'self'; script-src 'self'; style-src 'self' "
-                               "'unsafe-inline'; img-src 'self' data:; connect-src 'self'; "
-                               "frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
-    "Cache-Control": "no-cache",
-}
-"""The page runs only its own scripts (vis-timeline sets styles on its
-elements, hence 'unsafe-inline' for styles only) and is never framed."""
+def headers(provider: str = "") -> dict[str, str]:
+    """The page runs only its own scripts (vis-timeline sets styles on its
+    elements, hence 'unsafe-inline' for styles only), is never framed, and
+    calls only this API, and the identity provider's token endpoint at
+    ``provider`` (an origin) when it signs in there."""
+    connect = f"'self' {provider}".strip()
+    return {
+        "Content-Security-Policy": "default-src 'self'; script-src 'self'; style-src 'self' "
+                                   f"'unsafe-inline'; img-src 'self' data:; connect-src {connect}; "
+                                   "frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
+        "X-Content-Type-Options": "nosniff",
+        "Referrer-Policy": "no-referrer",
+        "Cache-Control": "no-cache",
+    }
+
+
+HEADERS = headers()
 Epoch = Annotated[int, Query(ge=0, le=2**40, description="UTC epoch seconds")]
 
 
@@ -49,9 +56,16 @@ class SessionIn(BaseModel):
 Ask = Callable[..., Awaitable[Any]]
 
 
-def install(app: FastAPI, ask: Ask) -> None:
+def install(app: FastAPI, ask: Ask, provider: str = "") -> None:
     """Add the page's routes to the API's ``app``: ``ask`` sends an
-    operation to the daemon with the caller's token (or none)."""
+    operation to the daemon with the caller's token (or none); the page
+    may call the identity provider at the origin ``provider``."""
+    page_headers = headers(provider)
+
+    @app.get("/web/config", summary="How the calendar page signs in: the site's identity "
+                                    "provider, if one is set up")
+    async def config() -> dict:
+        return await ask(None, "web_config", {})
 
     @app.get("/", include_in_schema=False)
     async def root() -> RedirectResponse:
@@ -59,13 +73,14 @@ def install(app: FastAPI, ask: Ask) -> None:
 
     @app.get("/web/", include_in_schema=False)
     async def page() -> FileResponse:
-        return FileResponse(PAGE_DIR / "index.html", media_type="text/html", headers=HEADERS)
+        return FileResponse(PAGE_DIR / "index.html", media_type="text/html",
+                            headers=page_headers)
 
     @app.get("/web/{name}", include_in_schema=False)
     async def page_file(name: str) -> FileResponse:
         if name not in PAGE_FILES:
             return missing(name)
-        return FileResponse(PAGE_DIR / name, media_type=PAGE_FILES[name], headers=HEADERS)
+        return FileResponse(PAGE_DIR / name, media_type=PAGE_FILES[name], headers=page_headers)
 
     @app.get("/web/vendor/{name}", include_in_schema=False)
     async def vendor_file(name: str) -> FileResponse:
@@ -76,7 +91,7 @@ def install(app: FastAPI, ask: Ask) -> None:
             return missing(name, "vis-timeline is not installed: run scripts/install.sh, which "
                                  f"puts it in {VENDOR_DIR}")
         kind = "text/javascript" if name.endswith(".js") else "text/css"
-        return FileResponse(path, media_type=kind, headers=HEADERS)
+        return FileResponse(path, media_type=kind, headers=page_headers)
 
     @app.post("/web/session", summary="Exchange plus_web's one-time code for a session token")
     async def session(body: SessionIn) -> dict:

@@ -3,7 +3,8 @@
  * or cancelling one's own ARs, and reserved against used node-hours.
  *
  * Every call is the HTTP API's, with the bearer token that the one-time link
- * of plus_web was exchanged for; the daemon decides what the caller may do.
+ * of plus_web was exchanged for, or the site's identity provider gave; the
+ * daemon decides what the caller may do.
  * The timeline holds one page of node rows at a time: vis-timeline draws
  * every row it holds, and a thousand rows would take seconds. */
 "use strict";
@@ -69,10 +70,13 @@ function length(seconds) {
   return `${h}:${String(m).padStart(2, "0")}`;
 }
 
-/* -- login: the code of plus_web's link, exchanged once for a session token -- */
+/* -- login: plus_web's one-time code, exchanged once for a session token, or
+ *    the site's identity provider (authorization code with PKCE, a public
+ *    client: its access token is the API's bearer token) ------------------------ */
 
 async function login() {
   const code = new URLSearchParams(location.hash.slice(1)).get("code");
+  const returned = new URLSearchParams(location.search);
   if (code) {
     history.replaceState(null, "", location.pathname + location.search);
     const response = await fetch("/web/session", {
@@ -81,16 +85,77 @@ async function login() {
     const data = await response.json().catch(() => ({}));
     if (!response.ok) throw new ApiError(response.status, data.error || response.statusText);
     sessionStorage.setItem("plus.token", data.token);
+  } else if (returned.has("state")) {
+    await providerReturned(returned);
   }
   view.token = sessionStorage.getItem("plus.token");
   if (!view.token) {
-    throw new ApiError(401, "Open the link that plus_web prints on the cluster's host: it signs "
-                       + "you in for this browser tab.");
+    const config = await fetch("/web/config").then(r => r.json()).catch(() => ({}));
+    if (config.oidc) offerProviderSignIn(config.oidc);
+    throw new ApiError(401, (config.oidc ? "Sign in with your site's account, or open "
+                                         : "Open ") + "the link that plus_web prints on the "
+                       + "cluster's host: it signs you in for this browser tab."
+                       + (config.why ? ` (${config.why})` : ""));
   }
   const me = await api("GET", "/whoami");
   view.user = me.user;
   view.manager = me.manager;
   $("who").textContent = `${me.user}${me.manager ? " (manager)" : ""}`;
+}
+
+function base64url(bytes) {
+  return btoa(String.fromCharCode(...new Uint8Array(bytes)))
+    .replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+}
+
+function randomText(bytes) {
+  return base64url(crypto.getRandomValues(new Uint8Array(bytes)));
+}
+
+function returnAddress() { return location.origin + "/web/"; }
+
+function offerProviderSignIn(oidc) {
+  const button = $("provider-sign-in");
+  button.hidden = false;
+  button.onclick = async () => {
+    const verifier = randomText(48), state = randomText(16);
+    const challenge = base64url(await crypto.subtle.digest(
+      "SHA-256", new TextEncoder().encode(verifier)));
+    sessionStorage.setItem("plus.oidc", JSON.stringify({
+      verifier, state, token_endpoint: oidc.token_endpoint, client_id: oidc.client_id,
+      resource: oidc.resource}));
+    const target = new URL(oidc.authorization_endpoint);
+    target.search = new URLSearchParams({
+      response_type: "code", client_id: oidc.client_id, redirect_uri: returnAddress(),
+      scope: oidc.scope, state, resource: oidc.resource, code_challenge: challenge,
+      code_challenge_method: "S256"});
+    location.assign(target.toString());
+  };
+}
+
+async function providerReturned(returned) {
+  const saved = JSON.parse(sessionStorage.getItem("plus.oidc") || "null");
+  sessionStorage.removeItem("plus.oidc");
+  history.replaceState(null, "", location.pathname);
+  if (returned.has("error")) {
+    throw new ApiError(401, "The identity provider did not sign you in: "
+                       + (returned.get("error_description") || returned.get("error")));
+  }
+  if (!saved || saved.state !== returned.get("state") || !returned.get("code")) {
+    throw new ApiError(401, "This sign-in was not started from this page: sign in again.");
+  }
+  const response = await fetch(saved.token_endpoint, {
+    method: "POST", headers: {"Content-Type": "application/x-www-form-urlencoded"},
+    body: new URLSearchParams({
+      grant_type: "authorization_code", code: returned.get("code"),
+      redirect_uri: returnAddress(), client_id: saved.client_id,
+      code_verifier: saved.verifier, resource: saved.resource})});
+  const data = await response.json().catch(() => ({}));
+  if (!response.ok || typeof data.access_token !== "string") {
+    throw new ApiError(401, "The identity provider refused the sign-in: "
+                       + (data.error_description || data.error || response.statusText));
+  }
+  sessionStorage.setItem("plus.token", data.access_token);
 }
 
 /* -- the calendar's data: ARs and jobs over a window, whole cluster -------------- */
