@@ -15,7 +15,6 @@ the daemon hammer the provider; and at least every MAX_AGE seconds.
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import logging
 import ssl
@@ -28,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from overlay import limits, settings
+from overlay.loopback import loopback
 from overlay.ratelog import RateLimitedLog
 from overlay.request import RequestError, parse_name
 from overlay.tokens import TokenRefused
@@ -68,18 +68,10 @@ def _url(value: Any) -> str | None:
     parts = urllib.parse.urlsplit(value)
     if parts.scheme == "https" and parts.hostname:
         return value.rstrip("/")
-    if parts.scheme == "http" and parts.hostname and _loopback(parts.hostname):
+    if parts.scheme == "http" and parts.hostname and loopback(parts.hostname):
         return value.rstrip("/")
     return None
 
-
-def _loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 _URL = settings.Check("an https:// URL (http:// only on loopback)", _url)

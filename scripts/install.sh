@@ -68,45 +68,32 @@ rm -rf "$repo/build"
 "$PLUS_VENV/bin/python" -m overlay.launchers >/dev/null
 chmod -R a+rX "$PLUS_VENV"
 
-# The calendar page's timeline library: vis-timeline's standalone build
-# (vis-data and its other dependencies inside) at a pinned version, from the
-# npm registry into the venv, where the HTTP API serves it; the page loads
-# nothing from elsewhere, so it works offline.
-vis_timeline=vis-timeline@8.5.4
-web_dir=$PLUS_VENV/share/plus/web
-if [[ $(cat "$web_dir/VERSION" 2>/dev/null) != "$vis_timeline" ]]; then
-    echo "$tag: installing $vis_timeline for the calendar page" >&2
+# npm_files PACKAGE@VERSION DIR FILE...: the package's FILEs (paths inside
+# it) from the npm registry into DIR, flat, unless DIR/VERSION says they are
+# there already. The pages load nothing from elsewhere, so they work offline.
+npm_files() {
+    local package=$1 dir=$2 unpack
+    shift 2
+    [[ $(cat "$dir/VERSION" 2>/dev/null) == "$package" ]] && return 0
+    echo "$tag: installing $package into $dir" >&2
     unpack=$(mktemp -d)
-    (cd "$unpack" && npm pack --silent "$vis_timeline" >/dev/null 2>&1) ||
-        { echo "$tag: npm pack $vis_timeline failed" >&2; exit 1; }
-    tar -xzf "$unpack"/vis-timeline-*.tgz -C "$unpack" \
-        package/standalone/umd/vis-timeline-graph2d.min.js \
-        package/styles/vis-timeline-graph2d.min.css package/LICENSE.md \
-        package/LICENSE.Apache-2.0.txt package/LICENSE.MIT.txt
-    mkdir -p "$web_dir"
-    install -m 0644 "$unpack"/package/standalone/umd/vis-timeline-graph2d.min.js \
-        "$unpack"/package/styles/vis-timeline-graph2d.min.css "$unpack"/package/LICENSE* "$web_dir"/
-    echo "$vis_timeline" >"$web_dir/VERSION"
+    (cd "$unpack" && npm pack --silent "$package" >/dev/null 2>&1) ||
+        { echo "$tag: npm pack $package failed" >&2; exit 1; }
+    tar -xzf "$unpack"/*.tgz -C "$unpack" "${@/#/package/}"
+    mkdir -p "$dir"
+    install -m 0644 "${@/#/$unpack/package/}" "$dir"/
+    echo "$package" >"$dir/VERSION"
     rm -rf "$unpack"
-fi
+}
 
-# The API's browsable documentation (/docs): Swagger UI's prebuilt files at a
-# pinned version, the same way, so /docs too works offline.
-swagger_ui=swagger-ui-dist@5.35.0
-docs_dir=$PLUS_VENV/share/plus/docs
-if [[ $(cat "$docs_dir/VERSION" 2>/dev/null) != "$swagger_ui" ]]; then
-    echo "$tag: installing $swagger_ui for the API's documentation" >&2
-    unpack=$(mktemp -d)
-    (cd "$unpack" && npm pack --silent "$swagger_ui" >/dev/null 2>&1) ||
-        { echo "$tag: npm pack $swagger_ui failed" >&2; exit 1; }
-    tar -xzf "$unpack"/swagger-ui-dist-*.tgz -C "$unpack" package/swagger-ui-bundle.js \
-        package/swagger-ui.css package/LICENSE package/NOTICE
-    mkdir -p "$docs_dir"
-    install -m 0644 "$unpack"/package/swagger-ui-bundle.js "$unpack"/package/swagger-ui.css \
-        "$unpack"/package/LICENSE "$unpack"/package/NOTICE "$docs_dir"/
-    echo "$swagger_ui" >"$docs_dir/VERSION"
-    rm -rf "$unpack"
-fi
+# The calendar page's timeline library: vis-timeline's standalone build
+# (vis-data and its other dependencies inside), served by the HTTP API.
+npm_files vis-timeline@8.5.4 "$PLUS_VENV/share/plus/web" \
+    standalone/umd/vis-timeline-graph2d.min.js styles/vis-timeline-graph2d.min.css \
+    LICENSE.md LICENSE.Apache-2.0.txt LICENSE.MIT.txt
+# The API's browsable documentation (/docs): Swagger UI's prebuilt files.
+npm_files swagger-ui-dist@5.35.0 "$PLUS_VENV/share/plus/docs" \
+    swagger-ui-bundle.js swagger-ui.css LICENSE NOTICE
 phase web
 
 if [[ ${PLUS_LINK_COMMANDS:-yes} != no ]]; then

@@ -11,7 +11,7 @@ from pathlib import Path
 from fastapi import FastAPI
 from fastapi.responses import FileResponse
 
-from overlay.http.web import HEADERS, PAGE_DIR, missing
+from overlay.http.web import HEADERS, PAGE_DIR, vendor_file
 
 VENDOR_DIR = Path(sys.prefix) / "share" / "plus" / "docs"
 VENDOR_FILES = {"swagger-ui-bundle.js": "text/javascript", "swagger-ui.css": "text/css"}
@@ -29,11 +29,5 @@ def install(app: FastAPI) -> None:
         return FileResponse(PAGE_DIR / "docs.js", media_type="text/javascript", headers=HEADERS)
 
     @app.get("/docs/vendor/{name}", include_in_schema=False)
-    async def vendor_file(name: str) -> FileResponse:
-        path = VENDOR_DIR / name
-        if name not in VENDOR_FILES:
-            return missing(name)
-        if not path.is_file():
-            return missing(name, f"Swagger UI is not installed: run scripts/install.sh, which "
-                                 f"puts it in {VENDOR_DIR}")
-        return FileResponse(path, media_type=VENDOR_FILES[name], headers=HEADERS)
+    async def vendor(name: str) -> FileResponse:
+        return vendor_file(VENDOR_DIR, VENDOR_FILES, name, "Swagger UI", HEADERS)

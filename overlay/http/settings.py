@@ -3,12 +3,12 @@ that plain HTTP is for loopback only."""
 
 from __future__ import annotations
 
-import ipaddress
 import socket
 from dataclasses import dataclass
 from typing import Any
 
 from overlay import oidc, settings
+from overlay.loopback import loopback
 from overlay.oidc import OidcSettings
 
 DEFAULT_ADDRESS = "127.0.0.1:6830"
@@ -95,17 +95,9 @@ def load(options: dict[str, Any], relative) -> HttpSettings:
     chosen = HttpSettings(**values)
     if bool(chosen.tls_cert) != bool(chosen.tls_key):
         raise ValueError("http: give both tls_cert and tls_key (PEM files), or neither")
-    if chosen.enabled and not chosen.tls and not _loopback(chosen.host):
+    if chosen.enabled and not chosen.tls and not loopback(chosen.host):
         raise ValueError(f"http.address {chosen.address}: plain HTTP is served only on loopback "
                          "(127.0.0.0/8, ::1, localhost); set http.tls_cert and http.tls_key to "
                          "serve HTTPS there, or use a loopback address")
     return chosen
 
-
-def _loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False

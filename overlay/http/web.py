@@ -25,7 +25,8 @@ from overlay.http.refusal import Refusal
 
 PAGE_DIR = Path(__file__).with_name("static")
 VENDOR_DIR = Path(sys.prefix) / "share" / "plus" / "web"
-VENDOR_FILES = ("vis-timeline-graph2d.min.js", "vis-timeline-graph2d.min.css")
+VENDOR_FILES = {"vis-timeline-graph2d.min.js": "text/javascript",
+                "vis-timeline-graph2d.min.css": "text/css"}
 """vis-timeline's standalone build (vis-data and its other dependencies inside)."""
 PAGE_FILES = {"calendar.js": "text/javascript", "calendar.css": "text/css"}
 def headers(provider: str = "") -> dict[str, str]:
@@ -83,15 +84,8 @@ def install(app: FastAPI, ask: Ask, provider: str = "") -> None:
         return FileResponse(PAGE_DIR / name, media_type=PAGE_FILES[name], headers=page_headers)
 
     @app.get("/web/vendor/{name}", include_in_schema=False)
-    async def vendor_file(name: str) -> FileResponse:
-        path = VENDOR_DIR / name
-        if name not in VENDOR_FILES:
-            return missing(name)
-        if not path.is_file():
-            return missing(name, "vis-timeline is not installed: run scripts/install.sh, which "
-                                 f"puts it in {VENDOR_DIR}")
-        kind = "text/javascript" if name.endswith(".js") else "text/css"
-        return FileResponse(path, media_type=kind, headers=page_headers)
+    async def vendor(name: str) -> FileResponse:
+        return vendor_file(VENDOR_DIR, VENDOR_FILES, name, "vis-timeline", page_headers)
 
     @app.post("/web/session", summary="Exchange plus_web's one-time code for a session token")
     async def session(body: SessionIn) -> dict:
@@ -106,6 +100,19 @@ def install(app: FastAPI, ask: Ask, provider: str = "") -> None:
     async def usage(caller: Who, start: Epoch, end: Epoch,
                     owner: Annotated[str | None, Query(max_length=limits.MAX_NAME)] = None) -> dict:
         return await ask(caller, "usage", {"start": start, "end": end, "owner": owner})
+
+
+def vendor_file(folder: Path, files: dict[str, str], name: str, library: str,
+                page_headers: dict[str, str]) -> FileResponse:
+    """One of ``files`` (name: type) of a ``library`` that scripts/install.sh
+    put in ``folder``; 404 for any other name, or saying it is not installed."""
+    path = folder / name
+    if name not in files:
+        return missing(name)
+    if not path.is_file():
+        return missing(name, f"{library} is not installed: run scripts/install.sh, which puts "
+                             f"it in {folder}")
+    return FileResponse(path, media_type=files[name], headers=page_headers)
 
 
 def missing(name: str, why: str = "") -> FileResponse:
