@@ -21,11 +21,13 @@ from pathlib import Path
 
 import pytest
 from daemon_harness import BIN, Daemon
-from http_harness import HOUR, free_port, start_api, token
+from http_harness import HOUR, free_port, secret_file, start_api, token
 
+from overlay.coalloc import sites as sites_file
 from overlay.coalloc.coordinator import Coordinator
 from overlay.coalloc.log import Log
 from overlay.coalloc.sites import Site
+from overlay.request import RequestError
 
 SITES = ("A", "B", "C")
 USER = "plusu1"
@@ -38,9 +40,7 @@ def world():
     os.chmod(folder, 0o777)
     lines = ["sites:"]
     for name, (daemon, url) in daemons.items():
-        token_file = folder / f"{name}.token"
-        token_file.write_text(token(daemon, USER, "-l", "6h"))
-        os.chmod(token_file, 0o644)
+        token_file = secret_file(folder / f"{name}.token", token(daemon, USER, "-l", "6h"), USER)
         lines.append(f"  {name}: {{url: '{url}', token_file: '{token_file}'}}")
     (folder / "sites.yaml").write_text("\n".join(lines) + "\n")
     yield daemons, folder
@@ -66,9 +66,7 @@ def held(world, coalloc_id: str) -> dict[str, list[dict]]:
 
 def with_site(folder: Path, name: str, daemon, url: str) -> Path:
     """A sites file with the world's sites and one more, ``name``, at ``url``."""
-    token_file = folder / f"{name}.token"
-    token_file.write_text(token(daemon, USER, "-l", "1h"))
-    os.chmod(token_file, 0o644)
+    token_file = secret_file(folder / f"{name}.token", token(daemon, USER, "-l", "1h"), USER)
     sites = folder / f"sites-{name}.yaml"
     sites.write_text((folder / "sites.yaml").read_text()
                      + f"  {name}: {{url: '{url}', token_file: '{token_file}'}}\n")
@@ -312,8 +310,7 @@ def test_a_faulty_site_leaves_nothing_anywhere(world, fault, kind):
     sites = (folder / "sites.yaml").read_text()
     server = None
     if fault == "token":
-        (folder / "bad.token").write_text("not-a-token")
-        os.chmod(folder / "bad.token", 0o644)
+        secret_file(folder / "bad.token", "not-a-token", USER)
         sites = sites.replace(str(folder / "B.token"), str(folder / "bad.token"))
     elif fault == "garbage":
         server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Garbage)
@@ -361,6 +358,26 @@ def test_bad_sites_files_are_one_line(world):
                            "--site", "A:nodes=1")
         assert result.returncode == 2 and message in result.stderr, result.stderr
         assert len(result.stderr.splitlines()) == 1
+
+
+def test_a_sites_file_that_would_give_the_token_away_is_refused(tmp_path):
+    """A token file others may read or change is refused, as ssh refuses
+    such a private key: named, with its mode and the cure."""
+    token_file = secret_file(tmp_path / "T.token", "a-token", USER)
+    for mode in (0o644, 0o620):                     # world-readable, group-writable
+        path = secret_file(tmp_path / f"open-{mode:o}.token", "a-token", USER)
+        os.chmod(path, mode)
+        (tmp_path / "sites.yaml").write_text(json.dumps(
+            {"sites": {"A": {"url": "https://x", "token_file": path}}}))
+        with pytest.raises(RequestError) as refused:
+            sites_file.load(str(tmp_path / "sites.yaml"))
+        assert str(refused.value) == (
+            f"sites file, site A: token_file {path}: the token is open to others (mode "
+            f"{mode:04o}); like ssh with a private key, it is used only when its owner alone "
+            f"may read it: chmod 600 {path}")
+    (tmp_path / "sites.yaml").write_text(json.dumps(
+        {"sites": {"A": {"url": "http://127.0.0.1:6830", "token_file": token_file}}}))
+    assert sites_file.load(str(tmp_path / "sites.yaml"))["A"].token == "a-token"
 
 
 def test_when_a_site_loses_the_common_start_the_next_one_is_found(world, tmp_path):

@@ -4,6 +4,9 @@ certificate (for https), and the UserID there (default: the local user).
     sites:
       A: {url: "https://a.example:6830", token_file: ~/a.token, ca_cert: /etc/ssl/a.pem}
       B: {url: "http://127.0.0.1:6831", token_file: ~/b.token, user: plusu1}
+
+A token file others may read is refused, as ssh refuses such a private key:
+the token goes with every request.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from dataclasses import dataclass
 from overlay.config import read_yaml
 from overlay.limits import shown
 from overlay.request import RequestError, parse_name
+from overlay.secretfile import OpenToOthers, check_private
 
 MAX_SITES = 16
 
@@ -62,10 +66,13 @@ def load(path: str) -> dict[str, Site]:
         token_file = os.path.expanduser(_text(where, entry, "token_file"))
         try:
             with open(token_file, encoding="utf-8") as handle:
+                check_private(handle.fileno(), token_file, "token")
                 token = handle.read(16384).strip()
         except OSError as exc:
             raise RequestError(f"{where}: cannot read token_file {shown(token_file)} "
                                f"({exc.strerror})") from None
+        except OpenToOthers as exc:
+            raise RequestError(f"{where}: token_file {shown(token_file)}: {exc}") from None
         user = _text(where, entry, "user", required=False) or getpass.getuser()
         ca_cert = _text(where, entry, "ca_cert", required=False)
         sites[str(name)] = Site(str(name), url, token, parse_name(user, f"{where}: user"),
