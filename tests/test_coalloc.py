@@ -344,15 +344,16 @@ def test_a_faulty_site_leaves_nothing_anywhere(world, fault, kind):
 
 def test_bad_sites_files_are_one_line(world):
     _, folder = world
+    token_file = secret_file(folder / "T.token", "a-token", USER)
     for text, message in (("sites: 3\n", "needs a 'sites:' mapping"),
-                          ("sites: {A: {url: 'ftp://x', token_file: /etc/hostname}}\n",
-                           "url must start with http:// or https://"),
-                          ("sites: {A: {url: 'http://x', token_file: /nonexistent}}\n",
+                          ("sites: {A: {url: 'ftp://x', token_file: TOKEN}}\n",
+                           "url 'ftp://x' must be http:// or https:// with a host"),
+                          ("sites: {A: {url: 'https://x', token_file: /nonexistent}}\n",
                            "cannot read token_file /nonexistent"),
-                          ("sites: {A: {url: 'http://x', token_file: /etc/hostname, pw: 1}}\n",
+                          ("sites: {A: {url: 'https://x', token_file: TOKEN, pw: 1}}\n",
                            "unknown key 'pw'"),
                           ("[unclosed\n", "not valid YAML: expected ',' or ']'")):
-        (folder / "bad.yaml").write_text(text)
+        (folder / "bad.yaml").write_text(text.replace("TOKEN", token_file))
         os.chmod(folder / "bad.yaml", 0o644)
         result = coreserve(world, "--sites", str(folder / "bad.yaml"), "-D", "1h",
                            "--site", "A:nodes=1")
@@ -361,23 +362,37 @@ def test_bad_sites_files_are_one_line(world):
 
 
 def test_a_sites_file_that_would_give_the_token_away_is_refused(tmp_path):
-    """A token file others may read or change is refused, as ssh refuses
-    such a private key: named, with its mode and the cure."""
+    """A token file others may read or change (refused as ssh refuses such
+    a private key), one that is not a token line, plain http:// off this
+    host, a CA file missing or not PEM: each is named, with what is wrong."""
     token_file = secret_file(tmp_path / "T.token", "a-token", USER)
+    opened = {}
     for mode in (0o644, 0o620):                     # world-readable, group-writable
-        path = secret_file(tmp_path / f"open-{mode:o}.token", "a-token", USER)
-        os.chmod(path, mode)
-        (tmp_path / "sites.yaml").write_text(json.dumps(
-            {"sites": {"A": {"url": "https://x", "token_file": path}}}))
+        opened[mode] = secret_file(tmp_path / f"open-{mode:o}.token", "a-token", USER)
+        os.chmod(opened[mode], mode)
+    two_lines = secret_file(tmp_path / "two-lines.token", "a-token\nX-Injected: yes", USER)
+    for entry, message in (
+            *(({"url": "https://x", "token_file": path},
+               f"token_file {path}: the token is open to others (mode {mode:04o}); like ssh "
+               f"with a private key, it is used only when its owner alone may read it: "
+               f"chmod 600 {path}") for mode, path in opened.items()),
+            ({"url": "https://x", "token_file": two_lines},
+             f"token_file {two_lines} holds no token (one line of printable characters"),
+            ({"url": "http://a.example.org:6830", "token_file": token_file},
+             "url 'http://a.example.org:6830' would send the token in clear off this host; "
+             "accepted: https://, or http:// to loopback (127.0.0.0/8, ::1, localhost)"),
+            ({"url": "https://x", "token_file": token_file, "ca_cert": "/nonexistent"},
+             "cannot read ca_cert /nonexistent (No such file or directory)"),
+            ({"url": "https://x", "token_file": token_file, "ca_cert": token_file},
+             f"ca_cert {token_file} holds no PEM certificate")):
+        (tmp_path / "sites.yaml").write_text(json.dumps({"sites": {"A": entry}}))
         with pytest.raises(RequestError) as refused:
             sites_file.load(str(tmp_path / "sites.yaml"))
-        assert str(refused.value) == (
-            f"sites file, site A: token_file {path}: the token is open to others (mode "
-            f"{mode:04o}); like ssh with a private key, it is used only when its owner alone "
-            f"may read it: chmod 600 {path}")
-    (tmp_path / "sites.yaml").write_text(json.dumps(
-        {"sites": {"A": {"url": "http://127.0.0.1:6830", "token_file": token_file}}}))
-    assert sites_file.load(str(tmp_path / "sites.yaml"))["A"].token == "a-token"
+        assert str(refused.value).startswith(f"sites file, site A: {message}"), refused.value
+    for url in ("http://127.0.0.1:6830", "http://[::1]:6830", "http://localhost:6830"):
+        (tmp_path / "sites.yaml").write_text(json.dumps(
+            {"sites": {"A": {"url": url, "token_file": token_file}}}))
+        assert sites_file.load(str(tmp_path / "sites.yaml"))["A"].token == "a-token"
 
 
 def test_when_a_site_loses_the_common_start_the_next_one_is_found(world, tmp_path):

@@ -6,7 +6,6 @@ site said no: 4xx), ``garbage`` (an answer that is not the API's)."""
 from __future__ import annotations
 
 import json
-import ssl
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -26,8 +25,6 @@ class SiteError(Exception):
 class SiteClient:
     def __init__(self, site: Site, timeout: float = 10.0) -> None:
         self.site, self.timeout = site, timeout
-        self.context = ssl.create_default_context(cafile=site.ca_cert) \
-            if site.url.startswith("https://") else None
 
     def _call(self, method: str, path: str, body: dict | None = None,
               headers: dict | None = None):
@@ -39,7 +36,7 @@ class SiteClient:
         name = self.site.name
         try:
             with urllib.request.urlopen(request, timeout=self.timeout,
-                                        context=self.context) as response:
+                                        context=self.site.context) as response:
                 raw = response.read(MAX_ANSWER + 1)
         except urllib.error.HTTPError as exc:
             try:
