@@ -302,6 +302,13 @@ class Garbage(http.server.BaseHTTPRequestHandler):
         pass
 
 
+def unreachable() -> str:
+    """A loopback URL where nothing listens."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{probe.getsockname()[1]}"
+
+
 @pytest.mark.parametrize("fault, kind", [("token", "401"), ("garbage", "is not the API's JSON"),
                                          ("stopped", "no answer within 1 s"),
                                          ("down", "unreachable")])
@@ -317,9 +324,7 @@ def test_a_faulty_site_leaves_nothing_anywhere(world, fault, kind):
         threading.Thread(target=server.serve_forever, daemon=True).start()
         sites = sites.replace(daemons["B"][1], f"http://127.0.0.1:{server.server_address[1]}")
     elif fault == "down":
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            sites = sites.replace(daemons["B"][1], f"http://127.0.0.1:{probe.getsockname()[1]}")
+        sites = sites.replace(daemons["B"][1], unreachable())
     (folder / "faulty.yaml").write_text(sites)
     if fault == "stopped":
         os.kill(daemons["B"][0].process.pid, signal.SIGSTOP)
@@ -423,4 +428,36 @@ def test_when_a_site_loses_the_common_start_the_next_one_is_found(world, tmp_pat
                 [("w", None, coalloc.start)]                # the first attempt's part is gone
     log.close()
     daemons["B"][0].ok("root", "plus_destroy", "-r", str(taken[0]["id"]))
+    clean(world)
+
+
+@pytest.mark.parametrize("finish", ["recover", "retry"])
+def test_a_cancel_that_cannot_reach_a_site_says_which_and_is_finished_later(world, finish):
+    """B is down when the co-allocation is cancelled: plus_cocancel cancels
+    A's part, exits 3 naming B, and the decision stays in the log, so that
+    plus_coreserve --recover (or plus_cocancel again) cancels B's part once
+    B answers."""
+    daemons, folder = world
+    made = coreserve(world, "-D", "1h", "-s", "now+64h", "--json", "--site", "A:nodes=1",
+                     "--site", "B:nodes=1")
+    coalloc_id = json.loads(made.stdout)["id"]
+    (folder / "b-down.yaml").write_text((folder / "sites.yaml").read_text().replace(
+        daemons["B"][1], unreachable()))
+    log = ("--log", str(folder / "coalloc.db"))
+    missed = daemons["A"][0].run(USER, "plus_cocancel", "--sites", str(folder / "b-down.yaml"),
+                                 *log, coalloc_id)
+    assert missed.returncode == 3 and missed.stdout == "", missed.stderr
+    assert f"co-allocation {coalloc_id} is not cancelled at B, where its part stays booked " \
+           "(site B: unreachable" in missed.stderr
+    assert {name: [ar["state"] for ar in ars] for name, ars in held(world, coalloc_id).items()} \
+        == {"A": ["d"], "B": ["w"], "C": []}
+    if finish == "recover":
+        finished = coreserve(world, "--recover", "--json")
+    else:
+        finished = daemons["A"][0].run(USER, "plus_cocancel", "--sites",
+                                       str(folder / "sites.yaml"), *log, "--json", coalloc_id)
+    assert finished.returncode == 0, finished.stderr
+    assert json.loads(finished.stdout)["state"] == "cancelled"
+    assert {name: [ar["state"] for ar in ars] for name, ars in held(world, coalloc_id).items()} \
+        == {"A": ["d"], "B": ["d"], "C": []}
     clean(world)

@@ -12,6 +12,8 @@ A co-allocation's ``state`` is its last logged step:
   committed, aborted, cancelled   done
   moving      a committed one asked every site to move to ``target`` (-T)
   move-committing   the decision to move is logged: every site commits
+  cancelling  the decision to cancel a committed one is logged: every site
+              cancels (a site not reached, on a retry or at recovery)
 No decision logged means abort (presumed abort): a move not decided leaves
 the co-allocation where it was.
 """
