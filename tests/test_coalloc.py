@@ -6,6 +6,7 @@ the AR committed, or none with any AR or pending operation), and bad input."""
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import json
 import os
@@ -18,6 +19,7 @@ import threading
 import time
 import urllib.request
 from pathlib import Path
+from typing import Callable
 
 import pytest
 from daemon_harness import BIN, Daemon
@@ -284,22 +286,48 @@ def test_a_site_whose_clock_is_ahead_gets_the_same_window(world):
         ahead.cleanup()
 
 
-class Garbage(http.server.BaseHTTPRequestHandler):
-    """A server that is not a site: every answer is 200 and not JSON."""
+@contextlib.contextmanager
+def hostile_site(answer: Callable[[http.server.BaseHTTPRequestHandler, threading.Event], None]):
+    """A server posing as a site, its URL: ``answer(handler, stopping)``
+    answers each request (``handler.body`` holds what was sent)."""
+    stopping = threading.Event()
 
-    def do_GET(self) -> None:
-        self._answer()
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def answer(self) -> None:
+            self.body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            try:
+                answer(self, stopping)
+            except OSError:
+                pass                                # the coordinator hung up
 
-    def do_POST(self) -> None:
-        self._answer()
+        do_GET = do_POST = do_PATCH = answer
 
-    def _answer(self) -> None:
-        self.send_response(200)
-        self.end_headers()
-        self.wfile.write(b"<html>hello</html>")
+        def log_message(self, *args) -> None:
+            pass
 
-    def log_message(self, *args) -> None:
-        pass
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        stopping.set()
+        server.shutdown()
+        server.server_close()
+
+
+def reply(handler, status: int, body: bytes, headers: dict | None = None) -> None:
+    handler.send_response(status)
+    for name, value in {"Content-Length": str(len(body)), **(headers or {})}.items():
+        handler.send_header(name, value)
+    handler.end_headers()
+    handler.wfile.write(body)
+
+
+def html(handler, _) -> None:
+    """200 and not JSON, ended by closing the connection (HTTP/1.0, no length)."""
+    handler.send_response(200)
+    handler.end_headers()
+    handler.wfile.write(b"<html>hello</html>")
 
 
 def unreachable() -> str:
@@ -315,27 +343,20 @@ def unreachable() -> str:
 def test_a_faulty_site_leaves_nothing_anywhere(world, fault, kind):
     daemons, folder = world
     sites = (folder / "sites.yaml").read_text()
-    server = None
-    if fault == "token":
-        secret_file(folder / "bad.token", "not-a-token", USER)
-        sites = sites.replace(str(folder / "B.token"), str(folder / "bad.token"))
-    elif fault == "garbage":
-        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Garbage)
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        sites = sites.replace(daemons["B"][1], f"http://127.0.0.1:{server.server_address[1]}")
-    elif fault == "down":
-        sites = sites.replace(daemons["B"][1], unreachable())
-    (folder / "faulty.yaml").write_text(sites)
-    if fault == "stopped":
-        os.kill(daemons["B"][0].process.pid, signal.SIGSTOP)
-    try:
+    with contextlib.ExitStack() as undo:
+        if fault == "token":
+            secret_file(folder / "bad.token", "not-a-token", USER)
+            sites = sites.replace(str(folder / "B.token"), str(folder / "bad.token"))
+        elif fault == "garbage":
+            sites = sites.replace(daemons["B"][1], undo.enter_context(hostile_site(html)))
+        elif fault == "down":
+            sites = sites.replace(daemons["B"][1], unreachable())
+        elif fault == "stopped":
+            os.kill(daemons["B"][0].process.pid, signal.SIGSTOP)
+            undo.callback(os.kill, daemons["B"][0].process.pid, signal.SIGCONT)
+        (folder / "faulty.yaml").write_text(sites)
         result = coreserve(world, "--sites", str(folder / "faulty.yaml"), "--timeout", "1",
                            "-D", "1h", "-s", "now+30h", "--site", "A:nodes=1", "--site", "B:nodes=1")
-    finally:
-        if fault == "stopped":
-            os.kill(daemons["B"][0].process.pid, signal.SIGCONT)
-        if server is not None:
-            server.shutdown()
     assert result.returncode == 3 and "site B: " in result.stderr and kind in result.stderr, \
         result.stderr
     assert len(result.stderr.splitlines()) == 1
@@ -429,6 +450,81 @@ def test_when_a_site_loses_the_common_start_the_next_one_is_found(world, tmp_pat
     log.close()
     daemons["B"][0].ok("root", "plus_destroy", "-r", str(taken[0]["id"]))
     clean(world)
+
+
+def free_everywhere(handler) -> bool:
+    """Answer a RESQUERY as a site where every start is free; False for
+    any other request."""
+    if handler.path != "/ggf/resquery":
+        return False
+    earliest, latest = map(int, json.loads(handler.body)["TimeSpec"].split(","))
+    reply(handler, 200, json.dumps({"ranges": [{"STime": earliest, "EndSTime": latest}]}).encode())
+    return True
+
+
+def drip(handler, stopping: threading.Event) -> None:
+    """An answer one byte every 0.2 s, for ever: each read gets a byte well
+    within the timeout, the answer never ends."""
+    if not free_everywhere(handler):
+        handler.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Length: 1000000\r\n\r\n")
+        while not stopping.wait(0.2):
+            handler.wfile.write(b" ")
+            handler.wfile.flush()
+
+
+def nested(handler, _) -> None:
+    if not free_everywhere(handler):
+        reply(handler, 200, b"[" * 100_000 + b"]" * 100_000)
+
+
+def many_ranges(handler, _) -> None:
+    earliest, _ = map(int, json.loads(handler.body)["TimeSpec"].split(","))
+    reply(handler, 200, json.dumps({"ranges": [{"STime": earliest + 10 * i, "EndSTime":
+                                                earliest + 10 * i + 5}
+                                               for i in range(100_001)]}).encode())
+
+
+@pytest.mark.parametrize("behaviour, message", [
+    (drip, "site H: no answer within 2 s"),
+    (nested, "site H: answered something that is not the API's JSON (nested too deeply)"),
+    (many_ranges, "site H: answered RESQUERY with 100001 ranges; at most 100000 are taken"),
+])
+def test_a_hostile_site_is_cut_off_and_the_honest_sites_parts_aborted(world, behaviour, message):
+    """Site H answers RESQUERY well, then drips its answer to the prepare
+    or answers it nested 100,000 deep (or answers RESQUERY with too many
+    ranges): the coordinator gives up on H within --timeout for each whole
+    call, and A's pending part is aborted."""
+    daemons, folder = world
+    with hostile_site(behaviour) as url:
+        sites = with_site(folder, "H", daemons["A"][0], url)
+        result = coreserve(world, "--sites", str(sites), "--timeout", "2", "-D", "1h",
+                           "-s", "now+60h", "--site", "A:nodes=1", "--site", "H:nodes=1")
+    assert result.returncode == 3 and message in result.stderr, result.stderr
+    assert len(result.stderr.splitlines()) == 1
+    assert [ar for ar in daemons["A"][0].status() if ar["owner"] == USER] == []
+
+
+def test_a_redirect_is_not_followed_and_the_token_stays_with_the_site(world):
+    daemons, folder = world
+    stolen = []
+
+    def thief(handler, _) -> None:
+        stolen.append(handler.headers.get("Authorization"))
+        reply(handler, 200, b"{}")
+
+    with hostile_site(thief) as elsewhere:
+        def redirect(handler, _) -> None:
+            if not free_everywhere(handler):
+                reply(handler, 302, b"", {"Location": elsewhere + handler.path})
+        with hostile_site(redirect) as url:
+            sites = with_site(folder, "H", daemons["A"][0], url)
+            result = coreserve(world, "--sites", str(sites), "--timeout", "2", "-D", "1h",
+                               "-s", "now+62h", "--site", "A:nodes=1", "--site", "H:nodes=1")
+    assert result.returncode == 3, result.stderr
+    assert f"site H: answered 302 redirecting to '{elsewhere}/ggf/setres'; no redirect is " \
+           "followed" in result.stderr
+    assert stolen == []
+    assert [ar for ar in daemons["A"][0].status() if ar["owner"] == USER] == []
 
 
 @pytest.mark.parametrize("finish", ["recover", "retry"])
