@@ -20,11 +20,14 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import ThreadPoolExecutor
+from itertools import chain
 from typing import Callable
 
 from overlay.coalloc.client import SiteClient, SiteError
 from overlay.coalloc.log import CoAllocation, Log
 from overlay.coalloc.sites import Site
+from overlay.nesting import merged
+from overlay.planner import covered_ranges
 
 
 class CoallocError(Exception):
@@ -36,12 +39,11 @@ class CoallocError(Exception):
 
 
 def intersect(per_site: list[list[tuple[int, int]]]) -> list[tuple[int, int]]:
-    """The closed ranges of starts every site's ranges allow."""
-    common = per_site[0] if per_site else []
-    for ranges in per_site[1:]:
-        common = [(max(a, c), min(b, d)) for a, b in common for c, d in ranges
-                  if max(a, c) <= min(b, d)]
-    return sorted(common)
+    """The closed ranges of starts every site's ranges allow, sorted: each
+    site's ranges merged (a site may list them in any order, overlapping),
+    then the times lying in as many ranges as there are sites, in one sweep
+    over the sorted ends (not every range against every other)."""
+    return covered_ranges(chain.from_iterable(map(merged, per_site)), len(per_site))
 
 
 class Coordinator:
