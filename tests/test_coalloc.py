@@ -421,6 +421,21 @@ def test_a_sites_file_that_would_give_the_token_away_is_refused(tmp_path):
         assert sites_file.load(str(tmp_path / "sites.yaml"))["A"].token == "a-token"
 
 
+def test_a_log_that_cannot_be_used_is_named_with_what_is_wrong(world):
+    daemons, folder = world
+    foreign = folder / "foreign.db"
+    secret_file(foreign, "", "plusu2")
+    secret_file(folder / "text.db", "not a database", USER)
+    for log, message in ((foreign, f"--log: {foreign}: Permission denied"),
+                         ("/root/coalloc.db", "--log: /root/coalloc.db: Permission denied"),
+                         (folder / "text.db", f"--log: the store sqlite:///{folder}/text.db failed "
+                                              "(file is not a database)")):
+        result = daemons["A"][0].run(USER, "plus_costatus", "--sites", str(folder / "sites.yaml"),
+                                     "--log", str(log))
+        assert result.returncode == 2 and message in result.stderr, result.stderr
+        assert len(result.stderr.splitlines()) == 1
+
+
 def test_when_a_site_loses_the_common_start_the_next_one_is_found(world, tmp_path):
     """The library in this process: once the common start is chosen (and
     logged), someone takes it at site B; B refuses it, the coordinator

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from sqlalchemy import (BigInteger, Column, Integer, MetaData, String, Table, Text, insert,
                         select, update)
 
-from overlay.store import make_engine
+from overlay.store import database_errors, make_engine
 
 METADATA = MetaData()
 COALLOCATIONS = Table(
@@ -89,8 +89,11 @@ class CoAllocation:
 
 class Log:
     def __init__(self, url: str) -> None:
-        self.engine = make_engine(url)
-        METADATA.create_all(self.engine)
+        """Open (or make) the log: OSError if its file or folder cannot be
+        used, StoreUnavailable (one line) if it is not a database."""
+        with database_errors(url):
+            self.engine = make_engine(url)
+            METADATA.create_all(self.engine)
 
     def close(self) -> None:
         self.engine.dispose()
