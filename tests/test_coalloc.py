@@ -251,8 +251,14 @@ def test_a_co_allocation_is_moved_cancelled_and_shown_as_one(world):
         assert [(ar["start"], ar["pending"]) for ar in ars] == [(later, None)]
     status = daemons["A"][0].run(USER, "plus_costatus", *common, coalloc["id"])
     assert status.returncode == 0 and "is committed" in status.stdout and "now state w" in status.stdout
+    assert "its ResKeys were shown once, by the plus_coreserve that made it" in status.stdout
     cancelled = daemons["A"][0].run(USER, "plus_cocancel", *common, "--json", coalloc["id"])
     assert json.loads(cancelled.stdout)["state"] == "cancelled"
+    shown_again = [daemons["A"][0].run(USER, "plus_costatus", *common, *json_flag, *coalloc_id)
+                   for json_flag in ((), ("--json",)) for coalloc_id in ((), (coalloc["id"],))]
+    for output in [moved.stdout, status.stdout, cancelled.stdout,
+                   *(result.stdout for result in shown_again)]:
+        assert not any(site["reskey"] in output for site in coalloc["sites"].values()), output
     assert {s["state"] for s in json.loads(cancelled.stdout)["sites"].values()} == {"cancelled"}
     listed = daemons["A"][0].run(USER, "plus_costatus", *common)
     assert any(line.split()[:2] == [coalloc["id"], "cancelled"] for line in listed.stdout.splitlines())

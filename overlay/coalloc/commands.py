@@ -79,9 +79,11 @@ def one_parser(prog: str, description: str, optional: bool = False) -> common.Pa
     return p
 
 
-def show(args, coalloc: CoAllocation) -> None:
+def show(args, coalloc: CoAllocation, reskeys: bool = False) -> None:
+    """Print the co-allocation; its ResKeys only with ``reskeys``: once,
+    by the command that made it."""
     if args.json:
-        common.print_json(coalloc.view())
+        common.print_json(coalloc.view(reskeys))
         return
     window = "" if coalloc.start is None else \
         f": {format_time(coalloc.start)} to {format_time(coalloc.start + coalloc.duration)}"
@@ -89,7 +91,8 @@ def show(args, coalloc: CoAllocation) -> None:
           + (f" ({coalloc.message})" if coalloc.message else ""))
     for name, record in sorted(coalloc.sites.items()):
         held = f"R{record.ar_id}" if record.ar_id else "-"
-        print(f"  {name:<12} {held:<10} {record.state:<10} {record.reskey or ''}")
+        key = f" {record.reskey}" if reskeys and record.reskey else ""
+        print(f"  {name:<12} {held:<10} {record.state:<10}{key}".rstrip())
 
 
 def site_request(p: common.Parser, text: str) -> tuple[str, str]:
@@ -103,12 +106,13 @@ def site_request(p: common.Parser, text: str) -> tuple[str, str]:
     return name, resources
 
 
-def acted(prog: str, args, act) -> int:
+def acted(prog: str, args, act, reskeys: bool = False) -> int:
     """Run ``act`` on the command's coordinator, print the co-allocation it
-    answers; a refusal is one line with its exit status."""
+    answers (with its ResKeys if it was just made); a refusal is one line
+    with its exit status."""
     try:
         coalloc = act(coordinator(prog, args))
     except CoallocError as exc:
         common.fail(prog, str(exc), exc.status)
-    show(args, coalloc)
+    show(args, coalloc, reskeys)
     return 0

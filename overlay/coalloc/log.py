@@ -78,13 +78,16 @@ class CoAllocation:
     message: str = ""
     sites: dict[str, SiteRecord] = field(default_factory=dict)
 
-    def view(self) -> dict:
+    def view(self, reskeys: bool = False) -> dict:
+        """The co-allocation as the commands print it; its ResKeys only when
+        asked (they are shown once, when it is made)."""
         return {"id": self.id, "state": self.state, "start": self.start,
                 "end": None if self.start is None else self.start + self.duration,
                 "duration": self.duration, "attempt": self.attempt, "message": self.message,
                 "target": self.target,
-                "sites": {name: {"resources": s.resources, "ar_id": s.ar_id, "reskey": s.reskey,
-                                 "state": s.state} for name, s in sorted(self.sites.items())}}
+                "sites": {name: {"resources": s.resources, "ar_id": s.ar_id, "state": s.state,
+                                 **({"reskey": s.reskey} if reskeys else {})}
+                          for name, s in sorted(self.sites.items())}}
 
 
 class Log:
