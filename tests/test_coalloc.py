@@ -185,12 +185,12 @@ def test_two_coordinators_racing_for_the_same_nodes_never_both_get_a_window(worl
 
 @pytest.mark.parametrize("how", ["stopped", "killed"])
 def test_a_site_stopped_or_killed_between_prepare_and_commit_ends_all_or_nothing(world, how):
-    """Site S (commit_timeout 4 s) is stopped (SIGSTOP) or killed (SIGKILL)
+    """Site S (commit_timeout 8 s) is stopped (SIGSTOP) or killed (SIGKILL)
     after the prepare, then back: with the decision logged, the coordinator
     commits it when it is back; without, the rest is aborted and S's own
     timeout drops its pending part."""
     daemons, folder = world
-    extra, url = start_api("http: {address: {address}}\ncommit_timeout: 4\n")
+    extra, url = start_api("http: {address: {address}}\ncommit_timeout: 8\n")
     try:
         sites = with_site(folder, "S", extra, url)
         args = ("--sites", str(sites), "--timeout", "2")
