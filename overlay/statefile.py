@@ -13,6 +13,8 @@ import os
 import secrets
 from typing import Any
 
+from overlay.secretfile import check_private
+
 
 def load(path: str, what: str) -> dict[str, Any]:
     """The saved mapping, or an empty one if there is none yet."""
@@ -46,10 +48,8 @@ def secret_key(path: str, what: str) -> bytes:
         descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:
         with open(path, "rb") as handle:
+            check_private(handle.fileno(), path, what)
             key = handle.read().strip()
-        if os.stat(path).st_mode & 0o077:
-            raise ValueError(f"{path}: the {what} must be readable by plus_scheduler's "
-                             f"user alone (chmod 600 {path})")
         if len(key) < 32:
             raise ValueError(f"{path}: the {what} is too short (at least 32 bytes)")
         return key

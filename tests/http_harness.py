@@ -3,8 +3,11 @@ API's tests share: real tokens from plus_token run as real users."""
 
 from __future__ import annotations
 
+import os
+import pwd
 import socket
 import time
+from pathlib import Path
 
 import httpx
 from daemon_harness import Daemon
@@ -43,6 +46,15 @@ def answering(daemon: Daemon, port: int) -> str:
 
 def token(daemon: Daemon, user: str, *args: str) -> str:
     return daemon.ok(user, "plus_token", *args).strip()
+
+
+def secret_file(path: Path, text: str, user: str) -> str:
+    """``text`` (a token, a ResKey) in a file ``user`` alone may read, as
+    the commands require of a secret."""
+    path.write_text(text + "\n")
+    os.chown(path, pwd.getpwnam(user).pw_uid, -1)
+    os.chmod(path, 0o600)
+    return str(path)
 
 
 def auth(bearer: str) -> dict:

@@ -6,6 +6,7 @@ the AR committed, or none with any AR or pending operation), and bad input."""
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import json
 import os
@@ -18,14 +19,17 @@ import threading
 import time
 import urllib.request
 from pathlib import Path
+from typing import Callable
 
 import pytest
 from daemon_harness import BIN, Daemon
-from http_harness import HOUR, free_port, start_api, token
+from http_harness import HOUR, free_port, secret_file, start_api, token
 
-from overlay.coalloc.coordinator import Coordinator
+from overlay.coalloc import sites as sites_file
+from overlay.coalloc.coordinator import Coordinator, intersect
 from overlay.coalloc.log import Log
 from overlay.coalloc.sites import Site
+from overlay.request import RequestError
 
 SITES = ("A", "B", "C")
 USER = "plusu1"
@@ -38,9 +42,7 @@ def world():
     os.chmod(folder, 0o777)
     lines = ["sites:"]
     for name, (daemon, url) in daemons.items():
-        token_file = folder / f"{name}.token"
-        token_file.write_text(token(daemon, USER, "-l", "6h"))
-        os.chmod(token_file, 0o644)
+        token_file = secret_file(folder / f"{name}.token", token(daemon, USER, "-l", "6h"), USER)
         lines.append(f"  {name}: {{url: '{url}', token_file: '{token_file}'}}")
     (folder / "sites.yaml").write_text("\n".join(lines) + "\n")
     yield daemons, folder
@@ -66,9 +68,7 @@ def held(world, coalloc_id: str) -> dict[str, list[dict]]:
 
 def with_site(folder: Path, name: str, daemon, url: str) -> Path:
     """A sites file with the world's sites and one more, ``name``, at ``url``."""
-    token_file = folder / f"{name}.token"
-    token_file.write_text(token(daemon, USER, "-l", "1h"))
-    os.chmod(token_file, 0o644)
+    token_file = secret_file(folder / f"{name}.token", token(daemon, USER, "-l", "1h"), USER)
     sites = folder / f"sites-{name}.yaml"
     sites.write_text((folder / "sites.yaml").read_text()
                      + f"  {name}: {{url: '{url}', token_file: '{token_file}'}}\n")
@@ -185,12 +185,12 @@ def test_two_coordinators_racing_for_the_same_nodes_never_both_get_a_window(worl
 
 @pytest.mark.parametrize("how", ["stopped", "killed"])
 def test_a_site_stopped_or_killed_between_prepare_and_commit_ends_all_or_nothing(world, how):
-    """Site S (commit_timeout 4 s) is stopped (SIGSTOP) or killed (SIGKILL)
+    """Site S (commit_timeout 8 s) is stopped (SIGSTOP) or killed (SIGKILL)
     after the prepare, then back: with the decision logged, the coordinator
     commits it when it is back; without, the rest is aborted and S's own
     timeout drops its pending part."""
     daemons, folder = world
-    extra, url = start_api("http: {address: {address}}\ncommit_timeout: 4\n")
+    extra, url = start_api("http: {address: {address}}\ncommit_timeout: 8\n")
     try:
         sites = with_site(folder, "S", extra, url)
         args = ("--sites", str(sites), "--timeout", "2")
@@ -251,8 +251,14 @@ def test_a_co_allocation_is_moved_cancelled_and_shown_as_one(world):
         assert [(ar["start"], ar["pending"]) for ar in ars] == [(later, None)]
     status = daemons["A"][0].run(USER, "plus_costatus", *common, coalloc["id"])
     assert status.returncode == 0 and "is committed" in status.stdout and "now state w" in status.stdout
+    assert "its ResKeys were shown once, by the plus_coreserve that made it" in status.stdout
     cancelled = daemons["A"][0].run(USER, "plus_cocancel", *common, "--json", coalloc["id"])
     assert json.loads(cancelled.stdout)["state"] == "cancelled"
+    shown_again = [daemons["A"][0].run(USER, "plus_costatus", *common, *json_flag, *coalloc_id)
+                   for json_flag in ((), ("--json",)) for coalloc_id in ((), (coalloc["id"],))]
+    for output in [moved.stdout, status.stdout, cancelled.stdout,
+                   *(result.stdout for result in shown_again)]:
+        assert not any(site["reskey"] in output for site in coalloc["sites"].values()), output
     assert {s["state"] for s in json.loads(cancelled.stdout)["sites"].values()} == {"cancelled"}
     listed = daemons["A"][0].run(USER, "plus_costatus", *common)
     assert any(line.split()[:2] == [coalloc["id"], "cancelled"] for line in listed.stdout.splitlines())
@@ -286,22 +292,55 @@ def test_a_site_whose_clock_is_ahead_gets_the_same_window(world):
         ahead.cleanup()
 
 
-class Garbage(http.server.BaseHTTPRequestHandler):
-    """A server that is not a site: every answer is 200 and not JSON."""
+@contextlib.contextmanager
+def hostile_site(answer: Callable[[http.server.BaseHTTPRequestHandler, threading.Event], None]):
+    """A server posing as a site, its URL: ``answer(handler, stopping)``
+    answers each request (``handler.body`` holds what was sent)."""
+    stopping = threading.Event()
 
-    def do_GET(self) -> None:
-        self._answer()
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def answer(self) -> None:
+            self.body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            try:
+                answer(self, stopping)
+            except OSError:
+                pass                                # the coordinator hung up
 
-    def do_POST(self) -> None:
-        self._answer()
+        do_GET = do_POST = do_PATCH = answer
 
-    def _answer(self) -> None:
-        self.send_response(200)
-        self.end_headers()
-        self.wfile.write(b"<html>hello</html>")
+        def log_message(self, *args) -> None:
+            pass
 
-    def log_message(self, *args) -> None:
-        pass
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        stopping.set()
+        server.shutdown()
+        server.server_close()
+
+
+def reply(handler, status: int, body: bytes, headers: dict | None = None) -> None:
+    handler.send_response(status)
+    for name, value in {"Content-Length": str(len(body)), **(headers or {})}.items():
+        handler.send_header(name, value)
+    handler.end_headers()
+    handler.wfile.write(body)
+
+
+def html(handler, _) -> None:
+    """200 and not JSON, ended by closing the connection (HTTP/1.0, no length)."""
+    handler.send_response(200)
+    handler.end_headers()
+    handler.wfile.write(b"<html>hello</html>")
+
+
+def unreachable() -> str:
+    """A loopback URL where nothing listens."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{probe.getsockname()[1]}"
 
 
 @pytest.mark.parametrize("fault, kind", [("token", "401"), ("garbage", "is not the API's JSON"),
@@ -310,30 +349,20 @@ class Garbage(http.server.BaseHTTPRequestHandler):
 def test_a_faulty_site_leaves_nothing_anywhere(world, fault, kind):
     daemons, folder = world
     sites = (folder / "sites.yaml").read_text()
-    server = None
-    if fault == "token":
-        (folder / "bad.token").write_text("not-a-token")
-        os.chmod(folder / "bad.token", 0o644)
-        sites = sites.replace(str(folder / "B.token"), str(folder / "bad.token"))
-    elif fault == "garbage":
-        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Garbage)
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        sites = sites.replace(daemons["B"][1], f"http://127.0.0.1:{server.server_address[1]}")
-    elif fault == "down":
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            sites = sites.replace(daemons["B"][1], f"http://127.0.0.1:{probe.getsockname()[1]}")
-    (folder / "faulty.yaml").write_text(sites)
-    if fault == "stopped":
-        os.kill(daemons["B"][0].process.pid, signal.SIGSTOP)
-    try:
+    with contextlib.ExitStack() as undo:
+        if fault == "token":
+            secret_file(folder / "bad.token", "not-a-token", USER)
+            sites = sites.replace(str(folder / "B.token"), str(folder / "bad.token"))
+        elif fault == "garbage":
+            sites = sites.replace(daemons["B"][1], undo.enter_context(hostile_site(html)))
+        elif fault == "down":
+            sites = sites.replace(daemons["B"][1], unreachable())
+        elif fault == "stopped":
+            os.kill(daemons["B"][0].process.pid, signal.SIGSTOP)
+            undo.callback(os.kill, daemons["B"][0].process.pid, signal.SIGCONT)
+        (folder / "faulty.yaml").write_text(sites)
         result = coreserve(world, "--sites", str(folder / "faulty.yaml"), "--timeout", "1",
                            "-D", "1h", "-s", "now+30h", "--site", "A:nodes=1", "--site", "B:nodes=1")
-    finally:
-        if fault == "stopped":
-            os.kill(daemons["B"][0].process.pid, signal.SIGCONT)
-        if server is not None:
-            server.shutdown()
     assert result.returncode == 3 and "site B: " in result.stderr and kind in result.stderr, \
         result.stderr
     assert len(result.stderr.splitlines()) == 1
@@ -347,18 +376,68 @@ def test_a_faulty_site_leaves_nothing_anywhere(world, fault, kind):
 
 def test_bad_sites_files_are_one_line(world):
     _, folder = world
+    token_file = secret_file(folder / "T.token", "a-token", USER)
     for text, message in (("sites: 3\n", "needs a 'sites:' mapping"),
-                          ("sites: {A: {url: 'ftp://x', token_file: /etc/hostname}}\n",
-                           "url must start with http:// or https://"),
-                          ("sites: {A: {url: 'http://x', token_file: /nonexistent}}\n",
+                          ("sites: {A: {url: 'ftp://x', token_file: TOKEN}}\n",
+                           "url 'ftp://x' must be http:// or https:// with a host"),
+                          ("sites: {A: {url: 'https://x', token_file: /nonexistent}}\n",
                            "cannot read token_file /nonexistent"),
-                          ("sites: {A: {url: 'http://x', token_file: /etc/hostname, pw: 1}}\n",
+                          ("sites: {A: {url: 'https://x', token_file: TOKEN, pw: 1}}\n",
                            "unknown key 'pw'"),
                           ("[unclosed\n", "not valid YAML: expected ',' or ']'")):
-        (folder / "bad.yaml").write_text(text)
+        (folder / "bad.yaml").write_text(text.replace("TOKEN", token_file))
         os.chmod(folder / "bad.yaml", 0o644)
         result = coreserve(world, "--sites", str(folder / "bad.yaml"), "-D", "1h",
                            "--site", "A:nodes=1")
+        assert result.returncode == 2 and message in result.stderr, result.stderr
+        assert len(result.stderr.splitlines()) == 1
+
+
+def test_a_sites_file_that_would_give_the_token_away_is_refused(tmp_path):
+    """A token file others may read or change (refused as ssh refuses such
+    a private key), one that is not a token line, plain http:// off this
+    host, a CA file missing or not PEM: each is named, with what is wrong."""
+    token_file = secret_file(tmp_path / "T.token", "a-token", USER)
+    opened = {}
+    for mode in (0o644, 0o620):                     # world-readable, group-writable
+        opened[mode] = secret_file(tmp_path / f"open-{mode:o}.token", "a-token", USER)
+        os.chmod(opened[mode], mode)
+    two_lines = secret_file(tmp_path / "two-lines.token", "a-token\nX-Injected: yes", USER)
+    for entry, message in (
+            *(({"url": "https://x", "token_file": path},
+               f"token_file {path}: the token is open to others (mode {mode:04o}); like ssh "
+               f"with a private key, it is used only when its owner alone may read it: "
+               f"chmod 600 {path}") for mode, path in opened.items()),
+            ({"url": "https://x", "token_file": two_lines},
+             f"token_file {two_lines} holds no token (one line of printable characters"),
+            ({"url": "http://a.example.org:6830", "token_file": token_file},
+             "url 'http://a.example.org:6830' would send the token in clear off this host; "
+             "accepted: https://, or http:// to loopback (127.0.0.0/8, ::1, localhost)"),
+            ({"url": "https://x", "token_file": token_file, "ca_cert": "/nonexistent"},
+             "cannot read ca_cert /nonexistent (No such file or directory)"),
+            ({"url": "https://x", "token_file": token_file, "ca_cert": token_file},
+             f"ca_cert {token_file} holds no PEM certificate")):
+        (tmp_path / "sites.yaml").write_text(json.dumps({"sites": {"A": entry}}))
+        with pytest.raises(RequestError) as refused:
+            sites_file.load(str(tmp_path / "sites.yaml"))
+        assert str(refused.value).startswith(f"sites file, site A: {message}"), refused.value
+    for url in ("http://127.0.0.1:6830", "http://[::1]:6830", "http://localhost:6830"):
+        (tmp_path / "sites.yaml").write_text(json.dumps(
+            {"sites": {"A": {"url": url, "token_file": token_file}}}))
+        assert sites_file.load(str(tmp_path / "sites.yaml"))["A"].token == "a-token"
+
+
+def test_a_log_that_cannot_be_used_is_named_with_what_is_wrong(world):
+    daemons, folder = world
+    foreign = folder / "foreign.db"
+    secret_file(foreign, "", "plusu2")
+    secret_file(folder / "text.db", "not a database", USER)
+    for log, message in ((foreign, f"--log: {foreign}: Permission denied"),
+                         ("/root/coalloc.db", "--log: /root/coalloc.db: Permission denied"),
+                         (folder / "text.db", f"--log: the store sqlite:///{folder}/text.db failed "
+                                              "(file is not a database)")):
+        result = daemons["A"][0].run(USER, "plus_costatus", "--sites", str(folder / "sites.yaml"),
+                                     "--log", str(log))
         assert result.returncode == 2 and message in result.stderr, result.stderr
         assert len(result.stderr.splitlines()) == 1
 
@@ -392,3 +471,130 @@ def test_when_a_site_loses_the_common_start_the_next_one_is_found(world, tmp_pat
     log.close()
     daemons["B"][0].ok("root", "plus_destroy", "-r", str(taken[0]["id"]))
     clean(world)
+
+
+def free_everywhere(handler) -> bool:
+    """Answer a RESQUERY as a site where every start is free; False for
+    any other request."""
+    if handler.path != "/ggf/resquery":
+        return False
+    earliest, latest = map(int, json.loads(handler.body)["TimeSpec"].split(","))
+    reply(handler, 200, json.dumps({"ranges": [{"STime": earliest, "EndSTime": latest}]}).encode())
+    return True
+
+
+def drip(handler, stopping: threading.Event) -> None:
+    """An answer one byte every 0.2 s, for ever: each read gets a byte well
+    within the timeout, the answer never ends."""
+    if not free_everywhere(handler):
+        handler.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Length: 1000000\r\n\r\n")
+        while not stopping.wait(0.2):
+            handler.wfile.write(b" ")
+            handler.wfile.flush()
+
+
+def nested(handler, _) -> None:
+    if not free_everywhere(handler):
+        reply(handler, 200, b"[" * 100_000 + b"]" * 100_000)
+
+
+def many_ranges(handler, _) -> None:
+    earliest, _ = map(int, json.loads(handler.body)["TimeSpec"].split(","))
+    reply(handler, 200, json.dumps({"ranges": [{"STime": earliest + 10 * i, "EndSTime":
+                                                earliest + 10 * i + 5}
+                                               for i in range(100_001)]}).encode())
+
+
+@pytest.mark.parametrize("behaviour, message", [
+    (drip, "site H: no answer within 2 s"),
+    (nested, "site H: answered something that is not the API's JSON (nested too deeply)"),
+    (many_ranges, "site H: answered RESQUERY with 100001 ranges; at most 100000 are taken"),
+])
+def test_a_hostile_site_is_cut_off_and_the_honest_sites_parts_aborted(world, behaviour, message):
+    """Site H answers RESQUERY well, then drips its answer to the prepare
+    or answers it nested 100,000 deep (or answers RESQUERY with too many
+    ranges): the coordinator gives up on H within --timeout for each whole
+    call, and A's pending part is aborted."""
+    daemons, folder = world
+    with hostile_site(behaviour) as url:
+        sites = with_site(folder, "H", daemons["A"][0], url)
+        result = coreserve(world, "--sites", str(sites), "--timeout", "2", "-D", "1h",
+                           "-s", "now+60h", "--site", "A:nodes=1", "--site", "H:nodes=1")
+    assert result.returncode == 3 and message in result.stderr, result.stderr
+    assert len(result.stderr.splitlines()) == 1
+    assert [ar for ar in daemons["A"][0].status() if ar["owner"] == USER] == []
+
+
+def test_a_redirect_is_not_followed_and_the_token_stays_with_the_site(world):
+    daemons, folder = world
+    stolen = []
+
+    def thief(handler, _) -> None:
+        stolen.append(handler.headers.get("Authorization"))
+        reply(handler, 200, b"{}")
+
+    with hostile_site(thief) as elsewhere:
+        def redirect(handler, _) -> None:
+            if not free_everywhere(handler):
+                reply(handler, 302, b"", {"Location": elsewhere + handler.path})
+        with hostile_site(redirect) as url:
+            sites = with_site(folder, "H", daemons["A"][0], url)
+            result = coreserve(world, "--sites", str(sites), "--timeout", "2", "-D", "1h",
+                               "-s", "now+62h", "--site", "A:nodes=1", "--site", "H:nodes=1")
+    assert result.returncode == 3, result.stderr
+    assert f"site H: answered 302 redirecting to '{elsewhere}/ggf/setres'; no redirect is " \
+           "followed" in result.stderr
+    assert stolen == []
+    assert [ar for ar in daemons["A"][0].status() if ar["owner"] == USER] == []
+
+
+@pytest.mark.parametrize("finish", ["recover", "retry"])
+def test_a_cancel_that_cannot_reach_a_site_says_which_and_is_finished_later(world, finish):
+    """B is down when the co-allocation is cancelled: plus_cocancel cancels
+    A's part, exits 3 naming B, and the decision stays in the log, so that
+    plus_coreserve --recover (or plus_cocancel again) cancels B's part once
+    B answers."""
+    daemons, folder = world
+    made = coreserve(world, "-D", "1h", "-s", "now+64h", "--json", "--site", "A:nodes=1",
+                     "--site", "B:nodes=1")
+    coalloc_id = json.loads(made.stdout)["id"]
+    (folder / "b-down.yaml").write_text((folder / "sites.yaml").read_text().replace(
+        daemons["B"][1], unreachable()))
+    log = ("--log", str(folder / "coalloc.db"))
+    missed = daemons["A"][0].run(USER, "plus_cocancel", "--sites", str(folder / "b-down.yaml"),
+                                 *log, coalloc_id)
+    assert missed.returncode == 3 and missed.stdout == "", missed.stderr
+    assert f"co-allocation {coalloc_id} is not cancelled at B, where its part stays booked " \
+           "(site B: unreachable" in missed.stderr
+    assert {name: [ar["state"] for ar in ars] for name, ars in held(world, coalloc_id).items()} \
+        == {"A": ["d"], "B": ["w"], "C": []}
+    if finish == "recover":
+        finished = coreserve(world, "--recover", "--json")
+    else:
+        finished = daemons["A"][0].run(USER, "plus_cocancel", "--sites",
+                                       str(folder / "sites.yaml"), *log, "--json", coalloc_id)
+    assert finished.returncode == 0, finished.stderr
+    assert json.loads(finished.stdout)["state"] == "cancelled"
+    assert {name: [ar["state"] for ar in ars] for name, ars in held(world, coalloc_id).items()} \
+        == {"A": ["d"], "B": ["d"], "C": []}
+    clean(world)
+
+
+def test_intersect_merges_each_sites_ranges_and_scales_linearly():
+    """Ranges in any order, overlapping within a site, are merged first;
+    two sites of 70,000 ranges each are intersected in well under a second
+    (pairing every range with every other took minutes), in a process of
+    its own so that a slow one is stopped."""
+    assert intersect([[(20, 30), (0, 10), (5, 15)], [(12, 25)]]) == [(12, 15), (20, 25)]
+    assert intersect([[(5, 15), (0, 10)], [(0, 20)]]) == [(0, 15)]
+    assert intersect([[(0, 4), (5, 9)], [(3, 6)]]) == [(3, 6)]
+    assert intersect([[(0, 10)], [(11, 20)]]) == []
+    probe = ("import time\nfrom overlay.coalloc.coordinator import intersect\n"
+             "a = [(10 * i, 10 * i + 5) for i in range(70_000)]\n"
+             "b = [(10 * i + 3, 10 * i + 8) for i in range(70_000)]\n"
+             "start = time.perf_counter()\nfound = intersect([a, b])\n"
+             "print(len(found), time.perf_counter() - start)\n")
+    result = subprocess.run([str(BIN / "python"), "-c", probe], capture_output=True, text=True,
+                            timeout=30)
+    count, seconds = result.stdout.split()
+    assert int(count) == 70_000 and float(seconds) < 5, result.stderr

@@ -11,7 +11,7 @@ import time
 
 import httpx
 import pytest
-from http_harness import HOUR, auth, start_api, token, window
+from http_harness import HOUR, auth, secret_file, start_api, token, window
 
 from overlay import reskey
 
@@ -21,14 +21,6 @@ def api():
     daemon, url = start_api("http: {address: {address}, trusted_principals: [plusmgr]}\n")
     yield daemon, url
     daemon.cleanup()
-
-
-def key_file(daemon, name: str, key: str) -> str:
-    """A ResKey in a file its holder (any test user) may read."""
-    path = daemon.dir / name
-    path.write_text(key + "\n")
-    os.chmod(path, 0o644)
-    return str(path)
 
 
 def iso(epoch: int) -> str:
@@ -129,7 +121,7 @@ def test_a_job_claimed_with_the_reskey_runs_as_the_ars_owner(api):
     start = window(70)["start"]
     _, key, other = setres(daemon, "plusu1", "plusu1", start)
     ar_id = other.removeprefix("R")
-    submitted = daemon.run("plusu3", "plus_qsub", "--reskey", key_file(daemon, "k1", key),
+    submitted = daemon.run("plusu3", "plus_qsub", "--reskey", secret_file(daemon.dir / "k1", key, "plusu3"),
                            "-b", "y", "-N", "claimed", "/bin/true")
     assert submitted.returncode == 0, submitted.stderr
     assert submitted.stdout.startswith("Your job ") and '("claimed")' in submitted.stdout
@@ -197,7 +189,7 @@ def test_the_key_holder_changes_and_cancels_the_ar(api):
     assert bad.status_code == 400 and "unknown argument 'colour'" in bad.json()["error"]
     wrong = httpx.post(url + "/jobs", headers=holder, json=reskey.make_claim(key, "cancel", {}))
     assert wrong.status_code == 400 and "POST /claims" in wrong.json()["error"]
-    cancelled = daemon.run("plusu3", "plus_cancel", "--reskey", key_file(daemon, "k2", key))
+    cancelled = daemon.run("plusu3", "plus_cancel", "--reskey", secret_file(daemon.dir / "k2", key, "plusu3"))
     assert cancelled.returncode == 0 and f"{ar_id} has been cancelled" in cancelled.stdout
     assert daemon.status("-r", ar_id)[0]["state"] == "d"
     daemon.ok("root", "plus_destroy", "-r", ar_id)
@@ -205,14 +197,33 @@ def test_the_key_holder_changes_and_cancels_the_ar(api):
 
 @pytest.mark.parametrize("command, args, message", [
     ("plus_cancel", ["--reskey", "/nonexistent"], "--reskey: cannot read /nonexistent"),
-    ("plus_cancel", ["--reskey", "/etc/hostname"], "not a ResKey"),
-    ("plus_cancel", ["--reskey", "/etc/hostname", "-r", "1"], "cannot be used with -r"),
-    ("plus_qsub", ["--reskey", "/etc/hostname", "-b", "y", "/bin/true"], "not a ResKey"),
+    ("plus_cancel", ["--reskey", "NOT-A-KEY"], "not a ResKey"),
+    ("plus_cancel", ["--reskey", "NOT-A-KEY", "-r", "1"], "cannot be used with -r"),
+    ("plus_qsub", ["--reskey", "NOT-A-KEY", "-b", "y", "/bin/true"], "not a ResKey"),
 ])
 def test_a_bad_reskey_file_is_a_usage_error(api, command, args, message):
     daemon, _ = api
-    result = daemon.run("plusu1", command, *args)
+    not_a_key = secret_file(daemon.dir / "not-a-key", "hello", "plusu1")
+    result = daemon.run("plusu1", command, *(not_a_key if a == "NOT-A-KEY" else a for a in args))
     assert result.returncode == 2 and message in result.stderr, result.stderr
+
+
+def test_a_reskey_file_others_may_read_or_change_is_refused_as_ssh_refuses_such_a_key(api):
+    daemon, _ = api
+    _, key, other = setres(daemon, "plusu1", "plusu1", window(110)["start"])
+    ar_id = other.removeprefix("R")
+    path = secret_file(daemon.dir / "open", key, "plusu3")
+    before = jobs(daemon)
+    for mode in (0o644, 0o620):                     # world-readable, group-writable
+        os.chmod(path, mode)
+        for command, args in (("plus_qsub", ["-b", "y", "/bin/true"]), ("plus_cancel", [])):
+            result = daemon.run("plusu3", command, "--reskey", path, *args)
+            assert result.returncode == 2, result.stderr
+            assert result.stderr.startswith(f"{command}: --reskey: {path}: the ResKey file is "
+                                            f"open to others (mode {mode:04o})")
+            assert result.stderr.rstrip().endswith(f"chmod 600 {path}"), result.stderr
+    assert jobs(daemon) == before and daemon.status("-r", ar_id)[0]["state"] == "w"
+    daemon.ok("root", "plus_destroy", "-r", ar_id)
 
 
 def test_accounting_lists_each_ars_use_as_plus_account_does(api):

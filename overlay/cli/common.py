@@ -13,6 +13,7 @@ from overlay.request import (RequestError, parse_account, parse_ar_id, parse_ar_
                              parse_attribute_list, parse_int, parse_job_references,
                              parse_mail_list, parse_mail_options, parse_memory_mb, parse_name,
                              parse_name_list, parse_pattern, parse_queue_list, parse_yes_no)
+from overlay.secretfile import check_private
 from overlay.timespec import DURATION_FORMS, TIME_FORMS, TimeSpecError, parse_duration, parse_time
 
 TYPE_CHECKING = False       # typing costs a command 3 ms to import
@@ -225,10 +226,12 @@ def call(prog: str, op: str, args: dict,
 
 def claim(prog: str, path: str, operation: str, payload: dict) -> dict:
     """A claim on the AR whose ResKey the file at ``path`` holds, signed
-    with it (overlay.reskey): the arguments of the daemon's claim operation."""
+    with it (overlay.reskey): the arguments of the daemon's claim operation.
+    A file others may read is refused, as ssh refuses such a private key."""
     from overlay import reskey     # only a claim pays for hmac and json
     try:
         with open(path, encoding="utf-8") as handle:
+            check_private(handle.fileno(), path, "ResKey file")
             return reskey.make_claim(handle.read(4096), operation, payload)
     except OSError as exc:
         fail(prog, f"--reskey: cannot read {limits.shown(path)} ({exc.strerror})",

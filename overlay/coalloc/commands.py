@@ -7,6 +7,8 @@ from __future__ import annotations
 import os
 import signal
 
+from sqlalchemy.exc import ArgumentError
+
 from overlay import ggf
 from overlay.cli import common
 from overlay.coalloc import sites as sites_file
@@ -15,6 +17,7 @@ from overlay.coalloc.log import CoAllocation, Log
 from overlay.limits import shown
 from overlay.protocol import EXIT_USAGE
 from overlay.request import RequestError
+from overlay.store import StoreUnavailable
 from overlay.timespec import format_time
 
 DEFAULT_SITES = "~/.plus/sites.yaml"
@@ -39,7 +42,6 @@ def common_options(p: common.Parser) -> None:
 
 
 def coordinator(prog: str, args) -> Coordinator:
-    url = args.log if "://" in args.log else f"sqlite:///{os.path.expanduser(args.log)}"
     try:
         sites = sites_file.load(args.sites)
     except RequestError as exc:
@@ -49,8 +51,24 @@ def coordinator(prog: str, args) -> Coordinator:
     def on_step(step: int) -> None:
         if step == kill_after:
             os.kill(os.getpid(), signal.SIGKILL)
-    return Coordinator(sites, Log(url), timeout=args.timeout, skew=args.skew,
+    return Coordinator(sites, open_log(prog, args.log), timeout=args.timeout, skew=args.skew,
                        attempts=getattr(args, "attempts", 5), on_step=on_step)
+
+
+def open_log(prog: str, given: str) -> Log:
+    """The log --log names (a file, or a store URL), or one line naming
+    what cannot be used and why."""
+    url = given if "://" in given else f"sqlite:///{os.path.expanduser(given)}"
+    try:
+        return Log(url)
+    except OSError as exc:
+        common.fail(prog, f"--log: {shown(exc.filename or given)}: {exc.strerror}; the log is a "
+                          "file of yours, in a folder you may write", EXIT_USAGE)
+    except StoreUnavailable as exc:
+        common.fail(prog, f"--log: {exc}", EXIT_USAGE)
+    except ArgumentError as exc:
+        common.fail(prog, f"--log: not a SQLite file or a store URL ({shown(str(exc))})",
+                    EXIT_USAGE)
 
 
 def one_parser(prog: str, description: str, optional: bool = False) -> common.Parser:
@@ -61,9 +79,11 @@ def one_parser(prog: str, description: str, optional: bool = False) -> common.Pa
     return p
 
 
-def show(args, coalloc: CoAllocation) -> None:
+def show(args, coalloc: CoAllocation, reskeys: bool = False) -> None:
+    """Print the co-allocation; its ResKeys only with ``reskeys``: once,
+    by the command that made it."""
     if args.json:
-        common.print_json(coalloc.view())
+        common.print_json(coalloc.view(reskeys))
         return
     window = "" if coalloc.start is None else \
         f": {format_time(coalloc.start)} to {format_time(coalloc.start + coalloc.duration)}"
@@ -71,7 +91,8 @@ def show(args, coalloc: CoAllocation) -> None:
           + (f" ({coalloc.message})" if coalloc.message else ""))
     for name, record in sorted(coalloc.sites.items()):
         held = f"R{record.ar_id}" if record.ar_id else "-"
-        print(f"  {name:<12} {held:<10} {record.state:<10} {record.reskey or ''}")
+        key = f" {record.reskey}" if reskeys and record.reskey else ""
+        print(f"  {name:<12} {held:<10} {record.state:<10}{key}".rstrip())
 
 
 def site_request(p: common.Parser, text: str) -> tuple[str, str]:
@@ -85,12 +106,13 @@ def site_request(p: common.Parser, text: str) -> tuple[str, str]:
     return name, resources
 
 
-def acted(prog: str, args, act) -> int:
+def acted(prog: str, args, act, reskeys: bool = False) -> int:
     """Run ``act`` on the command's coordinator, print the co-allocation it
-    answers; a refusal is one line with its exit status."""
+    answers (with its ResKeys if it was just made); a refusal is one line
+    with its exit status."""
     try:
         coalloc = act(coordinator(prog, args))
     except CoallocError as exc:
         common.fail(prog, str(exc), exc.status)
-    show(args, coalloc)
+    show(args, coalloc, reskeys)
     return 0

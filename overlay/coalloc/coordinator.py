@@ -11,19 +11,23 @@
 Each step is logged before it is taken (overlay.coalloc.log); ``recover``
 finishes what a killed coordinator left: no decision logged, abort
 everywhere (presumed abort); commit logged, finish committing (and if a
-site's commit_timeout aborted its part meanwhile, cancel the others). A
-site's own commit_timeout aborts what an absent coordinator left pending.
+site's commit_timeout aborted its part meanwhile, cancel the others);
+cancel logged, finish cancelling. A site's own commit_timeout aborts what
+an absent coordinator left pending.
 """
 
 from __future__ import annotations
 
 import time
 from concurrent.futures import ThreadPoolExecutor
+from itertools import chain
 from typing import Callable
 
 from overlay.coalloc.client import SiteClient, SiteError
 from overlay.coalloc.log import CoAllocation, Log
 from overlay.coalloc.sites import Site
+from overlay.nesting import merged
+from overlay.planner import covered_ranges
 
 
 class CoallocError(Exception):
@@ -35,12 +39,11 @@ class CoallocError(Exception):
 
 
 def intersect(per_site: list[list[tuple[int, int]]]) -> list[tuple[int, int]]:
-    """The closed ranges of starts every site's ranges allow."""
-    common = per_site[0] if per_site else []
-    for ranges in per_site[1:]:
-        common = [(max(a, c), min(b, d)) for a, b in common for c, d in ranges
-                  if max(a, c) <= min(b, d)]
-    return sorted(common)
+    """The closed ranges of starts every site's ranges allow, sorted: each
+    site's ranges merged (a site may list them in any order, overlapping),
+    then the times lying in as many ranges as there are sites, in one sweep
+    over the sorted ends (not every range against every other)."""
+    return covered_ranges(chain.from_iterable(map(merged, per_site)), len(per_site))
 
 
 class Coordinator:
@@ -166,7 +169,12 @@ class Coordinator:
                                "plus_coreserve --recover when the sites answer", 3)
         lost = sorted(name for name, answer in answers.items() if answer == "lost")
         if lost:
-            self._cancel_all(coalloc, "aborted")
+            errors = self._cancel_all(coalloc, "aborted")
+            if errors:
+                raise CoallocError(f"co-allocation {coalloc.id}: site(s) {', '.join(lost)} let "
+                                   "their part lapse, and the others' parts are not all "
+                                   f"cancelled yet ({'; '.join(map(str, errors))}): run "
+                                   "plus_coreserve --recover when the sites answer", 3)
             self._finish(coalloc, "aborted", f"site(s) {', '.join(lost)} let their part lapse "
                                              "(commit_timeout) before the commit reached them; "
                                              "the others were cancelled")
@@ -190,9 +198,14 @@ class Coordinator:
             self._stepped()
         self._each(coalloc.sites, abort)
 
-    def _cancel_all(self, coalloc: CoAllocation, state: str) -> None:
+    def _cancel_all(self, coalloc: CoAllocation, state: str) -> list[SiteError]:
+        """Cancel each site's part (abort it, if still pending) and log the
+        site ``state``; a site done before is skipped. The errors of the
+        sites not reached: their parts stay booked."""
         def cancel(name: str) -> None:
             record = coalloc.sites[name]
+            if record.state == state:
+                return
             client = self.clients[name]
             ar = client.find(record.key) if record.key else None
             if ar is not None and ar["state"] in ("w", "r"):
@@ -200,7 +213,7 @@ class Coordinator:
             elif ar is not None and ar["pending"] is not None:
                 client.act(ar["id"], "abort")
             self.log.site(coalloc, name, state=state)
-        self._each(coalloc.sites, cancel)
+        return [a for a in self._each(coalloc.sites, cancel).values() if isinstance(a, SiteError)]
 
     def _finish(self, coalloc: CoAllocation, state: str, message: str) -> None:
         self.log.step(coalloc, state=state, message=message)
@@ -214,6 +227,8 @@ class Coordinator:
         coalloc = self._load(coalloc_id)
         if coalloc.state == "committing":
             return self._commit(coalloc)
+        if coalloc.state == "cancelling":
+            return self._cancel(coalloc)
         if coalloc.state == "move-committing":
             return self._commit_move(coalloc)
         if coalloc.state == "moving":
@@ -227,12 +242,27 @@ class Coordinator:
         return coalloc
 
     def cancel(self, coalloc_id: str) -> CoAllocation:
-        """Cancel a committed co-allocation at every site."""
+        """Cancel a committed co-allocation at every site. The decision is
+        logged first: a site not reached keeps its part until a retry, or
+        ``recover``, reaches it."""
         coalloc = self._load(coalloc_id)
-        if coalloc.state != "committed":
+        if coalloc.state not in ("committed", "cancelling"):
             raise CoallocError(f"co-allocation {coalloc_id} is {coalloc.state}: only a committed "
                                "one can be cancelled")
-        self._cancel_all(coalloc, "cancelled")
+        if coalloc.state == "committed":
+            self.log.step(coalloc, state="cancelling", message="")
+            self._stepped()
+        return self._cancel(coalloc)
+
+    def _cancel(self, coalloc: CoAllocation) -> CoAllocation:
+        """Cancel at every site not done yet; until all are, the log keeps
+        the co-allocation cancelling, for a retry or ``recover``."""
+        errors = self._cancel_all(coalloc, "cancelled")
+        if errors:
+            raise CoallocError(f"co-allocation {coalloc.id} is not cancelled at "
+                               f"{', '.join(e.site for e in errors)}, where its part stays booked "
+                               f"({'; '.join(map(str, errors))}): run plus_cocancel {coalloc.id} "
+                               "again, or plus_coreserve --recover, when the site answers", 3)
         self._finish(coalloc, "cancelled", "")
         return coalloc
 

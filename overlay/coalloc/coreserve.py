@@ -45,11 +45,14 @@ def recover(p: common.Parser, args) -> int:
         p.error("--recover takes no --site and no -D")
     made, status = coordinator(PROG, args), 0
     for coalloc_id in made.log.unfinished():
+        deciding = made.log.load(coalloc_id).state == "committing"     # made now, if it commits
         try:
-            show(args, made.recover(coalloc_id))
+            coalloc = made.recover(coalloc_id)
         except CoallocError as exc:
             print(f"{PROG}: {exc}", file=sys.stderr)
             status = max(status, exc.status)
+            continue
+        show(args, coalloc, reskeys=deciding and coalloc.state == "committed")
     return status
 
 
@@ -69,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     if latest_end - args.D < earliest:
         p.error("-E: the latest end leaves no room for -D after the earliest start")
     return acted(PROG, args, lambda made: made.reserve(args.D, earliest, latest_end - args.D,
-                                                       requests))
+                                                       requests), reskeys=True)
 
 
 if __name__ == "__main__":

@@ -35,6 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     show(args, coalloc)
     for name, text in now.items():
         print(f"  {name}: now {text}")
+    print("  (its ResKeys were shown once, by the plus_coreserve that made it)")
     return 0
 
 

@@ -12,6 +12,8 @@ A co-allocation's ``state`` is its last logged step:
   committed, aborted, cancelled   done
   moving      a committed one asked every site to move to ``target`` (-T)
   move-committing   the decision to move is logged: every site commits
+  cancelling  the decision to cancel a committed one is logged: every site
+              cancels (a site not reached, on a retry or at recovery)
 No decision logged means abort (presumed abort): a move not decided leaves
 the co-allocation where it was.
 """
@@ -25,7 +27,7 @@ from dataclasses import dataclass, field
 from sqlalchemy import (BigInteger, Column, Integer, MetaData, String, Table, Text, insert,
                         select, update)
 
-from overlay.store import make_engine
+from overlay.store import database_errors, make_engine
 
 METADATA = MetaData()
 COALLOCATIONS = Table(
@@ -76,19 +78,25 @@ class CoAllocation:
     message: str = ""
     sites: dict[str, SiteRecord] = field(default_factory=dict)
 
-    def view(self) -> dict:
+    def view(self, reskeys: bool = False) -> dict:
+        """The co-allocation as the commands print it; its ResKeys only when
+        asked (they are shown once, when it is made)."""
         return {"id": self.id, "state": self.state, "start": self.start,
                 "end": None if self.start is None else self.start + self.duration,
                 "duration": self.duration, "attempt": self.attempt, "message": self.message,
                 "target": self.target,
-                "sites": {name: {"resources": s.resources, "ar_id": s.ar_id, "reskey": s.reskey,
-                                 "state": s.state} for name, s in sorted(self.sites.items())}}
+                "sites": {name: {"resources": s.resources, "ar_id": s.ar_id, "state": s.state,
+                                 **({"reskey": s.reskey} if reskeys else {})}
+                          for name, s in sorted(self.sites.items())}}
 
 
 class Log:
     def __init__(self, url: str) -> None:
-        self.engine = make_engine(url)
-        METADATA.create_all(self.engine)
+        """Open (or make) the log: OSError if its file or folder cannot be
+        used, StoreUnavailable (one line) if it is not a database."""
+        with database_errors(url):
+            self.engine = make_engine(url)
+            METADATA.create_all(self.engine)
 
     def close(self) -> None:
         self.engine.dispose()
