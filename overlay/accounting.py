@@ -160,12 +160,13 @@ def _raise(error: ReportingFormatError) -> None:
 
 
 def read_records(lines: Iterable[str], on_error: Callable[[ReportingFormatError], None] = _raise,
-                 with_jobs: bool = False) -> Iterator[tuple[int, int, str, list[str]]]:
+                 with_jobs: bool = False,
+                 first: int = 1) -> Iterator[tuple[int, int, str, list[str]]]:
     """(line number, time, record_type, fields) of every AR record (and,
     ``with_jobs``, every job's acct record); other record types (queues,
     hosts) are skipped, a malformed record goes to ``on_error`` (by default
     raised) with its line number."""
-    for number, line in enumerate(lines, 1):
+    for number, line in enumerate(lines, first):
         line = line.rstrip("\n")
         if not line or line.startswith("#"):
             continue
@@ -194,6 +195,77 @@ def used(ars: Iterable[ARUsage], first: int, last: int, owners: set | None,
             yield ar, begin, finish, hosts
 
 
+class Collector:
+    """collect()'s state, fed a reporting file's lines as they come: the
+    daemon keeps one (ReportingFollower), so each question reads only what
+    was appended since the last instead of the whole history again."""
+
+    def __init__(self, on_error: Callable[[ReportingFormatError], None] = _raise,
+                 with_jobs: bool = False) -> None:
+        self.on_error = on_error
+        self.ars: dict[int, ARUsage] = {}
+        self.finished: list[ARUsage] = []
+        self.jobs: list[JobUse] | None = [] if with_jobs else None
+        self.lines = 0
+
+    def feed(self, lines: Iterable[str]) -> None:
+        """Take the next lines of the file (whole lines, numbered on)."""
+        counted = _Counted(lines)
+        for number, time, kind, fields in read_records(counted, self.on_error,
+                                                        self.jobs is not None, self.lines + 1):
+            try:
+                self._take(kind, fields)
+            except (IndexError, ValueError):
+                self.on_error(ReportingFormatError(
+                    f"line {number}: malformed {kind} record at time {time}: "
+                    f"{shown(':'.join(fields))}"))
+        self.lines += counted.count
+
+    def _take(self, kind: str, fields: list[str]) -> None:
+        if kind == "acct":
+            if len(fields) == len(ACCT) and fields[_ARID] not in ("", "0"):
+                use = JobUse(fields[_OWNER], int(fields[_ARID]), int(float(fields[_START])),
+                             int(float(fields[_END])))
+                if 0 < use.start < use.end:          # a job that never ran used nothing
+                    self.jobs.append(use)
+            return
+        if kind == "new_ar":
+            ar_id = int(fields[1])
+            if ar_id in self.ars:
+                self.finished.append(self.ars[ar_id])
+            self.ars[ar_id] = ARUsage(id=ar_id, owner=fields[2])
+            return
+        # the other AR records start with their event time, then submission_time
+        ar_id = int(fields[2])
+        ar = self.ars.setdefault(ar_id, ARUsage(id=ar_id))
+        if kind == "ar_attribute":
+            ar.name, ar.start, ar.end = fields[3], int(fields[5]), int(fields[6])
+            if fields[7] == NODE_AR_PE:
+                ar.hosts = _granted(fields[8])
+        elif kind == "ar_log":
+            ar.last_state = fields[3]
+        elif kind == "ar_acct":
+            if ar.terminated is None:     # the final word on the AR's hosts
+                ar.hosts = {}
+            ar.terminated = int(fields[0])
+            ar.hosts[fields[4]] = ar.hosts.get(fields[4], 0) + int(fields[5])
+
+    def usages(self) -> list[ARUsage]:
+        return self.finished + list(self.ars.values())
+
+
+class _Counted:
+    """Lines, counted as they are read."""
+
+    def __init__(self, lines: Iterable[str]) -> None:
+        self.lines, self.count = lines, 0
+
+    def __iter__(self) -> Iterator[str]:
+        for line in self.lines:
+            self.count += 1
+            yield line
+
+
 def collect(lines: Iterable[str], on_error: Callable[[ReportingFormatError], None] = _raise,
             jobs: list[JobUse] | None = None) -> list[ARUsage]:
     """Each AR's owner, window, hosts and termination from its records;
@@ -202,39 +274,44 @@ def collect(lines: Iterable[str], on_error: Callable[[ReportingFormatError], Non
     goes to ``on_error`` (by default raised); plus_account skips it with a
     warning, as qacct does, so one bad line cannot keep every user from
     their figures."""
-    ars: dict[int, ARUsage] = {}
-    finished: list[ARUsage] = []
-    for number, time, kind, fields in read_records(lines, on_error, jobs is not None):
-        try:
-            if kind == "acct":
-                if len(fields) == len(ACCT) and fields[_ARID] not in ("", "0"):
-                    use = JobUse(fields[_OWNER], int(fields[_ARID]), int(float(fields[_START])),
-                                 int(float(fields[_END])))
-                    if 0 < use.start < use.end:          # a job that never ran used nothing
-                        jobs.append(use)
-                continue
-            if kind == "new_ar":
-                ar_id = int(fields[1])
-                if ar_id in ars:
-                    finished.append(ars[ar_id])
-                ars[ar_id] = ARUsage(id=ar_id, owner=fields[2])
-                continue
-            # the other AR records start with their event time, then submission_time
-            ar_id = int(fields[2])
-            ar = ars.setdefault(ar_id, ARUsage(id=ar_id))
-            if kind == "ar_attribute":
-                ar.name, ar.start, ar.end = fields[3], int(fields[5]), int(fields[6])
-                if fields[7] == NODE_AR_PE:
-                    ar.hosts = _granted(fields[8])
-            elif kind == "ar_log":
-                ar.last_state = fields[3]
-            elif kind == "ar_acct":
-                if ar.terminated is None:     # the final word on the AR's hosts
-                    ar.hosts = {}
-                ar.terminated = int(fields[0])
-                ar.hosts[fields[4]] = ar.hosts.get(fields[4], 0) + int(fields[5])
-        except (IndexError, ValueError):
-            on_error(ReportingFormatError(
-                f"line {number}: malformed {kind} record at time {time}: "
-                f"{shown(':'.join(fields))}"))
-    return finished + list(ars.values())
+    collector = Collector(on_error, jobs is not None)
+    collector.feed(lines)
+    if jobs is not None:
+        jobs.extend(collector.jobs)
+    return collector.usages()
+
+
+class ReportingFollower:
+    """A reporting file's ARs and jobs in ARs, kept up to date by reading
+    only what was appended since the last look (from the start again when
+    the file was replaced or truncated: rotated, or read by dbwriter).
+    Malformed records are skipped, as plus_account skips them."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._restart(None)
+
+    def _restart(self, identity: tuple[int, int] | None) -> None:
+        self._collector = Collector(lambda error: None, with_jobs=True)
+        self._identity, self._position, self._partial = identity, 0, b""
+
+    def current(self) -> tuple[list[ARUsage], list[JobUse]]:
+        with self._lock:
+            try:
+                handle = open(self.path, "rb")
+            except FileNotFoundError:
+                self._restart(None)
+                return [], []
+            with handle:
+                info = os.fstat(handle.fileno())
+                identity = (info.st_dev, info.st_ino)
+                if identity != self._identity or info.st_size < self._position:
+                    self._restart(identity)
+                handle.seek(self._position)
+                data = handle.read()
+            self._position += len(data)
+            whole, newline, self._partial = (self._partial + data).rpartition(b"\n")
+            if newline:
+                self._collector.feed(whole.decode("utf-8", "replace").split("\n"))
+            return self._collector.usages(), list(self._collector.jobs)

@@ -21,7 +21,7 @@ from typing import Any, Callable
 
 from overlay import config as config_module
 from overlay import connections, limits, logsetup, oidc, plugins, protocol, reskey, statefile, wire
-from overlay.accounting import ARUsage, JobUse, ReportingWriter, collect, used
+from overlay.accounting import ReportingFollower, ReportingWriter, used
 from overlay.backend import Backend
 from overlay.config import Config, ConfigError
 from overlay.http.companion import Companion
@@ -129,6 +129,7 @@ class Service:
         self.daemon_uid = os.getuid()
         self.client_log = RateLimitedLog(log, burst=CLIENT_LINES)
         self.turns = connections.UserTurns(manager.config.max_connections_per_user)
+        self.reported = ReportingFollower(manager.config.accounting_path)
         self.plugin_operations: dict[str, Callable[[Caller, dict], Any]] = {}
         for offered in manager.pm.hook.plus_client_operations(manager=manager):
             for name, operation in (offered or {}).items():
@@ -417,9 +418,10 @@ class Service:
             self.client_log.warning((caller.user, "claim refused"), "claim refused: %s %s by %s: "
                                     "%s", claim.operation, ar.id, caller.user, exc)
             raise PermissionDenied(str(exc)) from None
-        self.client_log.info((caller.user, "claim accepted"), "claim accepted: %s AR %d (owner "
-                             "%s) by %s", claim.operation, ar.id, ar.owner, caller.user)
-        return self._claimed(ar, claim)
+        done = self._claimed(ar, claim)
+        self.client_log.info((caller.user, "claim carried out"), "claim carried out: %s AR %d "
+                             "(owner %s) by %s", claim.operation, ar.id, ar.owner, caller.user)
+        return done
 
     def _claimed(self, ar: Reservation, claim: reskey.Claim) -> dict:
         """Run a claim's operation as the AR's owner, with an owner's rights
@@ -539,6 +541,9 @@ class Service:
         if since == revision:
             return {"revision": revision, "unchanged": True, "jobs": jobs}
         ars = self.manager.status(start=start, end=end)
+        if len(ars) > limits.MAX_WINDOW_ARS:
+            raise InvalidRequest(f"the window holds {len(ars)} ARs, more than "
+                                 f"{limits.MAX_WINDOW_ARS}: ask for a shorter one")
         return {"revision": revision, "now": args.now, "nodes": list(self.manager.capacity()),
                 "ars": summary_rows(ars, True, False), "jobs": jobs}
 
@@ -553,13 +558,17 @@ class Service:
         if end <= start:
             raise InvalidRequest("the period's end must be later than its start")
         owners = {owner} if owner else set()
-        jobs: list[JobUse] = []
-        ars = self._reported(jobs)
-        return {"reserved": [[ar.owner, begin, finish, len(hosts)]
-                             for ar, begin, finish, hosts in used(ars, start, end, owners, set())],
-                "used": [[job.owner, max(job.start, start), min(job.end, end), 1] for job in jobs
-                         if job.start < end and job.end > start and
-                         (not owners or job.owner in owners)]}
+        ars, jobs = self.reported.current()
+        answer = {"reserved": [[ar.owner, begin, finish, len(hosts)]
+                               for ar, begin, finish, hosts in used(ars, start, end, owners, set())],
+                  "used": [[job.owner, max(job.start, start), min(job.end, end), 1]
+                           for job in jobs if job.start < end and job.end > start and
+                           (not owners or job.owner in owners)]}
+        spans = len(answer["reserved"]) + len(answer["used"])
+        if spans > limits.MAX_SPANS:
+            raise InvalidRequest(f"the period holds {spans} spans, more than {limits.MAX_SPANS}: "
+                                 "ask for a shorter one, or for one owner")
+        return answer
 
     def op_availnodes(self, caller: Caller, args: wire.Arguments) -> dict:
         start, end = args.time("start", "-s", True), args.time("end", "-e", True)
@@ -567,32 +576,27 @@ class Service:
         nodes = self.manager.available_nodes(start, end)
         return {"start": start, "end": end, "count": len(nodes), "nodes": nodes}
 
-    def op_accounting(self, caller: Caller, args: wire.Arguments) -> list[dict]:
+    def op_accounting(self, caller: Caller, args: wire.Arguments) -> dict:
         """plus_account -l's records (for the HTTP API): each AR's use of its
-        hosts within [start, end), from the reporting file; malformed records
-        are skipped, as plus_account skips them."""
+        hosts within [start, end), from the reporting file, a page of
+        ``limit`` from ``offset``; malformed records are skipped, as
+        plus_account skips them."""
+        limit = args.integer("limit", 1, limits.MAX_PAGE, what="limit") or limits.PAGE
+        offset = args.integer("offset", 0, limits.MAX_COUNT, what="offset") or 0
         start = args.time("start", "-s") or 0
         end = min(args.time("end", "-e") or args.now, args.now)
         owners, nodes = args.strings("owners"), args.strings("nodes")
         args.done()
         if end <= start:
             raise InvalidRequest("the period's end must be later than its start")
-        ars = self._reported()
-        return [{"id": ar.id, "owner": ar.owner, "name": ar.name, "state": ar.last_state,
-                 "from": begin, "to": finish, "seconds": finish - begin,
-                 "node_seconds": (finish - begin) * len(hosts),
-                 "slot_seconds": (finish - begin) * sum(hosts.values()), "hosts": hosts}
-                for ar, begin, finish, hosts in used(ars, start, end, set(owners or ()),
-                                                     set(nodes or ()))]
-
-    def _reported(self, jobs: list[JobUse] | None = None) -> list[ARUsage]:
-        """The ARs of the reporting file (and into ``jobs`` the jobs that ran
-        in ARs); malformed records are skipped, as plus_account skips them."""
-        try:
-            with open(self.manager.config.accounting_path, encoding="utf-8", newline="\n") as handle:
-                return collect(handle, lambda error: None, jobs)
-        except FileNotFoundError:
-            return []
+        ars, _ = self.reported.current()
+        found = list(used(ars, start, end, set(owners or ()), set(nodes or ())))
+        return {"total": len(found), "items": [
+            {"id": ar.id, "owner": ar.owner, "name": ar.name, "state": ar.last_state,
+             "from": begin, "to": finish, "seconds": finish - begin,
+             "node_seconds": (finish - begin) * len(hosts),
+             "slot_seconds": (finish - begin) * sum(hosts.values()), "hosts": hosts}
+            for ar, begin, finish, hosts in found[offset:offset + limit]]}
 
     def op_shutdown(self, caller: Caller, args: wire.Arguments) -> dict:
         args.done()
@@ -709,6 +713,8 @@ class Daemon:
             provider = oidc.Provider(config.http.oidc) if config.http.oidc else None
             self.service = Service(self.manager, self.lifecycle.notice, self.stop,
                                    Tokens(config.state_path), reskey.ResKeys(secret), provider)
+            self.http = Companion(config.http, config.socket_path)
+            self.http.listen()
         except Exception:
             if self.backend is not None:
                 self.backend.close()
@@ -719,7 +725,6 @@ class Daemon:
             self.pid_lock.release()
             raise
         self.server: connections.BoundedServer | None = None
-        self.http = Companion(config.http, config.socket_path)
 
     def serve(self) -> None:
         path = self.config.socket_path

@@ -27,6 +27,10 @@ PAGE = 100
 """ARs a page of an HTTP listing holds unless the client asks for fewer or more."""
 MAX_PAGE = 1000
 """ARs a page holds at most: no answer of the API is unbounded."""
+MAX_SPANS = 100_000
+"""Spans of usage one answer holds at most (the calendar's chart of a period)."""
+MAX_WINDOW_ARS = 50_000
+"""ARs one calendar window holds at most (1,000 nodes busy for weeks)."""
 MAX_NAME = 64
 """User, group, AR, job and queue names, in characters."""
 MAX_PATTERN = 256

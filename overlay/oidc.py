@@ -105,6 +105,9 @@ class Provider:
         self._fetched_at = -MAX_AGE
         self._tried_at = -REFRESH_BACKOFF
         self._lock = threading.Lock()
+        self._discovering = threading.Lock()
+        self._discovery_tried = -REFRESH_BACKOFF
+        self._discovery_error: Exception = OSError("not fetched yet")
         self._warnings = RateLimitedLog(log)
         self._context = ssl.create_default_context(cafile=chosen.ca_cert or None)
 
@@ -200,13 +203,34 @@ class Provider:
         self._keys, self._fetched_at = keys, time.monotonic()
 
     def _discovery(self) -> dict:
-        if self._discovered is None:
-            found = self._fetch(f"{self.settings.issuer}/.well-known/openid-configuration")
-            if not isinstance(found, dict) or found.get("issuer") != self.settings.issuer:
-                raise ValueError("the discovery document does not name http.oidc.issuer as "
-                                 "its issuer")
-            self._discovered = found
-        return self._discovered
+        """The provider's discovery document, fetched once it is needed; a
+        failed fetch is not tried again for REFRESH_BACKOFF seconds (its
+        error is given meanwhile), and one at a time: a page anyone may load
+        asks for it."""
+        if self._discovered is not None:
+            return self._discovered
+        if not self._discovering.acquire(blocking=False):
+            raise OSError("the identity provider's discovery document is being fetched; try "
+                          "again in a moment")
+        try:
+            if self._discovered is None:
+                if time.monotonic() - self._discovery_tried < REFRESH_BACKOFF:
+                    raise self._discovery_error
+                self._discovery_tried = time.monotonic()
+                try:
+                    found = self._fetch(f"{self.settings.issuer}/.well-known/openid-configuration")
+                    if not isinstance(found, dict) or found.get("issuer") != self.settings.issuer:
+                        raise ValueError("the discovery document does not name http.oidc.issuer "
+                                         "as its issuer")
+                except (OSError, ValueError) as exc:
+                    self._discovery_error = exc
+                    self._warnings.warning("discovery", "cannot fetch the identity provider's "
+                                           "discovery document: %s", exc)
+                    raise
+                self._discovered = found
+            return self._discovered
+        finally:
+            self._discovering.release()
 
     def _get(self, url: str) -> Any:
         """A JSON document from the provider: bounded in time and size,

@@ -11,6 +11,7 @@ It prints, beside the idle baseline measured in the same run:
 
 Run as root after scripts/install.sh (the test users exist):
   /opt/plus-venv/bin/python scripts/bench_fairness.py [--ars 3000] [--seconds 30] [--flood 64]
+      [--tokens 1] [--limit 100]
 """
 
 from __future__ import annotations
@@ -97,7 +98,7 @@ def other_user(api: Api, daemon: Daemon, seconds: float) -> dict[str, list[float
     return taken
 
 
-def flood(port: int, token: str, connections: int, stop: threading.Event,
+def flood(port: int, tokens: list[str], connections: int, limit: int, stop: threading.Event,
           counts: dict[int, int]) -> list[threading.Thread]:
     lock = threading.Lock()
 
@@ -106,12 +107,12 @@ def flood(port: int, token: str, connections: int, stop: threading.Event,
         return http.client.HTTPConnection("127.0.0.1", port, timeout=120,
                                           source_address=("127.0.0.2", 0))
 
-    def loop() -> None:
+    def loop(token: str) -> None:
         connection = connect()
         headers = {"Authorization": f"Bearer {token}"}
         while not stop.is_set():
             try:
-                connection.request("GET", "/reservations", headers=headers)
+                connection.request("GET", f"/reservations?limit={limit}", headers=headers)
                 response = connection.getresponse()
                 response.read()
                 status = response.status
@@ -123,7 +124,8 @@ def flood(port: int, token: str, connections: int, stop: threading.Event,
                 counts[status] = counts.get(status, 0) + 1
             if status == 429:
                 time.sleep(float(response.getheader("Retry-After") or 1))
-    threads = [threading.Thread(target=loop, daemon=True) for _ in range(connections)]
+    threads = [threading.Thread(target=loop, args=(tokens[n % len(tokens)],), daemon=True)
+               for n in range(connections)]
     for thread in threads:
         thread.start()
     return threads
@@ -134,6 +136,8 @@ def main() -> None:
     parser.add_argument("--ars", type=int, default=3000)
     parser.add_argument("--seconds", type=float, default=30)
     parser.add_argument("--flood", type=int, default=64)
+    parser.add_argument("--tokens", type=int, default=1, help="tokens the flooder mints")
+    parser.add_argument("--limit", type=int, default=100, help="ARs per page of the flood")
     args = parser.parse_args()
     print(python_speed())
     work = Path(tempfile.mkdtemp(prefix="plus-bench-fair-"))
@@ -150,7 +154,8 @@ def main() -> None:
         pids = {"daemon": daemon.process.pid, "companion": companion_pid(daemon)}
         idle = other_user(other, daemon, min(10.0, args.seconds))
         stop, counts, peak = threading.Event(), {}, {name: 0.0 for name in pids}
-        threads = flood(port, token_for(daemon, FLOODER), args.flood, stop, counts)
+        tokens = [token_for(daemon, FLOODER) for _ in range(args.tokens)]
+        threads = flood(port, tokens, args.flood, args.limit, stop, counts)
 
         def sample() -> None:
             while not stop.is_set():
@@ -166,8 +171,8 @@ def main() -> None:
         stop.set()
         for thread in threads:
             thread.join(timeout=120)
-        print(f"{args.ars} ARs of {FLOODER}; {args.flood} connections looping GET /reservations "
-              f"for {args.seconds:g} s")
+        print(f"{args.ars} ARs of {FLOODER}; {args.flood} connections with {args.tokens} "
+              f"token(s) looping GET /reservations?limit={args.limit} for {args.seconds:g} s")
         print(f"{'':50} {'p50':>7} {'p99':>7} {'max':>7}   (samples), ms")
         for label in idle:
             print(f"{label + ', idle':50} {percentiles(idle[label])}")

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from overlay.accounting import (EVENT_CREATED, EVENT_DELETED, EVENT_END, EVENT_START, ARUsage,
-                                ReportingFormatError, ReportingWriter, collect, read_records)
+                                ReportingFollower, ReportingFormatError, ReportingWriter, collect,
+                                read_records)
 from overlay.cli import account
 from overlay.model import Allocation, Request, Reservation, State
 
@@ -575,3 +576,32 @@ def test_running_ar_is_clipped_at_now(capsys, tmp_path):
     [total] = rows(run(capsys, "-f", str(path))).values()
     assert total[0] == "1"
     assert float(total[2]) == pytest.approx(2.0, abs=0.01)    # 2 h so far, not 12
+
+
+def test_the_daemons_follower_reads_only_what_was_appended(tmp_path):
+    """GET /accounting and /usage ask the follower: the file is read once,
+    then each question reads the records written since; a truncated or
+    replaced file (rotated, or emptied by dbwriter) is read again from its
+    start, and a record half written waits for its end."""
+    path = tmp_path / "reporting"
+    follower = ReportingFollower(str(path))
+    assert follower.current() == ([], [])
+    writer = ReportingWriter(str(path))
+    first = make_ar(1, "alice", T0, T0 + H, {"n1": 4}, submitted=T0)
+    writer.new_ar(T0, first)
+    writer.ar_attribute(T0, first)
+    [seen], _ = follower.current()
+    assert (seen.id, seen.owner, seen.hosts) == (1, "alice", {"n1": 4})
+    read = follower._position
+    second = make_ar(2, "bob", T0, T0 + H, {"n2": 4}, submitted=T0)
+    writer.new_ar(T0, second)
+    with open(path, "a") as handle:
+        handle.write(f"{T0}:ar_attribute:{T0}")       # half a record
+    ars, _ = follower.current()
+    assert [ar.id for ar in ars] == [1, 2] and ars[1].hosts == {}
+    assert follower._position > read
+    path.write_text("")
+    writer.new_ar(T0, second)
+    writer.ar_attribute(T0, second)
+    [only], _ = follower.current()
+    assert (only.id, only.hosts) == (2, {"n2": 4})

@@ -234,8 +234,14 @@ def test_accounting_lists_each_ars_use_as_plus_account_does(api):
     while daemon.status("-r", str(ar["id"]))[0]["state"] != "r" and time.monotonic() < deadline:
         time.sleep(0.2)
     time.sleep(1.1)
-    records = httpx.get(url + "/accounting", headers=auth(token(daemon, "plusu2")),
-                        params={"start": now - 60, "owner": ["plusu2"]}).json()
+    answer = httpx.get(url + "/accounting", headers=auth(token(daemon, "plusu2")),
+                       params={"start": now - 60, "owner": ["plusu2"], "limit": 1})
+    records = answer.json()
+    assert len(records) == 1 and int(answer.headers["x-total-count"]) >= 1
+    if int(answer.headers["x-total-count"]) > 1:
+        assert "offset=1" in answer.headers["link"]
+    records += httpx.get(url + "/accounting", headers=auth(token(daemon, "plusu2")),
+                         params={"start": now - 60, "owner": ["plusu2"], "offset": 1}).json()
     (mine,) = [r for r in records if r["id"] == ar["id"]]
     assert mine["owner"] == "plusu2" and mine["node_seconds"] >= 1
     assert set(mine["hosts"]) == {a["node"] for a in ar["allocations"]}
@@ -282,3 +288,14 @@ def test_a_group_carves_reservations_for_its_members_out_of_its_ar(api):
     assert cancelled["state"] == "d" and f"cancelled with AR {group['id']}" in cancelled["message"]
     for ar_id in (group["id"], inner["id"]):
         daemon.ok("root", "plus_destroy", "-r", str(ar_id))
+
+
+def test_a_claimed_job_refused_at_submission_is_bad_input_and_logged_as_not_carried_out(api):
+    daemon, url = api
+    _, key, other = setres(daemon, "plusu1", "plusu1", window(100)["start"])
+    holder = auth(token(daemon, "plusu3"))
+    refused = httpx.post(url + "/jobs", headers=holder, json=reskey.make_claim(
+        key, "submit", {"command": ["/bin/true"], "binary": True, "name": "bad\tname"}))
+    assert refused.status_code == 400 and refused.json()["kind"] == "invalid", refused.text
+    assert "claim carried out: submit" not in daemon.log.read_text()
+    daemon.ok("plusu1", "plus_destroy", "-r", other.removeprefix("R"))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import glob
 import os
+import re
 import resource
 import shutil
 import socket
@@ -24,6 +25,7 @@ from http_harness import answering, auth, free_port, start_api, token
 
 from overlay import protocol, reskey
 from overlay.daemon import CLIENT_LINES
+from overlay.http.admission import SEND_BUFFER
 
 REQUEST_TIMEOUT = 2
 
@@ -135,9 +137,81 @@ def test_a_client_that_never_reads_its_answer_is_dropped_and_others_are_served(a
         greedy.append(sock)
     try:
         assert max(_latencies(url, mine, 3)) < 1.0
+        port = url.rsplit(":", 1)[1]
+        held = subprocess.run(["ss", "-tmnH", "state", "established", f"sport = :{port}",
+                               "dst", "127.0.0.4"], capture_output=True, text=True).stdout
+        buffers = [int(size) for size in re.findall(r"tb(\d+)", held)]
+        assert len(buffers) == 16 and max(buffers) <= 2 * SEND_BUFFER, held
     finally:
         for sock in greedy:
             sock.close()
+
+
+def test_at_the_limit_an_idle_connection_makes_room_for_a_new_one():
+    """1,568 idle connections from 49 addresses shut everyone out at the
+    1,024 limit; now the longest idle one is dropped for a newcomer."""
+    daemon, url = start_api("http: {address: {address}, max_connections: 64}\n")
+    idle = [_connected(url, f"127.0.1.{1 + n // 30}") for n in range(64)]
+    try:
+        time.sleep(0.2)                       # all admitted and waiting, none asked anything
+        assert max(_latencies(url, auth(token(daemon, "plusu1")), 5)) < 1.0
+        assert _closed_by_server(idle[0], 5)
+    finally:
+        for sock in idle:
+            sock.close()
+        daemon.cleanup()
+
+
+def test_a_flood_of_garbage_tokens_from_many_addresses_answers_no_500():
+    daemon, url = start_api("http: {address: {address}}\n")
+    statuses: list[int] = []
+
+    def flood(n: int) -> None:
+        transport = httpx.HTTPTransport(local_address=f"127.0.2.{1 + n}")
+        with httpx.Client(timeout=30, transport=transport) as client:
+            for m in range(60):
+                statuses.append(client.get(url + "/whoami", headers=auth(
+                    f"eyJ{n}.{m}.x")).status_code)
+
+    threads = [threading.Thread(target=flood, args=(n,)) for n in range(12)]
+    try:
+        for thread in threads:
+            thread.start()
+        assert max(_latencies(url, auth(token(daemon, "plusu1")), 10)) < 1.0
+        for thread in threads:
+            thread.join()
+        assert set(statuses) <= {401, 429, 503} and 401 in statuses
+    finally:
+        daemon.cleanup()
+
+
+def test_no_other_process_can_take_the_apis_port_from_the_daemon():
+    daemon, url = start_api("http: {address: {address}}\n")
+    port = int(url.rsplit(":", 1)[1])
+    squat = ("import socket, sys\ns = socket.socket()\n"
+             "try:\n    s.bind(('127.0.0.1', int(sys.argv[1])))\nexcept OSError as e:\n"
+             "    print(e.strerror)\n")
+    try:
+        for pid in subprocess.run(["pgrep", "-f", f"overlay.http.server --socket {daemon.socket}"],
+                                  capture_output=True, text=True).stdout.split():
+            os.kill(int(pid), 9)            # between two companions, the port stays the daemon's
+        taken = subprocess.run(["runuser", "-u", "plusu1", "--", "python3", "-c", squat,
+                                str(port)], capture_output=True, text=True)
+        assert taken.stdout.strip() == "Address already in use"
+    finally:
+        daemon.cleanup()
+    squatter = socket.socket()
+    squatter.bind(("127.0.0.1", port))
+    squatter.listen()
+    try:
+        later = Daemon(f"http: {{address: '127.0.0.1:{port}'}}\n")
+        started = later.run("root", "plus_scheduler", "-c", str(later.conf))
+        assert started.returncode == 1
+        assert (f"http.address 127.0.0.1:{port}: cannot listen there (Address already in use); "
+                "another process holds the port") in started.stderr
+        later.cleanup()
+    finally:
+        squatter.close()
 
 
 # -- input that answered 500, and the log it wrote -------------------------------------------
@@ -153,6 +227,7 @@ BAD_BODIES = [
     ("/reservations", b'{"a": ' * 40 + b"1" + b"}" * 40, "nested more than 32 deep"),
     ("/reservations", b'{"nodes": 1,', "the body is not JSON: Expecting"),
     ("/reservations", b'\xff\xfe{}', "the body is not UTF-8 (byte 0 is not)"),
+    ("/reservations", b'{"start": ' + b"9" * 5000 + b"}", "an integer of more than 4300 digits"),
 ]
 
 
@@ -285,7 +360,7 @@ def test_one_users_flood_of_listings_leaves_another_user_served_quickly():
             for thread in threads:
                 thread.join()
         assert taken[-2] < 1.0, taken                # p95 of 40, loosely
-        assert 429 in statuses and set(statuses) <= {200, 429}
+        assert statuses.count(200) >= 50 and set(statuses) <= {200, 429}
         companion = int(subprocess.run(["pgrep", "-f", f"overlay.http.server --socket "
                                         f"{daemon.socket}"], capture_output=True,
                                        text=True).stdout.split()[0])

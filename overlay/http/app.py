@@ -12,11 +12,12 @@ from __future__ import annotations
 import time
 from typing import Annotated, Any
 
-from fastapi import FastAPI, Header, Path, Query, Request, Response
+from fastapi import FastAPI, Header, Path, Query, Request
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
 
 from overlay import ggf, limits, protocol
 from overlay.http import daemon_client, docs, errors, web
+from overlay.http.daemon_client import Passed
 from overlay.http.fairness import Fairness
 from overlay.http.gate import Gate
 from overlay.http.identity import Caller, Who
@@ -122,13 +123,14 @@ BODY_LIMIT = 2 ** 20
 REFUSALS = {code: {"model": Problem} for code in (400, 401, 403, 404, 409, 413, 422, 429, 503)}
 
 
-def paged(request: Request, response: Response, total: int, limit: int, offset: int) -> None:
-    """A page's headers: how many match in all, and the next page's URL
-    (RFC 8288's Link, as GitHub's API gives it)."""
-    response.headers["X-Total-Count"] = str(total)
-    if offset + limit < total:
+def paged(request: Request, page: dict, limit: int, offset: int) -> Passed:
+    """A page of a listing: its items, how many match in all, and the next
+    page's URL (RFC 8288's Link, as GitHub's API gives it)."""
+    headers = {"X-Total-Count": str(page["total"])}
+    if offset + limit < page["total"]:
         following = request.url.include_query_params(offset=offset + limit, limit=limit)
-        response.headers["Link"] = f'<{following}>; rel="next"'
+        headers["Link"] = f'<{following}>; rel="next"'
+    return Passed(page["items"], headers=headers)
 
 
 def served(socket_path: str, timeout: float, provider: str = "") -> Gate:
@@ -171,7 +173,7 @@ def make_app(socket_path: str, timeout: float = 5.0, provider: str = "") -> Fast
     @app.get("/reservations", summary="ARs, as plus_status lists them, a page at a time "
                                       "(X-Total-Count: how many match; Link: the next page)")
     async def reservations(
-            who: Who, request: Request, response: Response,
+            who: Who, request: Request,
             owner: Annotated[str | None, Query(max_length=limits.MAX_NAME)] = None,
             start: Annotated[int | None, Query(ge=0, le=2**40)] = None,
             end: Annotated[int | None, Query(ge=0, le=2**40)] = None,
@@ -185,8 +187,7 @@ def make_app(socket_path: str, timeout: float = 5.0, provider: str = "") -> Fast
                                          "expired": expired or None,
                                          "idempotency_key": idempotency_key,
                                          "limit": limit, "offset": offset})
-        paged(request, response, page["total"], limit, offset)
-        return page["items"]
+        return paged(request, page, limit, offset)
 
     @app.get("/reservations/{ar_id}", summary="One AR, as plus_status -r shows it")
     async def reservation(who: Who, ar_id: ArId) -> dict:
@@ -229,12 +230,17 @@ def make_app(socket_path: str, timeout: float = 5.0, provider: str = "") -> Fast
         return await ask(who, "availnodes", {"start": start, "end": end})
 
     @app.get("/accounting", summary="Each AR's use of its hosts over a period, as plus_account -l")
-    async def accounting(who: Who, start: Annotated[int | None, Query(ge=0, le=2**40)] = None,
-                   end: Annotated[int | None, Query(ge=0, le=2**40)] = None,
-                   owner: Annotated[Names | None, Query()] = None,
-                   node: Annotated[Names | None, Query()] = None) -> list[dict]:
-        return await ask(who, "accounting", {"start": start, "end": end, "owners": owner,
-                                       "nodes": node})
+    async def accounting(who: Who, request: Request,
+                         start: Annotated[int | None, Query(ge=0, le=2**40)] = None,
+                         end: Annotated[int | None, Query(ge=0, le=2**40)] = None,
+                         owner: Annotated[Names | None, Query()] = None,
+                         node: Annotated[Names | None, Query()] = None,
+                         limit: Annotated[int, Query(ge=1, le=limits.MAX_PAGE)] = limits.PAGE,
+                         offset: Annotated[int, Query(ge=0, le=limits.MAX_COUNT)] = 0
+                         ) -> list[dict]:
+        page = await ask(who, "accounting", {"start": start, "end": end, "owners": owner,
+                                             "nodes": node, "limit": limit, "offset": offset})
+        return paged(request, page, limit, offset)
 
     async def verb(who: Who, op: str, words: BaseModel, arguments, **extra) -> dict:
         """A seed 003 verb: its words made the daemon's arguments (400 if

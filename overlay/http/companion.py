@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import os
 import pwd
+import socket
 import subprocess
 import sys
 import threading
@@ -35,6 +36,7 @@ class Companion:
         self.process: subprocess.Popen | None = None
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
+        self.listening: socket.socket | None = None
         self.lines = RateLimitedLog(log, burst=LINES)
         self.uid = self._identity().get("user", os.getuid()) if settings.enabled else None
         """The companion's uid (http.user's when the daemon runs as root)."""
@@ -42,7 +44,7 @@ class Companion:
     def argv(self) -> list[str]:
         chosen = self.settings
         argv = [sys.executable, "-m", "overlay.http.server", "--socket", self.socket_path,
-                "--host", chosen.host, "--port", str(chosen.port),
+                "--listening", str(self.listening.fileno()),
                 "--connections", str(chosen.max_connections),
                 "--per-client", str(chosen.max_connections_per_client),
                 "--request-timeout", str(chosen.request_timeout),
@@ -52,6 +54,24 @@ class Companion:
         if chosen.oidc is not None and chosen.oidc.client_id:
             argv += ["--provider", chosen.oidc.origin]
         return argv + ["--parent", str(os.getpid())]
+
+    def listen(self) -> None:
+        """Take the API's port for the daemon's whole life, before anyone
+        else can: each companion serves this socket (passed to it), so no
+        local user can bind the port while a companion starts again and
+        collect the tokens sent to it. ValueError if the port is taken."""
+        if not self.settings.enabled:
+            return
+        chosen = self.settings
+        try:
+            self.listening = socket.create_server(
+                (chosen.host, chosen.port), backlog=min(chosen.max_connections, 4096),
+                family=socket.AF_INET6 if ":" in chosen.host else socket.AF_INET)
+        except OSError as exc:
+            why = os.strerror(exc.errno) if exc.errno else str(exc)
+            raise ValueError(f"http.address {chosen.address}: cannot listen there ({why}); "
+                             "another process holds the port, or the address is not this "
+                             "host's") from None
 
     def start(self) -> None:
         if not self.settings.enabled:
@@ -67,6 +87,7 @@ class Companion:
             try:
                 self.process = subprocess.Popen(self.argv(), stdin=subprocess.DEVNULL,
                                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                                pass_fds=(self.listening.fileno(),),
                                                 **self._identity())
             except OSError as exc:
                 log.error("cannot start the HTTP API (%s): %s", self.settings.address, exc)
@@ -111,3 +132,5 @@ class Companion:
                 process.wait()
         if self._thread is not None:
             self._thread.join(timeout=5)
+        if self.listening is not None:
+            self.listening.close()

@@ -10,6 +10,9 @@ API answers 503) and the reply by REPLY_BYTES.
 from __future__ import annotations
 
 import asyncio
+from typing import Any
+
+from starlette.responses import Response
 
 from overlay import fastjson
 from overlay.protocol import ProtocolError
@@ -45,6 +48,9 @@ async def _exchange(path: str, message: dict) -> dict:
                 from None
         except ConnectionResetError:
             raw = b""
+    except OSError as exc:      # e.g. not connected: the daemon's queue was full
+        raise ProtocolError(f"plus_scheduler did not take the request ({exc.strerror or exc})") \
+            from None
     finally:
         writer.close()
     if not raw.endswith(b"\n"):
@@ -56,3 +62,13 @@ async def _exchange(path: str, message: dict) -> dict:
     if not isinstance(reply, dict):
         raise ProtocolError("plus_scheduler's answer is not a JSON object")
     return reply
+
+
+class Passed(Response):
+    """The daemon's answer passed on as it is, written by the C encoder:
+    FastAPI's own checking and encoding of a thousand ARs cost the
+    companion's event loop more than the daemon's work for them."""
+    media_type = "application/json"
+
+    def render(self, content: Any) -> bytes:
+        return fastjson.dumps(content).encode()

@@ -3,13 +3,16 @@ request gets past: a body longer than the limit (refused before it is read
 whole), a body that is not strict JSON (NaN, Infinity, a lone surrogate,
 nesting deeper than MAX_DEPTH: refused with what was wrong, never echoed),
 and any failure inside the API, which answers a Problem (500) and one
-rate-limited log line instead of a traceback per request.
+rate-limited log line (the exception and where it was raised) instead of
+a traceback per request.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import sys
+import traceback
 
 from overlay import limits, protocol
 from overlay.ratelog import RateLimitedLog
@@ -47,6 +50,11 @@ def strict_json(body: bytes) -> object:
     except json.JSONDecodeError as exc:
         raise BadBody(f"the body is not JSON: {exc.msg} at line {exc.lineno} column "
                       f"{exc.colno}") from None
+    except BadBody:
+        raise
+    except ValueError:              # an integer of more digits than Python converts
+        raise BadBody(f"the body holds an integer of more than {sys.get_int_max_str_digits()} "
+                      "digits") from None
     _check(value)
     return value
 
@@ -97,9 +105,11 @@ class Gate:
         try:
             await self._checked(scope, receive, sending)
         except Exception as exc:
-            self.failures.log(logging.ERROR, type(exc), "%s %s failed: %s", scope.get("method"),
-                              limits.shown(scope.get("path", "")), type(exc).__name__,
-                              exc_info=True)
+            frames = traceback.extract_tb(exc.__traceback__)
+            where = f" at {frames[-1].filename}:{frames[-1].lineno}" if frames else ""
+            self.failures.log(logging.ERROR, type(exc), "%s %s failed: %s: %s%s",
+                              scope.get("method"), limits.shown(scope.get("path", "")),
+                              type(exc).__name__, limits.shown(exc), where)
             if not started:
                 await _answer(send, 500, problem(
                     f"internal error in the HTTP API ({type(exc).__name__}); the daemon's log "

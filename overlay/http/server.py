@@ -10,6 +10,7 @@ import ctypes
 import logging
 import os
 import signal
+import socket
 import sys
 
 _PR_SET_PDEATHSIG = 1
@@ -34,8 +35,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="plus_scheduler (http)")
     parser.add_argument("--parent", type=int, required=True)
     parser.add_argument("--socket", required=True)
-    parser.add_argument("--host", required=True)
-    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--listening", type=int, required=True,
+                        help="the listening socket's descriptor, which the daemon holds")
     parser.add_argument("--connections", type=int, required=True)
     parser.add_argument("--per-client", type=int, required=True)
     parser.add_argument("--request-timeout", type=float, required=True)
@@ -57,11 +58,13 @@ def main(argv: list[str] | None = None) -> int:
     raise_fd_limit()
     admission = Admission(args.connections, args.per_client, args.request_timeout,
                           args.timeout + RESPONSE_SLACK)
-    uvicorn.run(served(args.socket, args.timeout, args.provider), host=args.host, port=args.port,
-                http=protocol_for(admission), log_level="warning", log_config=None,
-                access_log=False, ssl_certfile=args.cert or None, ssl_keyfile=args.key or None,
-                h11_max_incomplete_event_size=64 * 1024, timeout_keep_alive=5,
-                limit_concurrency=None, backlog=args.connections, server_header=False)
+    config = uvicorn.Config(
+        served(args.socket, args.timeout, args.provider), http=protocol_for(admission),
+        log_level="warning", log_config=None, access_log=False,
+        ssl_certfile=args.cert or None, ssl_keyfile=args.key or None,
+        h11_max_incomplete_event_size=64 * 1024, timeout_keep_alive=5,
+        limit_concurrency=None, server_header=False)
+    uvicorn.Server(config).run(sockets=[socket.socket(fileno=args.listening)])
     return 0
 
 

@@ -20,6 +20,7 @@ from fastapi.responses import FileResponse, RedirectResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from overlay import limits
+from overlay.http.daemon_client import Passed
 from overlay.http.identity import Who
 from overlay.http.refusal import Refusal
 
@@ -94,12 +95,13 @@ def install(app: FastAPI, ask: Ask, provider: str = "") -> None:
     @app.get("/calendar", summary="The calendar of a window: nodes, ARs and jobs, for the page")
     async def calendar(caller: Who, start: Epoch, end: Epoch,
                        since: Annotated[int | None, Query(ge=0, le=2**62)] = None) -> dict:
-        return await ask(caller, "calendar", {"start": start, "end": end, "since": since})
+        return Passed(await ask(caller, "calendar", {"start": start, "end": end,
+                                                     "since": since}))
 
     @app.get("/usage", summary="Reserved and used node-hours of a period, as spans per owner")
     async def usage(caller: Who, start: Epoch, end: Epoch,
                     owner: Annotated[str | None, Query(max_length=limits.MAX_NAME)] = None) -> dict:
-        return await ask(caller, "usage", {"start": start, "end": end, "owner": owner})
+        return Passed(await ask(caller, "usage", {"start": start, "end": end, "owner": owner}))
 
 
 def vendor_file(folder: Path, files: dict[str, str], name: str, library: str,

@@ -22,7 +22,7 @@ from typing import Mapping, Sequence
 
 from overlay.limits import (HORIZON, MAX_ARGUMENT, MAX_COUNT, MAX_ENVIRONMENT, MAX_NAME,
                             MAX_SCRIPT, shown)
-from overlay.model import ReservationError
+from overlay.model import InvalidRequest
 from overlay.matching import wildcard_match
 from overlay_native.jobs import Job, Submission
 from overlay_native.resources.cluster import ClusterConfig
@@ -45,8 +45,8 @@ _WORDS = (("command", "the command", MAX_ARGUMENT, False), ("queues", "-q", MAX_
           ("hold_jids", "-hold_jid", MAX_NAME, True))
 
 
-class SubmitError(ReservationError):
-    """A job refused at submission; the text says why."""
+class SubmitError(InvalidRequest):
+    """A job refused at submission; the text says why (the API answers 400)."""
 
 
 def _bytes(text: str) -> bytes | None:
