@@ -181,3 +181,17 @@ def test_monitor_writes_the_schedule_file(daemon):
     assert text.startswith("::::::::\n")
     assert re.search(r"^\d+:1:(STARTING|RUNNING):\d+:\d+:Q:all\.q@local1:slots:1\.000000$", text,
                      re.M)
+
+
+def test_a_change_to_an_ar_keeps_the_jobs_queued_in_it(daemon, work):
+    """A change of an AR's access list or window left it with none of its
+    queued jobs: the backend released the AR, ending its jobs, and prepared
+    it again."""
+    ar = daemon.reserve("plusu1", "-s", "now+1h", "-D", "1h", "-n", "1")
+    job = submit(daemon, work, "-ar", str(ar["id"]), "-l", "h_rt=60", "-b", "y", "/bin/true")
+    assert states(daemon)[job] == "qw"
+    daemon.ok("plusu1", "plus_modify", "-r", str(ar["id"]), "-U", "plusu2")
+    daemon.ok("plusu1", "plus_modify", "-r", str(ar["id"]), "-s", "now+2h")
+    assert states(daemon).get(job) == "qw"
+    daemon.ok("plusu1", "plus_destroy", "-r", str(ar["id"]))
+    wait_for(lambda: job not in states(daemon), "the AR's job to go with the AR")

@@ -188,6 +188,11 @@ class NativeBackend(Backend):
     def release(self, reservation: Reservation) -> None:
         self.scheduler.reservation_over(reservation.id)
 
+    def modify(self, before: Reservation, after: Reservation) -> None:
+        """The AR's window takes its new hosts, times and users; its jobs
+        stay (releasing it first, as the other backends do, ended them)."""
+        self.scheduler.set_windows([self.window(after)])
+
     def reconcile(self, reservations: list[Reservation]) -> None:
         self.scheduler.set_windows([self.window(ar) for ar in reservations if ar.holds_resources],
                                    complete=True)
