@@ -297,5 +297,5 @@ def test_a_claimed_job_refused_at_submission_is_bad_input_and_logged_as_not_carr
     refused = httpx.post(url + "/jobs", headers=holder, json=reskey.make_claim(
         key, "submit", {"command": ["/bin/true"], "binary": True, "name": "bad\tname"}))
     assert refused.status_code == 400 and refused.json()["kind"] == "invalid", refused.text
-    assert "claim carried out: submit" not in daemon.log.read_text()
+    assert f"claim carried out: submit AR {other.removeprefix('R')} " not in daemon.log.read_text()
     daemon.ok("plusu1", "plus_destroy", "-r", other.removeprefix("R"))
