@@ -28,6 +28,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator
 
+from overlay import filemark
 from overlay.limits import shown
 from overlay.request import DEFAULT_ACCOUNT
 
@@ -108,7 +109,7 @@ class ReportingWriter:
                        allocation.queue or f"R{ar.id}", allocation.node, allocation.slots)
 
 
-@dataclass
+@dataclass(slots=True)
 class ARUsage:
     """One AR as the reporting file tells it."""
 
@@ -132,7 +133,7 @@ class ARUsage:
         return begin, max(begin, finish)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class JobUse:
     """A job that ran in an AR, as its acct record tells it."""
 
@@ -284,34 +285,38 @@ def collect(lines: Iterable[str], on_error: Callable[[ReportingFormatError], Non
 class ReportingFollower:
     """A reporting file's ARs and jobs in ARs, kept up to date by reading
     only what was appended since the last look (from the start again when
-    the file was replaced or truncated: rotated, or read by dbwriter).
-    Malformed records are skipped, as plus_account skips them."""
+    the file was replaced, truncated or rewritten in place: overlay.filemark),
+    CHUNK bytes at a time. Malformed records are skipped, as plus_account
+    skips them."""
+
+    CHUNK = 4 << 20
 
     def __init__(self, path: str) -> None:
         self.path = path
         self._lock = threading.Lock()
-        self._restart(None)
+        self._restart()
 
-    def _restart(self, identity: tuple[int, int] | None) -> None:
+    def _restart(self) -> None:
         self._collector = Collector(lambda error: None, with_jobs=True)
-        self._identity, self._position, self._partial = identity, 0, b""
+        self._mark: filemark.Mark | None = None
+        self._partial = b""
 
     def current(self) -> tuple[list[ARUsage], list[JobUse]]:
         with self._lock:
             try:
                 handle = open(self.path, "rb")
             except FileNotFoundError:
-                self._restart(None)
+                self._restart()
                 return [], []
             with handle:
-                info = os.fstat(handle.fileno())
-                identity = (info.st_dev, info.st_ino)
-                if identity != self._identity or info.st_size < self._position:
-                    self._restart(identity)
-                handle.seek(self._position)
-                data = handle.read()
-            self._position += len(data)
-            whole, newline, self._partial = (self._partial + data).rpartition(b"\n")
-            if newline:
-                self._collector.feed(whole.decode("utf-8", "replace").split("\n"))
+                if self._mark is not None and not filemark.still(handle, self._mark):
+                    self._restart()
+                offset = self._mark.offset if self._mark else 0
+                handle.seek(offset)
+                while chunk := handle.read(self.CHUNK):
+                    offset += len(chunk)
+                    whole, newline, self._partial = (self._partial + chunk).rpartition(b"\n")
+                    if newline:
+                        self._collector.feed(whole.decode("utf-8", "replace").split("\n"))
+                self._mark = filemark.mark(handle, offset)
             return self._collector.usages(), list(self._collector.jobs)

@@ -123,8 +123,9 @@ class Busy(Exception):
 class UserTurns:
     """Requests in progress per user where the socket's peer is not the
     user: the HTTP companion forwards every HTTP user's requests as one uid,
-    so the daemon counts them by the user the token proves, with the limit
-    a user on the socket has."""
+    so the daemon counts them by the user the token proves, wherever they
+    come from (the companion's shares are by address: a user with sixteen
+    addresses would have sixteen)."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
@@ -136,7 +137,8 @@ class UserTurns:
         with self._lock:
             if self.counts[user] >= self.limit:
                 raise Busy(f"plus_scheduler is busy: {user} has {self.limit} requests in "
-                           "progress, the limit per user; try again when they are answered")
+                           "progress, the limit per user (http.max_requests_per_user); try again "
+                           "when they are answered")
             self.counts[user] += 1
         try:
             yield

@@ -45,6 +45,10 @@ WEB_SESSION = 8 * 3600
 
 _REPLY_TIMEOUT = 30.0
 """Seconds a client may take to read its reply."""
+SWITCH_INTERVAL = 0.001
+"""Seconds a thread holds the interpreter while others wait (Python's
+default 5 ms): a short request waiting behind a user's listings of a
+thousand ARs waited that long for each of its turns."""
 CLIENT_LINES = 10
 """Log lines a user's requests may cause per kind and minute (ratelog)."""
 _FAILURES = RateLimitedLog(log, burst=CLIENT_LINES)
@@ -128,7 +132,7 @@ class Service:
         self.provider = provider
         self.daemon_uid = os.getuid()
         self.client_log = RateLimitedLog(log, burst=CLIENT_LINES)
-        self.turns = connections.UserTurns(manager.config.max_connections_per_user)
+        self.turns = connections.UserTurns(manager.config.http.max_requests_per_user)
         self.reported = ReportingFollower(manager.config.accounting_path)
         self.plugin_operations: dict[str, Callable[[Caller, dict], Any]] = {}
         for offered in manager.pm.hook.plus_client_operations(manager=manager):
@@ -843,6 +847,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # a store or backend that cannot be reached
         print(f"plus_scheduler: cannot start: {exc}", file=sys.stderr)
         return 1
+    sys.setswitchinterval(SWITCH_INTERVAL)
     signal.signal(signal.SIGTERM, daemon.stop)
     signal.signal(signal.SIGINT, daemon.stop)
     daemon.serve()

@@ -11,7 +11,7 @@ It prints, beside the idle baseline measured in the same run:
 
 Run as root after scripts/install.sh (the test users exist):
   /opt/plus-venv/bin/python scripts/bench_fairness.py [--ars 3000] [--seconds 30] [--flood 64]
-      [--tokens 1] [--limit 100]
+      [--tokens 1] [--limit 100] [--addresses 1]
 """
 
 from __future__ import annotations
@@ -98,17 +98,17 @@ def other_user(api: Api, daemon: Daemon, seconds: float) -> dict[str, list[float
     return taken
 
 
-def flood(port: int, tokens: list[str], connections: int, limit: int, stop: threading.Event,
-          counts: dict[int, int]) -> list[threading.Thread]:
+def flood(port: int, tokens: list[str], connections: int, limit: int, addresses: int,
+          stop: threading.Event, counts: dict[int, int]) -> list[threading.Thread]:
     lock = threading.Lock()
 
-    def connect() -> http.client.HTTPConnection:
-        """From an address of the flooder's own (another host, as it were)."""
-        return http.client.HTTPConnection("127.0.0.1", port, timeout=120,
-                                          source_address=("127.0.0.2", 0))
+    def connect(number: int) -> http.client.HTTPConnection:
+        """From addresses of the flooder's own (other hosts, as it were)."""
+        return http.client.HTTPConnection("127.0.0.1", port, timeout=120, source_address=(
+            f"127.0.4.{2 + number % addresses}", 0))
 
-    def loop(token: str) -> None:
-        connection = connect()
+    def loop(number: int, token: str) -> None:
+        connection = connect(number)
         headers = {"Authorization": f"Bearer {token}"}
         while not stop.is_set():
             try:
@@ -118,13 +118,13 @@ def flood(port: int, tokens: list[str], connections: int, limit: int, stop: thre
                 status = response.status
             except OSError:
                 connection.close()
-                connection = connect()
+                connection = connect(number)
                 status = 0
             with lock:
                 counts[status] = counts.get(status, 0) + 1
             if status == 429:
                 time.sleep(float(response.getheader("Retry-After") or 1))
-    threads = [threading.Thread(target=loop, args=(tokens[n % len(tokens)],), daemon=True)
+    threads = [threading.Thread(target=loop, args=(n, tokens[n % len(tokens)]), daemon=True)
                for n in range(connections)]
     for thread in threads:
         thread.start()
@@ -138,6 +138,7 @@ def main() -> None:
     parser.add_argument("--flood", type=int, default=64)
     parser.add_argument("--tokens", type=int, default=1, help="tokens the flooder mints")
     parser.add_argument("--limit", type=int, default=100, help="ARs per page of the flood")
+    parser.add_argument("--addresses", type=int, default=1, help="the flooder's addresses")
     args = parser.parse_args()
     print(python_speed())
     work = Path(tempfile.mkdtemp(prefix="plus-bench-fair-"))
@@ -155,7 +156,7 @@ def main() -> None:
         idle = other_user(other, daemon, min(10.0, args.seconds))
         stop, counts, peak = threading.Event(), {}, {name: 0.0 for name in pids}
         tokens = [token_for(daemon, FLOODER) for _ in range(args.tokens)]
-        threads = flood(port, tokens, args.flood, args.limit, stop, counts)
+        threads = flood(port, tokens, args.flood, args.limit, args.addresses, stop, counts)
 
         def sample() -> None:
             while not stop.is_set():
@@ -171,8 +172,9 @@ def main() -> None:
         stop.set()
         for thread in threads:
             thread.join(timeout=120)
-        print(f"{args.ars} ARs of {FLOODER}; {args.flood} connections with {args.tokens} "
-              f"token(s) looping GET /reservations?limit={args.limit} for {args.seconds:g} s")
+        print(f"{args.ars} ARs of {FLOODER}; {args.flood} connections from {args.addresses} "
+              f"address(es) with {args.tokens} token(s) looping GET /reservations?limit="
+              f"{args.limit} for {args.seconds:g} s")
         print(f"{'':50} {'p50':>7} {'p99':>7} {'max':>7}   (samples), ms")
         for label in idle:
             print(f"{label + ', idle':50} {percentiles(idle[label])}")

@@ -580,9 +580,10 @@ def test_running_ar_is_clipped_at_now(capsys, tmp_path):
 
 def test_the_daemons_follower_reads_only_what_was_appended(tmp_path):
     """GET /accounting and /usage ask the follower: the file is read once,
-    then each question reads the records written since; a truncated or
-    replaced file (rotated, or emptied by dbwriter) is read again from its
-    start, and a record half written waits for its end."""
+    then each question reads the records written since; a file truncated,
+    replaced or rewritten in place (rotated, emptied by dbwriter, even
+    regrown past where it was read) is read again from its start, and a
+    record half written waits for its end."""
     path = tmp_path / "reporting"
     follower = ReportingFollower(str(path))
     assert follower.current() == ([], [])
@@ -592,16 +593,21 @@ def test_the_daemons_follower_reads_only_what_was_appended(tmp_path):
     writer.ar_attribute(T0, first)
     [seen], _ = follower.current()
     assert (seen.id, seen.owner, seen.hosts) == (1, "alice", {"n1": 4})
-    read = follower._position
+    read = follower._mark.offset
     second = make_ar(2, "bob", T0, T0 + H, {"n2": 4}, submitted=T0)
     writer.new_ar(T0, second)
     with open(path, "a") as handle:
         handle.write(f"{T0}:ar_attribute:{T0}")       # half a record
     ars, _ = follower.current()
     assert [ar.id for ar in ars] == [1, 2] and ars[1].hosts == {}
-    assert follower._position > read
+    assert follower._mark.offset > read
     path.write_text("")
     writer.new_ar(T0, second)
     writer.ar_attribute(T0, second)
     [only], _ = follower.current()
     assert (only.id, only.hosts) == (2, {"n2": 4})
+    with open(path, "r+") as handle:              # rewritten in place, and longer than before
+        handle.truncate(0)
+    for ar_id in range(10, 20):
+        writer.new_ar(T0, make_ar(ar_id, "carol", T0, T0 + H, {"n3": 1}, submitted=T0))
+    assert sorted(ar.id for ar in follower.current()[0]) == list(range(10, 20))

@@ -1,6 +1,6 @@
-"""overlay.http.fairness on its own: requests of many clients against a
-daemon that answers when told, to see who goes in turn (the HTTP tests
-see the same from outside, under a real flood)."""
+"""overlay.http.fairness on its own: requests of many clients for a daemon
+that answers when told, to see who goes in turn (the HTTP tests see the
+same from outside, under a real flood)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,10 @@ import asyncio
 import base64
 import json
 
-from overlay.http.fairness import Fairness, address_of, user_of
+import pytest
+
+from overlay.http.fairness import HALF_LIFE, Dispatcher, Usage, address_of, user_of
+from overlay.http.refusal import Refusal
 
 
 def scope(address: str, user: str = "") -> dict:
@@ -20,52 +23,71 @@ def scope(address: str, user: str = "") -> dict:
 
 
 class Daemon:
-    """An app that records who it serves and answers when released."""
+    """Records who it serves, and answers when released."""
 
-    def __init__(self) -> None:
+    def __init__(self, dispatcher: Dispatcher) -> None:
+        self.dispatcher = dispatcher
         self.served: list[str] = []
         self.release = asyncio.Event()
 
-    async def __call__(self, scope, receive, send) -> None:
-        self.served.append(f"{scope['client'][0]}/{user_of(scope)[2:]}")
-        await self.release.wait()
-        await send({"type": "http.response.start", "status": 200, "headers": []})
-
-
-async def _sent(fair: Fairness, request: dict) -> int:
-    statuses = []
-
-    async def send(message):
-        if message["type"] == "http.response.start":
-            statuses.append(message["status"])
-    await fair(request, None, send)
-    return statuses[0]
+    async def ask(self, address: str, user: str = "") -> str:
+        async with self.dispatcher.turn(address, user):
+            self.served.append(f"{address}/{user}")
+            await self.release.wait()
+        return "answered"
 
 
 def test_addresses_take_turns_and_a_user_gains_nothing_by_connections_or_tokens():
     async def run():
-        daemon = Daemon()
-        fair = Fairness(daemon, in_flight=1, per_address=1, per_user=1, waiting=8)
-        flood = [asyncio.create_task(_sent(fair, scope("10.0.0.1", "u1"))) for _ in range(6)]
+        daemon = Daemon(Dispatcher(in_flight=1, per_address=1, per_user=1, waiting=8))
+        flood = [asyncio.create_task(daemon.ask("10.0.0.1", "u1")) for _ in range(6)]
         await asyncio.sleep(0)
-        others = [asyncio.create_task(_sent(fair, scope("10.0.0.2", "u2"))) for _ in range(2)]
+        others = [asyncio.create_task(daemon.ask("10.0.0.2", "u2")) for _ in range(2)]
         await asyncio.sleep(0)
         assert daemon.served == ["10.0.0.1/u1"]
         daemon.release.set()
         await asyncio.gather(*flood, *others)
-        a, b = "10.0.0.1/u1", "10.0.0.2/u2"
-        assert daemon.served == [a, a, b, a, b, a, a, a]      # in turn, not after the flood
-        assert fair.running == 0 and fair.addresses == {} and not fair.turns
+        b = "10.0.0.2/u2"
+        first, second = [n for n, who in enumerate(daemon.served) if who == b]
+        assert first == 1 and second <= 3               # not after the whole flood
+        dispatcher = daemon.dispatcher
+        assert dispatcher.running == 0 and dispatcher.addresses == {} and not dispatcher.turns
     asyncio.run(run())
+
+
+def test_the_address_that_used_the_daemon_least_lately_goes_first():
+    async def run():
+        dispatcher = Dispatcher(in_flight=1, per_address=1, per_user=1, waiting=8)
+        daemon = Daemon(dispatcher)
+        dispatcher.usage.add("10.0.0.1", 30.0)           # pages of a thousand ARs, lately
+        busy = asyncio.create_task(daemon.ask("10.0.0.3"))
+        await asyncio.sleep(0)
+        heavy = asyncio.create_task(daemon.ask("10.0.0.1"))
+        await asyncio.sleep(0)
+        light = asyncio.create_task(daemon.ask("10.0.0.2"))
+        await asyncio.sleep(0)
+        daemon.release.set()
+        await asyncio.gather(busy, heavy, light)
+        assert daemon.served == ["10.0.0.3/", "10.0.0.2/", "10.0.0.1/"]
+        assert 0 < dispatcher.usage.of("10.0.0.1") < 30.0 + 1
+    asyncio.run(run())
+
+
+def test_usage_halves_every_half_life():
+    now = [0.0]
+    usage = Usage(clock=lambda: now[0])
+    usage.add("a", 8.0)
+    now[0] = 2 * HALF_LIFE
+    assert usage.of("a") == pytest.approx(2.0)
+    assert usage.of("never") == 0.0
 
 
 def test_one_user_waits_for_their_own_while_another_there_goes():
     async def run():
-        daemon = Daemon()
-        fair = Fairness(daemon, in_flight=4, per_address=4, per_user=1, waiting=8)
-        mine = [asyncio.create_task(_sent(fair, scope("10.0.0.1", "u1"))) for _ in range(3)]
+        daemon = Daemon(Dispatcher(in_flight=4, per_address=4, per_user=1, waiting=8))
+        mine = [asyncio.create_task(daemon.ask("10.0.0.1", "u1")) for _ in range(3)]
         await asyncio.sleep(0)
-        theirs = asyncio.create_task(_sent(fair, scope("10.0.0.1", "u2")))
+        theirs = asyncio.create_task(daemon.ask("10.0.0.1", "u2"))
         await asyncio.sleep(0)
         assert daemon.served == ["10.0.0.1/u1", "10.0.0.1/u2"]
         daemon.release.set()
@@ -75,29 +97,30 @@ def test_one_user_waits_for_their_own_while_another_there_goes():
 
 def test_an_address_with_too_many_waiting_is_told_429():
     async def run():
-        daemon = Daemon()
-        fair = Fairness(daemon, in_flight=1, per_address=1, per_user=1, waiting=2)
-        tasks = [asyncio.create_task(_sent(fair, scope("10.0.0.1"))) for _ in range(3)]
+        daemon = Daemon(Dispatcher(in_flight=1, per_address=1, per_user=1, waiting=2))
+        tasks = [asyncio.create_task(daemon.ask("10.0.0.1")) for _ in range(3)]
         await asyncio.sleep(0)
-        assert await _sent(fair, scope("10.0.0.1")) == 429
+        with pytest.raises(Refusal) as refused:
+            await daemon.ask("10.0.0.1")
+        assert refused.value.status == 429 and refused.value.body["kind"] == "busy"
         daemon.release.set()
-        assert await asyncio.gather(*tasks) == [200, 200, 200]
+        assert await asyncio.gather(*tasks) == ["answered"] * 3
     asyncio.run(run())
 
 
 def test_a_waiting_request_whose_client_goes_leaves_no_trace():
     async def run():
-        daemon = Daemon()
-        fair = Fairness(daemon, in_flight=1, per_address=1, per_user=1, waiting=4)
-        first = asyncio.create_task(_sent(fair, scope("10.0.0.1")))
-        gone = asyncio.create_task(_sent(fair, scope("10.0.0.2")))
+        daemon = Daemon(Dispatcher(in_flight=1, per_address=1, per_user=1, waiting=4))
+        first = asyncio.create_task(daemon.ask("10.0.0.1"))
+        gone = asyncio.create_task(daemon.ask("10.0.0.2"))
         await asyncio.sleep(0)
         gone.cancel()
         await asyncio.sleep(0)
-        assert "10.0.0.2" not in fair.addresses and list(fair.turns) == []
+        dispatcher = daemon.dispatcher
+        assert "10.0.0.2" not in dispatcher.addresses and list(dispatcher.turns) == []
         daemon.release.set()
-        assert await first == 200
-        assert fair.running == 0
+        assert await first == "answered"
+        assert dispatcher.running == 0 and daemon.served == ["10.0.0.1/"]
     asyncio.run(run())
 
 

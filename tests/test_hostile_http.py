@@ -14,6 +14,7 @@ import re
 import resource
 import shutil
 import socket
+import ssl
 import subprocess
 import threading
 import time
@@ -369,4 +370,67 @@ def test_one_users_flood_of_listings_leaves_another_user_served_quickly():
                 rss = next(int(line.split()[1]) for line in status if line.startswith("VmRSS"))
             assert rss < 200 * 1024, (pid, rss)
     finally:
+        daemon.cleanup()
+
+
+def _self_signed(folder) -> tuple[str, str]:
+    """A certificate for 127.0.0.1 and its key, readable by the companion."""
+    import datetime
+    import ipaddress
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    certificate = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
+                   .public_key(key.public_key()).serial_number(x509.random_serial_number())
+                   .not_valid_before(now - datetime.timedelta(days=1))
+                   .not_valid_after(now + datetime.timedelta(days=1))
+                   .add_extension(x509.SubjectAlternativeName(
+                       [x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+                   .sign(key, hashes.SHA256()))
+    cert, secret = folder / "tls.crt", folder / "tls.key"
+    cert.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
+    secret.write_bytes(key.private_bytes(serialization.Encoding.PEM,
+                                         serialization.PrivateFormat.PKCS8,
+                                         serialization.NoEncryption()))
+    os.chmod(secret, 0o644)
+    return str(cert), str(secret)
+
+
+def test_tls_connections_that_never_shake_hands_are_capped_and_cut_off():
+    """The TLS handshake is the admitted connection's: 2,000 connections that
+    never begin it held the companion 60 s each, past every limit, and took
+    gigabytes."""
+    port = free_port()
+    daemon = Daemon(f"http: {{address: '127.0.0.1:{port}', tls_cert: tls.crt, tls_key: tls.key, "
+                    f"request_timeout: {REQUEST_TIMEOUT}}}\n")
+    cert, _ = _self_signed(daemon.dir)        # where the companion's user may read them
+    trust = ssl.create_default_context(cafile=cert)
+    daemon.start()
+    url = f"https://127.0.0.1:{port}"
+    mine = auth(token(daemon, "plusu1"))
+    silent: list[socket.socket] = []
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                if httpx.get(url + "/whoami", headers=mine, verify=trust).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                assert time.monotonic() < deadline, daemon.log.read_text()[-2000:]
+                time.sleep(0.1)
+        silent = [_connected(url.replace("https", "http"), f"127.0.3.{1 + n // 500}")
+                  for n in range(1000)]
+        began = time.monotonic()
+        answer = httpx.get(url + "/whoami", headers=mine, verify=trust, timeout=10)
+        assert answer.status_code == 200 and time.monotonic() - began < 1.0
+        refused = sum(_closed_by_server(sock, 1) for sock in silent[32:500])
+        assert refused == 468                   # 32 held from one address, the rest told so
+        assert all(_closed_by_server(sock, REQUEST_TIMEOUT + 10) for sock in silent[:32])
+    finally:
+        for sock in silent:
+            sock.close()
         daemon.cleanup()

@@ -2,25 +2,23 @@
 database itself and saved in the transaction that wrote the records before
 it: a restart continues there, never reading a line twice or losing one.
 
-The file is known by its identity (device and inode) and a digest of its
-first bytes (up to HEAD of them, never beyond the saved offset). Another
-file at the path (rotated), one shorter than the offset (truncated), or one
-whose first bytes changed (rewritten in place) is read from the start.
+The file is known as overlay.filemark knows it: another file at the path
+(rotated), one shorter than the offset (truncated), or one whose first
+bytes changed (rewritten in place) is read from the start.
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
-import os
 from dataclasses import dataclass
 from typing import BinaryIO
 
 from sqlalchemy import Connection, text
 
+from overlay import filemark
+
 log = logging.getLogger("plus.arco")
 
-HEAD = 4096
 TABLE = """
 CREATE TABLE IF NOT EXISTS plus_dbwriter_position (
    path text,
@@ -51,23 +49,13 @@ def create(connection: Connection) -> None:
     connection.exec_driver_sql(TABLE)
 
 
-def _identity(handle: BinaryIO) -> str:
-    status = os.fstat(handle.fileno())
-    return f"{status.st_dev}:{status.st_ino}"
-
-
-def _head(handle: BinaryIO, length: int) -> str:
-    return hashlib.sha256(os.pread(handle.fileno(), length, 0)).hexdigest()
-
-
 def resume(connection: Connection, path: str, handle: BinaryIO) -> Position:
     """Where to go on reading the file open in ``handle``."""
     row = connection.execute(_LOAD, {"path": path}).first()
     if row is None:
         return Position()
     identity, length, head, offset, line = row
-    if identity == _identity(handle) and os.fstat(handle.fileno()).st_size >= offset and \
-            _head(handle, length) == head:
+    if filemark.still(handle, filemark.Mark(identity, length, head, offset)):
         return Position(offset, line)
     log.warning("%s is not the file read up to byte %d before (rotated, truncated or rewritten): "
                 "reading it from the start", path, offset)
@@ -75,8 +63,8 @@ def resume(connection: Connection, path: str, handle: BinaryIO) -> Position:
 
 
 def save(connection: Connection, path: str, handle: BinaryIO, position: Position) -> None:
-    length = min(position.offset, HEAD)
-    values = {"path": path, "identity": _identity(handle), "length": length,
-              "head": _head(handle, length), "offset": position.offset, "line": position.line}
+    known = filemark.mark(handle, position.offset)
+    values = {"path": path, "identity": known.identity, "length": known.head_length,
+              "head": known.head, "offset": position.offset, "line": position.line}
     if connection.execute(_UPDATE, values).rowcount == 0:
         connection.execute(_INSERT, values)

@@ -9,16 +9,16 @@ the daemon unreachable 503."""
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Annotated, Any
 
-from fastapi import FastAPI, Header, Path, Query, Request
+from fastapi import FastAPI, Header, Path, Query, Request, Response
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
 
-from overlay import ggf, limits, protocol
+from overlay import fastjson, ggf, limits, protocol
 from overlay.http import daemon_client, docs, errors, web
-from overlay.http.daemon_client import Passed
-from overlay.http.fairness import Fairness
+from overlay.http.fairness import Dispatcher
 from overlay.http.gate import Gate
 from overlay.http.identity import Caller, Who
 from overlay.http.refusal import STATUS, Refusal
@@ -123,19 +123,28 @@ BODY_LIMIT = 2 ** 20
 REFUSALS = {code: {"model": Problem} for code in (400, 401, 403, 404, 409, 413, 422, 429, 503)}
 
 
-def paged(request: Request, page: dict, limit: int, offset: int) -> Passed:
-    """A page of a listing: its items, how many match in all, and the next
-    page's URL (RFC 8288's Link, as GitHub's API gives it)."""
-    headers = {"X-Total-Count": str(page["total"])}
-    if offset + limit < page["total"]:
+_PAGE = re.compile(rb'\{"total":(\d+),"items":')
+
+
+def paged(request: Request, page: bytes, limit: int, offset: int) -> Response:
+    """A page of a listing (the daemon's ``{"total", "items"}``, as it wrote
+    it): its items, how many match in all, and the next page's URL (RFC
+    8288's Link, as GitHub's API gives it)."""
+    found = _PAGE.match(page)
+    if found is None or not page.endswith(b"}"):
+        raise Refusal(503, {"error": "plus_scheduler's answer is not a page", "kind": "unavailable",
+                            "status": protocol.EXIT_UNREACHABLE})
+    total = int(found.group(1))
+    headers = {"X-Total-Count": str(total)}
+    if offset + limit < total:
         following = request.url.include_query_params(offset=offset + limit, limit=limit)
         headers["Link"] = f'<{following}>; rel="next"'
-    return Passed(page["items"], headers=headers)
+    return Response(page[found.end():-1], media_type="application/json", headers=headers)
 
 
 def served(socket_path: str, timeout: float, provider: str = "") -> Gate:
     """The API as the companion serves it: behind its Gate."""
-    return Gate(Fairness(make_app(socket_path, timeout, provider)), BODY_LIMIT)
+    return Gate(make_app(socket_path, timeout, provider), BODY_LIMIT)
 
 
 def make_app(socket_path: str, timeout: float = 5.0, provider: str = "") -> FastAPI:
@@ -147,24 +156,37 @@ def make_app(socket_path: str, timeout: float = 5.0, provider: str = "") -> Fast
     errors.install(app)
     docs.install(app)
 
-    async def ask(who: Caller | None, op: str, args: dict) -> Any:
-        """The daemon's answer to ``op`` for the token's user, or (``who``
-        None) for no user: the operation proves what it needs itself."""
+    dispatcher = Dispatcher()
+
+    async def ask(who: Caller, op: str, args: dict, passed: bool = False) -> Any:
+        """The daemon's answer to ``op`` for the token's user, or (no token)
+        for no user: the operation proves what it needs itself; with
+        ``passed``, its JSON as the daemon wrote it. Sent in the client's
+        turn (overlay.http.fairness), unless the client has gone while it
+        waited."""
         message = {"op": op, "args": {k: v for k, v in args.items() if v is not None}}
-        if who is not None:
+        if who.token is not None:
             message["token"] = who.token
             if who.acting_for is not None:
                 message["as"] = who.acting_for
-        try:
-            reply = await daemon_client.call(socket_path, message, timeout)
-        except protocol.ProtocolError as exc:
-            raise Refusal(503, {"error": str(exc), "status": protocol.EXIT_UNREACHABLE,
-                                "kind": "unavailable"}) from None
+        async with dispatcher.turn(who.address, who.claimed):
+            if await who.request.is_disconnected():
+                raise Refusal(503, {"error": "the client went away before its turn",
+                                    "status": protocol.EXIT_UNREACHABLE, "kind": "unavailable"})
+            try:
+                raw = await daemon_client.call(socket_path, message, timeout)
+                data = daemon_client.data_of(raw) if passed else None
+                if data is not None:
+                    return data
+                reply = daemon_client.reply_of(raw)
+            except protocol.ProtocolError as exc:
+                raise Refusal(503, {"error": str(exc), "status": protocol.EXIT_UNREACHABLE,
+                                    "kind": "unavailable"}) from None
         if not reply.get("ok"):
             kind = reply.get("kind", "conflict")
             raise Refusal(STATUS.get(kind, 409), {"error": reply.get("error", "refused"),
                                                   "status": reply.get("status", 1), "kind": kind})
-        return reply["data"]
+        return fastjson.dumps(reply["data"]).encode() if passed else reply["data"]
 
     @app.get("/whoami", summary="Who the token names, and whether a manager")
     async def whoami(who: Who) -> dict:
@@ -186,7 +208,7 @@ def make_app(socket_path: str, timeout: float = 5.0, provider: str = "") -> Fast
         page = await ask(who, "status", {"owner": owner, "start": start, "end": end,
                                          "expired": expired or None,
                                          "idempotency_key": idempotency_key,
-                                         "limit": limit, "offset": offset})
+                                         "limit": limit, "offset": offset}, passed=True)
         return paged(request, page, limit, offset)
 
     @app.get("/reservations/{ar_id}", summary="One AR, as plus_status -r shows it")
@@ -239,7 +261,8 @@ def make_app(socket_path: str, timeout: float = 5.0, provider: str = "") -> Fast
                          offset: Annotated[int, Query(ge=0, le=limits.MAX_COUNT)] = 0
                          ) -> list[dict]:
         page = await ask(who, "accounting", {"start": start, "end": end, "owners": owner,
-                                             "nodes": node, "limit": limit, "offset": offset})
+                                             "nodes": node, "limit": limit, "offset": offset},
+                         passed=True)
         return paged(request, page, limit, offset)
 
     async def verb(who: Who, op: str, words: BaseModel, arguments, **extra) -> dict:
@@ -250,7 +273,7 @@ def make_app(socket_path: str, timeout: float = 5.0, provider: str = "") -> Fast
         except (RequestError, TimeSpecError) as exc:
             raise Refusal(400, {"error": str(exc), "status": protocol.EXIT_USAGE,
                                 "kind": "invalid"}) from None
-        return await ask(Caller(who.token, words.UserID), op, {**checked, **extra})
+        return await ask(who.acting(words.UserID), op, {**checked, **extra})
 
     async def reserving(who: Who, op: str, words: BaseModel, arguments, **extra) -> dict:
         """SETRES and RESQANDSET: a refusal is SuccessOrNot false too."""

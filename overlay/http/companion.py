@@ -26,7 +26,7 @@ from overlay.ratelog import RateLimitedLog
 log = logging.getLogger("plus.http")
 LINE_BYTES = 4096
 LINES = 30
-"""The companion's lines the daemon logs per minute."""
+"""The companion's lines of one logger and level the daemon logs per minute."""
 
 
 class Companion:
@@ -106,11 +106,14 @@ class Companion:
 
     def _relay(self, stream) -> None:
         """The companion's lines into the daemon's log, each at most
-        LINE_BYTES and rate-limited (the companion limits its own too), so
-        that they rotate with it and no client fills a disk through them."""
+        LINE_BYTES and rate-limited by their logger and level (the companion
+        limits each message of its own too), so that they rotate with it, no
+        client fills a disk through them, and one kind cannot crowd out
+        another."""
         for raw in iter(lambda: stream.readline(LINE_BYTES), b""):
             line = raw.decode("utf-8", "backslashreplace").rstrip("\n")
-            self.lines.warning("companion", "%s", line)
+            source = line.split(" ", 2)[:2] if line[:1].isalpha() else ["other"]
+            self.lines.warning(tuple(source), "%s", line)
         stream.close()
 
     def _identity(self) -> dict:

@@ -10,23 +10,45 @@ API answers 503) and the reply by REPLY_BYTES.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
-
-from starlette.responses import Response
 
 from overlay import fastjson
 from overlay.protocol import ProtocolError
+
+GRANTED = fastjson.dumps({"ok": True, "data": None}).encode()[:-5]
+"""How a granted reply begins: '{"ok":true,"data":'."""
 
 REPLY_BYTES = 64 << 20
 """The longest reply read: a page of 1,000 full views is about 2 MB."""
 
 
-async def call(path: str, message: dict, timeout: float) -> dict:
-    """The daemon's reply object to ``message``."""
+async def call(path: str, message: dict, timeout: float) -> bytes:
+    """The daemon's reply to ``message``: its line, as it came."""
     try:
         return await asyncio.wait_for(_exchange(path, message), timeout)
     except asyncio.TimeoutError:
         raise ProtocolError(f"plus_scheduler did not answer within {timeout:g} s") from None
+
+
+def reply_of(raw: bytes) -> dict:
+    """A reply line's object."""
+    try:
+        reply = fastjson.loads(raw)
+    except (ValueError, RecursionError):
+        raise ProtocolError("plus_scheduler's answer is unreadable") from None
+    if not isinstance(reply, dict):
+        raise ProtocolError("plus_scheduler's answer is not a JSON object")
+    return reply
+
+
+def data_of(raw: bytes) -> bytes | None:
+    """The JSON of a granted reply's data, as the daemon wrote it (its
+    replies are written by overlay.fastjson, compact, in this order); None
+    for any other reply. Listings pass through the companion so, never
+    decoded and encoded again: for pages of a thousand ARs that work was
+    more than the daemon's."""
+    if raw.startswith(GRANTED) and raw.endswith(b"}\n"):
+        return raw[len(GRANTED):-2]
+    return None
 
 
 async def _exchange(path: str, message: dict) -> dict:
@@ -55,20 +77,5 @@ async def _exchange(path: str, message: dict) -> dict:
         writer.close()
     if not raw.endswith(b"\n"):
         raise ProtocolError("plus_scheduler closed the connection without an answer")
-    try:
-        reply = fastjson.loads(raw)
-    except (ValueError, RecursionError):
-        raise ProtocolError("plus_scheduler's answer is unreadable") from None
-    if not isinstance(reply, dict):
-        raise ProtocolError("plus_scheduler's answer is not a JSON object")
-    return reply
+    return raw
 
-
-class Passed(Response):
-    """The daemon's answer passed on as it is, written by the C encoder:
-    FastAPI's own checking and encoding of a thousand ARs cost the
-    companion's event loop more than the daemon's work for them."""
-    media_type = "application/json"
-
-    def render(self, content: Any) -> bytes:
-        return fastjson.dumps(content).encode()

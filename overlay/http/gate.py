@@ -19,6 +19,9 @@ from overlay.ratelog import RateLimitedLog
 
 log = logging.getLogger("plus.http")
 MAX_DEPTH = 32
+BODIES = 64 << 20
+"""Bytes of request bodies all requests in progress may hold at once (those
+waiting for their turn too: otherwise 1,000 waiting uploads of 1 MiB)."""
 """Nesting a request body may have: the deepest the API takes is 4."""
 _JSON_TYPES = (b"", b"application/json")
 
@@ -87,8 +90,9 @@ def _encodable(text: str) -> None:
 class Gate:
     """The API's outermost ASGI layer (see the module's docstring)."""
 
-    def __init__(self, app, limit: int) -> None:
-        self.app, self.limit = app, limit
+    def __init__(self, app, limit: int, budget: int = BODIES) -> None:
+        self.app, self.limit, self.budget = app, limit, budget
+        self.held = 0           # bytes of the bodies of the requests in progress
         self.failures = RateLimitedLog(log, burst=10)
 
     async def __call__(self, scope, receive, send) -> None:
@@ -122,20 +126,49 @@ class Gate:
             await _answer(send, 413, problem(f"the request body is longer than {self.limit} bytes",
                                              protocol.EXIT_USAGE, "invalid"))
             return
-        chunks, size, more = [], 0, True
-        while more:
-            message = await receive()
-            if message["type"] != "http.request":
-                return                                  # the client went away
-            chunks.append(message.get("body", b""))
-            size += len(chunks[-1])
-            if size > self.limit:
-                await _answer(send, 413, problem(
-                    f"the request body is longer than {self.limit} bytes", protocol.EXIT_USAGE,
-                    "invalid"))
+        size = 0
+        try:
+            body = await self._body(receive, send)
+            if body is None:
                 return
-            more = message.get("more_body", False)
-        body: bytes | None = b"".join(chunks)
+            size = len(body)
+            await self._pass_on(scope, headers, body, receive, send)
+        finally:
+            self.held -= size
+
+    async def _body(self, receive, send) -> bytes | None:
+        """The whole body, counted into what all requests hold (the caller
+        counts it out when the request ends); None, counted out, when it is
+        refused (too long, or too much held) or the client went away."""
+        chunks, size, more = [], 0, True
+        try:
+            while more:
+                message = await receive()
+                if message["type"] != "http.request":
+                    self.held -= size
+                    return None                         # the client went away
+                chunks.append(message.get("body", b""))
+                size += len(chunks[-1])
+                self.held += len(chunks[-1])
+                if size > self.limit or self.held > self.budget:
+                    self.held -= size
+                    if size > self.limit:
+                        await _answer(send, 413, problem(
+                            f"the request body is longer than {self.limit} bytes",
+                            protocol.EXIT_USAGE, "invalid"))
+                    else:
+                        await _answer(send, 503, problem(
+                            "the API holds as many request bodies as it may; try again shortly",
+                            protocol.EXIT_REFUSED, "busy"), retry=True)
+                    return None
+                more = message.get("more_body", False)
+        except BaseException:
+            self.held -= size
+            raise
+        return b"".join(chunks)
+
+    async def _pass_on(self, scope, headers: dict, body: bytes, receive, send) -> None:
+        """Refuse a body that is not strict JSON; else hand the request on."""
         kind = headers.get(b"content-type", b"").split(b";")[0].strip().lower()
         if body and kind in _JSON_TYPES:
             try:
@@ -144,21 +177,25 @@ class Gate:
                 await _answer(send, 400, problem(str(exc), protocol.EXIT_USAGE, "invalid"))
                 return
 
+        pending: bytes | None = body
+
         async def replay() -> dict:
             """The body once; then the client's own messages, so that a
             response listening for the disconnect (a file) waits for it
             instead of being handed empty bodies in a busy loop."""
-            nonlocal body
-            if body is None:
+            nonlocal pending
+            if pending is None:
                 return await receive()
-            sent, body = body, None
+            sent, pending = pending, None
             return {"type": "http.request", "body": sent, "more_body": False}
 
         await self.app(scope, replay, send)
 
 
-async def _answer(send, status: int, body: bytes) -> None:
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"),
-                            (b"content-length", str(len(body)).encode())]})
+async def _answer(send, status: int, body: bytes, retry: bool = False) -> None:
+    headers = [(b"content-type", b"application/json"),
+               (b"content-length", str(len(body)).encode())]
+    if retry:
+        headers.append((b"retry-after", b"1"))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})

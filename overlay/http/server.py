@@ -11,11 +11,22 @@ import logging
 import os
 import signal
 import socket
+import ssl
 import sys
 
 _PR_SET_PDEATHSIG = 1
+_PR_SET_DUMPABLE = 4
 RESPONSE_SLACK = 30
 """Seconds a client has, beyond the daemon's own time, to take a response."""
+
+
+def _undumpable() -> None:
+    """No other process of this user may trace this one, read its memory
+    (the tokens in flight) or take its descriptors (the API's port):
+    http.user may be an account other services share, such as nobody."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+        sys.exit(f"plus_scheduler (http): prctl: {os.strerror(ctypes.get_errno())}")
 
 
 def _die_with(parent: int) -> None:
@@ -46,6 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--key", default="")
     args = parser.parse_args(argv)
     _die_with(args.parent)
+    _undumpable()
     import uvicorn      # after _die_with: its import is the slow part of the start
 
     from overlay.connections import raise_fd_limit
@@ -56,12 +68,20 @@ def main(argv: list[str] | None = None) -> int:
     for handler in logging.getLogger().handlers:   # what the daemon's log takes from here
         handler.addFilter(RateLimitFilter())
     raise_fd_limit()
+    tls = None
+    if args.cert:     # the handshake is the admitted connection's (overlay.http.admission)
+        tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        try:
+            tls.load_cert_chain(args.cert, args.key)
+        except (OSError, ssl.SSLError) as exc:
+            sys.exit(f"plus_scheduler (http): http.tls_cert {args.cert} or http.tls_key "
+                     f"{args.key} cannot be used by uid {os.getuid()} (http.user): "
+                     f"{getattr(exc, 'strerror', None) or exc}")
     admission = Admission(args.connections, args.per_client, args.request_timeout,
-                          args.timeout + RESPONSE_SLACK)
+                          args.timeout + RESPONSE_SLACK, tls)
     config = uvicorn.Config(
         served(args.socket, args.timeout, args.provider), http=protocol_for(admission),
         log_level="warning", log_config=None, access_log=False,
-        ssl_certfile=args.cert or None, ssl_keyfile=args.key or None,
         h11_max_incomplete_event_size=64 * 1024, timeout_keep_alive=5,
         limit_concurrency=None, server_header=False)
     uvicorn.Server(config).run(sockets=[socket.socket(fileno=args.listening)])

@@ -26,6 +26,7 @@ class HttpSettings:
     max_connections_per_client: int = 32  # held at once from one address
     request_timeout: int = 10            # seconds a request (head and body) has to arrive whole
     timeout: int = 5                     # seconds the API waits for the daemon's answer (then 503)
+    max_requests_per_user: int = 2       # one HTTP user's requests the daemon runs at once
     oidc: OidcSettings | None = None     # the site's OpenID provider, whose tokens are taken too
 
     @property
@@ -80,6 +81,7 @@ CHECKS = {
     "max_connections_per_client": settings.whole(1, 65536),
     "request_timeout": settings.seconds(1),
     "timeout": settings.seconds(1),
+    "max_requests_per_user": settings.whole(1, 1024),
 }
 
 

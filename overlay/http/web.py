@@ -16,12 +16,11 @@ from pathlib import Path
 from typing import Annotated, Any, Awaitable, Callable
 
 from fastapi import FastAPI, Query
-from fastapi.responses import FileResponse, RedirectResponse
+from fastapi.responses import FileResponse, RedirectResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from overlay import limits
-from overlay.http.daemon_client import Passed
-from overlay.http.identity import Who
+from overlay.http.identity import Anyone, Who
 from overlay.http.refusal import Refusal
 
 PAGE_DIR = Path(__file__).with_name("static")
@@ -66,8 +65,8 @@ def install(app: FastAPI, ask: Ask, provider: str = "") -> None:
 
     @app.get("/web/config", summary="How the calendar page signs in: the site's identity "
                                     "provider, if one is set up")
-    async def config() -> dict:
-        return await ask(None, "web_config", {})
+    async def config(anyone: Anyone) -> dict:
+        return await ask(anyone, "web_config", {})
 
     @app.get("/", include_in_schema=False)
     async def root() -> RedirectResponse:
@@ -89,19 +88,21 @@ def install(app: FastAPI, ask: Ask, provider: str = "") -> None:
         return vendor_file(VENDOR_DIR, VENDOR_FILES, name, "vis-timeline", page_headers)
 
     @app.post("/web/session", summary="Exchange plus_web's one-time code for a session token")
-    async def session(body: SessionIn) -> dict:
-        return await ask(None, "web_session", {"code": body.code})
+    async def session(anyone: Anyone, body: SessionIn) -> dict:
+        return await ask(anyone, "web_session", {"code": body.code})
 
     @app.get("/calendar", summary="The calendar of a window: nodes, ARs and jobs, for the page")
     async def calendar(caller: Who, start: Epoch, end: Epoch,
                        since: Annotated[int | None, Query(ge=0, le=2**62)] = None) -> dict:
-        return Passed(await ask(caller, "calendar", {"start": start, "end": end,
-                                                     "since": since}))
+        return Response(await ask(caller, "calendar", {"start": start, "end": end,
+                                                       "since": since}, passed=True),
+                        media_type="application/json")
 
     @app.get("/usage", summary="Reserved and used node-hours of a period, as spans per owner")
     async def usage(caller: Who, start: Epoch, end: Epoch,
                     owner: Annotated[str | None, Query(max_length=limits.MAX_NAME)] = None) -> dict:
-        return Passed(await ask(caller, "usage", {"start": start, "end": end, "owner": owner}))
+        return Response(await ask(caller, "usage", {"start": start, "end": end, "owner": owner},
+                                  passed=True), media_type="application/json")
 
 
 def vendor_file(folder: Path, files: dict[str, str], name: str, library: str,
