@@ -104,8 +104,11 @@ class Backend(ABC):
                     ignore: int | None = None) -> tuple[list[Allocation], str]:
         """qrsub's request (``request.by_slots``): the queue instances' slots
         its scheduler would give a job of that shape over the whole window,
-        where every one of ``users`` (name, groups: the access list) may run
-        jobs, and the parallel environment chosen ("" for none); NoCapacity
+        where every one of ``users`` (name, groups: the access list; an
+        ``@name`` entry with no groups is one of the batch system's access
+        lists, qrsub -u @name) may run jobs, and the parallel environment
+        chosen ("" for none); InvalidRequest naming an unknown access list;
+        NoCapacity
         with the scheduler's reasons when nothing fits. ``ignore``: an AR
         whose holdings are left out (the one a modify moves)."""
         raise InvalidRequest(f"-pe, -alloc, -q queue instances and -l resource requests "

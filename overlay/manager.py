@@ -264,11 +264,15 @@ class Manager:
         if used is not None:
             self.history.append(used)
 
-    def _validate_users(self, users: Iterable[str], owner: str) -> None:
-        """Every -U entry must name a known user or @group; the owner is known
-        (the peer credentials named it) and needs no lookup."""
-        for entry in users:
-            if entry == owner:
+    @staticmethod
+    def _validate_users(request: Request, owner: str) -> None:
+        """Every plus_reserve -U entry must name a known user or @group. A
+        qrsub -u entry must name a known user, as 8.1.9's qrsub checks;
+        its @entries are the batch system's access lists, which the
+        backend checks as it places the slots. The owner is known (the
+        peer credentials named it) and needs no lookup."""
+        for entry in request.users:
+            if entry == owner or (request.by_slots and entry.startswith("@")):
                 continue
             try:
                 if entry.startswith("@"):
@@ -276,6 +280,8 @@ class Manager:
                 else:
                     pwd.getpwnam(entry)
             except KeyError:
+                if request.by_slots:
+                    raise InvalidRequest(f"-u: {entry} is not known as a user") from None
                 kind = "group" if entry.startswith("@") else "user"
                 raise InvalidRequest(f"-U: unknown {kind} '{entry.lstrip('@')}'") from None
 
@@ -293,11 +299,11 @@ class Manager:
             raise InvalidRequest("the start time is in the past; give a start at or after now")
         if request.end <= now:
             raise InvalidRequest("the end time is in the past")
-        if request.duration <= self.config.duration_offset:
+        if request.duration <= self.config.duration_offset and not request.by_slots:
             raise InvalidRequest(
                 f"the duration ({request.duration} s) must exceed DURATION_OFFSET "
                 f"({self.config.duration_offset} s), the time reserved for job start and cleanup")
-        self._validate_users(request.users, owner.user)
+        self._validate_users(request, owner.user)
         try:  # clients checked them; a hand-made call may not have
             if request.mail_options:
                 parse_mail_options(request.mail_options)
@@ -403,8 +409,8 @@ class Manager:
                                  "request (slots) cannot use it")
         users = [(owner.user, owner.groups)]
         for entry in request.users:
-            if entry.startswith("@"):
-                users.append(("", (entry[1:],)))
+            if entry.startswith("@"):       # an access list of the batch system
+                users.append((entry, ()))
             elif entry != owner.user:
                 found = users_account(entry)
                 users.append(found if found is not None else (entry, ()))
@@ -453,8 +459,7 @@ class Manager:
             now = self.now()
             context = self._context()
             self._validate_request(caller, request, "reserve", context)
-            request = replace(request, start=max(request.start, now),
-                              users=access_list(caller.user, request.users))
+            request = self._owned(caller.user, replace(request, start=max(request.start, now)))
             granted_pe = ""
             if request.by_slots:
                 if transactional:
@@ -466,7 +471,8 @@ class Manager:
             ar = Reservation(
                 id=0, owner=caller.user, group=caller.groups[0] if caller.groups else "",
                 request=request, state=State.PENDING if transactional else State.WAITING,
-                submission_time=now, allocations=allocations, acl=request.users,
+                submission_time=now, allocations=allocations,
+                acl=access_list(caller.user, request.users),
                 account=request.account,
                 pending=Operation.RESERVE if transactional else None,
                 pending_since=now if transactional else None, idempotency_key=idempotency_key,
@@ -494,8 +500,8 @@ class Manager:
                 raise PermissionDenied(f"{caller.user} may not create advance reservations: "
                                        "only managers and members of the arusers list may")
             first = max(request.start, self.now())
-            request = replace(request, start=first, end=first + request.duration,
-                              users=access_list(caller.user, request.users))
+            request = self._owned(caller.user, replace(request, start=first,
+                                                       end=first + request.duration))
             context = self._context()
             self._validate_request(caller, request, "reserve", context)
             if last_start < first:
@@ -624,7 +630,8 @@ class Manager:
             started = now >= ar.start
             if started and start is not None and start != ar.start:
                 raise ReservationError(f"AR {ar_id} has started; its start time can no longer change")
-            request = self._modified_request(ar.request, start, end, duration, nodes, users, caller)
+            request = self._modified_request(ar.request, start, end, duration, nodes, users,
+                                             ar.owner)
             owner = caller if caller.user == ar.owner else owner_of(ar)
             context = self._context(ignoring=ar.id)
             try:
@@ -645,8 +652,8 @@ class Manager:
                                   pending_request=request, pending_allocations=allocations)
                 self._book(ar)
                 return ar
-            updated = replace(ar, request=request, allocations=allocations, acl=request.users,
-                              granted_pe=granted_pe)
+            updated = replace(ar, request=request, allocations=allocations,
+                              acl=access_list(ar.owner, request.users), granted_pe=granted_pe)
             self.store.save(updated, self.capacity())
             self._replace(ar, updated)
             return updated
@@ -662,16 +669,26 @@ class Manager:
             raise InvalidRequest(f"-T: AR {ar.id} reserves slots (plus_qrsub) and is modified at "
                                  "once; transactional modifications are for node reservations")
 
-    def _modified_request(self, old: Request, start, end, duration, nodes, users, caller) -> Request:
+    def _modified_request(self, old: Request, start, end, duration, nodes, users,
+                          owner: str) -> Request:
         """-s alone moves the window (same length); -e or -D set its end."""
         new_start = old.start if start is None else start
         if end is None and duration is None:
             duration = old.duration
         new_end = window_end(new_start, end, duration)
-        owner = old.users[0] if old.users else caller.user
-        return replace(old, start=new_start, end=new_end,
-                       nodes=old.nodes if nodes is None else nodes,
-                       users=old.users if users is None else access_list(owner, users))
+        changed = replace(old, start=new_start, end=new_end,
+                          nodes=old.nodes if nodes is None else nodes,
+                          users=old.users if users is None else users)
+        return self._owned(owner, changed)
+
+    @staticmethod
+    def _owned(owner: str, request: Request) -> Request:
+        """A node request's users with its owner first (plus_reserve -U);
+        a qrsub request keeps the users -u gave, as 8.1.9 shows them in
+        acl_list. Either AR's access list (Reservation.acl) has the owner."""
+        if request.by_slots:
+            return request
+        return replace(request, users=access_list(owner, request.users))
 
     def _replace(self, before: Reservation, after: Reservation) -> None:
         """Memory and backend follow a stored modification."""
@@ -796,7 +813,7 @@ class Manager:
             self._granted(ar)
         elif operation == Operation.MODIFY:
             updated = replace(ar, request=ar.pending_request, allocations=ar.pending_allocations,
-                              acl=ar.pending_request.users)
+                              acl=access_list(ar.owner, ar.pending_request.users))
             updated.pending = updated.pending_since = updated.pending_request = None
             updated.pending_allocations = []
             self.store.save(updated)

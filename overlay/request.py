@@ -246,6 +246,27 @@ def parse_name(text: str, option: str) -> str:
     return text
 
 
+_NOT_IN_OBJECT_NAMES = "/:@\\*?"
+"""sge_types(5): a name is ASCII printing characters but for these."""
+
+
+def parse_object_name(text: str, option: str, what: str = "name",
+                      digit_start: bool = True) -> str:
+    """A Grid Engine name (sge_types(5) name; an ar_name or job_name may not
+    start with a digit): ASCII printing characters without blanks or
+    / : @ \\ * ?, at most MAX_NAME of them. 8.1.9 takes x+y or a(b as an AR
+    name, and refuses a blank (its qrsub then exits 0 silently)."""
+    if len(text) > MAX_NAME or not text or not text.isascii() or not text.isprintable() \
+            or " " in text or any(c in _NOT_IN_OBJECT_NAMES for c in text):
+        raise RequestError(f"{option}: invalid {what} '{shown(text)}': accepted are 1 to "
+                           f"{MAX_NAME} ASCII printing characters without blanks or "
+                           f"{' '.join(_NOT_IN_OBJECT_NAMES)}")
+    if not digit_start and text[0].isdigit():
+        raise RequestError(f"{option}: invalid {what} '{shown(text)}': it may not start with "
+                           "a digit (it would read as an id)")
+    return text
+
+
 def parse_name_list(text: str, option: str, groups: bool = False) -> tuple[str, ...]:
     """A comma-separated list of user (or, with groups, @group) or queue names."""
     items = _items(text, option)
@@ -318,11 +339,9 @@ DEFAULT_ACCOUNT = "sge"
 
 
 def parse_account(text: str) -> str:
-    """-A: printable text without a colon (the accounting records' separator)."""
-    if len(text) > MAX_NAME or not text.isprintable() or ":" in text:
-        raise RequestError(f"-A: invalid account string '{shown(text)}': accepted is "
-                           f"printable text without ':' of at most {MAX_NAME} characters")
-    return text
+    """-A: an account_name, a name (sge_types(5)): no colon, the accounting
+    records' separator, and no blank, which 8.1.9's qmaster refuses."""
+    return parse_object_name(text, "-A", "account string")
 
 
 ALLOCATION_RULES = ("$pe_slots", "$fill_up", "$round_robin")
@@ -360,8 +379,15 @@ def _listed(text: str, option: str, valid: Callable[[str], bool], longest: int, 
 
 def parse_ar_references(text: str, option: str = "-ar") -> tuple[str, ...]:
     """AR ids, names or name patterns (qrstat -ar, qrdel), comma-separated."""
-    return _listed(text, option, lambda item: _is_number(item) or _is_wild(item), MAX_PATTERN,
-                   "AR id or name", "are AR ids, names and name patterns (* ? [ ]), comma-separated")
+    return _listed(text, option, lambda item: _is_number(item) or _is_name_pattern(item),
+                   MAX_PATTERN, "AR id or name", "are AR ids, names and name patterns "
+                   "(* ? [ ]), comma-separated")
+
+
+def _is_name_pattern(text: str) -> bool:
+    """A Grid Engine name (parse_object_name) that may hold the wildcards * and ?."""
+    return bool(text) and text.isascii() and text.isprintable() and " " not in text and \
+        not any(c in _NOT_IN_OBJECT_NAMES.strip("*?") for c in text)
 
 
 def parse_queue_list(text: str, option: str) -> tuple[str, ...]:

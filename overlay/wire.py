@@ -16,9 +16,9 @@ from overlay import limits
 from overlay.model import Request
 from overlay.request import (MAX_AR_ID, MAX_SLOTS, REQUEST_FIELDS, RequestError,
                              parse_alloc_rule, parse_attribute_list, parse_mail_list,
-                             parse_mail_options, parse_name, parse_name_list, parse_pattern,
-                             parse_pe_range, parse_queue_list, request_wire, parse_account,
-                             parse_ar_references)
+                             parse_mail_options, parse_name, parse_name_list,
+                             parse_object_name, parse_pattern, parse_pe_range, parse_queue_list,
+                             request_wire, parse_account, parse_ar_references)
 from overlay.timespec import bounded_time
 
 NAME_ECHO = 32
@@ -184,7 +184,8 @@ def reserve_request(args: Arguments) -> Request:
         attributes=_attributes(args.items("attributes") or ()),
         queues=(args.names("queues", "-q", lambda v: parse_queue_list(v, "-q")) if not nodes else
                 args.names("queues", "-sgeq", lambda v: parse_name_list(v, "-sgeq"))) or (),
-        name=args.checked("name", lambda v: v and parse_name(v, "-N")) or "",
+        name=args.checked("name", lambda v: v and parse_object_name(v, "-N", "AR name",
+                                                                   digit_start=False)) or "",
         hard_error=args.flag("hard_error"),
         mail_options=args.checked("mail_options", lambda v: v and parse_mail_options(v)) or "",
         mail_list=args.names("mail_list", "-M", parse_mail_list) or (),

@@ -24,6 +24,7 @@ nodes:
      queues: [all.q, int.q]}
 userlists:
   denied: [plusu3]
+  team: [plusu2, plusu3]
 complexes:
   - {name: license, shortcut: lic, type: INT, relop: "<=", requestable: YES, consumable: YES,
      default: 0}
@@ -33,6 +34,7 @@ queues:
   - {name: all.q, slots: 4, qtype: [BATCH], pe_list: [alloc_pe_slots, mpi],
      xuser_lists: [denied], ckpt_list: [blcr]}
   - {name: int.q, hostlist: [arm1], slots: 2, qtype: [INTERACTIVE]}
+  - {name: team.q, hostlist: [arm1], slots: 1, qtype: [BATCH], user_lists: [team]}
 pes:
   - {name: alloc_pe_slots, slots: 64, allocation_rule: $pe_slots}
   - {name: mpi, slots: 64, allocation_rule: $round_robin}
@@ -131,6 +133,29 @@ def test_alloc_now_ckpt_masterq_and_account(daemon):
         assert line in detail
 
 
+def test_u_at_name_is_an_access_list_checked_by_name_and_shown_as_given(daemon):
+    """qrsub(1): -u [username|@access_list]; 8.1.9 checks an @entry against
+    the queues' user_lists and xuser_lists by its name, and acl_list shows
+    only what -u gave."""
+    view = granted(daemon, "-u", "@team", "-q", "team.q", "-a", at(), "-d", "1:0:0",
+                   user="plusu2")
+    assert list(instances(view)) == ["team.q@arm1"]
+    detail = daemon.ok("plusu2", "plus_qrstat", "-ar", str(view["id"]))
+    assert "acl_list                       @team\n" in detail + "\n"
+    assert "acl_list" not in daemon.ok("plusu1", "plus_qrstat", "-ar", str(granted(
+        daemon, "-a", at(), "-d", "1:0:0")["id"]))
+    refused = qrsub(daemon, "-u", "@denied", "-q", "all.q", "-a", at(), "-d", "1:0:0")
+    assert refused.returncode == 1 and \
+        'has no permission for cluster queue "all.q"' in refused.stderr
+    interactive = granted(daemon, "-u", "@denied", "-now", "y", "-a", at(), "-d", "1:0:0")
+    assert list(instances(interactive)) == ["int.q@arm1"]
+    # a member of the access list may submit into the AR, one outside it may not
+    job = daemon.run("plusu3", "plus_qsub", "-ar", str(view["id"]), "-b", "y", "true")
+    assert job.returncode == 0, job.stderr
+    outsider = daemon.run("plusu1", "plus_qsub", "-ar", str(view["id"]), "-b", "y", "true")
+    assert outsider.returncode != 0 and "is not in the access list" in outsider.stderr
+
+
 def test_xuser_lists_every_user_of_the_access_list_must_be_allowed(daemon):
     before = daemon.status()
     result = qrsub(daemon, "-u", "plusu1,plusu3", "-q", "all.q", "-a", at(), "-d", "1:0:0")
@@ -157,7 +182,10 @@ def test_xuser_lists_every_user_of_the_access_list_must_be_allowed(daemon):
     (["-d", "1:0:0", "-M", "a b"], "-M: invalid mail address 'a b'"),
     (["-d", "1:0:0", "-masterq", "all.q"], "-masterq is only for parallel jobs (with -pe)"),
     (["-d", "1:0:0", "-now", "later"], "-now: expected y[es] or n[o]"),
-    (["-d", "1:0:0", "-N", "1bad"], "-N: invalid name '1bad'"),
+    (["-d", "1:0:0", "-N", "1bad"], "-N: invalid AR name '1bad': it may not start with a digit"),
+    (["-d", "1:0:0", "-N", "a/b"], "-N: invalid AR name 'a/b'"),
+    (["-d", "1:0:0", "-A", "bad account"], "-A: invalid account string 'bad account'"),
+    (["-d", "1:0:0", "-u", "@plusgrp"], 'Userset "plusgrp" does not exist'),
     (["-d", "1:0:0", "-w", "x"], "-w: invalid validation level 'x'"),
     (["-d", "1:0:0", "-pe", "nope", "2"],
      'job rejected: the requested parallel environment "nope" does not exist'),
@@ -168,7 +196,7 @@ def test_xuser_lists_every_user_of_the_access_list_must_be_allowed(daemon):
     (["-d", "1:0:0", "-q", "all.q@@"], "-q: invalid queue 'all.q@@'"),
     (["-d", "1:0:0", "-q", "nosuch.q"],
      'Job was rejected because job requests unknown queue "nosuch.q" (-q)'),
-    (["-d", "1:0:0", "-u", "nosuchuser"], "unknown user 'nosuchuser'"),
+    (["-d", "1:0:0", "-u", "nosuchuser"], "-u: nosuchuser is not known as a user"),
     (["-d", "1:0:0", "-bogus"], "unrecognized arguments: -bogus"),
     (["-d", "1:0:0", "-pe", "mpi", "100"], "no suitable queues"),
 ])
@@ -326,3 +354,12 @@ def test_plus_status_explain_and_every_owner(daemon):
     assert str(view["id"]) in listed
     explain = daemon.run("plusu1", "plus_status", "-explain")
     assert explain.returncode == 0 and str(view["id"]) in explain.stdout
+
+
+def test_names_accounts_and_short_windows_as_8_1_9_takes_them(daemon):
+    """sge_types(5): an ar_name or account_name is any ASCII printing text
+    but / : @ \\ * ? (x+y is one); 8.1.9 grants a window no longer than
+    DURATION_OFFSET (its jobs then cannot run: seed 000, 5.1.3.1)."""
+    view = granted(daemon, "-N", "x+y", "-A", "grp(1)", "-a", at(), "-d", "30")
+    assert (view["name"], view["account"], view["end"] - view["start"]) == ("x+y", "grp(1)", 30)
+    assert daemon.ok("plusu1", "plus_qrstat", "-ar", "x+y").count("x+y") == 1

@@ -12,7 +12,8 @@ from overlay.cli import options
 from overlay.request import (RequestError, parse_account, parse_ar_id, parse_ar_references,
                              parse_attribute_list, parse_int, parse_job_references,
                              parse_mail_list, parse_mail_options, parse_memory_mb, parse_name,
-                             parse_name_list, parse_pattern, parse_queue_list, parse_yes_no)
+                             parse_name_list, parse_object_name, parse_pattern, parse_queue_list,
+                             parse_yes_no)
 from overlay.secretfile import check_private
 from overlay.timespec import DURATION_FORMS, TIME_FORMS, TimeSpecError, parse_duration, parse_time
 
@@ -156,6 +157,11 @@ def count_arg(option: str, what: str, least: int = 1) -> Callable[[str], int]:
 
 def name_arg(option: str) -> Callable[[str], str]:
     return _typed(lambda text: parse_name(text, option))
+
+
+def ar_name_arg(option: str) -> Callable[[str], str]:
+    """An AR's name (-N): a Grid Engine ar_name, as qrsub takes it."""
+    return _typed(lambda text: parse_object_name(text, option, "AR name", digit_start=False))
 
 
 def names_arg(option: str, groups: bool = False) -> Callable[[str], tuple[str, ...]]:

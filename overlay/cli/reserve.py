@@ -44,7 +44,7 @@ def parser() -> common.Parser:
                    help="mail at the AR's begin (b), end (e), error state and recovery (a); n: none")
     p.add_argument("-M", metavar="user[@host],...", type=common.mail_list_arg("-M"),
                    help="mail these addresses (default: the owner)")
-    p.add_argument("-N", metavar="name", type=common.name_arg("-N"), help="AR name (as qrsub -N)")
+    p.add_argument("-N", metavar="name", type=common.ar_name_arg("-N"), help="AR name (as qrsub -N)")
     common.add_output_options(p, "print the new AR as XML (qrstat schema)")
     return p
 

@@ -37,6 +37,9 @@ def ar_job(config: ClusterConfig, request: Request, owner: str, groups: tuple[st
     """The job an AR request stands for, or InvalidRequest naming what the
     cluster does not know, in qrsub's words (qsub's checks of -pe, -q, -l
     and -masterq, as Grid Engine's qrsub runs them)."""
+    for name, _ in users:
+        if name.startswith("@") and name[1:] not in config.userlists:
+            raise InvalidRequest(f'Userset "{shown(name[1:])}" does not exist')
     if request.ckpt and not any(request.ckpt in q.ckpt_list for q in config.queues.values()):
         raise InvalidRequest(f'job rejected: the requested checkpointing environment '
                              f'"{shown(request.ckpt)}" does not exist')

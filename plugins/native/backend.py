@@ -68,6 +68,7 @@ class NativeBackend(Backend):
         """The AR as the scheduler holds it; a qrsub AR with its queue
         instances and what it holds of their consumables."""
         instances: dict[tuple[str, str], int] = {}
+        users = tuple(reservation.acl)
         for a in reservation.allocations:
             if a.queue:
                 instances[(a.queue, a.node)] = instances.get((a.queue, a.node), 0) + a.slots
@@ -78,9 +79,10 @@ class NativeBackend(Backend):
                 self._containers = (config, config.containers())
             held = arplace.debits(config, self._containers[1], reservation.request,
                                   reservation.allocations)
+            users = config.members(users)     # qrsub -u @name: an access list's members
         return ReservedWindow(
             reservation.id, reservation.start, reservation.end, _per_host(reservation),
-            tuple(reservation.acl), reservation.state.value, reservation.request.hard_error,
+            users, reservation.state.value, reservation.request.hard_error,
             reservation.submission_time, instances, held)
 
     def place_slots(self, request: Request, users: list[tuple[str, tuple[str, ...]]],

@@ -65,6 +65,13 @@ def _pe(view: dict) -> str | None:
     return f"{view['granted_pe']} slots {sum(a['slots'] for a in view['allocations'])}"
 
 
+def _acl(view: dict) -> list[str]:
+    """acl_list as 8.1.9 shows it: what qrsub -u gave (the owner, who may
+    always use the AR, only if -u named them); a node AR's whole list."""
+    request = view["request"]
+    return request["users"] if request.get("nodes") == 0 else view["acl"]
+
+
 def detail(view: dict) -> str:
     """qrstat -ar's block, in 8.1.9's order; fields without a value left out
     but the name (shown empty, as qrstat does)."""
@@ -81,7 +88,7 @@ def detail(view: dict) -> str:
               ("checkpoint_name", request.get("ckpt")),
               ("mail_options", request.get("mail_options")),
               ("mail_list", ",".join(request.get("mail_list") or ())),
-              ("acl_list", ",".join(view["acl"]))]
+              ("acl_list", ",".join(_acl(view)))]
     lines = [DETAIL_RULE]
     for label, value in fields:
         if value or label == "name":
@@ -127,9 +134,9 @@ def summary(view: dict) -> "ET.Element":
         for address in request["mail_list"]:
             user, _, host = address.partition("@")
             ET.SubElement(mails, "mail", user=printable(user), host=printable(host) or "NONE")
-    if view["acl"]:
+    if _acl(view):
         acl = ET.SubElement(ar, "acl_list")
-        for user in view["acl"]:
+        for user in _acl(view):
             ET.SubElement(acl, "acl", user=printable(user))
     return ar
 

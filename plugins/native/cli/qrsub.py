@@ -92,7 +92,7 @@ def parser() -> common.Parser:
                    help="queues for the master task of a parallel AR (with -pe)")
     p.add_argument("-now", metavar="y|n", type=common.yes_no_arg("-now"),
                    help="y: only queues of type INTERACTIVE")
-    p.add_argument("-N", metavar="name", type=common.name_arg("-N"), help="the AR's name")
+    p.add_argument("-N", metavar="name", type=common.ar_name_arg("-N"), help="the AR's name")
     p.add_argument("-w", metavar="e|v", type=_verify_mode, default="e",
                    help="e: refuse what cannot be granted (default); v: only verify")
     p.add_argument("-pe", metavar="pe_name slot_range", type=_two_words(
@@ -106,7 +106,8 @@ def parser() -> common.Parser:
                    type=common.queue_list_arg("-q"), help="queues that may be reserved")
     p.add_argument("-u", metavar="wc_user_list", action="append",
                    type=common.names_arg("-u", groups=True),
-                   help="users (and @groups) who may use the AR; you are always included")
+                   help="users and @access_lists (the cluster's userlists) who may use the "
+                        "AR; you always may")
     p.add_argument("--json", action="store_true", help="print the AR as JSON, for scripts")
     return p
 

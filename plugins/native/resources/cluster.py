@@ -235,6 +235,15 @@ class ClusterConfig:
                 return True
         return False
 
+    def members(self, entries: Iterable[str]) -> tuple[str, ...]:
+        """An AR's access list with each of this cluster's access lists
+        (@name) replaced by its entries (users and @groups), each once."""
+        found: dict[str, None] = {}
+        for entry in entries:
+            listed = self.userlists.get(entry[1:]) if entry.startswith("@") else None
+            found.update(dict.fromkeys(listed if listed is not None else (entry,)))
+        return tuple(found)
+
     def is_member(self, user: str, groups: Iterable[str], lists: Iterable[str]) -> bool:
         """Whether ``user`` (or one of its ``groups``) is in one of the user lists."""
         groups = set(groups)
@@ -246,8 +255,13 @@ class ClusterConfig:
 
     def has_access(self, user: str, groups: Iterable[str], allowed: Iterable[str],
                    denied: Iterable[str]) -> bool:
-        """user_lists/xuser_lists semantics: denied wins; an empty allowed list admits all."""
-        allowed, groups = tuple(allowed), tuple(groups)
+        """user_lists/xuser_lists semantics: denied wins; an empty allowed list admits all.
+        ``user`` may be an access list, @name (an AR's qrsub -u @name): it is
+        denied if a denied list is that list, or if the allowed lists do not
+        include it (8.1.9's sge_ar_have_users_access)."""
+        allowed, denied, groups = tuple(allowed), tuple(denied), tuple(groups)
+        if user.startswith("@"):
+            return user[1:] not in denied and (not allowed or user[1:] in allowed)
         if self.is_member(user, groups, denied):
             return False
         return not allowed or self.is_member(user, groups, allowed)
