@@ -321,8 +321,9 @@ class Service:
         transactional = args.flag("transactional")
         key = args.checked("idempotency_key", parse_idempotency_key)
         verify = args.flag("verify")
+        start_now = args.flag("start_now")
         args.done()
-        ar = self.manager.reserve(caller, request, transactional, key, verify)
+        ar = self.manager.reserve(caller, request, transactional, key, verify, start_now)
         if verify:      # qrsub -w v: what it would be, nothing stored
             return {"verified": True, "allocations": [_allocation_view(a) for a in ar.allocations],
                     "granted_pe": ar.granted_pe}

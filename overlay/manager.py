@@ -440,10 +440,14 @@ class Manager:
     # -- reserve ---------------------------------------------------------------
 
     def reserve(self, caller: Caller, request: Request, transactional: bool = False,
-                idempotency_key: str | None = None, verify: bool = False) -> Reservation:
+                idempotency_key: str | None = None, verify: bool = False,
+                start_now: bool = False) -> Reservation:
         """A new AR; with ``idempotency_key``, the AR a request of the same
         key already made (the same request retried), whatever its state;
-        with ``verify`` (qrsub -w v), the AR it would be, not stored (id 0)."""
+        with ``verify`` (qrsub -w v), the AR it would be, not stored (id 0);
+        with ``start_now`` (qrsub without -a or -e), the window starts at
+        this daemon's now and keeps its length, as 8.1.9's qmaster sets it
+        (a start the client took a second earlier would cost the end one)."""
         with self.lock:
             if idempotency_key is not None:
                 made = self._made(caller, request, idempotency_key)
@@ -459,7 +463,9 @@ class Manager:
             now = self.now()
             context = self._context()
             self._validate_request(caller, request, "reserve", context)
-            request = self._owned(caller.user, replace(request, start=max(request.start, now)))
+            start = now if start_now else max(request.start, now)
+            end = start + request.duration if start_now else request.end
+            request = self._owned(caller.user, replace(request, start=start, end=end))
             granted_pe = ""
             if request.by_slots:
                 if transactional:

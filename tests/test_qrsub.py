@@ -363,3 +363,22 @@ def test_names_accounts_and_short_windows_as_8_1_9_takes_them(daemon):
     view = granted(daemon, "-N", "x+y", "-A", "grp(1)", "-a", at(), "-d", "30")
     assert (view["name"], view["account"], view["end"] - view["start"]) == ("x+y", "grp(1)", 30)
     assert daemon.ok("plusu1", "plus_qrstat", "-ar", "x+y").count("x+y") == 1
+
+
+def test_without_a_the_window_starts_at_the_daemons_now_and_keeps_its_length(daemon):
+    """A client whose clock read lags the daemon's (a loaded machine) sends
+    a start a few seconds back: 8.1.9's qmaster sets start and end itself,
+    so -d 1:0:0 stays 01:00:00 (it was 00:59:59: the start moved, the end
+    stayed)."""
+    code = ("import json, sys, time; from overlay import protocol\n"
+            "now = int(time.time()) - 5\n"
+            "reply = protocol.call(sys.argv[1], 'reserve', {'start': now, 'end': now + 3600, "
+            "'nodes': 0, 'start_now': True})\n"
+            "print(json.dumps(reply))\n")
+    result = daemon.run("plusu1", "python", "-c", code, str(daemon.socket))
+    reply = json.loads(result.stdout)
+    assert reply["ok"], reply
+    view = reply["data"]
+    assert view["end"] - view["start"] == 3600 and view["start"] >= time.time() - 2
+    shown = granted(daemon, "-d", "1:0:0")
+    assert shown["end"] - shown["start"] == 3600

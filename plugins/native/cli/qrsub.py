@@ -190,7 +190,8 @@ def main(argv: list[str] | None = None) -> int:
         mail_options=args.m or "", mail_list=_flat(args.M), pe=pe[0],
         pe_range=pe[1] or rule[1], alloc_rule=rule[0], master_queues=_flat(args.masterq),
         ckpt=args.ckpt or "", interactive=bool(args.now), account=args.A or "")
-    view = common.call(PROG, "reserve", {**request, "verify": args.w == "v"})
+    view = common.call(PROG, "reserve", {**request, "verify": args.w == "v",
+                                         "start_now": args.a is None and args.e is None})
     if args.json:
         common.print_json(view)
     elif args.w == "v":
