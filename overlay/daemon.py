@@ -323,7 +323,13 @@ class Service:
         verify = args.flag("verify")
         start_now = args.flag("start_now")
         args.done()
-        ar = self.manager.reserve(caller, request, transactional, key, verify, start_now)
+        try:
+            ar = self.manager.reserve(caller, request, transactional, key, verify, start_now)
+        except NoCapacity as exc:
+            if not verify:
+                raise
+            # qrsub -w v: the scheduler's reasons, all of them, as 8.1.9 prints them
+            return {"verified": False, "reasons": list(exc.reasons) or [str(exc)]}
         if verify:      # qrsub -w v: what it would be, nothing stored
             return {"verified": True, "allocations": [_allocation_view(a) for a in ar.allocations],
                     "granted_pe": ar.granted_pe}

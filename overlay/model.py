@@ -62,7 +62,12 @@ class InvalidRequest(ReservationError):
 
 class NoCapacity(ReservationError):
     """Not enough nodes are free for the window (another request may have
-    taken them)."""
+    taken them); ``reasons``, the batch scheduler's, one per line for qrsub
+    -w v (the message quotes the first)."""
+
+    def __init__(self, message: str, reasons: list[str] | tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.reasons = tuple(reasons)
 
 
 @dataclass(frozen=True, slots=True)

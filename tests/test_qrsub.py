@@ -382,3 +382,37 @@ def test_without_a_the_window_starts_at_the_daemons_now_and_keeps_its_length(dae
     assert view["end"] - view["start"] == 3600 and view["start"] >= time.time() - 2
     shown = granted(daemon, "-d", "1:0:0")
     assert shown["end"] - shown["start"] == 3600
+
+
+def test_w_v_prints_8_1_9s_lines_and_w_e_undoes_a_defaults_files_w_v(daemon):
+    """-w v: 'found possible assignment with N slots' for a PE request, the
+    scheduler's reasons then 'verification: no suitable queues' and status
+    1 on failure, all on stdout; -w e on the command line undoes -w v in
+    ~/.sge_ar_request (it was dropped as the default, nothing was reserved)."""
+    result = qrsub(daemon, "-w", "v", "-pe", "mpi", "4", "-a", at(), "-d", "1:0:0")
+    assert (result.returncode, result.stdout) == \
+        (0, "verification: found possible assignment with 4 slots\n")
+    result = qrsub(daemon, "-w", "v", "-l", "arch=sparc", "-a", at(), "-d", "1:0:0")
+    lines = result.stdout.splitlines()
+    assert result.returncode == 1 and lines[-1] == "verification: no suitable queues"
+    assert any("offers only hl:arch=" in line for line in lines[:-1]), lines
+    home = daemon.dir / "home_wv"
+    home.mkdir(exist_ok=True)
+    (home / ".sge_ar_request").write_text("-w v\n")
+    view = granted_env(daemon, {"HOME": str(home)}, "-w", "e", "-a", at(), "-d", "1:0:0")
+    assert view["id"] > 0 and any(ar["id"] == view["id"] for ar in daemon.status())
+
+
+def test_a_refusal_names_what_decided_first(daemon):
+    """plusu3 may not use all.q (xuser_lists): an AR for plusu3 in -q all.q
+    is refused saying so before the instances it did not ask for; a PE's
+    shortfall over the window is named."""
+    result = qrsub(daemon, "-u", "plusu3", "-q", "all.q", "-a", at(), "-d", "1:0:0")
+    assert result.returncode == 1 and 'no permission for cluster queue "all.q"' in result.stderr, \
+        result.stderr
+    assert result.stderr.index('has no permission for cluster queue "all.q"') < \
+        result.stderr.index("not contained in its hard queue list"), result.stderr
+    granted(daemon, "-pe", "mpi", "10", "-a", at(2), "-d", "1:0:0")
+    refused = qrsub(daemon, "-pe", "mpi", "10", "-a", at(2), "-d", "1:0:0")
+    assert refused.returncode == 1
+    assert 'cannot run in PE "mpi" because it only offers' in refused.stderr, refused.stderr

@@ -29,7 +29,7 @@ from overlay_native.submit import SubmitError, make_job
 
 Users = Sequence[tuple[str, tuple[str, ...]]]
 MAX_REASONS = 5
-"""Reasons quoted in a refusal: the rest are alike."""
+"""Reasons quoted in a refusal, what decided first (qrsub -w v prints all)."""
 
 
 def ar_job(config: ClusterConfig, request: Request, owner: str, groups: tuple[str, ...],
@@ -68,10 +68,10 @@ def place(model: ClusterResources, job: Job, request: Request) -> tuple[list[All
     or NoCapacity with the scheduler's reasons."""
     placement = model.reserve(job, request.start, request.end)
     if placement is None:
-        reasons = list(dict.fromkeys(model.static_reasons(job)))[:MAX_REASONS]
-        reasons.append("the other queue instances" + (" and PEs" if job.is_parallel else "") +
-                       " lack free slots or resources for the whole window")
-        raise NoCapacity(f"no suitable queues ({'; '.join(reasons)})")
+        reasons = model.reservation_reasons(job, request.start, request.end)
+        more = len(reasons) - MAX_REASONS
+        quoted = reasons[:MAX_REASONS] + ([f"{more} more alike"] if more > 0 else [])
+        raise NoCapacity(f"no suitable queues ({'; '.join(quoted)})", reasons)
     return [Allocation(host, slots, queue=queue) for queue, host, slots in placement.tasks], \
         placement.pe or ""
 

@@ -93,7 +93,7 @@ def parser() -> common.Parser:
     p.add_argument("-now", metavar="y|n", type=common.yes_no_arg("-now"),
                    help="y: only queues of type INTERACTIVE")
     p.add_argument("-N", metavar="name", type=common.ar_name_arg("-N"), help="the AR's name")
-    p.add_argument("-w", metavar="e|v", type=_verify_mode, default="e",
+    p.add_argument("-w", metavar="e|v", type=_verify_mode,
                    help="e: refuse what cannot be granted (default); v: only verify")
     p.add_argument("-pe", metavar="pe_name slot_range", type=_two_words(
         "-pe", lambda text: parse_name(text, "-pe") if "*" not in text else text),
@@ -160,13 +160,26 @@ def parse(argv: list[str] | None) -> object:
             merged = args
             continue
         for name, value in vars(args).items():
-            if value not in (None, [], False) and not (name == "w" and value == "e"):
+            if value not in (None, [], False):
                 setattr(merged, name, value)
     return merged
 
 
 def _flat(lists: list) -> tuple:
     return tuple(dict.fromkeys(item for group in lists for item in group))
+
+
+def _verification(reply: dict, parallel: bool) -> int:
+    """qrsub -w v's lines and status, as 8.1.9 prints them on stdout."""
+    if not reply["verified"]:
+        print("\n".join(reply["reasons"] + ["verification: no suitable queues"]))
+        return EXIT_ERROR
+    if parallel:
+        slots = sum(a["slots"] for a in reply["allocations"])
+        print(f"verification: found possible assignment with {slots} slots")
+    else:
+        print("verification: found suitable queue(s)")
+    return 0
 
 
 @common.command(PROG)
@@ -194,10 +207,10 @@ def main(argv: list[str] | None = None) -> int:
                                          "start_now": args.a is None and args.e is None})
     if args.json:
         common.print_json(view)
-    elif args.w == "v":
-        print("verification: found suitable queue(s)")
-    else:
-        print(f"Your advance reservation {view['id']} has been granted")
+        return 0 if view.get("verified", True) else EXIT_ERROR
+    if args.w == "v":
+        return _verification(view, bool(args.pe or args.alloc))
+    print(f"Your advance reservation {view['id']} has been granted")
     return 0
 
 

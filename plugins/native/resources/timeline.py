@@ -427,6 +427,30 @@ class ClusterResources:
         self._weigh(job)
         return list(self._category(job).reasons)
 
+    def reservation_reasons(self, job: Job, start: int, end: int) -> list[str]:
+        """Why no AR of ``job``'s shape fits [start, end), what decided
+        first: the eligible instances and PEs lacking slots or consumables
+        over the window, and instances the job may not use (permission,
+        state, resources), before those it did not ask for (-q, type)."""
+        self._weigh(job)
+        category = self._category(job)
+        self._set_window(start, end)
+        short = []
+        for queue, host in category.instances:
+            if self._host_room(job, host) < 1:
+                short.append(f'{self.label(job)} cannot run in queue "{queue}@{host}" because '
+                             "it offers only qc:slots=0.000000")
+                continue
+            why = mismatch(job.hard, self.containers.instances[(queue, host)])
+            if why:
+                short.append(f"{self.label(job)} {why}")
+        for pe in category.pes:
+            used = self.pe_use.get(pe.name)
+            offered = pe.slots - (self._peak(used) if used is not None else 0)
+            short.append(f'cannot run in PE "{pe.name}" because it only offers {int(offered)} '
+                         'slots')
+        return list(dict.fromkeys(short + sorted(category.reasons, key=_unrequested)))
+
     def leave_out(self, window: ReservedWindow) -> None:
         """Take an AR's holdings out of this model (a modify moves it)."""
         for host, slots in window.slots.items():
@@ -766,6 +790,15 @@ class ClusterResources:
             offered = pe.slots - (self._peak(used) if used is not None else 0)
             reasons.append(f'cannot run in PE "{pe.name}" because it only offers {int(offered)} slots')
         return reasons
+
+
+_UNREQUESTED = ("not contained in its hard queue list", "is not of type", "is not a serial",
+                "not in the queue list of checkpointing")
+"""Reasons of instances the request did not ask for: the least telling."""
+
+
+def _unrequested(reason: str) -> bool:
+    return any(words in reason for words in _UNREQUESTED)
 
 
 def _spread(hosts: list[tuple[str, int]], count: int,
