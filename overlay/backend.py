@@ -100,6 +100,12 @@ class Backend(ABC):
         hold what the AR needs at its start (Grid Engine 6.2's rule)."""
         return {}
 
+    def canonical(self, request: Request) -> Request:
+        """A qrsub request as the batch system records it, before anything
+        compares or stores it: 8.1.9's qmaster keeps -l under the
+        complexes' full names (h=x is hostname=x in qrstat -ar)."""
+        return request
+
     def place_slots(self, request: Request, users: list[tuple[str, tuple[str, ...]]],
                     ignore: int | None = None) -> tuple[list[Allocation], str]:
         """qrsub's request (``request.by_slots``): the queue instances' slots

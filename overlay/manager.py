@@ -449,6 +449,8 @@ class Manager:
         this daemon's now and keeps its length, as 8.1.9's qmaster sets it
         (a start the client took a second earlier would cost the end one)."""
         with self.lock:
+            if request.by_slots:
+                request = self.backend.canonical(request)
             if idempotency_key is not None:
                 made = self._made(caller, request, idempotency_key)
                 if made is not None:

@@ -150,7 +150,7 @@ BAD_INPUT = [
     ("plusu1", ["plus_reserve", "-s", "999912310000", "-D", "1h", "-n", "1"], 2, r"-s: '999912310000' is more than 3650 days ahead"),
     ("plusu1", ["plus_reserve", "-s", "now+1h", "-D", "4000d", "-n", "1"], 2, r"-D: the duration '4000d' is longer than 3650 days"),
     ("plusu1", ["plus_reserve", "-s", "now+1h", "-D", "1h", "-n", "\uff11"], 2, r"-n: the number of nodes must be a whole number"),
-    ("plusu1", ["plus_reserve", "-s", "now+1h", "-D", "1h", "-n", "1", "-N", "ar\n"], 2, r"-N: invalid name 'ar\\n'"),
+    ("plusu1", ["plus_reserve", "-s", "now+1h", "-D", "1h", "-n", "1", "-N", "ar\n"], 2, r"-N: invalid AR name 'ar\\n'"),
     ("plusu1", ["plus_reserve", "-s", "now+1h", "-D", "1h", "-n", "1", "-arch", "x" * 300], 2, r"-arch: invalid pattern 'x+\.\.\. \(300 characters\)'"),
     ("plusu1", ["plus_reserve", "-s", "now+1h", "-D", "1h", "-n", "1", "-l", "x=" + "y" * 2 ** 16], 2, r"argument 8 'x=y+\.\.\. \(65538 characters\)' is longer than 4096 characters"),
     ("plusu1", ["plus_modify", "-r", "\u0661", "-D", "2h"], 2, r"^plus_modify: -r: invalid reservation id '\u0661': accepted forms are 123 or R123"),

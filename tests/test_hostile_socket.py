@@ -152,7 +152,7 @@ BAD_REQUESTS = [
     ({"nodes": 10 ** 12}, "-n: 1000000000000 is out of range"),
     ({"nodes": "1"}, "'nodes' must be a whole number"),
     ({"nodes": True}, "'nodes' must be a whole number"),
-    ({"name": "x\r\n5:forged"}, "-N: invalid name"),
+    ({"name": "x\r\n5:forged"}, "-N: invalid AR name"),
     ({"name": "a" * 131072}, "characters)"),
     ({"arch": "*" * (1 << 20)}, "-arch: invalid pattern"),
     ({"os": "lin\x00ux"}, "-os: invalid pattern"),

@@ -253,7 +253,7 @@ def test_qrstat_table_users_names_patterns_and_explain(daemon):
     assert detail.count("-" * 80) == 2 and "name                           proj_b" in detail
     missing = daemon.run("plusu1", "plus_qrstat", "-ar", "nosuch,99999")
     assert missing.returncode == 1
-    assert "Following advance reservations do not exist: nosuch, 99999" in missing.stderr
+    assert missing.stdout == "Following advance reservations do not exist:\nnosuch, 99999\n"
     many = daemon.run("plusu1", "plus_qrstat", "-ar", ",".join(f"p{i}*" for i in range(17)))
     assert many.returncode == 1 and "-ar: 17 name patterns; at most 16 are accepted" in many.stderr
     explain = daemon.ok("plusu1", "plus_qrstat", "-explain")
@@ -294,7 +294,7 @@ def test_qrdel_by_name_and_ids_with_qrdels_messages(daemon):
     assert daemon.ok("plusmgr", "plus_qrdel", "-u", "plusu2") == \
         f"plusmgr has deleted advance_reservation {theirs}\n"
     usage = daemon.run("plusu1", "plus_qrdel")
-    assert usage.returncode == 2 and "give AR ids or names" in usage.stderr
+    assert usage.returncode == 1 and "give AR ids or names" in usage.stderr
 
 
 def test_reporting_records_are_grid_engines(daemon):
@@ -312,9 +312,9 @@ def test_reporting_records_are_grid_engines(daemon):
         return [r[1:] for r in records if r[0] == kind and r[3] == str(ar["id"])]
 
     assert [f[3:] for f in fields("ar_attribute", pe)] == [
-        ["recorded", "proj1", str(pe["start"]), str(pe["end"]), "mpi", "lic=1"]]
+        ["recorded", "proj1", str(pe["start"]), str(pe["end"]), "mpi", "license=1"]]
     assert [f[3:] for f in fields("ar_attribute", plain)] == [
-        ["", "sge", str(plain["start"]), str(plain["end"]), "", "lic=1,h_rt=3600"]]
+        ["", "sge", str(plain["start"]), str(plain["end"]), "", "license=1,h_rt=3600"]]
     assert sorted(f[3:] for f in fields("ar_acct", pe)) == sorted(
         [a["queue"], a["node"], str(a["slots"])] for a in pe["allocations"])
     assert [f[3] for f in fields("ar_acct", plain)] == ["all.q"]
@@ -332,7 +332,7 @@ def test_plus_modify_replaces_a_qrsub_ar_in_the_schedulers_model(daemon):
     moved = daemon.ok("plusu1", "plus_modify", "-r", str(ar["id"]), "-s", at(5))
     assert moved == f"Advance reservation {ar['id']} has been modified\n"
     [view] = daemon.status("-r", str(ar["id"]))
-    assert (view["end"] - view["start"], view["request"]["attributes"]) == (5400, [["lic", "3"]])
+    assert (view["end"] - view["start"], view["request"]["attributes"]) == (5400, [["license", "3"]])
     assert sum(instances(view).values()) == 1
     stranger = daemon.run("plusu1", "plus_modify", "-r", str(ar["id"]), "-U", "plusu1,plusu3")
     assert stranger.returncode == 1 and \
@@ -416,3 +416,26 @@ def test_a_refusal_names_what_decided_first(daemon):
     refused = qrsub(daemon, "-pe", "mpi", "10", "-a", at(2), "-d", "1:0:0")
     assert refused.returncode == 1
     assert 'cannot run in PE "mpi" because it only offers' in refused.stderr, refused.stderr
+
+
+def test_qrstat_ar_shows_what_8_1_9_shows_and_reads_sge_qrstat_files(daemon):
+    """granted_parallel_environment names the requested slot range, -l
+    under the complexes' full names joined by ', ', usage errors exit 1
+    (qrstat and qrdel alike), ~/.sge_qrstat is read before the command line."""
+    view = granted(daemon, "-pe", "mpi", "2-6", "-l", "arch=lx-amd64,lic=0", "-a", at(),
+                   "-d", "1:0:0")
+    detail = daemon.ok("plusu1", "plus_qrstat", "-ar", str(view["id"]))
+    assert "granted_parallel_environment   mpi slots 2-6\n" in detail
+    assert "resource_list                  arch=lx-amd64, license=0\n" in detail
+    for command in ("plus_qrstat", "plus_qrdel"):
+        usage = daemon.run("plusu1", command, "-bogus")
+        assert usage.returncode == 1 and "unrecognized arguments: -bogus" in usage.stderr
+    home = daemon.dir / "home_qrstat"
+    home.mkdir(exist_ok=True)
+    (home / ".sge_qrstat").write_text("# plusu1's defaults\n-u plusu2\n")
+    theirs = granted(daemon, "-N", "theirs_q", "-a", at(), "-d", "1:0:0", user="plusu2")
+    table = daemon.run("plusu1", "plus_qrstat", env={"HOME": str(home)})
+    assert table.returncode == 0 and str(theirs["id"]) in table.stdout
+    assert str(view["id"]) not in table.stdout.split()
+    mine = daemon.run("plusu1", "plus_qrstat", "-u", "plusu1", env={"HOME": str(home)})
+    assert str(view["id"]) in mine.stdout.split()

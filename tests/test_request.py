@@ -15,7 +15,7 @@ from overlay.matching import node_satisfies
 from overlay.request import (MAX_AR_ID, MEMORY_FORMS, RequestError, access_list,
                              parse_ar_id, parse_attribute_list, parse_int, parse_job_references,
                              parse_mail_list, parse_mail_options, parse_memory_mb, parse_name,
-                             parse_name_list, parse_pattern, parse_pe_range, parse_queue_list,
+                             parse_name_list, parse_object_name, parse_pattern, parse_pe_range, parse_queue_list,
                              parse_yes_no, window_end)
 
 # --- parse_memory_mb ----------------------------------------------------------------------
@@ -531,3 +531,19 @@ def test_a_window_is_at_most_max_duration_long():
     with pytest.raises(RequestError, match=f"is longer than {HORIZON_DAYS} days; accepted are "
                                            f"windows up to {HORIZON_DAYS}d$"):
         window_end(1000, 1001 + MAX_DURATION, None)
+
+
+@pytest.mark.parametrize("text", ["x+y", "a(b", "a,b", "a[b", "a'b", "proj_1.x-y", "a" * MAX_NAME])
+def test_grid_engine_names_take_any_ascii_printing_text_but_a_few(text):
+    """sge_types(5): a name is ASCII printing characters but / : @ \\ * ?."""
+    assert parse_object_name(text, "-N", "AR name", digit_start=False) == text
+
+
+@pytest.mark.parametrize("text, why", [
+    ("", "accepted are 1 to"), ("a b", "without blanks"), ("a:b", "/ : @"), ("a/b", "/ : @"),
+    ("a@b", "/ : @"), ("a\\b", "/ : @"), ("a*", "/ : @"), ("a?", "/ : @"), ("a\nb", "ASCII"),
+    ("é", "ASCII"), ("a" * (MAX_NAME + 1), f"1 to {MAX_NAME}"), ("1ab", "may not start with a digit")])
+def test_grid_engine_names_refused_say_what_is_accepted(text, why):
+    with pytest.raises(RequestError, match=r"^-N: invalid AR name ") as info:
+        parse_object_name(text, "-N", "AR name", digit_start=False)
+    assert why in str(info.value)

@@ -63,6 +63,19 @@ def ar_job(config: ClusterConfig, request: Request, owner: str, groups: tuple[st
     return job
 
 
+def full_names(config: ClusterConfig,
+                attributes: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
+    """-l requests under their complexes' names (h=x is hostname=x); a name
+    the cluster does not know stays, for the placement to refuse."""
+    named = []
+    for name, value in attributes:
+        try:
+            named.append((config.table.find(name).name, value))
+        except ComplexError:
+            named.append((name, value))
+    return tuple(named)
+
+
 def place(model: ClusterResources, job: Job, request: Request) -> tuple[list[Allocation], str]:
     """The AR's slots per queue instance (the master's first) and its PE,
     or NoCapacity with the scheduler's reasons."""

@@ -85,6 +85,10 @@ class NativeBackend(Backend):
             users, reservation.state.value, reservation.request.hard_error,
             reservation.submission_time, instances, held)
 
+    def canonical(self, request: Request) -> Request:
+        return replace(request, attributes=arplace.full_names(self.cluster.config(),
+                                                              request.attributes))
+
     def place_slots(self, request: Request, users: list[tuple[str, tuple[str, ...]]],
                     ignore: int | None = None) -> tuple[list[Allocation], str]:
         config, scheduler = self.cluster.config(), self.scheduler

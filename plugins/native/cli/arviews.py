@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from overlay.cli.views import status_xml, text_element
 from overlay.limits import printable
-from overlay.request import DEFAULT_ACCOUNT
+from overlay.request import DEFAULT_ACCOUNT, format_pe_range
 from overlay.timespec import format_iso
 
 TYPE_CHECKING = False       # typing costs a command 3 ms to import
@@ -60,9 +60,11 @@ def resources(view: dict) -> list[tuple[str, str]]:
 
 
 def _pe(view: dict) -> str | None:
+    """8.1.9's line: the PE granted and the slot range requested."""
     if not view.get("granted_pe"):
         return None
-    return f"{view['granted_pe']} slots {sum(a['slots'] for a in view['allocations'])}"
+    ranges = tuple(tuple(pair) for pair in view["request"].get("pe_range") or ())
+    return f"{view['granted_pe']} slots {format_pe_range(ranges)}"
 
 
 def _acl(view: dict) -> list[str]:
@@ -81,7 +83,7 @@ def detail(view: dict) -> str:
               ("end_time", _when(view["end"])), ("duration", _length(view["duration"])),
               ("message", view.get("message")), ("submission_time", _when(view["submission_time"])),
               ("group", view["group"]), ("account", view.get("account") or DEFAULT_ACCOUNT),
-              ("resource_list", ",".join(f"{k}={v}" for k, v in resources(view))),
+              ("resource_list", ", ".join(f"{k}={v}" for k, v in resources(view))),
               ("error_handling", "true" if request.get("hard_error") else None),
               ("granted_slots_list", granted_slots(view)),
               ("granted_parallel_environment", _pe(view)),

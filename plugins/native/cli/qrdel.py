@@ -9,13 +9,14 @@ import pwd
 import sys
 
 from overlay.cli import common
+from overlay_native.cli import sgefiles
 
 PROG = "plus_qrdel"
-EXIT_ERROR = 1
+EXIT_ERROR = sgefiles.EXIT_ERROR
 
 
 def parser() -> common.Parser:
-    p = common.Parser(PROG, "Delete advance reservations and their jobs (Grid Engine's qrdel).")
+    p = sgefiles.Parser(PROG, "Delete advance reservations and their jobs (Grid Engine's qrdel).")
     p.add_argument("-help", action="help", help="print this help")
     p.add_argument("-f", action="store_true",
                    help="force: the AR's jobs are deleted first, even where their hosts do not "

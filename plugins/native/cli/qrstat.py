@@ -1,7 +1,11 @@
 """plus_qrstat: Grid Engine's qrstat on the native backend (seed 000
 5.1.3.4, Son of Grid Engine 8.1.9's qrstat(1)): 8.1.9's table and detail
 view, and -xml valid against the seed's qrstat schema. -ar takes ids,
-names and name patterns, as the seed has it (8.1.9 takes ids only)."""
+names and name patterns, as the seed has it (8.1.9 takes ids only).
+
+Options come from the site's ``sge_qrstat`` beside plus_scheduler's
+configuration, then ``~/.sge_qrstat``, then the command line, as 8.1.9
+reads its sge_qrstat files; usage errors exit 1, as 8.1.9's."""
 
 from __future__ import annotations
 
@@ -10,7 +14,7 @@ import pwd
 import sys
 
 from overlay.cli import common
-from overlay_native.cli import arviews
+from overlay_native.cli import arviews, sgefiles
 
 PROG = "plus_qrstat"
 
@@ -23,7 +27,7 @@ def _users(text: str) -> tuple[str, ...]:
 
 
 def parser() -> common.Parser:
-    p = common.Parser(PROG, "Show advance reservations (Grid Engine's qrstat).")
+    p = sgefiles.Parser(PROG, "Show advance reservations (Grid Engine's qrstat).")
     p.add_argument("-help", action="help", help="print this help")
     p.add_argument("-ar", metavar="ar_list", type=common.ar_references_arg("-ar"),
                    help="show these ARs in detail: ids, names or name patterns")
@@ -35,14 +39,29 @@ def parser() -> common.Parser:
     return p
 
 
+MISSING = "Following advance reservations do not exist:"
+
+
+def _missing(message: str, status: int):
+    """8.1.9's lines on stdout for ARs -ar names that do not exist (it then
+    shows those that do and exits 0; we name every missing one, exit 1)."""
+    if message.startswith(MISSING):
+        print(f"{MISSING}\n{message[len(MISSING):].strip()}")
+        sys.exit(sgefiles.EXIT_ERROR)
+    common.fail(PROG, message, status)
+
+
 @common.command(PROG)
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    command_line = sys.argv[1:] if argv is None else list(argv)
+    args = sgefiles.merged(parser(), PROG, sgefiles.defaults("sge_qrstat", PROG) +
+                           [("", command_line)])
     owners = args.u if args.u is not None else (
         None if args.ar else (pwd.getpwuid(os.getuid()).pw_name,))
     query = {"owners": list(owners) if owners else None, "refs": list(args.ar or ()) or None}
     if args.ar or args.xml or args.json:
-        shown = common.call(PROG, "status", query)
+        shown = common.call(PROG, "status", query,
+                            on_refusal=None if args.xml or args.json else _missing)
         if args.xml:
             print(arviews.document(shown))
         elif args.json:

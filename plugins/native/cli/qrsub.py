@@ -9,21 +9,18 @@ status 1, as qrsub's; 25 when max_advance_reservations is reached.
 
 from __future__ import annotations
 
-import os
 import sys
 
-from overlay import protocol
 from overlay.cli import common
 from overlay.cli.options import OptionError
 from overlay.limits import shown
 from overlay.request import (RequestError, parse_alloc_rule, parse_attribute_list, parse_name,
                              parse_pe_range, request_wire, window_end)
+from overlay_native.cli import sgefiles
 
 PROG = "plus_qrsub"
-EXIT_ERROR = 1
-"""qrsub's status for a bad option and for a refusal."""
+EXIT_ERROR = sgefiles.EXIT_ERROR
 DEFAULTS_FILE = "sge_ar_request"
-MAX_DEFAULTS = 64 * 1024
 TWO_WORDS = ("-pe", "-alloc")
 """Options whose value is two words (a name or rule, and a slot range)."""
 
@@ -59,16 +56,8 @@ def _verify_mode(text: str) -> str:
     return text
 
 
-class Parser(common.Parser):
-    """qrsub's options: refusals exit 1, as qrsub's do."""
-
-    def error(self, message: str):
-        sys.stderr.write(f"{self.prog}: {message} (see {PROG} -help)\n")
-        sys.exit(EXIT_ERROR)
-
-
 def parser() -> common.Parser:
-    p = Parser(PROG, "Submit an advance reservation of slots (Grid Engine's qrsub).")
+    p = sgefiles.Parser(PROG, "Submit an advance reservation of slots (Grid Engine's qrsub).")
     p.add_argument("-help", action="help", help="print this help")
     p.add_argument("-a", metavar="date_time", type=common.time_arg("-a"),
                    help="start time, [[CC]YY]MMDDhhmm[.SS] (default: now)")
@@ -125,44 +114,13 @@ def _joined(words: list[str]) -> list[str]:
     return out
 
 
-def _defaults() -> list[tuple[str, list[str]]]:
-    """(where, words) of the site's and the user's defaults files, if any."""
-    found = []
-    site = os.path.join(os.path.dirname(protocol.conf_path()), DEFAULTS_FILE)
-    for path in (site, os.path.expanduser("~/.sge_ar_request")):
-        try:
-            with open(path, encoding="utf-8") as handle:
-                text = handle.read(MAX_DEFAULTS + 1)
-        except FileNotFoundError:
-            continue
-        except common.READ_ERRORS as exc:
-            common.fail(PROG, f"cannot read the defaults file {shown(path)} "
-                              f"({common.unreadable(exc)})", EXIT_ERROR)
-        if len(text) > MAX_DEFAULTS:
-            common.fail(PROG, f"the defaults file {shown(path)} is longer than {MAX_DEFAULTS} "
-                              "bytes", EXIT_ERROR)
-        words = [w for line in text.splitlines() if not line.lstrip().startswith("#")
-                 for w in line.split()]
-        found.append((path, words))
-    return found
-
-
 def parse(argv: list[str] | None) -> object:
     """The options of the defaults files and the command line, a later
     source's option replacing an earlier one's."""
-    p = parser()
-    sources = _defaults() + [("", sys.argv[1:] if argv is None else list(argv))]
-    merged = None
-    for where, words in sources:
-        p.prog = f"{PROG}: {where}" if where else PROG
-        args = p.parse_args(_joined(words))
-        if merged is None:
-            merged = args
-            continue
-        for name, value in vars(args).items():
-            if value not in (None, [], False):
-                setattr(merged, name, value)
-    return merged
+    command_line = sys.argv[1:] if argv is None else list(argv)
+    return sgefiles.merged(parser(), PROG, [
+        (where, _joined(words)) for where, words in
+        sgefiles.defaults(DEFAULTS_FILE, PROG) + [("", command_line)]])
 
 
 def _flat(lists: list) -> tuple:
