@@ -174,21 +174,25 @@ def parse_ar_id(text: str, option: str = "-r") -> int:
     return int(digits)
 
 
-def window_end(start: int, end: int | None, duration: int | None) -> int:
-    """The end of a window given by its start and an end and/or duration.
+def window_end(start: int, end: int | None, duration: int | None,
+               duration_option: str = "-D") -> int:
+    """The end of a window given by its start and an end and/or duration
+    (``duration_option``: -D for plus_reserve, -d for qrsub).
 
     Rejects windows whose start, end and duration disagree (seed 000,
     5.2.2.1.1 "dissonant time window values"), empty or inverted ones, and
     ones longer than MAX_DURATION; times are shown as users type them.
     """
     if end is None and duration is None:
-        raise RequestError("the window needs an end: give -e endTime or -D duration")
+        raise RequestError(f"the window needs an end: give -e endTime or {duration_option} "
+                           "duration")
     if duration is not None and duration <= 0:
-        raise RequestError(f"-D: the duration must be positive, got {duration} s")
+        raise RequestError(f"{duration_option}: the duration must be positive, got {duration} s")
     if end is not None and duration is not None and end - start != duration:
         raise RequestError(f"dissonant time window: the start {format_time(start)} plus the duration "
                            f"{format_duration(duration)} is {format_time(start + duration)}, not the "
-                           f"end {format_time(end)}; give -e or -D, or values that agree")
+                           f"end {format_time(end)}; give -e or {duration_option}, or values "
+                           "that agree")
     final_end = end if end is not None else start + duration
     if final_end <= start:
         raise RequestError("the end time must be later than the start time")

@@ -198,6 +198,8 @@ def test_xuser_lists_every_user_of_the_access_list_must_be_allowed(daemon):
      'Job was rejected because job requests unknown queue "nosuch.q" (-q)'),
     (["-d", "1:0:0", "-u", "nosuchuser"], "-u: nosuchuser is not known as a user"),
     (["-d", "1:0:0", "-bogus"], "unrecognized arguments: -bogus"),
+    (["-d", "0"], "-d: the duration must be positive"),
+    (["-a", "203001010000", "-e", "203001010100", "-d", "2:0:0"], "give -e or -d, or values"),
     (["-d", "1:0:0", "-pe", "mpi", "100"], "no suitable queues"),
 ])
 def test_bad_input_is_one_line_exit_1_and_nothing_stored(daemon, args, message):

@@ -151,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     import time
     start = args.a if args.a is not None else int(time.time())
     try:
-        end = window_end(start, args.e, args.d)
+        end = window_end(start, args.e, args.d, "-d")
     except RequestError as exc:
         common.fail(PROG, str(exc), EXIT_ERROR)
     pe, rule = args.pe or ("", ()), args.alloc or ("", ())
