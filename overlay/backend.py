@@ -155,6 +155,12 @@ class Backend(ABC):
         system's answer}``."""
         raise InvalidRequest(f"the {self.name} backend takes no jobs through a ResKey claim")
 
+    def lingering(self) -> set[int]:
+        """ARs whose jobs the batch system still holds, by id: a deleted AR
+        is listed in state d until they are gone, as 8.1.9 keeps it (its
+        jobs show dr meanwhile). Called outside the use cases' lock."""
+        return set()
+
     def delays(self, reservation: Reservation) -> list[str]:
         """What keeps the AR's open window from being fully usable yet
         (a foreign job still leaving its nodes), for plus_status -r; read

@@ -527,7 +527,8 @@ class Service:
             if ar_id is None:
                 return []
         ars = self.manager.status(ar_id=ar_id, owner=owner, start=start, end=end, expired=expired,
-                                  owners=owners, refs=refs)
+                                  owners=owners, refs=refs,
+                                  lingering=self.manager.backend.lingering())
         total = len(ars)
         if limit is not None:
             ars = ars[offset:offset + limit]

@@ -853,9 +853,11 @@ class Manager:
     def status(self, ar_id: int | None = None, owner: str | None = None,
                start: int | None = None, end: int | None = None,
                expired: int = 0, owners: Iterable[str] | None = None,
-               refs: Iterable[str] | None = None) -> list[Reservation]:
+               refs: Iterable[str] | None = None,
+               lingering: set[int] | frozenset[int] = frozenset()) -> list[Reservation]:
         """ARs by id, owner and window overlap; finished ones only by -r or,
-        the most recent ``expired`` of them, by -ne. ``owners``: any of
+        the most recent ``expired`` of them, by -ne, and deleted ones whose
+        jobs are still ``lingering`` (Backend.lingering). ``owners``: any of
         these (qrstat -u); ``refs``: AR ids, names or name patterns (qrstat
         -ar), each an error if nothing matches it."""
         with self.lock:
@@ -868,8 +870,10 @@ class Manager:
                       and (wanted is None or ar.owner in wanted)
                       and (start is None or ar.end > start)
                       and (end is None or ar.start < end)]
-            live = [ar for ar in chosen if ar.state not in FINISHED_STATES]
-            done = sorted((ar for ar in chosen if ar.state in FINISHED_STATES),
+            shown_live = [ar.state not in FINISHED_STATES or
+                          (ar.state == State.DELETED and ar.id in lingering) for ar in chosen]
+            live = [ar for ar, alive in zip(chosen, shown_live) if alive]
+            done = sorted((ar for ar, alive in zip(chosen, shown_live) if not alive),
                           key=lambda ar: (ar.finished_time or 0, ar.id))
             shown = live + (done[-expired:] if expired > 0 else [])
             return sorted(shown, key=lambda ar: ar.id)

@@ -96,3 +96,21 @@ def test_seed_example_a_job_without_h_rt_keeps_qrsub_ars_off_its_slot(daemon, wo
     wait_for(lambda: limited not in states(daemon), "the job with h_rt to run and end")
     daemon.ok("root", "plus_qdel", endless)
     daemon.ok("root", "plus_qrdel", "-u", "*")
+
+
+def test_a_deleted_ar_stays_in_d_while_its_jobs_are_ending(daemon, work):
+    """8.1.9's qrdel: the AR shows d, its jobs dr, until the jobs are gone;
+    then the AR goes. A job that ignores SIGTERM lingers the kill's grace."""
+    made = daemon.run("plusu1", "plus_qrsub", "--json", "-q", "all.q@local1", "-d", "0:10:0")
+    assert made.returncode == 0, made.stderr
+    ar_id = str(json.loads(made.stdout)["id"])
+    job = submit(daemon, work, "-ar", ar_id, "-b", "y", "sh", "-c", "trap '' TERM; sleep 120")
+    wait_for(lambda: states(daemon).get(job) == "r", "the AR job to run")
+    daemon.ok("plusu1", "plus_qrdel", ar_id)
+    table = daemon.ok("plusu1", "plus_qrstat")
+    if job in states(daemon):       # the job outlived the listing: the AR was listed, in d
+        row = next(line.split() for line in table.splitlines()[2:] if line.split()[0] == ar_id)
+        assert row[2] == "d", table
+    wait_for(lambda: job not in states(daemon), "the AR's job to end", timeout=60)
+    assert ar_id not in [line.split()[0] for line in
+                         daemon.ok("plusu1", "plus_qrstat").splitlines()[2:]]

@@ -217,6 +217,9 @@ class NativeBackend(Backend):
                     problems.get(reservation.id), f"{which} no longer in the cluster file")))
         return problems
 
+    def lingering(self) -> set[int]:
+        return self.scheduler.ars_with_jobs()
+
     def submit_hint(self, reservation: Reservation) -> str:
         return f"plus_qsub -ar {reservation.id} job.sh"
 

@@ -370,6 +370,11 @@ class Scheduler:
 
     # -- what the backend and the commands read ------------------------------------------------
 
+    def ars_with_jobs(self) -> set[int]:
+        """The ARs some job is still in, pending, running or being ended."""
+        with self.lock:
+            return {job.ar for job in self.jobs.values() if job.ar is not None}
+
     def running_jobs(self) -> list[Job]:
         """Copies of the jobs that hold slots now (started or being started),
         for readers outside the scheduler's lock."""
