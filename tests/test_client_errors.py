@@ -28,8 +28,9 @@ def typed_options(command: str) -> list[str]:
 
 
 SEED_WORDS = ("plus_query", "plus_resquery", "plus_setres", "plus_resqandset")
-USAGE_STATUS = {"plus_qrsub": 1}
-"""qrsub exits 1 on a bad option, and plus_qrsub with it; the others 2."""
+USAGE_STATUS = {"plus_qrsub": 1, "plus_qrstat": 1, "plus_qrdel": 1}
+"""8.1.9's qrsub, qrstat and qrdel exit 1 on a bad option, and ours with
+them; the others 2."""
 
 
 @pytest.mark.parametrize("command", PARSED)
