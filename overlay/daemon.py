@@ -19,8 +19,11 @@ import sys
 import threading
 from typing import Any, Callable
 
+import pluggy
+
 from overlay import config as config_module
-from overlay import connections, limits, logsetup, oidc, plugins, protocol, reskey, statefile, wire
+from overlay import (connections, limits, logsetup, oidc, plugins, protocol, reconfigure, reskey,
+                     statefile, wire)
 from overlay.accounting import ReportingFollower, ReportingWriter, used
 from overlay.backend import Backend
 from overlay.config import Config, ConfigError
@@ -700,8 +703,11 @@ class PidLock:
 class Daemon:
     """Everything plus_scheduler runs, started and stopped as one."""
 
-    def __init__(self, config: Config) -> None:
+    def __init__(self, config: Config, overrides: dict[str, Any] | None = None) -> None:
+        """``overrides`` (the command line's) win over plus.yaml at every reading."""
         self.config = config
+        self.overrides = dict(overrides or {})
+        self._reload_lock = threading.Lock()
         os.makedirs(config.state_path, mode=0o755, exist_ok=True)
         self.pid_lock = PidLock(os.path.join(config.state_path, "plus_scheduler.pid"))
         self.backend: Backend | None = None
@@ -776,6 +782,54 @@ class Daemon:
         if self.server is not None:
             threading.Thread(target=self.server.shutdown, daemon=True).start()
 
+    def hang_up(self, *_ignored) -> None:
+        """SIGHUP, as sites expect of their daemons: re-read plus.yaml in
+        a thread of its own (the signal handler must not wait)."""
+        threading.Thread(target=self.reload, name="plus-reload", daemon=True).start()
+
+    def reload(self) -> None:
+        """Re-read plus.yaml: keys read at each request change now, the
+        others are named in the log and wait for a restart. A file that
+        cannot be used changes nothing, and one line says why. Nothing is
+        stored, so the running configuration changes at once, between two
+        requests (under the manager's lock)."""
+        with self._reload_lock:
+            path = self.config.path
+            try:
+                read = config_module.load(path, self.overrides)
+                changes = reconfigure.compare(self.config, read)
+                config = reconfigure.merged(self.config, read)
+                pm = self._configured_plugins(config) if changes.sections else None
+            except Exception as exc:  # a plugin's check may fail in any way
+                log.error("SIGHUP: %s not re-read, the running configuration stays: %s",
+                          path, exc if str(exc) else type(exc).__name__)
+                return
+            with self.manager.lock:
+                reconfigure.apply(self.config, config)
+                if pm is not None:
+                    replaced, self.pm = self.pm, pm
+                    self.manager.pm = pm
+            if pm is not None:
+                replaced.hook.plus_unconfigure()
+            if changes.retiming:
+                self.lifecycle.look_at_all()
+            if changes.live or changes.sections:
+                log.info("SIGHUP: %s re-read; in effect now: %s", path,
+                         reconfigure.described(changes))
+            if changes.restart:
+                log.warning("SIGHUP: %s changes %s: in effect only when plus_scheduler "
+                            "restarts (until then the running values stay)", path,
+                            ", ".join(changes.restart))
+            if not changes:
+                log.info("SIGHUP: %s re-read; nothing changed", path)
+
+    def _configured_plugins(self, config: Config) -> pluggy.PluginManager:
+        """A fresh plugin manager configured with ``config`` (every plugin
+        checks its section anew); raises as at the start."""
+        pm = plugins.plugin_manager(config.plugins)
+        plugins.check_sections(pm, config, plugins.configure(pm, config))
+        return pm
+
     def _cleanup(self) -> None:
         self.http.stop()
         self.lifecycle.stop()
@@ -845,10 +899,11 @@ def main(argv: list[str] | None = None) -> int:
     logging.getLogger("apscheduler").setLevel(logging.WARNING)
     path = args.c or protocol.conf_path()
     try:
-        config = config_module.load(path, _overrides(args))
+        overrides = _overrides(args)
+        config = config_module.load(path, overrides)
         logsetup.configure(config.log, config.log_path, config.log_size, config.log_keep,
                            level)
-        daemon = Daemon(config)
+        daemon = Daemon(config, overrides)
     except (ConfigError, RequestError, plugins.PluginError, ValueError) as exc:
         print(f"plus_scheduler: {exc}", file=sys.stderr)
         return 1
@@ -858,6 +913,7 @@ def main(argv: list[str] | None = None) -> int:
     sys.setswitchinterval(SWITCH_INTERVAL)
     signal.signal(signal.SIGTERM, daemon.stop)
     signal.signal(signal.SIGINT, daemon.stop)
+    signal.signal(signal.SIGHUP, daemon.hang_up)
     daemon.serve()
     return 0
 

@@ -19,12 +19,21 @@ hookimpl = pluggy.HookimplMarker(PROJECT)
 
 @hookspec
 def plus_configure(config, plugin_manager):
-    """plus_scheduler is starting with ``config`` (``overlay.config.Config``).
+    """plus_scheduler is starting with ``config`` (``overlay.config.Config``),
+    or re-reading plus.yaml (SIGHUP) on a fresh ``plugin_manager`` that
+    replaces the running one only if every plugin accepts its section.
     Read and check your section (``config.sections.get(name)``), raising
     ValueError with a message that names the key; register objects that
     implement further hooks with ``plugin_manager.register``. Return the
     names of the top-level sections you read: any other mapping that no
     backend claims is an error, so typos stop the daemon."""
+
+
+@hookspec
+def plus_unconfigure():
+    """The objects registered by plus_configure were replaced (SIGHUP
+    re-read plus.yaml): release what they hold, such as threads. Called
+    on the replaced plugin manager, after the new one took over."""
 
 
 # -- backends -----------------------------------------------------------------

@@ -72,6 +72,13 @@ class Lifecycle:
             self._stopping = True
         self.scheduler.shutdown(wait=True)
 
+    def look_at_all(self) -> None:
+        """A pass now over every AR, timing each anew (commit_timeout,
+        expiry or max_expired changed)."""
+        with self.manager.lock:
+            self._primed = False
+        self.run()
+
     def run(self) -> None:
         """One reconcile pass, then aim the date job at the next transition."""
         with self._run_lock:

@@ -51,16 +51,24 @@ def configure(manager: pluggy.PluginManager, config: Any) -> set[str]:
     return {name for names in answers for name in names or ()}
 
 
-def build_backend(manager: pluggy.PluginManager, name: str, config: Any, options: dict,
-                  claimed: set[str] = frozenset()) -> Backend:
-    """The backend called ``name``, from whichever plugin offers it;
-    ``claimed`` are the sections other plugins read (plus_configure)."""
+def check_sections(manager: pluggy.PluginManager, config: Any,
+                   claimed: set[str] = frozenset()) -> dict[str, Any]:
+    """Refuse a section that is neither a backend's nor one a plugin
+    claimed (plus_configure); the backend factories, by name."""
     factories = backend_factories(manager)
     for section in getattr(config, "sections", {}):
         if section not in factories and section not in claimed:
             raise PluginError(f"{config.path}: unknown setting {section!r}: neither a setting, "
                               f"an installed backend ({', '.join(sorted(factories))}) nor a "
                               "plugin's section")
+    return factories
+
+
+def build_backend(manager: pluggy.PluginManager, name: str, config: Any, options: dict,
+                  claimed: set[str] = frozenset()) -> Backend:
+    """The backend called ``name``, from whichever plugin offers it;
+    ``claimed`` are the sections other plugins read (plus_configure)."""
+    factories = check_sections(manager, config, claimed)
     if name not in factories:
         known = ", ".join(sorted(factories)) or "none installed"
         raise PluginError(f"backend: unknown backend {name!r}; installed backends: {known}")

@@ -346,11 +346,11 @@ def grid_engine(count: int, runs: int, streams: int) -> dict[str, object]:
     """Grid Engine given the same ``count`` windows by ``streams`` qrsub clients."""
     now = int(time.time())
     env = sge_peer.ENV
-    sge_peer.setup(NODES)
+    added = sge_peer.Added()
     try:
+        sge_peer.setup(NODES, added)
         rate = sustained((sge_peer.qrsub_argv(s, d) for s, d in windows(count, now)), env, streams)
-        table = sge_peer.run(*sge_peer.qrstat_argv("-u", "*")).stdout
-        ids = [int(line.split()[0]) for line in table.splitlines()[2:]]
+        ids = sge_peer.own_ar_ids()
         listing = [timed_process(sge_peer.qrstat_argv("-u", "*"), env) for _ in range(max(3, runs // 4))]
         pid = sge_peer.qmaster_pid()
         return {
@@ -363,7 +363,7 @@ def grid_engine(count: int, runs: int, streams: int) -> dict[str, object]:
             f"sustained creation, {streams} streams of commands, AR/s": rate,
         }
     finally:
-        sge_peer.teardown(NODES)
+        sge_peer.teardown(added)
 
 
 def shown(value: object) -> str:

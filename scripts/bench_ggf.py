@@ -157,13 +157,14 @@ def ours(ars: int, setres: int, runs: int, clients: int) -> dict[str, object]:
 
 def grid_engine(count: int, clients: int) -> dict[str, object]:
     """qrsub sustained from ``clients`` streams on 1,000 configuration-only hosts."""
-    sge_peer.setup(NODES)
+    added = sge_peer.Added()
     try:
+        sge_peer.setup(NODES, added)
         rate = sustained((sge_peer.qrsub_argv(s, d) for s, d in windows(count, int(time.time()))),
                          sge_peer.ENV, clients)
         return {f"qrsub, {clients} clients, AR/s": rate}
     finally:
-        sge_peer.teardown(NODES)
+        sge_peer.teardown(added)
 
 
 def main() -> None:

@@ -60,9 +60,10 @@ def main() -> None:
     with_sge = not args.no_sge and sge_peer.available()
     work = Path(tempfile.mkdtemp(prefix="bench-qrsub-"))
     daemon = Daemon(work)
+    added = sge_peer.Added()
     try:
         if with_sge:
-            sge_peer.setup(NODES)
+            sge_peer.setup(NODES, added)
             sustained((sge_peer.qrsub_argv(s, d) for s, d in windows(args.ars, now)),
                       sge_peer.ENV, 2)
         daemon.start()
@@ -90,7 +91,7 @@ def main() -> None:
         daemon.stop()
         shutil.rmtree(work, ignore_errors=True)
         if with_sge:
-            sge_peer.teardown(NODES)
+            sge_peer.teardown(added)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,9 @@
 """ARCo for advance reservations (seed 000, 5.4 and Appendix 2): the
 database model on SQLite and PostgreSQL, plus_dbwriter filling it from a
 reporting file written by overlay.accounting.ReportingWriter and the
-native scheduler's acct records, the seed's ARCo queries of 5.4.2 run as
-written on PostgreSQL, and the native daemon writing acct records with
+native scheduler's acct records, the seed's ARCo queries of 5.4.2 (the
+Advanced ones as written on PostgreSQL, the Simple ones on both databases,
+two of them corrected), and the native daemon writing acct records with
 their AR number."""
 
 from __future__ import annotations
@@ -37,6 +38,17 @@ ACCOUNTING_PER_AR = """SELECT time, ar_number, cpu, mem, io FROM (SELECT date_tr
 TIME_USAGE = """SELECT ar_number, job_duration, ar_duration, age(('1970-01-01'::date + ar_duration::interval)::timestamp, ('1970-01-01'::date + job_duration::interval)::timestamp) AS unused_time FROM view_ar_time_usage WHERE ar_number IN (SELECT ARL.ar_number FROM view_ar_log ARL WHERE event = 'TERMINATED');"""  # noqa: E501
 JOBS_PER_AR = """SELECT ar_number AS ar_number, date_trunc('day', start_time) AS day, COUNT(job_number) AS jobs FROM view_job_times WHERE start_time > (current_timestamp - interval '1 year') AND ar_number > 0 GROUP BY day, ar_number;"""  # noqa: E501
 """The seed's three Advanced queries without late binding (5.4.2), as written."""
+ATTRIBUTES_AS_WRITTEN = """SELECT "ar_number", "owner", "submission_time", "name", "account", "start_time", "end_time", "granted_pe", FROM (SELECT ar_number, owner, submission_time, name, account, start_time, end_time, granted_pe FROM view_ar_attribute) AS tmp WHERE "ar_number" = '';"""  # noqa: E501
+BY_USER_AS_WRITTEN = """SELECT "ar_number", "submission_time" FROM(SELECT ar_number, ar_submission_time FROM sge_ar ) AS tmp WHERE "ar_owner" = '';"""  # noqa: E501
+"""Two of the seed's Simple queries, which run on no database as written:
+a comma before FROM, and a subquery that exposes neither column the outer
+query names (submission_time, ar_owner)."""
+ATTRIBUTES = """SELECT "ar_number", "owner", "submission_time", "name", "account", "start_time", "end_time", "granted_pe" FROM (SELECT ar_number, owner, submission_time, name, account, start_time, end_time, granted_pe FROM view_ar_attribute) AS tmp WHERE "ar_number" = '';"""  # noqa: E501
+BY_USER = """SELECT "ar_number", "submission_time" FROM (SELECT ar_number, ar_submission_time AS submission_time, ar_owner FROM sge_ar) AS tmp WHERE "ar_owner" = '';"""  # noqa: E501
+LOG = """SELECT "ar_number", "time", "event", "state", "message" FROM(SELECT ar_number, time, event, state, message FROM view_ar_log ) AS tmp WHERE "ar_number" = '';"""  # noqa: E501
+"""The seed's three Simple queries as they run (README, ARCo): the first two
+corrected, the log's as written. ARCo puts the late-bound value between
+the quotes of ``= ''``."""
 
 
 def make_ar(ar_id: int, owner: str, start: int, end: int, hosts: dict[str, int], submitted: int,
@@ -254,6 +266,35 @@ def test_the_seeds_queries_answer_on_postgresql(filled):
                       dt.timedelta(hours=1, minutes=30)),
                      (2, None, dt.timedelta(hours=1), None)}       # no jobs: no sum, no age
     assert completed == {(1, day, 2), (3, day, 1)}
+
+
+def bound(sql: str, value: object) -> str:
+    """A Simple query with its late-bound value, as ARCo fills it in."""
+    return sql.replace("= ''", f"= '{value}'")
+
+
+@pytest.mark.parametrize("store_url", ["postgresql"], indirect=True)
+@pytest.mark.parametrize("query", [ATTRIBUTES_AS_WRITTEN, BY_USER_AS_WRITTEN])
+def test_two_simple_queries_fail_as_the_seed_writes_them(filled, query):
+    """On PostgreSQL, the seed's database (SQLite reads an unknown "name"
+    as a string and answers the second one wrongly, without an error)."""
+    engine = filled[0]
+    with pytest.raises(Exception, match="syntax error|no such column|does not exist"):
+        with engine.connect() as connection:
+            connection.exec_driver_sql(bound(query, 1 if "view_ar" in query else "alice"))
+
+
+def test_the_simple_queries_answer_corrected(filled):
+    """Run on SQLite and PostgreSQL alike, with the late-bound value."""
+    engine = filled[0]
+    with engine.connect() as connection:
+        attributes = [tuple(r) for r in connection.exec_driver_sql(bound(ATTRIBUTES, 1))]
+        by_user = [tuple(r) for r in connection.exec_driver_sql(bound(BY_USER, "carol"))]
+        log = [r[2] for r in connection.exec_driver_sql(bound(LOG, 2))]
+    assert attributes == [(1, "alice", stamp(engine, T0 - H), "sim", "proj", stamp(engine, T0),
+                           stamp(engine, T0 + 2 * H), "NONE")]
+    assert by_user == [(3, stamp(engine, AR3_OLD.submission_time))]
+    assert sorted(log) == ["CREATED", "TERMINATED"]
 
 
 def test_a_restart_reads_only_the_new_lines(filled):

@@ -137,6 +137,16 @@ def test_the_plugin_is_found_through_its_entry_point():
     assert manager.get_plugin("mail").__name__ == "overlay_mail.plugin"
 
 
+def test_a_replaced_notifier_sends_what_it_holds_and_stops(env, smtp):
+    """SIGHUP re-read plus.yaml: the replaced plugin manager's Notifier
+    delivers what is queued, and its thread ends."""
+    ar = env.reserve(mail_options="b")
+    env.tick_at(ar.start)
+    env.pm.hook.plus_unconfigure()
+    assert not env.notifier._worker.is_alive()
+    assert len(smtp.mails(1)) == 1
+
+
 def test_b_mails_the_owner_at_the_start_only(env, smtp):
     ar = env.reserve(mail_options="b", name="nightly")
     env.tick_at(ar.start)

@@ -127,6 +127,11 @@ class Notifier:
 
     # -- delivery --------------------------------------------------------------------
 
+    @hookimpl
+    def plus_unconfigure(self) -> None:
+        """plus.yaml was re-read: the new Notifier sends from now on."""
+        self.close(self.settings.timeout)
+
     def close(self, timeout: float | None = None) -> bool:
         """Deliver what is queued, then stop the worker; whether it stopped
         within ``timeout`` seconds."""
