@@ -21,9 +21,8 @@ from typing import Callable, Iterable, Iterator, NamedTuple
 import pluggy
 
 from overlay import plugins
-from overlay.accounting import (EVENT_CREATED, EVENT_DELETED, EVENT_END, EVENT_MODIFIED,
-                                EVENT_SATISFIED, EVENT_START, EVENT_TERMINATED,
-                                EVENT_UNSATISFIED, ReportingWriter)
+from overlay.accounting import (EVENT_DELETED, EVENT_MODIFIED, EVENT_SATISFIED, EVENT_START,
+                                EVENT_TERMINATED, EVENT_UNSATISFIED, ReportingWriter)
 from overlay.activity import Activity
 from overlay.backend import Backend
 from overlay.config import Config
@@ -425,10 +424,11 @@ class Manager:
                 raise NoCapacity(f"host {name}: {refusal}")
         return allocations, pe
 
-    def _log(self, ar: Reservation, event: str, message: str) -> None:
-        """An ar_log record, and the same line in the daemon's log."""
-        self.events_log.info(ar.owner, "AR %d (%s, state %s): %s: %s", ar.id, ar.owner,
-                             ar.state.value, event, message)
+    def _log(self, ar: Reservation, event: str, message: str, why: str = "") -> None:
+        """An ar_log record in 8.1.9's words, and the same line in the
+        daemon's log, with ``why`` the record does not say."""
+        self.events_log.info(ar.owner, "AR %d (%s, state %s): %s: %s%s", ar.id, ar.owner,
+                             ar.state.value, event, message, f" ({why})" if why else "")
         self.reporting.ar_log(self.now(), ar, event, message)
 
     # -- reserve ---------------------------------------------------------------
@@ -598,7 +598,6 @@ class Manager:
         now = self.now()
         self.reporting.new_ar(now, ar)
         self.reporting.ar_attribute(now, ar)
-        self._log(ar, EVENT_CREATED, "AR granted")
         self._event("plus_reservation_granted", reservation=ar)
         self.apply(ar)
 
@@ -740,7 +739,7 @@ class Manager:
                           pending=None, pending_since=None)
         self._unbook(ar.id)
         self.reporting.ar_acct(now, ar)
-        self._log(ar, EVENT_DELETED, "AR cancelled")
+        self._log(ar, EVENT_DELETED, "AR deleted")
         self._event("plus_reservation_cancelled", reservation=ar)
         self.apply(ar)
         return ar
@@ -766,7 +765,9 @@ class Manager:
         if ar.holds_resources:
             self.reporting.ar_acct(now, ar)
         self._unbook(ar.id)
-        self._log(ar, EVENT_TERMINATED, "AR destroyed")
+        if ar.state not in FINISHED_STATES and ar.state != State.PENDING:
+            # as qrdel: an ended AR has its last record already, an uncommitted one none
+            self._log(replace(ar, state=State.DELETED), EVENT_DELETED, "AR deleted")
         if ar.state not in FINISHED_STATES:
             self._event("plus_reservation_cancelled", reservation=ar)
         self._teardown(ar)
@@ -896,7 +897,7 @@ class Manager:
         ar = self._stored(ar, state=State.EXITED, finished_time=now, message="")
         self._unbook(ar.id)
         self.reporting.ar_acct(now, ar)
-        self._log(ar, EVENT_END, "end time of AR reached")
+        self._log(ar, EVENT_TERMINATED, "end time of AR reached")
         self._event("plus_reservation_ended", reservation=ar)
 
     def change_state(self, ar: Reservation, target: State, reason: str | None) -> None:
@@ -908,10 +909,10 @@ class Manager:
             self._log(ar, EVENT_START, "start time of AR reached")
             self._event("plus_reservation_started", reservation=ar)
         if reason and before not in (State.WARNING, State.ERROR):
-            self._log(ar, EVENT_UNSATISFIED, reason)
+            self._log(ar, EVENT_UNSATISFIED, "AR resources unsatisfied", reason)
             self._event("plus_reservation_error", reservation=ar, reason=reason)
         elif not reason and before in (State.WARNING, State.ERROR):
-            self._log(ar, EVENT_SATISFIED, "AR resources satisfied again")
+            self._log(ar, EVENT_SATISFIED, "AR resources satisfied")
             self._event("plus_reservation_error", reservation=ar, reason=None)
 
     def time_out(self, ar: Reservation) -> Reservation:
