@@ -145,7 +145,8 @@ class Manager:
 
     def refresh_nodes(self) -> set[str]:
         """Take the backend's current nodes, with their running jobs counted,
-        into the planner; the names of nodes that came, went, died or revived."""
+        into the planner; the names of nodes that came, went, died or revived,
+        or whose queue instances were disabled, suspended or taken back."""
         with self.lock:
             nodes = self.activity.apply(self.backend.nodes(), self.backend.running_jobs(),
                                         self.now())
@@ -155,7 +156,8 @@ class Manager:
             for node in self.nodes.values():
                 self.planner.set_capacity(node.name, node.slots)
                 previous = before.get(node.name)
-                if previous is None or previous.alive != node.alive:
+                if previous is None or (previous.alive, previous.queue_states) != (
+                        node.alive, node.queue_states):
                     moved.add(node.name)
             return moved
 
@@ -477,7 +479,7 @@ class Manager:
             self._keep(ar)
             self._book(ar)
             if not transactional:
-                self._granted(ar)
+                ar = self._granted(ar)
             return ar
 
     def start_ranges(self, caller: Caller, request: Request, last_start: int) -> list[tuple[int, int]]:
@@ -593,13 +595,30 @@ class Manager:
                     refusal = exc
             raise refusal
 
-    def _granted(self, ar: Reservation) -> None:
-        """A reservation became real: report it and prepare the backend."""
+    def _granted(self, ar: Reservation) -> Reservation:
+        """A reservation became real: report it, put it in W (or E) at once
+        if the backend already finds a reserved instance unusable (Grid
+        Engine grants ARs on disabled, suspended and unknown instances), and
+        prepare the backend. The AR as it is now."""
         now = self.now()
         self.reporting.new_ar(now, ar)
         self.reporting.ar_attribute(now, ar)
         self._event("plus_reservation_granted", reservation=ar)
+        problem = self._problem(ar) if ar.state in (State.WAITING, State.RUNNING) else None
+        if problem:
+            self.change_state(ar, ar.error_state(now), problem)
+            ar = self.ars[ar.id]
         self.apply(ar)
+        return ar
+
+    def _problem(self, ar: Reservation) -> str | None:
+        """Why the backend cannot honour ``ar`` now, if it cannot; a failed
+        check is left to the lifecycle's next pass."""
+        try:
+            return self.backend.health([ar]).get(ar.id)
+        except Exception as exc:
+            log.warning("backend health check of AR %s failed: %s", ar.id, exc)
+            return None
 
     # -- modify ----------------------------------------------------------------
 
@@ -794,7 +813,7 @@ class Manager:
                               # a short window that ended while pending
                               finished_time=self.now() if state == State.EXITED else None)
             self._book(ar)
-            self._granted(ar)
+            ar = self._granted(ar)
         elif operation == Operation.MODIFY:
             updated = replace(ar, request=ar.pending_request, allocations=ar.pending_allocations,
                               acl=ar.pending_request.users)
