@@ -4,14 +4,17 @@ unknown instances are reserved, and while the AR holds one it is in W
 (before its start) or E, with one message per instance in the qmaster's
 words, "reserved queue all.q@n02 is disabled", and qrsub -m a's mail.
 A native cluster edited by hand, a manager and its lifecycle, as in
-test_mail, with a clock moved by hand."""
+test_mail, with a clock moved by hand; and what plus_qrstat shows of it
+through a real daemon."""
 
 from __future__ import annotations
 
 import os
+import time
 
 import pytest
 
+from daemon_harness import Daemon
 from overlay.model import NoCapacity, Request, State
 from test_mail import ALICE, HOUR, T0, make_env, smtp  # noqa: F401 (fixtures)
 
@@ -123,3 +126,29 @@ def test_node_ars_keep_refusing_hosts_down(env):
     with pytest.raises(NoCapacity):
         env.manager.reserve(ALICE, Request(start=T0 + HOUR, end=T0 + 2 * HOUR, nodes=2))
 
+
+
+DAEMON_CLUSTER = """\
+nodes:
+  - {name: up1, slots: 2, queues: [all.q]}
+  - {name: down1, slots: 2, queues: [all.q], alive: false}
+"""
+
+
+def test_plus_qrstat_explains_an_ar_granted_on_a_host_down():
+    """As a user sees it, through a real daemon: qrsub -q all.q@down1 is
+    granted, and qrstat -explain and -ar say why the AR is in W."""
+    daemon = Daemon(cluster=DAEMON_CLUSTER).start()
+    try:
+        start = time.strftime("%Y%m%d%H%M", time.localtime(time.time() + 3600))
+        granted = daemon.run("plusu1", "plus_qrsub", "-q", "all.q@down1", "-a", start,
+                             "-d", "1:0:0")
+        assert granted.returncode == 0, granted.stderr
+        ar_id = granted.stdout.split()[3]
+        row, why = daemon.ok("plusu1", "plus_qrstat", "-explain").splitlines()[2:4]
+        assert row.split()[:3] == [ar_id, "plusu1", "W"]      # no name: an empty column
+        assert why == "       reserved queue all.q@down1 is unknown"
+        detail = daemon.ok("plusu1", "plus_qrstat", "-ar", ar_id)
+        assert "message                        reserved queue all.q@down1 is unknown" in detail
+    finally:
+        daemon.cleanup()
