@@ -34,14 +34,19 @@ from overlay.request import DEFAULT_ACCOUNT
 
 log = logging.getLogger("plus.accounting")
 
-EVENT_CREATED = "CREATED"
 EVENT_START = "START TIME REACHED"
-EVENT_END = "END TIME REACHED"
 EVENT_UNSATISFIED = "RESOURCES UNSATISFIED"
 EVENT_SATISFIED = "RESOURCES SATISFIED"
 EVENT_MODIFIED = "MODIFIED"
 EVENT_DELETED = "DELETED"
 EVENT_TERMINATED = "TERMINATED"
+"""ar_log's events, as 8.1.9's qmaster writes them: TERMINATED when the end
+time is reached, DELETED at qrdel. MODIFIED is PluS's own (8.1.9 cannot
+change an AR); 8.1.9 writes no ar_log record at the grant."""
+EVENT_ALIASES = {"END TIME REACHED": EVENT_TERMINATED}
+"""Events earlier PluS versions wrote for 8.1.9's: an AR's end was
+``END TIME REACHED``, so readers of old reporting files count it as the
+TERMINATED the seed's ARCo queries look for."""
 
 ACCT = ("qname hostname group owner job_name job_number account priority submission_time "
         "start_time end_time failed exit_status ru_wallclock ru_utime ru_stime ru_maxrss ru_ixrss "
@@ -111,7 +116,9 @@ class ReportingWriter:
 
 @dataclass(slots=True)
 class ARUsage:
-    """One AR as the reporting file tells it."""
+    """One AR as the reporting file tells it. ``last_state`` is its latest
+    ar_log record's state, w from its new_ar on: a granted AR is waiting,
+    and 8.1.9 logs no state at the grant."""
 
     id: int
     owner: str = ""
@@ -234,7 +241,7 @@ class Collector:
             ar_id = int(fields[1])
             if ar_id in self.ars:
                 self.finished.append(self.ars[ar_id])
-            self.ars[ar_id] = ARUsage(id=ar_id, owner=fields[2])
+            self.ars[ar_id] = ARUsage(id=ar_id, owner=fields[2], last_state="w")
             return
         # the other AR records start with their event time, then submission_time
         ar_id = int(fields[2])

@@ -170,13 +170,21 @@ class Backend(ABC):
     def health(self, reservations: list[Reservation]) -> dict[int, str]:
         """Why ARs cannot be honoured, by AR id; the ARs missing are healthy.
         One call per reconcile pass for all the ARs it looks at, so a
-        backend can ask its batch system once."""
-        down = {node.name for node in self.nodes() if not node.alive}
+        backend can ask its batch system once. A node AR's hosts that are
+        down; a qrsub AR's queue instances that are disabled, suspended or
+        on a host down, one message each in 8.1.9's qmaster's words."""
+        nodes = {node.name: node for node in self.nodes()}
         problems = {}
         for reservation in reservations:
-            failed = [name for name in reservation.node_names if name in down]
+            found = [f"reserved queue {a.queue}@{a.node} is {state}"
+                     for a in reservation.allocations if a.queue and a.node in nodes
+                     for state in nodes[a.node].instance_states(a.queue)]
+            failed = [a.node for a in reservation.allocations
+                      if not a.queue and a.node in nodes and not nodes[a.node].alive]
             if failed:
-                problems[reservation.id] = f"reserved host(s) down: {', '.join(failed)}"
+                found.insert(0, f"reserved host(s) down: {', '.join(failed)}")
+            if found:
+                problems[reservation.id] = "; ".join(found)
         return problems
 
     def start(self) -> None:

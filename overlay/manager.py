@@ -21,9 +21,8 @@ from typing import Callable, Iterable, Iterator, NamedTuple
 import pluggy
 
 from overlay import plugins
-from overlay.accounting import (EVENT_CREATED, EVENT_DELETED, EVENT_END, EVENT_MODIFIED,
-                                EVENT_SATISFIED, EVENT_START, EVENT_TERMINATED,
-                                EVENT_UNSATISFIED, ReportingWriter)
+from overlay.accounting import (EVENT_DELETED, EVENT_MODIFIED, EVENT_SATISFIED, EVENT_START,
+                                EVENT_TERMINATED, EVENT_UNSATISFIED, ReportingWriter)
 from overlay.activity import Activity
 from overlay.backend import Backend
 from overlay.config import Config
@@ -146,7 +145,8 @@ class Manager:
 
     def refresh_nodes(self) -> set[str]:
         """Take the backend's current nodes, with their running jobs counted,
-        into the planner; the names of nodes that came, went, died or revived."""
+        into the planner; the names of nodes that came, went, died or revived,
+        or whose queue instances were disabled, suspended or taken back."""
         with self.lock:
             nodes = self.activity.apply(self.backend.nodes(), self.backend.running_jobs(),
                                         self.now())
@@ -156,7 +156,8 @@ class Manager:
             for node in self.nodes.values():
                 self.planner.set_capacity(node.name, node.slots)
                 previous = before.get(node.name)
-                if previous is None or previous.alive != node.alive:
+                if previous is None or (previous.alive, previous.queue_states) != (
+                        node.alive, node.queue_states):
                     moved.add(node.name)
             return moved
 
@@ -431,10 +432,11 @@ class Manager:
                 raise NoCapacity(f"host {name}: {refusal}")
         return allocations, pe
 
-    def _log(self, ar: Reservation, event: str, message: str) -> None:
-        """An ar_log record, and the same line in the daemon's log."""
-        self.events_log.info(ar.owner, "AR %d (%s, state %s): %s: %s", ar.id, ar.owner,
-                             ar.state.value, event, message)
+    def _log(self, ar: Reservation, event: str, message: str, why: str = "") -> None:
+        """An ar_log record in 8.1.9's words, and the same line in the
+        daemon's log, with ``why`` the record does not say."""
+        self.events_log.info(ar.owner, "AR %d (%s, state %s): %s: %s%s", ar.id, ar.owner,
+                             ar.state.value, event, message, f" ({why})" if why else "")
         self.reporting.ar_log(self.now(), ar, event, message)
 
     # -- reserve ---------------------------------------------------------------
@@ -491,7 +493,7 @@ class Manager:
             self._keep(ar)
             self._book(ar)
             if not transactional:
-                self._granted(ar)
+                ar = self._granted(ar)
             return ar
 
     def start_ranges(self, caller: Caller, request: Request, last_start: int) -> list[tuple[int, int]]:
@@ -607,14 +609,30 @@ class Manager:
                     refusal = exc
             raise refusal
 
-    def _granted(self, ar: Reservation) -> None:
-        """A reservation became real: report it and prepare the backend."""
+    def _granted(self, ar: Reservation) -> Reservation:
+        """A reservation became real: report it, put it in W (or E) at once
+        if the backend already finds a reserved instance unusable (Grid
+        Engine grants ARs on disabled, suspended and unknown instances), and
+        prepare the backend. The AR as it is now."""
         now = self.now()
         self.reporting.new_ar(now, ar)
         self.reporting.ar_attribute(now, ar)
-        self._log(ar, EVENT_CREATED, "AR granted")
         self._event("plus_reservation_granted", reservation=ar)
+        problem = self._problem(ar) if ar.state in (State.WAITING, State.RUNNING) else None
+        if problem:
+            self.change_state(ar, ar.error_state(now), problem)
+            ar = self.ars[ar.id]
         self.apply(ar)
+        return ar
+
+    def _problem(self, ar: Reservation) -> str | None:
+        """Why the backend cannot honour ``ar`` now, if it cannot; a failed
+        check is left to the lifecycle's next pass."""
+        try:
+            return self.backend.health([ar]).get(ar.id)
+        except Exception as exc:
+            log.warning("backend health check of AR %s failed: %s", ar.id, exc)
+            return None
 
     # -- modify ----------------------------------------------------------------
 
@@ -765,7 +783,7 @@ class Manager:
                           pending=None, pending_since=None)
         self._unbook(ar.id)
         self.reporting.ar_acct(now, ar)
-        self._log(ar, EVENT_DELETED, "AR cancelled")
+        self._log(ar, EVENT_DELETED, "AR deleted")
         self._event("plus_reservation_cancelled", reservation=ar)
         self.apply(ar)
         return ar
@@ -791,7 +809,9 @@ class Manager:
         if ar.holds_resources:
             self.reporting.ar_acct(now, ar)
         self._unbook(ar.id)
-        self._log(ar, EVENT_TERMINATED, "AR destroyed")
+        if ar.state not in FINISHED_STATES and ar.state != State.PENDING:
+            # as qrdel: an ended AR has its last record already, an uncommitted one none
+            self._log(replace(ar, state=State.DELETED), EVENT_DELETED, "AR deleted")
         if ar.state not in FINISHED_STATES:
             self._event("plus_reservation_cancelled", reservation=ar)
         self._teardown(ar)
@@ -818,7 +838,7 @@ class Manager:
                               # a short window that ended while pending
                               finished_time=self.now() if state == State.EXITED else None)
             self._book(ar)
-            self._granted(ar)
+            ar = self._granted(ar)
         elif operation == Operation.MODIFY:
             updated = replace(ar, request=ar.pending_request, allocations=ar.pending_allocations,
                               acl=access_list(ar.owner, ar.pending_request.users))
@@ -925,7 +945,7 @@ class Manager:
         ar = self._stored(ar, state=State.EXITED, finished_time=now, message="")
         self._unbook(ar.id)
         self.reporting.ar_acct(now, ar)
-        self._log(ar, EVENT_END, "end time of AR reached")
+        self._log(ar, EVENT_TERMINATED, "end time of AR reached")
         self._event("plus_reservation_ended", reservation=ar)
 
     def change_state(self, ar: Reservation, target: State, reason: str | None) -> None:
@@ -937,10 +957,10 @@ class Manager:
             self._log(ar, EVENT_START, "start time of AR reached")
             self._event("plus_reservation_started", reservation=ar)
         if reason and before not in (State.WARNING, State.ERROR):
-            self._log(ar, EVENT_UNSATISFIED, reason)
+            self._log(ar, EVENT_UNSATISFIED, "AR resources unsatisfied", reason)
             self._event("plus_reservation_error", reservation=ar, reason=reason)
         elif not reason and before in (State.WARNING, State.ERROR):
-            self._log(ar, EVENT_SATISFIED, "AR resources satisfied again")
+            self._log(ar, EVENT_SATISFIED, "AR resources satisfied")
             self._event("plus_reservation_error", reservation=ar, reason=None)
 
     def time_out(self, ar: Reservation) -> Reservation:

@@ -89,6 +89,16 @@ class Node:
     runs_jobs: bool = True
     """False for a host that only takes reservations (the native backend's
     ``exec: none``): chosen last, and plus_status -r warns of it."""
+    queue_states: tuple[tuple[str, str], ...] = ()
+    """(queue, state) of the host's queue instances that run no jobs now, in
+    Grid Engine's words (``disabled``, ``suspended``): an AR holding one is
+    in W or E (seed 000, 5.2.2.2.1)."""
+
+    def instance_states(self, queue: str) -> list[str]:
+        """Why the host's instance of ``queue`` runs no jobs, in Grid
+        Engine's words: disabled, suspended, and unknown on a host down."""
+        states = [state for name, state in self.queue_states if name == queue]
+        return states if self.alive else states + ["unknown"]
 
 
 @dataclass(frozen=True, slots=True)

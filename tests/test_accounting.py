@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from overlay.accounting import (EVENT_CREATED, EVENT_DELETED, EVENT_END, EVENT_START, ARUsage,
-                                ReportingFollower, ReportingFormatError, ReportingWriter, collect,
+from overlay.accounting import (EVENT_DELETED, EVENT_START, EVENT_TERMINATED, EVENT_UNSATISFIED,
+                                ARUsage, ReportingFollower, ReportingFormatError, ReportingWriter, collect,
                                 read_records)
 from overlay.cli import account
 from overlay.model import Allocation, Request, Reservation, State
@@ -153,10 +153,10 @@ def test_colons_and_newlines_in_free_text_are_neutralised(tmp_path):
     ar = make_ar(9, "bob", T0, T0 + H, {"n1": 1}, submitted=T0, name="a:b", account_name="x:y:z")
     writer = ReportingWriter(str(path))
     writer.ar_attribute(T0, ar)
-    writer.ar_log(T0, ar, EVENT_CREATED, "node n1: down\nretrying: later")
+    writer.ar_log(T0, ar, EVENT_UNSATISFIED, "node n1: down\nretrying: later")
     attribute, log = lines(path)
     assert ":a;b:x;y;z:" in attribute
-    assert log == f"{T0}:ar_log:{T0}:{T0}:9:w:CREATED:node n1; down retrying; later"
+    assert log == f"{T0}:ar_log:{T0}:{T0}:9:w:RESOURCES UNSATISFIED:node n1; down retrying; later"
     assert len(log.split(":")) == 8
 
 
@@ -185,7 +185,6 @@ def write_history(path: Path, cancel: bool = True) -> None:
         ar.state = State.WAITING
         w.new_ar(submitted, ar)
         w.ar_attribute(submitted, ar)
-        w.ar_log(submitted, ar, EVENT_CREATED, "created")
         if finished > ar.start:
             ar.state = State.RUNNING
             w.ar_log(ar.start, ar, EVENT_START, "start time reached")
@@ -197,16 +196,16 @@ def write_history(path: Path, cancel: bool = True) -> None:
     second = make_ar(2, "bob", T0 + H, T0 + (4 if cancel else 2) * H, {"n2": 2}, submitted=T0 - 300)
     third = make_ar(3, "alice", T0 + 10 * H, T0 + 11 * H, {"n3": 8}, submitted=T0 + 9 * H)
     reused = make_ar(1, "carol", T0 + 20 * H, T0 + 21 * H, {"n1": 4}, submitted=T0 + 19 * H)
-    life(first, T0 - 600, T0 + 2 * H, EVENT_END, State.EXITED)
+    life(first, T0 - 600, T0 + 2 * H, EVENT_TERMINATED, State.EXITED)
     if cancel:
         life(second, T0 - 300, T0 + 2 * H, EVENT_DELETED, State.DELETED)
     else:
-        life(second, T0 - 300, T0 + 2 * H, EVENT_END, State.EXITED)
+        life(second, T0 - 300, T0 + 2 * H, EVENT_TERMINATED, State.EXITED)
     with path.open("a") as handle:     # records of other kinds are skipped
         handle.write(f"# Version: 6.2u5\n{T0 + 5 * H}:new_job:{T0 + 5 * H}:17:-1:NONE:job:alice\n"
                      f"{T0 + 5 * H}:host_consumable:n1:{T0}:X:slots=0=8\n\n")
-    life(third, T0 + 9 * H, T0 + 11 * H, EVENT_END, State.EXITED)
-    life(reused, T0 + 19 * H, T0 + 21 * H, EVENT_END, State.EXITED)
+    life(third, T0 + 9 * H, T0 + 11 * H, EVENT_TERMINATED, State.EXITED)
+    life(reused, T0 + 19 * H, T0 + 21 * H, EVENT_TERMINATED, State.EXITED)
 
 
 def by_owner(ars: list[ARUsage]) -> dict[str, ARUsage]:
@@ -282,6 +281,27 @@ def test_collect_reads_the_seeds_record_layout():
     assert (usage.start, usage.end, usage.terminated, usage.last_state) == (
         T0, T0 + 2 * H, T0 + H, "d")
     assert usage.hosts == {"n1": 2, "n2": 2}
+
+
+def test_an_ar_granted_is_waiting_until_a_record_says_otherwise():
+    """8.1.9 writes no ar_log record at the grant: new_ar says the AR is w."""
+    [usage] = collect([f"{T0}:new_ar:{T0}:5:erin",
+                       f"{T0}:ar_attr:{T0}:{T0}:5::sge:{T0 + H}:{T0 + 2 * H}::"])
+    assert usage.last_state == "w"
+
+
+def test_an_end_logged_in_the_old_words_counts_as_one_in_8_1_9s():
+    """Reporting files of earlier PluS versions end an AR with END TIME
+    REACHED; 8.1.9 and this version with TERMINATED: the same usage."""
+    def ended(event: str) -> list[str]:
+        return [f"{T0}:new_ar:{T0}:5:erin",
+                f"{T0}:ar_attribute:{T0}:{T0}:5::sge:{T0 + H}:{T0 + 2 * H}:NONE:n1=2",
+                f"{T0 + 2 * H}:ar_log:{T0 + 2 * H}:{T0}:5:x:{event}:end time of AR reached",
+                f"{T0 + 2 * H}:ar_acct:{T0 + 2 * H}:{T0}:5:R5:n1:2"]
+    [old], [new] = collect(ended("END TIME REACHED")), collect(ended(EVENT_TERMINATED))
+    assert old == new
+    assert (new.terminated, new.last_state, new.used_window()) == (
+        T0 + 2 * H, "x", (T0 + H, T0 + 2 * H))
 
 
 def test_used_window_clips():

@@ -21,8 +21,7 @@ from sqlalchemy.exc import DataError
 
 import commands_from_source as commands
 from daemon_harness import job_daemon
-from overlay.accounting import (EVENT_CREATED, EVENT_END, EVENT_MODIFIED, EVENT_START,
-                                EVENT_TERMINATED, ReportingWriter)
+from overlay.accounting import EVENT_MODIFIED, EVENT_START, EVENT_TERMINATED, ReportingWriter
 from overlay.arco import dbwriter_cli, records, schema
 from overlay.arco.dbwriter import DBWriter
 from overlay.arco.loader import Loader
@@ -77,13 +76,12 @@ def acct(writer: ReportingWriter, record: JobRecord) -> None:
 def submit(writer: ReportingWriter, ar: Reservation) -> None:
     writer.new_ar(ar.submission_time, ar)
     writer.ar_attribute(ar.submission_time, ar)
-    writer.ar_log(ar.submission_time, ar, EVENT_CREATED, "AR created")
 
 
 def terminate(writer: ReportingWriter, ar: Reservation, when: int,
               event: str = EVENT_TERMINATED) -> None:
     writer.ar_acct(when, ar)
-    writer.ar_log(when, ar, event, "AR destroyed" if event == EVENT_TERMINATED else "AR ended")
+    writer.ar_log(when, ar, event, "end time of AR reached")
 
 
 AR1 = make_ar(1, "alice", T0, T0 + 2 * H, {"n1": 2, "n2": 2}, T0 - H, "sim", "proj")
@@ -101,7 +99,7 @@ def reporting_file(path: Path) -> int:
     """The scenario's reporting file; how many records it holds."""
     writer = ReportingWriter(str(path))
     submit(writer, AR3_OLD)
-    terminate(writer, AR3_OLD, AR3_OLD.end, EVENT_END)     # no TERMINATED: see the queries
+    terminate(writer, AR3_OLD, AR3_OLD.end, "END TIME REACHED")     # an earlier PluS's words
     for ar in (AR1, AR2, AR3):
         submit(writer, ar)
     modified = make_ar(1, "alice", T0, T0 + 2 * H, {"n1": 2, "n2": 3}, T0 - H, "sim", "proj")
@@ -196,9 +194,10 @@ def test_each_record_lands_in_its_table(filled, caplog):
         (1, "n1", "2"), (1, "n2", "3"), (2, "n3", "1"), (3, "n1", "1"), (3, "n4", "4")]
     assert rows(engine, "SELECT event, state, message FROM view_ar_log WHERE ar_number = 1 "
                         "ORDER BY time") == [
-        ("CREATED", "w", "AR created"), ("MODIFIED", "w", "AR modified"),
-        ("START TIME REACHED", "w", "start time of AR reached"),
-        ("TERMINATED", "w", "AR destroyed")]
+        ("MODIFIED", "w", "AR modified"), ("START TIME REACHED", "w", "start time of AR reached"),
+        ("TERMINATED", "w", "end time of AR reached")]
+    assert rows(engine, "SELECT event FROM view_ar_log WHERE ar_number = 3") == [
+        ("TERMINATED",)]                # the old AR 3's END TIME REACHED, in 8.1.9's word
     assert rows(engine, "SELECT ar_number, queue, hostname, slots FROM view_ar_usage "
                         "ORDER BY termination_time, hostname") == [
         (3, "R3", "n1", 1), (2, "R2", "n3", 1), (1, "R1", "n1", 2), (1, "R1", "n2", 3)]
@@ -264,7 +263,13 @@ def test_the_seeds_queries_answer_on_postgresql(filled):
                       (day.date().replace(day=1), 3, 5.0, 0.5, 0.25)}
     assert usage == {(1, dt.timedelta(seconds=1800), dt.timedelta(hours=2),
                       dt.timedelta(hours=1, minutes=30)),
-                     (2, None, dt.timedelta(hours=1), None)}       # no jobs: no sum, no age
+                     (2, None, dt.timedelta(hours=1), None),       # no jobs: no sum, no age
+                     # AR 3 ended in an earlier PluS's words (END TIME REACHED), counted as
+                     # TERMINATED; its number was used again, so both its ARs share job 103
+                     (3, dt.timedelta(seconds=900), dt.timedelta(hours=1),
+                      dt.timedelta(minutes=45)),
+                     (3, dt.timedelta(seconds=900), dt.timedelta(hours=3),
+                      dt.timedelta(hours=2, minutes=45))}
     assert completed == {(1, day, 2), (3, day, 1)}
 
 
@@ -304,7 +309,7 @@ def test_a_restart_reads_only_the_new_lines(filled):
     submit(writer, ar)
     acct(writer, job(106, "erin", T0 + DAY + 60, 60, ar))
     done = DBWriter(engine, str(path)).drain()
-    assert (done.records, done.skipped) == (4, 0)
+    assert (done.records, done.skipped) == (3, 0)       # new_ar, ar_attribute, acct
     assert rows(engine, "SELECT COUNT(*) FROM sge_ar") == [(5,)]
     assert rows(engine, "SELECT COUNT(*) FROM sge_job_usage") == [(len(JOBS) + 1,)]
     assert DBWriter(engine, str(path)).drain().read == 0
@@ -371,10 +376,10 @@ def test_a_record_the_database_refuses_costs_only_itself(engine, tmp_path, monke
         load(self, record)
     monkeypatch.setattr(Loader, "load", refusing)
     done = DBWriter(engine, str(path)).drain()
-    assert (done.records, done.skipped) == (6, 1)
+    assert (done.records, done.skipped) == (5, 1)
     assert any("the database refused the ar_log record: value out of range" in r.getMessage()
                for r in caplog.records)
-    assert rows(engine, "SELECT COUNT(*) FROM sge_ar_log") == [(2,)]
+    assert rows(engine, "SELECT COUNT(*) FROM sge_ar_log") == [(1,)]  # the end only
 
 
 # --- plus_dbwriter ----------------------------------------------------------------------------
@@ -449,7 +454,7 @@ def test_it_follows_the_file(tmp_path):
     finally:
         process.terminate()
         process.wait(timeout=10)
-    assert process.stderr.read().count("3 records written") == 2
+    assert process.stderr.read().count("2 records written") == 2
 
 
 def rows_or_none(engine, sql: str) -> list[tuple] | None:

@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass
 from typing import Callable
 
-from overlay.accounting import ACCT, RECORD_ALIASES
+from overlay.accounting import ACCT, EVENT_ALIASES, RECORD_ALIASES
 from overlay.limits import shown
 
 MAX_INTEGER = 2**31 - 1          # the database's integer columns
@@ -50,6 +50,11 @@ def _text(name: str, text: str) -> str:
     return text
 
 
+def _event(name: str, text: str) -> str:
+    """An ar_log event by 8.1.9's word, also when an older PluS wrote it."""
+    return EVENT_ALIASES.get(text, text)
+
+
 def _resources(name: str, text: str) -> tuple[tuple[str, str], ...]:
     """res1=3,res2=7 -> (("res1", "3"), ("res2", "7")); empty: none."""
     pairs = []
@@ -69,7 +74,7 @@ LAYOUTS: dict[str, tuple[Field, ...]] = {
                      ("end_time", _time), ("granted_pe", _text),
                      ("granted_resources", _resources)),
     "ar_log": (("state_change_time", _time), ("submission_time", _time), ("ar_number", _number),
-               ("state", _text), ("event", _text), ("message", _text)),
+               ("state", _text), ("event", _event), ("message", _text)),
     "ar_acct": (("termination_time", _time), ("submission_time", _time), ("ar_number", _number),
                 ("qname", _text), ("hostname", _text), ("slots", _number)),
 }

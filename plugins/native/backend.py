@@ -204,7 +204,8 @@ class NativeBackend(Backend):
                                    complete=True)
 
     def health(self, reservations: list[Reservation]) -> dict[int, str]:
-        """Hosts down, as for every backend, and reserved hosts no longer in
+        """What every backend finds (hosts down; a qrsub AR's instances
+        disabled, suspended or unknown), and reserved hosts no longer in
         the cluster file: no job can run there any more."""
         problems = super().health(reservations)
         known = {node.name for node in self.nodes()}

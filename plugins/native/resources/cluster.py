@@ -169,7 +169,11 @@ class ClusterConfig:
                     properties=dict(host.properties),
                     queues=tuple(q.name for q in self.queues.values() if host.name in q.slots),
                     alive=host.alive, load=host.current_load(),
-                    runs_jobs=host.execution != NONE)
+                    runs_jobs=host.execution != NONE,
+                    queue_states=tuple((queue.name, state) for queue in self.queues.values()
+                                       for state, hosts in (("disabled", queue.disabled),
+                                                            ("suspended", queue.suspended))
+                                       if host.name in hosts))
 
     def containers(self, reports: Mapping[str, Mapping[str, float]] | None = None) -> Containers:
         """A fresh set of containers with every configured value and the

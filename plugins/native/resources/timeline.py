@@ -153,17 +153,17 @@ class ClusterResources:
     @staticmethod
     def _configured_states(config: ClusterConfig,
                            for_reservation: bool) -> dict[tuple[str, str], str]:
-        """Instances the cluster file takes out: disabled, suspended, or on a
-        host marked down (Grid Engine: "temporarily not available"). An AR
-        may take disabled and suspended ones (seed 000, 5.2.2.1.3), not
-        those of a host that is down."""
-        states = {}
+        """Instances the cluster file takes out of jobs' way: disabled,
+        suspended, or on a host marked down (Grid Engine: "temporarily not
+        available"). An AR may take every one of them (seed 000, 5.2.2.1.3:
+        "disabled, unknown or suspended queues are considered as suited"),
+        and is in W or E while it holds one."""
+        states: dict[tuple[str, str], str] = {}
+        if for_reservation:
+            return states
         for queue in config.queues.values():
             for host in queue.hosts:
-                if for_reservation:
-                    if not config.hosts[host].alive:
-                        states[(queue.name, host)] = "temporarily not available"
-                elif host in queue.disabled:
+                if host in queue.disabled:
                     states[(queue.name, host)] = "disabled"
                 elif host in queue.suspended or not config.hosts[host].alive:
                     states[(queue.name, host)] = "temporarily not available"
