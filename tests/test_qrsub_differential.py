@@ -6,8 +6,13 @@ compared field by field: exit status, decision, the class of a refusal,
 slot total, window, PE and the placement a request forces.
 
 Every disagreement must be in KNOWN, the table of differences that are
-deliberate or not yet fixed; a new one fails the test. PLUS_QRDIFF_SEED
-replays a run (the seed is printed).
+deliberate or not yet fixed; a new one fails the test. The seed is 28
+unless PLUS_QRDIFF_SEED names another (or `random`: one is drawn and
+printed, to explore).
+
+The AR's state is not compared: the configuration-only hosts are all in
+state u on the qmaster, where 8.1.9 grants in W (issue 28, item 4), while
+the native hosts are up (w).
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from qrdiff_cluster import PES, QUEUES
 from qrdiff_outcomes import FIELDS, Answer, answer, fields, grants
 from qrdiff_requests import QrsubRequest, candidates, generate, option
 
+DEFAULT_SEED = 28
 KNOWN = {
     "access list names a userset": "issue 28 (1): `-u @name` is a Grid Engine access list "
                                    "(userset), plus_qrsub reads it as a Unix group",
@@ -186,7 +192,8 @@ def _report(seed: int, requests: list[QrsubRequest], sides: dict, answers: dict,
 
 
 def test_qrsub_agrees_with_grid_engine(sge_cluster, native, capsys):
-    seed = int(os.environ.get("PLUS_QRDIFF_SEED") or random.randrange(1 << 32))
+    chosen = os.environ.get("PLUS_QRDIFF_SEED", str(DEFAULT_SEED))
+    seed = random.randrange(1 << 32) if chosen == "random" else int(chosen)
     requests = generate(seed, int(time.time()))
     assert len(requests) >= 100
     answers = {}
