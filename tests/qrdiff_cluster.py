@@ -16,6 +16,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from qrdiff_outcomes import grants
+
 ENV = {**os.environ, "SGE_ROOT": "/var/lib/gridengine", "SGE_CELL": "default"}
 BIN = Path("/usr/lib/gridengine")          # the binaries, not Debian's wrappers
 HOSTS_FILE = Path("/etc/hosts")
@@ -208,18 +210,10 @@ def teardown(ar_ids: list[str]) -> None:
 
 def _ars_on_our_queues() -> list[str]:
     """ARs (any owner) holding an instance of a dq queue."""
-    import xml.etree.ElementTree as ElementTree
-
     listing = sge("qrstat", "-u", "*", check=False).stdout.splitlines()[2:]
     ids = [line.split()[0] for line in listing if line.split()]
     if not ids:
         return []
-    document = ElementTree.fromstring(sge("qrstat", "-ar", ",".join(ids), "-xml").stdout)
-    ours = []
-    for summary in document.iter("ar_summary"):
-        queues = [q.text.split("@")[0] for q in summary.iter("granted_slots")
-                  if q.text] + [q.get("queue_instance", "").split("@")[0]
-                                for q in summary.iter("granted_slots")]
-        if any(q in QUEUES for q in queues):
-            ours.append(summary.findtext("id"))
-    return ours
+    shown = grants(sge("qrstat", "-ar", ",".join(ids), "-xml").stdout)
+    return [ar_id for ar_id, grant in shown.items()
+            if any(where.split("@")[0] in QUEUES for where in grant.placement)]

@@ -16,7 +16,7 @@ REFUSAL_CLASSES = (
     ("unknown queue", r"unknown queue"),
     ("unknown PE", r"parallel environment .* does not exist"),
     ("unknown resource", r"unknown resource"),
-    ("unknown user or list", r"not known as a user|unknown user|unknown group|unknown (user|access) list"),
+    ("unknown user or list", r"not known as a user|unknown (user|group|access list)"),
     ("not in arusers", r"must be manager or in userset"),
     ("no suitable queues", r"no suitable queues"),
     ("bad option", r"invalid|unrecognized|Numerical value|time format|expected|must be|argument"),
