@@ -106,17 +106,19 @@ class Backend(ABC):
         complexes' full names (h=x is hostname=x in qrstat -ar)."""
         return request
 
-    def place_slots(self, request: Request, users: list[tuple[str, tuple[str, ...]]],
+    def place_slots(self, request: Request, owner: tuple[str, tuple[str, ...]],
+                    users: list[tuple[str, tuple[str, ...]]],
                     ignore: int | None = None) -> tuple[list[Allocation], str]:
-        """qrsub's request (``request.by_slots``): the queue instances' slots
-        its scheduler would give a job of that shape over the whole window,
-        where every one of ``users`` (name, groups: the access list; an
-        ``@name`` entry with no groups is one of the batch system's access
-        lists, qrsub -u @name) may run jobs, and the parallel environment
-        chosen ("" for none); InvalidRequest naming an unknown access list;
-        NoCapacity
-        with the scheduler's reasons when nothing fits. ``ignore``: an AR
-        whose holdings are left out (the one a modify moves)."""
+        """qrsub's request (``request.by_slots``) of ``owner`` (name,
+        groups): the queue instances' slots its scheduler would give a job
+        of that shape over the whole window, where every one of ``users``
+        may run jobs (the access list as 8.1.9 checks it: qrsub -u's
+        entries, or the owner if none; an ``@name`` entry with no groups is
+        one of the batch system's access lists), and the parallel
+        environment chosen ("" for none); InvalidRequest naming an unknown
+        access list; NoCapacity with the scheduler's reasons when nothing
+        fits. ``ignore``: an AR whose holdings are left out (the one a
+        modify moves)."""
         raise InvalidRequest(f"-pe, -alloc, -q queue instances and -l resource requests "
                              f"(qrsub's ARs) need the native backend's scheduler; this site "
                              f"runs the {self.name} backend: reserve nodes with plus_reserve")

@@ -408,14 +408,17 @@ class Manager:
         if request.res_access:
             raise InvalidRequest("ResAccess places node reservations inside others; a qrsub "
                                  "request (slots) cannot use it")
-        users = [(owner.user, owner.groups)]
-        for entry in request.users:
+        users = []      # 8.1.9 checks the acl_list -u gave, or the owner if none
+        for entry in request.users or (owner.user,):
             if entry.startswith("@"):       # an access list of the batch system
                 users.append((entry, ()))
-            elif entry != owner.user:
+            elif entry == owner.user:
+                users.append((owner.user, owner.groups))
+            else:
                 found = users_account(entry)
                 users.append(found if found is not None else (entry, ()))
-        allocations, pe = self.backend.place_slots(request, users, ignore)
+        allocations, pe = self.backend.place_slots(request, (owner.user, owner.groups), users,
+                                                   ignore)
         per_node: dict[str, int] = {}
         for allocation in allocations:
             per_node[allocation.node] = per_node.get(allocation.node, 0) + allocation.slots

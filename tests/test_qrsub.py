@@ -156,6 +156,17 @@ def test_u_at_name_is_an_access_list_checked_by_name_and_shown_as_given(daemon):
     assert outsider.returncode != 0 and "is not in the access list" in outsider.stderr
 
 
+def test_the_access_list_alone_is_checked_when_u_gives_one(daemon):
+    """8.1.9 checks the acl_list -u gave, not the owner beside it: plusu1
+    may reserve team.q (user_lists team) for @team, or for plusu2 alone."""
+    for users in ("@team", "plusu2"):
+        view = granted(daemon, "-u", users, "-q", "team.q", "-a", at(), "-d", "0:10:0")
+        assert list(instances(view)) == ["team.q@arm1"]
+        daemon.ok("plusu1", "plus_qrdel", str(view["id"]))
+    alone = qrsub(daemon, "-q", "team.q", "-a", at(), "-d", "0:10:0")
+    assert alone.returncode == 1 and 'no permission for cluster queue "team.q"' in alone.stderr
+
+
 def test_xuser_lists_every_user_of_the_access_list_must_be_allowed(daemon):
     before = daemon.status()
     result = qrsub(daemon, "-u", "plusu1,plusu3", "-q", "all.q", "-a", at(), "-d", "1:0:0")
@@ -428,6 +439,9 @@ def test_qrstat_ar_shows_what_8_1_9_shows_and_reads_sge_qrstat_files(daemon):
                    "-d", "1:0:0")
     detail = daemon.ok("plusu1", "plus_qrstat", "-ar", str(view["id"]))
     assert "granted_parallel_environment   mpi slots 2-6\n" in detail
+    pattern = granted(daemon, "-pe", "mp*", "2", "-a", at(), "-d", "1:0:0")
+    assert "granted_parallel_environment   mp* slots 2\n" in \
+        daemon.ok("plusu1", "plus_qrstat", "-ar", str(pattern["id"]))
     assert "resource_list                  arch=lx-amd64, license=0\n" in detail
     for command in ("plus_qrstat", "plus_qrdel"):
         usage = daemon.run("plusu1", command, "-bogus")

@@ -89,11 +89,11 @@ class NativeBackend(Backend):
         return replace(request, attributes=arplace.full_names(self.cluster.config(),
                                                               request.attributes))
 
-    def place_slots(self, request: Request, users: list[tuple[str, tuple[str, ...]]],
+    def place_slots(self, request: Request, owner: tuple[str, tuple[str, ...]],
+                    users: list[tuple[str, tuple[str, ...]]],
                     ignore: int | None = None) -> tuple[list[Allocation], str]:
         config, scheduler = self.cluster.config(), self.scheduler
-        owner, groups = users[0]
-        job = arplace.ar_job(config, request, owner, groups, users, scheduler.now())
+        job = arplace.ar_job(config, request, *owner, users, scheduler.now())
         with scheduler.lock:
             model = ClusterResources(config, scheduler.now(), scheduler.offset, scheduler.reports,
                                      None, scheduler.windows, self._placing, for_reservation=True)

@@ -60,11 +60,13 @@ def resources(view: dict) -> list[tuple[str, str]]:
 
 
 def _pe(view: dict) -> str | None:
-    """8.1.9's line: the PE granted and the slot range requested."""
+    """8.1.9's line: the PE and the slot range as requested (-pe 'mp*' 2-6
+    shows mp* slots 2-6); -xml's has the PE granted and its slots."""
     if not view.get("granted_pe"):
         return None
-    ranges = tuple(tuple(pair) for pair in view["request"].get("pe_range") or ())
-    return f"{view['granted_pe']} slots {format_pe_range(ranges)}"
+    request = view["request"]
+    ranges = tuple(tuple(pair) for pair in request.get("pe_range") or ())
+    return f"{request.get('pe') or view['granted_pe']} slots {format_pe_range(ranges)}"
 
 
 def _acl(view: dict) -> list[str]:
