@@ -33,22 +33,9 @@ from qrdiff_requests import QrsubRequest, candidates, generate, option
 
 DEFAULT_SEED = 28
 KNOWN = {
-    "access list names a userset": "issue 28 (1): `-u @name` is a Grid Engine access list "
-                                   "(userset), plus_qrsub reads it as a Unix group",
-    "unknown user in the access list": "issue 28 (1): qrsub refuses `-u nosuchuser` with "
-                                       "'nosuchuser is not known as a user'",
-    "owner not in the access list": "issue 28 (1): 8.1.9's acl_list is `-u` alone, so the "
-                                    "owner's own access is not checked; plus_qrsub always "
-                                    "adds the owner",
-    "-w v": "issue 28 (5): 8.1.9's `-w v` prints why each instance fails and exits 1 even "
-            "when it found suitable queues (0 for a PE's 'found possible assignment')",
-    "PE shown as requested": "issue 28 (8): 8.1.9's granted_parallel_environment shows the "
-                             "requested PE (a pattern too) and slot range (`4,5` for 4-5), "
-                             "not what was granted",
-    "duration at or below DURATION_OFFSET": "issue 28 (9): 8.1.9 grants `-d` at or below "
-                                            "DURATION_OFFSET (60 s)",
-    "-N or -A that 8.1.9 takes": "issue 28 (9): 8.1.9 grants `-N x+y`, and `-A \"bad account\"` "
-                                 "exits 0 saying nothing and reserving nothing",
+    "-A with a blank": "deliberate: 8.1.9's qmaster refuses `-A 'bad account'` but its qrsub "
+                       "exits 0 saying nothing; plus_qrsub names the account string and exits 1 "
+                       "(before the daemon sees the request's other faults)",
     "xuser_lists refuse any -u list": "deliberate: 8.1.9 refuses every `-u` list, whoever is in "
                                       "it, on a queue or PE that has xuser_lists; the seed "
                                       "(5.2.2.1.3): 'only those queue instances can be reserved "
@@ -57,6 +44,14 @@ KNOWN = {
                              "1 slot of dq_two, 3 slots as 1+1+1); plus_qrsub applies it, the "
                              "seed (5.2.2.1.3): 'The resource selection will be similar as for "
                              "a regular sequential or parallel job'",
+    "-w v found, with messages": "deliberate: when 8.1.9's `-w v` finds suitable queues but its "
+                                 "answer list holds messages about others (a queue's "
+                                 "xuser_lists), it prints them and exits 1; plus_qrsub exits 0 "
+                                 "with 'found suitable queue(s)', reasons only on failure",
+    "XML PE slots": "deliberate: 8.1.9's -xml writes the requested slot range in "
+                    "granted_parallel_environment/slots (`2,3`), which the seed's schema types "
+                    "xs:unsignedInt; plus_qrstat -xml writes the slots granted (its text view "
+                    "shows the range, as 8.1.9's)",
 }
 """Disagreement class -> why it is allowed (the issue-28 item it belongs to)."""
 
@@ -82,25 +77,22 @@ def disagreement_class(request: QrsubRequest, field: str, sge: dict, ours: dict)
     one), from the request and both sides' fields."""
     options = request.options
     users = option(options, "-u")
-    if users and "@" in users[0]:
-        return "access list names a userset"
-    if users and "nosuchuser" in users[0]:
-        return "unknown user in the access list"
-    if option(options, "-w") == ["v"]:
-        return "-w v"
-    if request.duration <= 60 and not request.duration_text:
-        return "duration at or below DURATION_OFFSET"
-    if "+" in "".join(option(options, "-N")) or " " in "".join(option(options, "-A")):
-        return "-N or -A that 8.1.9 takes"
+    if " " in "".join(option(options, "-A")) and ours["class"] == "bad option":
+        return "-A with a blank"
     if field == "pe":
         requested = option(options, "-pe")
         name, _, slots = str(sge["pe"]).partition(" ")
-        if name == requested[0] and _slot_numbers(slots) == _slot_numbers(requested[1]):
-            return "PE shown as requested"
-    sge_granted, we_granted = sge["decision"] == "grant", ours["decision"] == "grant"
-    if users and sge_granted and not we_granted and request.user not in users[0].split(","):
-        return "owner not in the access list"
-    if users and we_granted and not sge_granted and _uses_xuser_lists(options):
+        ours_name, _, granted = str(ours["pe"]).partition(" ")
+        if name == ours_name == requested[0] and granted.isdigit() and \
+                int(granted) in _slot_numbers(slots) and _slot_numbers(slots) == \
+                _slot_numbers(requested[1]):
+            return "XML PE slots"
+    if field == "exit" and sge["decision"] == ours["decision"] == "verified":
+        return "-w v found, with messages"
+    sge_granted = sge["decision"] in ("grant", "verified")
+    we_granted = ours["decision"] in ("grant", "verified")
+    fewer = field == "slots" and (sge["slots"] or 0) < (ours["slots"] or 0)
+    if users and _uses_xuser_lists(options) and (we_granted and not sge_granted or fewer):
         return "xuser_lists refuse any -u list"
     pe = option(options, "-pe")
     rules = [PES[name]["allocation_rule"] for name in PES if pe and fnmatchcase(name, pe[0])]

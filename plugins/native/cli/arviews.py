@@ -128,7 +128,7 @@ def summary(view: dict) -> "ET.Element":
                       queue_instance=f"{a.get('queue') or 'R' + str(view['id'])}@{a['node']}")
     if view.get("granted_pe"):
         pe = ET.SubElement(ar, "granted_parallel_environment")
-        text_element(pe, "parallel_environment", view["granted_pe"])
+        text_element(pe, "parallel_environment", request.get("pe") or view["granted_pe"])
         text_element(pe, "slots", sum(a["slots"] for a in view["allocations"]))
     if request.get("ckpt"):
         text_element(ar, "checkpoint_name", request["ckpt"])
