@@ -36,6 +36,9 @@ clients do not apply; their option errors are still checked."""
 THIN = {name: module for name, module in COMMANDS.items() if name not in THICK}
 OWN_GRAMMAR = {"plus_qsub"}
 """Commands with a grammar of their own (options end at the script)."""
+USAGE_STATUS = {"plus_qrsub": 1, "plus_qrstat": 1, "plus_qrdel": 1}
+"""A bad option's exit status where it is not 2: 8.1.9's qrsub, qrstat and
+qrdel exit 1, and ours with them."""
 
 
 def argv(command: str, *args: str) -> list[str]:

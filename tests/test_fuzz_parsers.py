@@ -271,16 +271,13 @@ def run_parser(parse, argv: list[str]) -> tuple[object, int | None, str, str]:
             return None, stop.code, out.getvalue(), err.getvalue()
 
 
-USAGE_STATUS = {"plus_qrsub": 1}
-"""qrsub exits 1 on a bad option, and plus_qrsub with it."""
-
-
 def check_usage_error(command: str, status: int | None, out: str, err: str) -> None:
-    """Exit status 2 with one line on stderr, or 0 having printed the help."""
+    """Exit status 2 (1 for the qr commands) with one line on stderr, or 0
+    having printed the help."""
     if status == 0:
         assert "usage" in out and err == ""
         return
-    assert status == USAGE_STATUS.get(command, 2), (status, err)
+    assert status == commands.USAGE_STATUS.get(command, 2), (status, err)
     line = err.removesuffix("\n")
     assert err.endswith("\n") and line.startswith(f"{command}: ")
     check_message(line)
