@@ -20,6 +20,7 @@ from overlay.ordering import OrderError, node_order
 from overlay.request import valid_name
 from overlay.users import login_uid_min
 
+
 class ConfigError(Exception):
     """The configuration cannot be used; the text names the key."""
 

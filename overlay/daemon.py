@@ -22,19 +22,37 @@ from typing import Any, Callable
 import pluggy
 
 from overlay import config as config_module
-from overlay import (connections, limits, logsetup, oidc, plugins, protocol, reconfigure, reskey,
-                     statefile, wire)
+from overlay import (
+    connections,
+    limits,
+    logsetup,
+    oidc,
+    plugins,
+    protocol,
+    reconfigure,
+    reskey,
+    statefile,
+    wire,
+)
 from overlay.accounting import ReportingFollower, ReportingWriter, used
 from overlay.backend import Backend
 from overlay.config import Config, ConfigError
 from overlay.http.companion import Companion
 from overlay.lifecycle import Lifecycle
 from overlay.manager import Caller, Manager, owner_of
-from overlay.ratelog import RateLimitedLog
-from overlay.model import (FINISHED_STATES, InvalidRequest, LimitExceeded, NoCapacity,
-                           PermissionDenied, Reservation, ReservationError, State,
-                           UnknownReservation)
+from overlay.model import (
+    FINISHED_STATES,
+    InvalidRequest,
+    LimitExceeded,
+    NoCapacity,
+    PermissionDenied,
+    Reservation,
+    ReservationError,
+    State,
+    UnknownReservation,
+)
 from overlay.ordering import NODE_SORT_KEYS
+from overlay.ratelog import RateLimitedLog
 from overlay.request import RequestError, parse_idempotency_key, parse_name, parse_name_list
 from overlay.store import Conflict, Store, StoreUnavailable, refuse_truncated, shown_url
 from overlay.storelease import LeaseLost, StoreLease

@@ -60,5 +60,5 @@ def dumps(value: object) -> str:
 
 
 def _decode_error(message: str, text: str, position: int) -> ValueError:
-    from json import JSONDecodeError     # only on this path: it costs the import above
+    from json import JSONDecodeError  # only on this path: it costs the import above
     return JSONDecodeError(message, text, position)

@@ -18,9 +18,20 @@ commands and the HTTP companion parse with it, the daemon checks again.
 from __future__ import annotations
 
 from overlay.limits import MAX_ARGUMENT, MAX_DURATION, shown
-from overlay.request import (RequestError, parse_ar_id, parse_attribute_list, parse_int,
-                             parse_mail_list, parse_mail_options, parse_memory_mb, parse_name,
-                             parse_name_list, parse_pattern, parse_yes_no, request_wire)
+from overlay.request import (
+    RequestError,
+    parse_ar_id,
+    parse_attribute_list,
+    parse_int,
+    parse_mail_list,
+    parse_mail_options,
+    parse_memory_mb,
+    parse_name,
+    parse_name_list,
+    parse_pattern,
+    parse_yes_no,
+    request_wire,
+)
 from overlay.timespec import bounded_time, parse_time
 
 DEFAULT_LOOKAHEAD = 7 * 86400

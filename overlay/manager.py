@@ -21,23 +21,49 @@ from typing import Callable, Iterable, Iterator, NamedTuple
 import pluggy
 
 from overlay import plugins
-from overlay.accounting import (EVENT_DELETED, EVENT_MODIFIED, EVENT_SATISFIED, EVENT_START,
-                                EVENT_TERMINATED, EVENT_UNSATISFIED, ReportingWriter)
+from overlay.accounting import (
+    EVENT_DELETED,
+    EVENT_MODIFIED,
+    EVENT_SATISFIED,
+    EVENT_START,
+    EVENT_TERMINATED,
+    EVENT_UNSATISFIED,
+    ReportingWriter,
+)
 from overlay.activity import Activity
 from overlay.backend import Backend
 from overlay.config import Config
-from overlay.model import (FINISHED_STATES, Allocation, InvalidRequest, LimitExceeded, NoCapacity,
-                           Node, Operation, PermissionDenied, Request, Reservation,
-                           ReservationError, State, UnknownReservation)
+from overlay.matching import node_satisfies, wildcard_match
+from overlay.model import (
+    FINISHED_STATES,
+    Allocation,
+    InvalidRequest,
+    LimitExceeded,
+    NoCapacity,
+    Node,
+    Operation,
+    PermissionDenied,
+    Request,
+    Reservation,
+    ReservationError,
+    State,
+    UnknownReservation,
+)
+from overlay.nesting import Inside, accessible, enforced, merged
 from overlay.ordering import sort_nodes
 from overlay.planner import MultiPlanner, covered_ranges
 from overlay.policy import PolicyContext, context_for, used_part
-from overlay.matching import node_satisfies, wildcard_match
-from overlay.nesting import Inside, accessible, enforced, merged
-from overlay.request import RequestError, access_list, parse_mail_list, parse_mail_options, window_end
 from overlay.ratelog import RateLimitedLog
+from overlay.request import (
+    RequestError,
+    access_list,
+    parse_mail_list,
+    parse_mail_options,
+    window_end,
+)
 from overlay.store import Store
-from overlay.users import account as users_account, groups_of, listed
+from overlay.users import account as users_account
+from overlay.users import groups_of, listed
 
 log = logging.getLogger("plus.manager")
 
@@ -391,7 +417,7 @@ class Manager:
             chosen.append(node)
             within.append(outer)
             if len(chosen) == request.nodes:
-                return [Allocation(n.name, request.slots_on(n), w) for n, w in zip(chosen, within)]
+                return [Allocation(n.name, request.slots_on(n), w) for n, w in zip(chosen, within, strict=True)]
         reason = (f"only {len(chosen)} of the {request.nodes} requested nodes can be reserved "
                   f"for this window ({len(self.nodes)} nodes known, {matching} match the "
                   f"request, {free} free)")
@@ -895,8 +921,8 @@ class Manager:
                       and (end is None or ar.start < end)]
             shown_live = [ar.state not in FINISHED_STATES or
                           (ar.state == State.DELETED and ar.id in lingering) for ar in chosen]
-            live = [ar for ar, alive in zip(chosen, shown_live) if alive]
-            done = sorted((ar for ar, alive in zip(chosen, shown_live) if not alive),
+            live = [ar for ar, alive in zip(chosen, shown_live, strict=True) if alive]
+            done = sorted((ar for ar, alive in zip(chosen, shown_live, strict=True) if not alive),
                           key=lambda ar: (ar.finished_time or 0, ar.id))
             shown = live + (done[-expired:] if expired > 0 else [])
             return sorted(shown, key=lambda ar: ar.id)

@@ -159,7 +159,7 @@ class Planner:
             return
         if len(self.times) > 1 or self.usage.item(0):
             previous = 0.0
-            for time, used in zip(self.times.tolist(), self.usage.tolist()):
+            for time, used in zip(self.times.tolist(), self.usage.tolist(), strict=True):
                 events[time] = events.get(time, 0.0) + used - previous
                 previous = used
         times = sorted(events)
@@ -260,7 +260,7 @@ class Planner:
             return []
         times, usage = self._window(start, end, ignore)
         starts, ends = _runs(times, usage <= self.capacity - amount)
-        return [(s, min(e, end)) for s, e in zip(starts.tolist(), ends.tolist()) if s < end]
+        return [(s, min(e, end)) for s, e in zip(starts.tolist(), ends.tolist(), strict=True) if s < end]
 
     def idle_spans(self) -> tuple[np.ndarray, np.ndarray]:
         """(starts, ends) of the spans with nothing in use, up to INFINITY."""
@@ -487,7 +487,7 @@ class MultiPlanner:
         if need is None and not skip:
             starts, ends = self._free_span_index().start_candidates(names, duration, first)
             keep = starts <= last
-            return covered_ranges(zip(starts[keep].tolist(), np.minimum(ends[keep], last).tolist()),
+            return covered_ranges(zip(starts[keep].tolist(), np.minimum(ends[keep], last).tolist(), strict=True),
                                   count)
         need = self._needs(need)
         return covered_ranges((found for name in names

@@ -10,8 +10,18 @@ the wildcard matching that needs it.
 
 from __future__ import annotations
 
-from overlay.limits import (HORIZON_DAYS, MAX_ADDRESS, MAX_ARGUMENT, MAX_COUNT, MAX_DURATION,
-                            MAX_ITEMS, MAX_MEMORY_MB, MAX_NAME, MAX_PATTERN, shown)
+from overlay.limits import (
+    HORIZON_DAYS,
+    MAX_ADDRESS,
+    MAX_ARGUMENT,
+    MAX_COUNT,
+    MAX_DURATION,
+    MAX_ITEMS,
+    MAX_MEMORY_MB,
+    MAX_NAME,
+    MAX_PATTERN,
+    shown,
+)
 from overlay.timespec import format_duration, format_time
 
 TYPE_CHECKING = False       # typing costs a command 3 ms to import

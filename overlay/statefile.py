@@ -51,7 +51,7 @@ def secret_key(path: str, what: str) -> bytes:
             check_private(handle.fileno(), path, what)
             key = handle.read().strip()
         if len(key) < 32:
-            raise ValueError(f"{path}: the {what} is too short (at least 32 bytes)")
+            raise ValueError(f"{path}: the {what} is too short (at least 32 bytes)") from None
         return key
     key = secrets.token_hex(32).encode()
     with os.fdopen(descriptor, "wb") as handle:

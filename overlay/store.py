@@ -19,8 +19,18 @@ from contextlib import contextmanager
 from functools import lru_cache
 from typing import Iterator, Mapping
 
-from sqlalchemy import (BigInteger, Engine, MetaData, bindparam, event, insert, inspect, make_url,
-                        text, update)
+from sqlalchemy import (
+    BigInteger,
+    Engine,
+    MetaData,
+    bindparam,
+    event,
+    insert,
+    inspect,
+    make_url,
+    text,
+    update,
+)
 from sqlalchemy.exc import DatabaseError, OperationalError
 from sqlmodel import Field, Session, SQLModel, create_engine, delete, select
 

@@ -14,11 +14,25 @@ from typing import Any, Callable, Iterable
 
 from overlay import limits
 from overlay.model import Request
-from overlay.request import (MAX_AR_ID, MAX_SLOTS, REQUEST_FIELDS, RequestError,
-                             parse_alloc_rule, parse_attribute_list, parse_mail_list,
-                             parse_mail_options, parse_name, parse_name_list,
-                             parse_object_name, parse_pattern, parse_pe_range, parse_queue_list,
-                             request_wire, parse_account, parse_ar_references)
+from overlay.request import (
+    MAX_AR_ID,
+    MAX_SLOTS,
+    REQUEST_FIELDS,
+    RequestError,
+    parse_account,
+    parse_alloc_rule,
+    parse_ar_references,
+    parse_attribute_list,
+    parse_mail_list,
+    parse_mail_options,
+    parse_name,
+    parse_name_list,
+    parse_object_name,
+    parse_pattern,
+    parse_pe_range,
+    parse_queue_list,
+    request_wire,
+)
 from overlay.timespec import bounded_time
 
 NAME_ECHO = 32

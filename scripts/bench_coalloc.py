@@ -36,7 +36,8 @@ def run(sites: dict[str, Site], log: Log, runs: int) -> dict[str, list[float]]:
     count = len(sites)
     for index in range(runs):
         marks: list[float] = []
-        coordinator = Coordinator(sites, log, on_step=lambda step: marks.append(time.perf_counter()))
+        coordinator = Coordinator(sites, log, on_step=lambda step, marks=marks:
+                                  marks.append(time.perf_counter()))
         began = time.perf_counter()
         earliest = int(time.time()) + 3 * 86400 + index * 2 * HOUR
         coordinator.reserve(HOUR, earliest, earliest + 7 * 86400,

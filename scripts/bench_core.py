@@ -234,7 +234,8 @@ class Daemon:
                 return time.perf_counter() - began
             except protocol.ProtocolError:
                 if self.process.poll() is not None or time.perf_counter() - began > 600:
-                    raise SystemExit(f"plus_scheduler did not start; see {self.work}/daemon.log")
+                    raise SystemExit(f"plus_scheduler did not start; see {self.work}/daemon.log"
+                                     ) from None
                 time.sleep(0.05)
 
     def stop(self) -> None:

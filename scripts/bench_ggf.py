@@ -99,7 +99,7 @@ def double_booked(daemon: Daemon) -> list[str]:
         for allocation in ar["allocations"]:
             spans.setdefault(allocation["node"], []).append((ar["start"], ar["end"]))
     return [node for node, held in spans.items()
-            if any(a[1] > b[0] for a, b in zip(sorted(held), sorted(held)[1:]))]
+            if any(a[1] > b[0] for a, b in zip(sorted(held), sorted(held)[1:], strict=False))]
 
 
 @contextmanager
@@ -131,7 +131,7 @@ def ours(ars: int, setres: int, runs: int, clients: int) -> dict[str, object]:
         for label, nodes, hours in (("RESQUERY 7 days, 4 nodes x 4 h, ms", 4, 4),
                                     ("RESQUERY 7 days, 64 nodes x 12 h, ms", 64, 12)):
             shape = {"start": now, "end": now + hours * 3600, "nodes": nodes, "last_start": week}
-            figures[label] = median_ms(lambda: asked(daemon, "resquery", shape), runs)
+            figures[label] = median_ms(lambda shape=shape: asked(daemon, "resquery", shape), runs)
         query = {"start": now, "end": now + 4 * 3600, "nodes": 4}
         figures["QUERY 4 nodes x 4 h, ms"] = median_ms(lambda: asked(daemon, "query", query), runs)
         figures["HTTP GET /reservations/{id}, ms"] = median_ms(

@@ -186,7 +186,7 @@ def main() -> None:
                 for index, (name, _, owner) in enumerate(CASES):
                     samples[index].append(reserve_ms(managers[index], owner, nodes, hooks,
                                                      refused=name.endswith("sample4")))
-            medians = [[statistics.median(column) for column in zip(*case)] for case in samples]
+            medians = [[statistics.median(column) for column in zip(*case, strict=True)] for case in samples]
             for (name, _, _), (whole, in_hooks) in zip(CASES, medians, strict=True):
                 added = whole - medians[0][0]
                 print(f"{name:<26}{nodes:>6} nodes{whole:>10.2f}{added:>10.2f}{in_hooks:>10.2f}")

@@ -61,7 +61,8 @@ def first_render(browser, daemon: Daemon) -> tuple[float, int, int]:
     try:
         page.wait_for_selector("body[data-ready=yes]", timeout=60000)
     except Exception:
-        raise SystemExit("the page did not get ready: " + page.locator("#message").inner_text())
+        raise SystemExit("the page did not get ready: " +
+                         page.locator("#message").inner_text()) from None
     page.evaluate("new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
     elapsed = page.evaluate("performance.now()")
     drawn = page.locator(".vis-item.ar").count()

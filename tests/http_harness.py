@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import httpx
+
 from daemon_harness import Daemon
 
 HOUR = 3600

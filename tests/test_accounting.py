@@ -12,9 +12,18 @@ from pathlib import Path
 
 import pytest
 
-from overlay.accounting import (EVENT_DELETED, EVENT_START, EVENT_TERMINATED, EVENT_UNSATISFIED,
-                                ARUsage, ReportingFollower, ReportingFormatError, ReportingWriter, collect,
-                                read_records)
+from overlay.accounting import (
+    EVENT_DELETED,
+    EVENT_START,
+    EVENT_TERMINATED,
+    EVENT_UNSATISFIED,
+    ARUsage,
+    ReportingFollower,
+    ReportingFormatError,
+    ReportingWriter,
+    collect,
+    read_records,
+)
 from overlay.cli import account
 from overlay.model import Allocation, Request, Reservation, State
 

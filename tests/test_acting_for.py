@@ -13,8 +13,8 @@ import pwd
 
 import httpx
 import pytest
-from http_harness import auth, start_api, token, window
 
+from http_harness import auth, start_api, token, window
 from overlay import reskey
 
 PRINCIPAL = "plusu3"      # a trusted principal that is no manager

@@ -104,5 +104,5 @@ def test_what_we_refuse_htcondor_refuses_too_but_text_after_the_ad():
         if text.endswith("extra"):
             assert classad2.ClassAd(text).eval("a") == 1
             continue
-        with pytest.raises(Exception):
+        with pytest.raises(classad2.ClassAdException):
             classad2.ClassAd(text)

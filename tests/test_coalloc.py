@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Callable
 
 import pytest
+
 from daemon_harness import BIN, Daemon
 from http_harness import HOUR, free_port, secret_file, start_api, token
-
 from overlay.coalloc import sites as sites_file
 from overlay.coalloc.coordinator import Coordinator, intersect
 from overlay.coalloc.log import Log
@@ -176,7 +176,7 @@ def test_two_coordinators_racing_for_the_same_nodes_never_both_get_a_window(worl
     assert all(status in (0, 1) for _, _, status in outcomes), outcomes
     assert won, outcomes                                        # the window has room for one
     windows = sorted((c["start"], c["end"]) for c in won)
-    assert all(a[1] <= b[0] for a, b in zip(windows, windows[1:])), windows
+    assert all(a[1] <= b[0] for a, b in zip(windows, windows[1:], strict=False)), windows
     for name in ("A", "B"):
         ars = [ar for ar in daemons[name][0].status() if ar["owner"] == USER]
         assert all(ar["pending"] is None for ar in ars) and len(ars) == len(won)
@@ -262,7 +262,7 @@ def test_a_co_allocation_is_moved_cancelled_and_shown_as_one(world):
     assert {s["state"] for s in json.loads(cancelled.stdout)["sites"].values()} == {"cancelled"}
     listed = daemons["A"][0].run(USER, "plus_costatus", *common)
     assert any(line.split()[:2] == [coalloc["id"], "cancelled"] for line in listed.stdout.splitlines())
-    for name, ars in held(world, coalloc["id"]).items():
+    for ars in held(world, coalloc["id"]).values():
         assert all(ar["state"] == "d" for ar in ars)
     daemons["C"][0].ok("root", "plus_destroy", "-r", str(busy["id"]))
     clean(world)

@@ -15,20 +15,52 @@ import io
 import time
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import commands_from_source as commands
-from overlay.limits import (HORIZON, MAX_ADDRESS, MAX_ARGUMENT, MAX_COUNT, MAX_DURATION,
-                            MAX_ITEMS, MAX_MEMORY_MB, MAX_NAME, MAX_PATTERN, shown)
-from overlay.request import (MAX_AR_ID, MAX_SLOTS, RequestError, parse_ar_id,
-                             parse_attribute_list, parse_int, parse_job_references,
-                             parse_mail_list, parse_mail_options, parse_memory_mb, parse_name,
-                             parse_name_list, parse_pattern, parse_pe_range, parse_queue_list,
-                             parse_yes_no, window_end)
+from overlay.limits import (
+    HORIZON,
+    MAX_ADDRESS,
+    MAX_ARGUMENT,
+    MAX_COUNT,
+    MAX_DURATION,
+    MAX_ITEMS,
+    MAX_MEMORY_MB,
+    MAX_NAME,
+    MAX_PATTERN,
+    shown,
+)
+from overlay.request import (
+    MAX_AR_ID,
+    MAX_SLOTS,
+    RequestError,
+    parse_ar_id,
+    parse_attribute_list,
+    parse_int,
+    parse_job_references,
+    parse_mail_list,
+    parse_mail_options,
+    parse_memory_mb,
+    parse_name,
+    parse_name_list,
+    parse_pattern,
+    parse_pe_range,
+    parse_queue_list,
+    parse_yes_no,
+    window_end,
+)
 from overlay.timespec import TimeSpecError, parse_duration, parse_time
 from overlay_native.cli import qsub
-from overlay_native.resources.complexes import (NUMERIC, TYPES, ComplexError, ComplexTable, Pattern,
-                                      parse_requests, parse_value)
+from overlay_native.resources.complexes import (
+    NUMERIC,
+    TYPES,
+    ComplexError,
+    ComplexTable,
+    Pattern,
+    parse_requests,
+    parse_value,
+)
 
 NOW = 1_800_000_000
 FUZZ = settings(max_examples=200, deadline=None, database=None,

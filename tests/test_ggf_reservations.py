@@ -11,8 +11,8 @@ import time
 
 import httpx
 import pytest
-from http_harness import HOUR, auth, secret_file, start_api, token, window
 
+from http_harness import HOUR, auth, secret_file, start_api, token, window
 from overlay import reskey
 
 

@@ -21,9 +21,9 @@ import time
 
 import httpx
 import pytest
+
 from daemon_harness import Daemon
 from http_harness import answering, auth, free_port, start_api, token
-
 from overlay import protocol, reskey
 from overlay.daemon import CLIENT_LINES
 from overlay.http.admission import SEND_BUFFER
@@ -377,6 +377,7 @@ def _self_signed(folder) -> tuple[str, str]:
     """A certificate for 127.0.0.1 and its key, readable by the companion."""
     import datetime
     import ipaddress
+
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import ec

@@ -14,8 +14,10 @@ import time
 import httpx
 import jwt
 import pytest
+
 from daemon_harness import Daemon
 from http_harness import HOUR, auth, free_port, start_api, token, window
+
 
 @pytest.fixture(scope="module")
 def api():
@@ -404,7 +406,7 @@ def test_resquery_with_no_range_says_why(api):
     start = window(92)["start"]
     words = ["plusu1", "1h", f"{start},{start + HOUR}", "nodes=6"]     # 5 nodes in all
     none = httpx.post(url + "/ggf/resquery", headers=auth(token(daemon, "plusu1")), json=dict(
-        zip(("UserID", "TimeNeeded", "TimeSpec", "ResourceList"), words)))
+        zip(("UserID", "TimeNeeded", "TimeSpec", "ResourceList"), words, strict=True)))
     assert none.status_code == 200 and none.json()["ranges"] == []
     why = (f"no start between {start} and {start + HOUR} is free for 6 node(s) for 3600 s")
     assert none.json()["OtherInfo"] == why

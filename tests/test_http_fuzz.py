@@ -9,10 +9,10 @@ from urllib.parse import urlencode
 import pytest
 import requests
 import schemathesis
-from schemathesis import GenerationMode
-from http_harness import auth, start_api, token
 from hypothesis import HealthCheck, given, settings
+from schemathesis import GenerationMode
 
+from http_harness import auth, start_api, token
 from overlay import protocol
 from overlay.http.app import make_app
 

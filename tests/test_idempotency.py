@@ -7,9 +7,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from test_manager import ALICE, BOB, HOUR, T0, Env
 
 from overlay.model import InvalidRequest, Operation, Request
+from test_manager import ALICE, BOB, HOUR, T0, Env
 
 
 def test_a_retried_request_finds_the_ar_it_made(tmp_path):

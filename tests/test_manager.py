@@ -12,8 +12,14 @@ from overlay.accounting import ReportingWriter
 from overlay.hookspecs import hookimpl
 from overlay.lifecycle import Lifecycle
 from overlay.manager import Caller, Manager
-from overlay.model import (LimitExceeded, Operation, PermissionDenied, Request,
-                           ReservationError, State)
+from overlay.model import (
+    LimitExceeded,
+    Operation,
+    PermissionDenied,
+    Request,
+    ReservationError,
+    State,
+)
 from overlay.request import RequestError
 from overlay.store import Store
 from overlay_native.simulation.simhosts import Clock

@@ -6,8 +6,18 @@ from __future__ import annotations
 
 import pytest
 
-from overlay.model import (FINISHED_STATES, HOLDING_STATES, Allocation, LimitExceeded, Node,
-                           PermissionDenied, Request, Reservation, ReservationError, State)
+from overlay.model import (
+    FINISHED_STATES,
+    HOLDING_STATES,
+    Allocation,
+    LimitExceeded,
+    Node,
+    PermissionDenied,
+    Request,
+    Reservation,
+    ReservationError,
+    State,
+)
 
 
 def test_exit_statuses():

@@ -10,11 +10,27 @@ from pathlib import Path
 import pytest
 
 from overlay.limits import MAX_ITEMS, MAX_PATTERN
-from overlay_native.resources.complexes import (Complex, ComplexError, ComplexTable, Pattern, compare,
-                                      parse_requests, parse_value)
-from overlay_native.resources.matching import (CategoryCache, ResourceContainer, assign, category_key,
-                                     consume, debit, mismatch, release, slots_fit,
-                                     soft_violations)
+from overlay_native.resources.complexes import (
+    Complex,
+    ComplexError,
+    ComplexTable,
+    Pattern,
+    compare,
+    parse_requests,
+    parse_value,
+)
+from overlay_native.resources.matching import (
+    CategoryCache,
+    ResourceContainer,
+    assign,
+    category_key,
+    consume,
+    debit,
+    mismatch,
+    release,
+    slots_fit,
+    soft_violations,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 G = 2 ** 30

@@ -24,8 +24,9 @@ import pytest
 from overlay.remote import LocalRunner
 from overlay.ssh import SshRunner
 from overlay_native.execution.runners import ExecutionError, Executor, Finished, JobSpec
-from sshd import ADDRESS as SSHD, KEY, KNOWN_HOSTS, need_sshd as _need_sshd
-
+from sshd import ADDRESS as SSHD
+from sshd import KEY, KNOWN_HOSTS
+from sshd import need_sshd as _need_sshd
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0, reason="the shepherd runs as root; scripts/test.sh runs the tests so")

@@ -7,8 +7,14 @@ from dataclasses import dataclass
 
 import pytest
 
-from overlay.ordering import (DEFAULT_JOB_ORDER, JobOrder, OrderError, order_jobs,
-                                     parse_sched_conf, torque_job_order)
+from overlay.ordering import (
+    DEFAULT_JOB_ORDER,
+    JobOrder,
+    OrderError,
+    order_jobs,
+    parse_sched_conf,
+    torque_job_order,
+)
 
 
 @dataclass

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from overlay_native.scheduling.dispatch import EASY, FCFS, CONSERVATIVE, Policy, SlotPool, dispatch
+from overlay_native.scheduling.dispatch import CONSERVATIVE, EASY, FCFS, Policy, SlotPool, dispatch
 from overlay_native.simulation import replay, swf
 
 
@@ -64,9 +64,9 @@ def test_policies_on_a_small_trace(tmp_path, policy, waits):
     report = replay.simulate(swf.read(trace_file(tmp_path, JOBS)), policy)
     assert report.jobs == 4 and report.mean_wait == sum(waits) / 4 and report.max_wait == max(waits)
     runs = [100, 100, 50, 150]
-    assert report.makespan == max(w + r for w, r in zip(waits, runs))
+    assert report.makespan == max(w + r for w, r in zip(waits, runs, strict=True))
     assert report.mean_bounded_slowdown == pytest.approx(
-        sum(max(1, (w + r) / max(r, 10)) for w, r in zip(waits, runs)) / 4)
+        sum(max(1, (w + r) / max(r, 10)) for w, r in zip(waits, runs, strict=True)) / 4)
     assert report.utilization == pytest.approx(sum(r * n for _, _, r, n, _ in JOBS)
                                                / (4 * report.makespan))
 

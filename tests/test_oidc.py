@@ -21,6 +21,7 @@ import httpx
 import jwt
 import pytest
 from cryptography.hazmat.primitives import serialization
+
 from daemon_harness import Daemon
 from http_harness import answering, auth, free_port, window
 from oidc_harness import CLIENT, Provider

@@ -9,8 +9,8 @@ import json
 
 import jwt
 import pytest
-from oidc_harness import new_key
 
+from oidc_harness import new_key
 from overlay import oidc
 from overlay.oidc import OidcSettings, Provider
 from overlay.tokens import TokenRefused

@@ -370,7 +370,7 @@ def test_start_ranges_match_brute_force():
         assert got == expected, (bookings, capacity, need, count, duration, first, last, ignore)
         # maximal, sorted and disjoint ranges
         assert ranges == sorted(ranges)
-        assert all(hi + 1 < lo2 for (_, hi), (lo2, _) in zip(ranges, ranges[1:]))
+        assert all(hi + 1 < lo2 for (_, hi), (lo2, _) in zip(ranges, ranges[1:], strict=False))
 
 
 # --- the vectorised whole-node path agrees with the node-by-node one ---------------------

@@ -10,10 +10,10 @@ import textwrap
 
 import pytest
 
+from overlay import users
 from overlay.manager import Caller
 from overlay.model import ReservationError
 from overlay.policy import owner_groups
-from overlay import users
 from overlay.users import account, groups_of
 from test_manager import ALICE, BOB, HOUR, T0, Env
 

@@ -10,8 +10,8 @@ from overlay.model import Allocation, Node, Request, Reservation, State
 from overlay.policy import PolicyContext
 from overlay_policies.members import Members
 from overlay_policies.node_state import NodeState
-from overlay_policies.projects import Project, Projects
 from overlay_policies.patterns import NodeNames
+from overlay_policies.projects import Project, Projects
 from overlay_policies.settings import readable
 from overlay_policies.share import Share, Tier
 

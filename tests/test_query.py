@@ -10,11 +10,11 @@ import random
 from types import SimpleNamespace
 
 import pytest
-from test_manager import ALICE, BOB, HOUR, T0, Env
-from test_resquery import CLUSTER, MINUTE
 
 from overlay.backend import Backend, Holding, Job
 from overlay.model import NoCapacity, Request
+from test_manager import ALICE, BOB, HOUR, T0, Env
+from test_resquery import CLUSTER, MINUTE
 
 CAPACITY = {**{f"n0{i}": 4 for i in range(1, 7)}, "g01": 8, "g02": 8}
 GPU = {"g01", "g02"}

@@ -20,7 +20,9 @@ import pytest
 
 from overlay.remote import CommandError, LocalRunner, runner_from_options
 from overlay.ssh import SshRunner
-from sshd import ADDRESS as SSHD, KEY, KNOWN_HOSTS, need_sshd as _need_sshd
+from sshd import ADDRESS as SSHD
+from sshd import KEY, KNOWN_HOSTS
+from sshd import need_sshd as _need_sshd
 
 SSHD_SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "test-sshd.sh"
 SSHD_PIDFILE = Path("/run/plus-test-sshd.pid")

@@ -8,15 +8,39 @@ import calendar
 
 import pytest
 
-from overlay.limits import (HORIZON_DAYS, MAX_ADDRESS, MAX_COUNT, MAX_DURATION, MAX_ITEMS,
-                            MAX_MEMORY_MB, MAX_NAME, MAX_PATTERN)
-from overlay.model import Node, Request
+from overlay.limits import (
+    HORIZON_DAYS,
+    MAX_ADDRESS,
+    MAX_COUNT,
+    MAX_DURATION,
+    MAX_ITEMS,
+    MAX_MEMORY_MB,
+    MAX_NAME,
+    MAX_PATTERN,
+)
 from overlay.matching import node_satisfies
-from overlay.request import (MAX_AR_ID, MEMORY_FORMS, RequestError, access_list,
-                             parse_ar_id, parse_attribute_list, parse_int, parse_job_references,
-                             parse_mail_list, parse_mail_options, parse_memory_mb, parse_name,
-                             parse_name_list, parse_object_name, parse_pattern, parse_pe_range, parse_queue_list,
-                             parse_yes_no, window_end)
+from overlay.model import Node, Request
+from overlay.request import (
+    MAX_AR_ID,
+    MEMORY_FORMS,
+    RequestError,
+    access_list,
+    parse_ar_id,
+    parse_attribute_list,
+    parse_int,
+    parse_job_references,
+    parse_mail_list,
+    parse_mail_options,
+    parse_memory_mb,
+    parse_name,
+    parse_name_list,
+    parse_object_name,
+    parse_pattern,
+    parse_pe_range,
+    parse_queue_list,
+    parse_yes_no,
+    window_end,
+)
 
 # --- parse_memory_mb ----------------------------------------------------------------------
 

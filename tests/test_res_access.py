@@ -10,12 +10,19 @@ import random
 from dataclasses import replace
 
 import pytest
+
+from overlay.model import (
+    Allocation,
+    InvalidRequest,
+    NoCapacity,
+    PermissionDenied,
+    Request,
+    Reservation,
+    State,
+)
+from overlay.store import Conflict
 from test_manager import ALICE, BOB, HOUR, T0, Caller, Env
 from test_resquery import CLUSTER, MINUTE, inside
-
-from overlay.model import (Allocation, InvalidRequest, NoCapacity, PermissionDenied, Request,
-                           Reservation, State)
-from overlay.store import Conflict
 
 CAROL = Caller(uid=5003, user="carol", groups=("third",), is_manager=False)
 PLAIN = [f"n0{i}" for i in range(1, 7)]

@@ -7,9 +7,9 @@ from __future__ import annotations
 import random
 
 import pytest
-from test_manager import ALICE, BOB, HOUR, T0, Env
 
 from overlay.model import NoCapacity, PermissionDenied, Request
+from test_manager import ALICE, BOB, HOUR, T0, Env
 
 MINUTE = 60
 CLUSTER = """\

@@ -11,14 +11,24 @@ from pathlib import Path
 
 import pytest
 
+from crashing_runner import CrashingRunner
 from overlay.model import Request, State
 from overlay.remote import CommandError
 from overlay.request import RequestError
 from overlay.ssh import SshRunner
 from overlay_sge import objects
-from crashing_runner import CrashingRunner
-from sge_cluster import (backend, clean, instance_states, job_states, names, require,
-                         reservation, sh, submit, wait_for)
+from sge_cluster import (
+    backend,
+    clean,
+    instance_states,
+    job_states,
+    names,
+    require,
+    reservation,
+    sh,
+    submit,
+    wait_for,
+)
 
 SCHEDULE = 15
 """Long enough for the 4 s scheduling interval to have passed several times."""

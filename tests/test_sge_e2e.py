@@ -9,8 +9,7 @@ import time
 import pytest
 
 from daemon_harness import Daemon
-from sge_cluster import (clean, instance_states, job_states, names, require, sh, submit,
-                         wait_for)
+from sge_cluster import clean, instance_states, job_states, names, require, sh, submit, wait_for
 
 SETTINGS = """\
 backend: sge

@@ -391,7 +391,7 @@ def _race(url: str, ars: list[Reservation]) -> tuple[list[int], list[Exception]]
             with lock:
                 errors.append(exc)
 
-    threads = [threading.Thread(target=attempt, args=pair) for pair in zip(stores, ars)]
+    threads = [threading.Thread(target=attempt, args=pair) for pair in zip(stores, ars, strict=True)]
     try:
         for thread in threads:
             thread.start()
@@ -574,7 +574,8 @@ def test_fixture_databases_start_empty(store):
 
 
 def test_a_store_from_another_version_is_refused_with_the_missing_columns(store_url):
-    from sqlalchemy import create_engine, text as sql
+    from sqlalchemy import create_engine
+    from sqlalchemy import text as sql
 
     from overlay.store import StoreError
 
@@ -587,7 +588,8 @@ def test_a_store_from_another_version_is_refused_with_the_missing_columns(store_
 
 
 def test_a_store_made_before_res_access_gains_its_column(store_url):
-    from sqlalchemy import create_engine, text as sql
+    from sqlalchemy import create_engine
+    from sqlalchemy import text as sql
 
     Store(store_url).close()
     engine = create_engine(store_url)

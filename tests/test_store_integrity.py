@@ -15,6 +15,7 @@ from daemon_harness import Daemon
 from overlay.store import Store
 from test_store import CAPACITY, new_ar
 
+
 def _start_fails(daemon: Daemon) -> str:
     """plus_scheduler refuses to start: its one line of explanation."""
     daemon.start(wait=False)

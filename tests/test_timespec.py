@@ -13,9 +13,20 @@ import time
 import pytest
 
 from overlay.limits import HORIZON, HORIZON_DAYS, MAX_ARGUMENT, MAX_DURATION
-from overlay.timespec import (DURATION_FORMS, TIME_FORMS, TimeSpecError, bounded_time,
-                              duration_formatter, format_ctime, format_duration, format_iso,
-                              format_time, parse_duration, parse_time, time_formatter)
+from overlay.timespec import (
+    DURATION_FORMS,
+    TIME_FORMS,
+    TimeSpecError,
+    bounded_time,
+    duration_formatter,
+    format_ctime,
+    format_duration,
+    format_iso,
+    format_time,
+    parse_duration,
+    parse_time,
+    time_formatter,
+)
 
 HOUR = 3600
 DAY = 86400

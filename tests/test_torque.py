@@ -13,12 +13,8 @@ import tempfile
 import time
 
 import pytest
-from sge_cluster import reservation
-from crashing_runner import CrashingRunner
-from torque_cleanup import leftovers, scrub
-from torque_double import install
-from torque_double.simulate import RERUN_STEP, SUBMIT_CYCLE_DELAY
 
+from crashing_runner import CrashingRunner
 from overlay.config import Config
 from overlay.model import State
 from overlay.ordering import JobOrder
@@ -30,6 +26,10 @@ from overlay_torque.backend import TorqueBackend
 from overlay_torque.ledger import Ledger
 from overlay_torque.selfsched import SelfScheduler, Window
 from overlay_torque.torque import Torque, TorqueError
+from sge_cluster import reservation
+from torque_cleanup import leftovers, scrub
+from torque_double import install
+from torque_double.simulate import RERUN_STEP, SUBMIT_CYCLE_DELAY
 
 NODES = (("n1", 4), ("n2", 4))
 FILTER = os.path.join(os.path.dirname(sys.executable), "plus_torque_filter")

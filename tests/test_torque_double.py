@@ -46,6 +46,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from torque_double import install
 from torque_double.errors import BUG_ERRNO_TEXTS
 from torque_double.simulate import RERUN_STEP, SUBMIT_CYCLE_DELAY

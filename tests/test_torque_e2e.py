@@ -11,6 +11,7 @@ import tempfile
 import time
 
 import pytest
+
 from daemon_harness import BIN, Daemon
 from sge_cluster import wait_for
 from torque_cleanup import leftovers, scrub

@@ -8,7 +8,14 @@ from pathlib import Path
 import pytest
 
 from overlay_torque import nodespec, settings, submitfilter, windows
-from overlay_torque.status import duration, parse_jobs, parse_nodes, parse_queues, parse_server, seconds
+from overlay_torque.status import (
+    duration,
+    parse_jobs,
+    parse_nodes,
+    parse_queues,
+    parse_server,
+    seconds,
+)
 
 RECORDED = Path(__file__).parent / "data" / "torque" / "transcripts"
 

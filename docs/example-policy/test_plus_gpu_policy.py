@@ -2,13 +2,13 @@
 reservation manager on the built-in batch system's cluster file."""
 
 import pytest
+from plus_gpu_policy import GpuForGroup
 
 from overlay import config, plugins
 from overlay.accounting import ReportingWriter
 from overlay.manager import Caller, Manager
 from overlay.model import Node, Request, ReservationError
 from overlay.store import Store
-from plus_gpu_policy import GpuForGroup
 
 GPU = Node("g1", properties={"gpu": "yes"})
 

@@ -112,14 +112,14 @@ def _fields(kind: str, rest: str) -> dict[str, object]:
     parts = rest.split(":", len(layout) - 1) if kind == "ar_log" else rest.split(":")
     if len(parts) != len(layout):
         raise ValueError(f"expected {len(layout)} fields, found {len(parts)}")
-    return {name: convert(name, text) for (name, convert), text in zip(layout, parts)}
+    return {name: convert(name, text) for (name, convert), text in zip(layout, parts, strict=True)}
 
 
 def _acct(rest: str) -> dict[str, object]:
     parts = rest.split(":")
     if len(parts) != len(ACCT):
         raise ValueError(f"expected {len(ACCT)} accounting(5) fields, found {len(parts)}")
-    return {name: _acct_value(name, text) for name, text in zip(ACCT, parts)}
+    return {name: _acct_value(name, text) for name, text in zip(ACCT, parts, strict=True)}
 
 
 def parse(number: int, line: str) -> Record | None:

@@ -9,11 +9,24 @@ import sys
 
 from overlay import limits, protocol
 from overlay.cli import options
-from overlay.request import (RequestError, parse_account, parse_ar_id, parse_ar_references,
-                             parse_attribute_list, parse_int, parse_job_references,
-                             parse_mail_list, parse_mail_options, parse_memory_mb, parse_name,
-                             parse_name_list, parse_object_name, parse_pattern, parse_queue_list,
-                             parse_yes_no)
+from overlay.request import (
+    RequestError,
+    parse_account,
+    parse_ar_id,
+    parse_ar_references,
+    parse_attribute_list,
+    parse_int,
+    parse_job_references,
+    parse_mail_list,
+    parse_mail_options,
+    parse_memory_mb,
+    parse_name,
+    parse_name_list,
+    parse_object_name,
+    parse_pattern,
+    parse_queue_list,
+    parse_yes_no,
+)
 from overlay.secretfile import check_private
 from overlay.timespec import DURATION_FORMS, TIME_FORMS, TimeSpecError, parse_duration, parse_time
 
@@ -234,7 +247,7 @@ def claim(prog: str, path: str, operation: str, payload: dict) -> dict:
     """A claim on the AR whose ResKey the file at ``path`` holds, signed
     with it (overlay.reskey): the arguments of the daemon's claim operation.
     A file others may read is refused, as ssh refuses such a private key."""
-    from overlay import reskey     # only a claim pays for hmac and json
+    from overlay import reskey  # only a claim pays for hmac and json
     try:
         with open(path, encoding="utf-8") as handle:
             check_private(handle.fileno(), path, "ResKey file")
@@ -247,7 +260,7 @@ def claim(prog: str, path: str, operation: str, payload: dict) -> dict:
 
 
 def print_json(data: Any) -> None:
-    import json     # only for --json: it imports re
+    import json  # only for --json: it imports re
     print(json.dumps(data, indent=2, sort_keys=True))
 
 

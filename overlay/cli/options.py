@@ -233,7 +233,7 @@ class Parser:
 
     def format_help(self) -> str:
         """Usage, description, the options and the epilog, as argparse lays them out."""
-        import textwrap     # only for help: it imports re
+        import textwrap  # only for help: it imports re
         width = 79
         lines = [f"usage: {self.prog}"]
         for part in map(_usage_part, self._options):     # a part is never split

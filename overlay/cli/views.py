@@ -5,8 +5,13 @@ PluS's fields (overlay/schemas/qrstat.xsd)."""
 from __future__ import annotations
 
 from overlay.limits import printable
-from overlay.timespec import (duration_formatter, format_ctime, format_duration, format_iso,
-                              time_formatter)
+from overlay.timespec import (
+    duration_formatter,
+    format_ctime,
+    format_duration,
+    format_iso,
+    time_formatter,
+)
 
 TYPE_CHECKING = False       # typing costs a command 3 ms to import
 if TYPE_CHECKING:

@@ -70,7 +70,7 @@ class Coordinator:
             except SiteError as exc:
                 return exc
         with ThreadPoolExecutor(max_workers=max(1, len(names))) as pool:
-            return dict(zip(names, pool.map(run, names)))
+            return dict(zip(names, pool.map(run, names), strict=True))
 
     def _client(self, name: str) -> SiteClient:
         client = self.clients.get(name)

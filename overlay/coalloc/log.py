@@ -24,8 +24,18 @@ import secrets
 import time
 from dataclasses import dataclass, field
 
-from sqlalchemy import (BigInteger, Column, Integer, MetaData, String, Table, Text, insert,
-                        select, update)
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    insert,
+    select,
+    update,
+)
 
 from overlay.store import database_errors, make_engine
 

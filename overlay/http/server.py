@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     _die_with(args.parent)
     _undumpable()
-    import uvicorn      # after _die_with: its import is the slow part of the start
+    import uvicorn  # after _die_with: its import is the slow part of the start
 
     from overlay.connections import raise_fd_limit
     from overlay.http.admission import Admission, protocol_for

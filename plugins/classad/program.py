@@ -30,9 +30,24 @@ from overlay.model import Node
 from overlay.policy import PolicyContext
 from overlay_classad import functions
 from overlay_classad.nodes import NodeAds
-from overlay_classad.syntax import (Attribute, Binary, Call, ClassAdSyntaxError, Conditional,
-                                    Expr, Index, ListExpr, Literal, Record, Ref, Select, Unary,
-                                    parse_record, quoted_name, unparse)
+from overlay_classad.syntax import (
+    Attribute,
+    Binary,
+    Call,
+    ClassAdSyntaxError,
+    Conditional,
+    Expr,
+    Index,
+    ListExpr,
+    Literal,
+    Record,
+    Ref,
+    Select,
+    Unary,
+    parse_record,
+    quoted_name,
+    unparse,
+)
 
 log = logging.getLogger("plus.classad")
 

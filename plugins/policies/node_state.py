@@ -7,8 +7,8 @@ from __future__ import annotations
 from overlay.hookspecs import hookimpl
 from overlay.model import Node
 from overlay.policy import PolicyContext
-from overlay_policies.patterns import NodeNames
 from overlay.settings import FLAG
+from overlay_policies.patterns import NodeNames
 from overlay_policies.settings import AMOUNT, COUNT, DURATION, PATTERN, Section, readable
 
 

@@ -9,10 +9,10 @@ from typing import Any
 import pluggy
 
 from overlay.hookspecs import hookimpl
+from overlay.settings import choice
 from overlay_policies.limits import Limits
 from overlay_policies.node_state import NodeState
 from overlay_policies.projects import Projects
-from overlay.settings import choice
 from overlay_policies.settings import Section, readable
 from overlay_policies.share import Share
 from overlay_policies.usage import UsagePolicy

@@ -8,9 +8,9 @@ from typing import Iterable, NamedTuple
 from overlay.hookspecs import hookimpl
 from overlay.model import Node
 from overlay.policy import PolicyContext
+from overlay.settings import choice
 from overlay_policies.members import Members
 from overlay_policies.patterns import NodeNames
-from overlay.settings import choice
 from overlay_policies.settings import MEMBER, PATTERN, Section
 
 OTHERS = ("deny", "allow")

@@ -8,8 +8,8 @@ from typing import Iterable, NamedTuple
 from overlay.hookspecs import hookimpl
 from overlay.model import Node, Request
 from overlay.policy import PolicyContext
-from overlay_policies.members import Members
 from overlay.settings import choice
+from overlay_policies.members import Members
 from overlay_policies.settings import DURATION, MEMBER, NAME, RATIO, Section, readable
 
 SCOPES = ("request", "owner")

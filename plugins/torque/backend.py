@@ -220,7 +220,7 @@ class TorqueBackend(Backend):
                 raise TorqueError(f"node {name} of AR {ar.id} is not known to TORQUE")
             self.ledger.note_tag(name, ar.id, True)
             if prop not in node.properties:
-                self._change(node, lambda: self.torque.add_property(name, prop))
+                self._change(node, lambda name=name: self.torque.add_property(name, prop))
         for name in self.ledger.tagged(ar.id) - set(ar.node_names):
             self._untag(nodes.get(name), name, ar.id)
 
@@ -501,7 +501,8 @@ class TorqueBackend(Backend):
             except QueueBusy:
                 if time.monotonic() >= deadline:
                     raise TorqueError(f"queue {queue} still counts jobs after "
-                                      f"{self.settings.queue_timeout} s; retrying at the next pass")
+                                      f"{self.settings.queue_timeout} s; retrying at the next "
+                                      "pass") from None
                 time.sleep(pause)
                 pause = min(pause * 2, 1.0)
                 self.torque.delete_jobs(self.torque.select(queue))

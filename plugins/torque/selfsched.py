@@ -148,8 +148,8 @@ class SelfScheduler:
                 continue
             slots = _slots_per_host(job)
             self.torque.start(job.id, [f"{host}:ppn={used}" if used > 1 else host
-                                       for host, used in zip(hosts, slots)])
-            for host, used in zip(hosts, slots):
+                                       for host, used in zip(hosts, slots, strict=True)])
+            for host, used in zip(hosts, slots, strict=True):
                 free[host] -= used
             started.append((job.id, hosts))
             log.info("started job %s of %s on %s", job.id, job.owner, "+".join(hosts))

@@ -107,7 +107,7 @@ def parse_nodes(text: str) -> list[TorqueNode]:
         return []
     nodes = []
     for node in ET.fromstring(text.strip()).iter("Node"):
-        def value(tag: str) -> str:
+        def value(tag: str, node: ET.Element = node) -> str:
             return (node.findtext(tag) or "").strip()
         jobs = _slot_jobs(value("jobs"))
         nodes.append(TorqueNode(
@@ -145,7 +145,7 @@ def parse_jobs(text: str) -> list[TorqueJob]:
         return []
     jobs = []
     for job in ET.fromstring(text).iter("Job"):
-        def value(path: str) -> str:
+        def value(path: str, job: ET.Element = job) -> str:
             return (job.findtext(path) or "").strip()
         state = value("job_state")
         start = value("start_time")

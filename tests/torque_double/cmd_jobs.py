@@ -184,7 +184,7 @@ def qalter(ctx, args: list[str]) -> int:
         job = _job(ctx, operand)
         if job["state"] == jobs.COMPLETE:
             raise errors.PbsError(errors.BADSTATE)
-        for name, value in changes:
+        for name, _value in changes:
             if job["state"] in jobs.ON_NODE and not (ctx.manager and name == "walltime"):
                 raise errors.PbsError(errors.MODATRRUN,
                                       text=errors.TEXT[errors.MODATRRUN] + f"Resource_List.{name}")

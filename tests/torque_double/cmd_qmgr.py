@@ -120,7 +120,7 @@ def _set_server(ctx, request) -> None:
 def _create_node(ctx, request) -> None:
     _manager(ctx)
     np, props = 1, []
-    for name, resource, op, value in request.attributes:
+    for name, _resource, _op, value in request.attributes:
         if name == "np":
             np = int(values.long(value, name))
         elif name == "properties":
@@ -140,7 +140,7 @@ def _set_node(ctx, request) -> None:
     _manager(ctx)
     node = nodes.modifiable(ctx.state, request.name)
     trial = dict(node, properties=list(node["properties"]))
-    for name, resource, op, value in request.attributes:
+    for name, _resource, op, value in request.attributes:
         if name == "properties":
             nodes.change_properties(trial, op, values.split_list(value))
         elif name == "np":

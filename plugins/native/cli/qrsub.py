@@ -14,8 +14,15 @@ import sys
 from overlay.cli import common
 from overlay.cli.options import OptionError
 from overlay.limits import shown
-from overlay.request import (RequestError, parse_alloc_rule, parse_attribute_list, parse_name,
-                             parse_pe_range, request_wire, window_end)
+from overlay.request import (
+    RequestError,
+    parse_alloc_rule,
+    parse_attribute_list,
+    parse_name,
+    parse_pe_range,
+    request_wire,
+    window_end,
+)
 from overlay_native.cli import sgefiles
 
 PROG = "plus_qrsub"

@@ -20,8 +20,16 @@ from typing import Any, NoReturn
 from overlay import limits
 from overlay.cli import common
 from overlay.protocol import EXIT_REFUSED, EXIT_USAGE
-from overlay.request import (RequestError, check_length, parse_ar_id, parse_int,
-                             parse_job_references, parse_pe_range, parse_queue_list, parse_yes_no)
+from overlay.request import (
+    RequestError,
+    check_length,
+    parse_ar_id,
+    parse_int,
+    parse_job_references,
+    parse_pe_range,
+    parse_queue_list,
+    parse_yes_no,
+)
 from overlay.timespec import TIME_FORMS, TimeSpecError, parse_time
 
 PROG = "plus_qsub"

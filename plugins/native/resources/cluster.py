@@ -30,7 +30,7 @@ from overlay.model import Node
 from overlay.remote import SshSettings, parse_ssh
 from overlay.request import RequestError, parse_memory_mb, valid_name
 from overlay_native.resources.complexes import ComplexError, ComplexTable, parse_value
-from overlay_native.resources.matching import LOAD, LIMIT, RESOURCE_LIMITS, ResourceContainer
+from overlay_native.resources.matching import LIMIT, LOAD, RESOURCE_LIMITS, ResourceContainer
 from overlay_native.scheduling.schedconf import SchedConfError, SchedulerConfig, parse_scheduler
 
 log = logging.getLogger("plus.native")

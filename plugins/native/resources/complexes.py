@@ -385,7 +385,7 @@ def _from_line(line: str) -> dict[str, str]:
     if len(columns) != len(_KEYS):
         raise ComplexError(f"complex line {line.strip()!r}: expected {len(_KEYS)} columns "
                            f"({' '.join(_KEYS)}), got {len(columns)}")
-    return dict(zip(_KEYS, columns))
+    return dict(zip(_KEYS, columns, strict=True))
 
 
 def _build(entry: Mapping[str, Any], base: Complex | None) -> Complex:

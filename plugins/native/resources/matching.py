@@ -50,8 +50,15 @@ import functools
 import math
 from typing import Any, Callable, Hashable, Iterator, Mapping, Sequence
 
-from overlay_native.resources.complexes import (NUMERIC, Complex, ComplexError, ComplexTable, Request,
-                                      compare, parse_value)
+from overlay_native.resources.complexes import (
+    NUMERIC,
+    Complex,
+    ComplexError,
+    ComplexTable,
+    Request,
+    compare,
+    parse_value,
+)
 
 LEVELS = ("global", "host", "queue")
 FIXED, LOAD, LIMIT = "fixed", "load", "limit"

@@ -31,13 +31,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Iterator, Mapping, Sequence
 
+from overlay.matching import wildcard_match
 from overlay.ordering import sort_nodes
 from overlay.planner import INFINITY, Planner
-from overlay.matching import wildcard_match
 from overlay_native.jobs import Job, Placement
 from overlay_native.resources.cluster import ClusterConfig, Containers, ParallelEnvironment
-from overlay_native.resources.matching import (ResourceContainer, assignment_debits, category_key, mismatch,
-                                               slots_fit, soft_violations)
+from overlay_native.resources.matching import (
+    ResourceContainer,
+    assignment_debits,
+    category_key,
+    mismatch,
+    slots_fit,
+    soft_violations,
+)
 from overlay_native.resources.reserved import Reservations
 from overlay_native.resources.window import ReservedWindow
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from overlay_native.jobs import Job
-from overlay_native.resources.complexes import ComplexTable, NUMERIC
+from overlay_native.resources.complexes import NUMERIC, ComplexTable
 from overlay_native.scheduling.schedconf import SchedulerConfig
 
 

@@ -27,8 +27,8 @@ from dataclasses import dataclass, replace
 from typing import Callable, Iterable, NamedTuple
 
 from overlay.accounting import ReportingWriter
-from overlay.ordering import order_jobs
 from overlay.matching import wildcard_match
+from overlay.ordering import order_jobs
 from overlay.request import format_pe_range
 from overlay.users import DEFAULT_UID_MIN
 from overlay_native import acct
