@@ -299,7 +299,7 @@ def test_the_simple_queries_answer_corrected(filled):
     assert attributes == [(1, "alice", stamp(engine, T0 - H), "sim", "proj", stamp(engine, T0),
                            stamp(engine, T0 + 2 * H), "NONE")]
     assert by_user == [(3, stamp(engine, AR3_OLD.submission_time))]
-    assert sorted(log) == ["CREATED", "TERMINATED"]
+    assert sorted(log) == ["TERMINATED"]
 
 
 def test_a_restart_reads_only_the_new_lines(filled):
