@@ -13,8 +13,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from overlay.model import Request
-from overlay.request import REQUEST_FIELDS, RequestError, request_wire
-from overlay.wire import Arguments, BadArguments, encode_request, reserve_request, stored_request
+from overlay.request import RequestError, request_wire
+from overlay.wire import (
+    REQUEST_FIELDS,
+    Arguments,
+    BadArguments,
+    encode_request,
+    reserve_request,
+    stored_request,
+)
 
 NOW = int(time.time())
 names = st.text("abcdefghijklmnopqrstuvwxyz", min_size=1, max_size=8)
