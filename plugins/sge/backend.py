@@ -175,8 +175,8 @@ class SgeBackend(QueueBackend):
 
     def fingerprint(self, ar: Reservation) -> tuple:
         """What the AR's objects are made from: a change means they need work."""
-        return (tuple(sorted(ar.node_names)), ar.acl, tuple((a.node, a.slots) for a in ar.allocations),
-                ar.end)
+        return (tuple(sorted(ar.node_names)), ar.acl,
+                tuple((a.node, a.slots) for a in ar.allocations), ar.end)
 
     def create(self, ar: Reservation) -> None:
         """Userset, hostgroup and queue, the queue suspended before the window."""
@@ -216,7 +216,8 @@ class SgeBackend(QueueBackend):
         group = self.engine.show("hostgroup", objects.hostgroup_name(ar.id))
         hosts_change = group is None or group.get("hostlist", "").split() != wanted["hostgroup"]["hostlist"].split()
         interrupted = current is not None and current.get("initial_state") == "disabled"
-        new_instances = current is None or interrupted or (hosts_change and ar.state not in OPEN_STATES)
+        new_instances = (current is None or interrupted
+                         or (hosts_change and ar.state not in OPEN_STATES))
         if current is not None and new_instances and not interrupted:
             self.engine.set_attribute("queue", "initial_state", "disabled", queue)
         if hosts_change:

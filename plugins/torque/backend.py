@@ -612,7 +612,8 @@ class TorqueBackend(QueueBackend):
                 if failures:
                     problems[ar.id] = "; ".join(failures)
                 queue = queues.get(queue_name(ar.id))
-                self._applied.notice(ar.id, None if queue is None else queue.get("started") == "True")
+                self._applied.notice(ar.id, None if queue is None
+                                     else queue.get("started") == "True")
             return problems
 
 
