@@ -36,11 +36,16 @@ already written where it says so):
   for an AR the ledger owns; the kit then forgets it).
 - ``ar_of(queue)``: the AR a batch-system queue name belongs to, if any.
 
-and may override ``ready()`` (site-wide objects before the first AR's),
-``opened(ar, shut)`` (after the queue opened: a scheduling cycle now),
-``window_granted(ar)``, ``window_dropped(ar_id)`` and ``reconciled(ars)``
-(windows ahead kept clear, the backend's own pass). Grid Engine
-(overlay_sge.backend) and TORQUE (overlay_torque.backend) are its users.
+``give_back`` and ``remove`` call ``ledger.set_active(ar_id, None)`` where
+their order of commands puts it. A backend may override ``ready()``
+(site-wide objects before the first AR's), ``opened(ar, shut)`` (after the
+queue opened: a scheduling cycle now), ``window_granted(ar)``,
+``window_dropped(ar_id)`` and ``reconciled(ars)`` (windows ahead kept
+clear, the backend's own pass), and implements, as every backend does,
+``nodes()`` and the optional methods of overlay.backend it needs
+(``running_jobs``, ``health``, ``blocked_nodes``, ``submit_hint``, ...).
+Grid Engine (overlay_sge.backend) and TORQUE (overlay_torque.backend) are
+its users.
 """
 
 from __future__ import annotations
