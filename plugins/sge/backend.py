@@ -6,20 +6,22 @@ there are dealt with by the site's conflict policy, and the AR queue is
 resumed; at the end its jobs and objects go and the normal queues resume.
 Every step is idempotent and derived from the store's state, and what the
 store cannot tell (objects created, queues suspended, requeues half done)
-is in the ledger, so a daemon killed between two commands converges.
+is in the ledger, so a daemon killed between two commands converges. The
+lifecycle (memo, ledger, reconcile) is the kit's (overlay.queuekit); this
+module says what each step is in Grid Engine's commands.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import threading
 import time
 from typing import Any, Mapping
 
-from overlay.backend import Backend, Job
+from overlay.backend import Job
 from overlay.batchjob import batch_job, qsub_words
-from overlay.model import Node, Request, Reservation, ReservationError, State
+from overlay.model import Node, Request, Reservation, ReservationError
+from overlay.queuekit import OPEN_STATES, QueueBackend
 from overlay.remote import runner_from_options
 from overlay_sge import calendars, objects, settings
 from overlay_sge.gridengine import GridEngine, GridEngineError
@@ -28,26 +30,23 @@ from overlay_sge.status import GridJob, Observation
 
 log = logging.getLogger("plus.sge")
 
-_OPEN = (State.RUNNING, State.ERROR)
 _PROBLEM_STATES = {"u": "unknown (host down or execd unreachable)", "E": "in error",
                    "d": "disabled", "o": "orphaned"}
 _OBSERVATION_AGE = 2.0
 """Seconds one qstat answers for: a pass asks once, not once per AR."""
 
 
-class SgeBackend(Backend):
+class SgeBackend(QueueBackend):
     """Grid Engine through qconf/qmod/qstat/qdel/qresub, locally or over SSH."""
 
     name = "sge"
 
     def __init__(self, engine: GridEngine, ledger: Ledger, config: settings.Settings,
                  duration_offset: int) -> None:
+        super().__init__(ledger)
         self.engine = engine
-        self.ledger = ledger
         self.settings = config
         self.duration_offset = duration_offset
-        self.lock = threading.RLock()
-        self._applied: dict[int, tuple] = {}   # AR id -> (phase, fingerprint, held)
         self._complex_ready = False
         self._observed: tuple[float, Observation] | None = None
         self._windows: dict[int, tuple[tuple[str, ...], int, int]] = {}
@@ -68,9 +67,8 @@ class SgeBackend(Backend):
 
     # -- what Grid Engine has ------------------------------------------------------
 
-    def _is_ar_queue(self, queue: str | None) -> bool:
-        ar_id = objects.ar_id_of(queue or "")
-        return ar_id is not None and self.ledger.owns(ar_id)
+    def ar_of(self, queue: str) -> int | None:
+        return objects.ar_id_of(queue)
 
     def observe(self, fresh: bool = False) -> Observation:
         """qstat -f of every queue instance and job, at most a moment old."""
@@ -89,7 +87,7 @@ class SgeBackend(Backend):
         largest normal queue on the host, the queues exclude AR queues."""
         nodes = []
         for host in self.engine.hosts():
-            queues = {q: s for q, s in host.queues.items() if not self._is_ar_queue(q)}
+            queues = {q: s for q, s in host.queues.items() if not self.is_ar_queue(q)}
             nodes.append(Node(
                 name=host.name, slots=max(queues.values(), default=0), memory_mb=host.memory_mb,
                 ncpus=host.ncpus, arch=host.arch, os=host.os, properties=dict(host.resources),
@@ -103,7 +101,7 @@ class SgeBackend(Backend):
             hosts = (previous.nodes if previous else ()) + ((job.host,) if job.host else ())
             end = job.start + job.h_rt if job.start is not None and job.h_rt is not None else None
             jobs[job.id] = Job(job.id, job.owner, tuple(dict.fromkeys(hosts)),
-                               objects.ar_id_of(job.queue or "") if self._is_ar_queue(job.queue) else None,
+                               self.ar_of(job.queue or "") if self.is_ar_queue(job.queue) else None,
                                end)
         return list(jobs.values())
 
@@ -115,7 +113,7 @@ class SgeBackend(Backend):
         start = request.start
         blocked = {}
         for job in self.observe(fresh=True).running:
-            if self._is_ar_queue(job.queue) or job.host is None:
+            if self.is_ar_queue(job.queue) or job.host is None:
                 continue
             if job.h_rt is None:
                 blocked[job.host] = f"host busy: job {job.id} of {job.owner} has no h_rt"
@@ -140,7 +138,7 @@ class SgeBackend(Backend):
 
     # -- grant: objects, queue suspended ---------------------------------------------
 
-    def _ensure_complex(self) -> None:
+    def ready(self) -> None:
         """The FORCED complex that keeps every job without -l <complex>=R<id>
         out of AR queues (a userset alone would let any member's job in)."""
         if self._complex_ready:
@@ -175,24 +173,28 @@ class SgeBackend(Backend):
                                   "set sge.template_queue to a queue whose settings AR queues copy")
         return template
 
-    def prepare(self, reservation: Reservation) -> None:
-        with self.lock:
-            fingerprint = _fingerprint(reservation)
-            applied = self._applied.get(reservation.id)
-            if applied and applied[0] in ("prepared", "open") and applied[1] == fingerprint:
-                return
-            self._ensure_complex()
-            self.ledger.claim(reservation.id)
-            wanted = self._wanted(reservation, self._template())
-            self._put("userset", objects.userset_name(reservation.id), wanted["userset"])
-            self._put_queue_and_hosts(reservation, wanted)
-            if reservation.state not in _OPEN:
-                self.engine.qmod("-sq", [objects.queue_name(reservation.id)])
-            self._changed()
-            self._applied[reservation.id] = ("prepared", fingerprint, False)
-            self._windows[reservation.id] = (tuple(reservation.node_names), reservation.start,
-                                             reservation.end)
-            self._sync_calendars()
+    def fingerprint(self, ar: Reservation) -> tuple:
+        """What the AR's objects are made from: a change means they need work."""
+        return (tuple(sorted(ar.node_names)), ar.acl,
+                tuple((a.node, a.slots) for a in ar.allocations), ar.end)
+
+    def create(self, ar: Reservation) -> None:
+        """Userset, hostgroup and queue, the queue suspended before the window."""
+        wanted = self._wanted(ar, self._template())
+        self._put("userset", objects.userset_name(ar.id), wanted["userset"])
+        self._put_queue_and_hosts(ar, wanted)
+        if ar.state not in OPEN_STATES:
+            self.engine.qmod("-sq", [objects.queue_name(ar.id)])
+        self._changed()
+
+    def window_granted(self, ar: Reservation) -> None:
+        self._windows[ar.id] = (tuple(ar.node_names), ar.start, ar.end)
+        self._sync_calendars()
+
+    def window_dropped(self, ar_id: int) -> None:
+        self._windows.pop(ar_id, None)
+        self._sync_calendars()
+        self._changed()
 
     def _put(self, kind: str, name: str, wanted: dict[str, str]) -> bool:
         """Create or correct one object; True if it had to change."""
@@ -214,7 +216,8 @@ class SgeBackend(Backend):
         group = self.engine.show("hostgroup", objects.hostgroup_name(ar.id))
         hosts_change = group is None or group.get("hostlist", "").split() != wanted["hostgroup"]["hostlist"].split()
         interrupted = current is not None and current.get("initial_state") == "disabled"
-        new_instances = current is None or interrupted or (hosts_change and ar.state not in _OPEN)
+        new_instances = (current is None or interrupted
+                         or (hosts_change and ar.state not in OPEN_STATES))
         if current is not None and new_instances and not interrupted:
             self.engine.set_attribute("queue", "initial_state", "disabled", queue)
         if hosts_change:
@@ -225,33 +228,28 @@ class SgeBackend(Backend):
         elif objects.differences(current, queue_file) or current.get("initial_state") != queue_file["initial_state"]:
             self.engine.put("queue", queue_file, exists=True)
         if new_instances:
-            if ar.state not in _OPEN:
+            if ar.state not in OPEN_STATES:
                 self.engine.qmod("-sq", [queue])
             self.engine.qmod("-e", [queue])
             self.engine.set_attribute("queue", "initial_state", "default", queue)
 
     # -- window open: others off the hosts, the AR queue resumed -----------------------
 
-    def activate(self, reservation: Reservation) -> None:
-        with self.lock:
-            hosts = sorted(reservation.node_names)
-            held = reservation.state == State.ERROR and reservation.request.hard_error
-            phase = ("open", _fingerprint(reservation), held)
-            self.ledger.set_active(reservation.id, hosts)
-            observation = self.observe()
-            self._suspend_normal(observation, hosts)
-            self._clear_hosts(observation, hosts)
-            if self._applied.get(reservation.id) != phase:
-                self.engine.qmod("-sq" if held else "-usq", [objects.queue_name(reservation.id)])
-                self._changed()
-            self._applied[reservation.id] = phase
+    def keep_others_off(self, ar: Reservation, hosts: list[str]) -> None:
+        observation = self.observe()
+        self._suspend_normal(observation, hosts)
+        self._clear_hosts(observation, hosts)
+
+    def open_queue(self, ar: Reservation, shut: bool) -> None:
+        self.engine.qmod("-sq" if shut else "-usq", [objects.queue_name(ar.id)])
+        self._changed()
 
     def _suspend_normal(self, observation: Observation, hosts: list[str]) -> None:
         """Suspend the normal queue instances on ``hosts``; those an
         administrator had already suspended are left for them to resume."""
         ours = self.ledger.suspended()
         targets = [i.name for i in observation.instances
-                   if i.host in hosts and not self._is_ar_queue(i.queue)
+                   if i.host in hosts and not self.is_ar_queue(i.queue)
                    and ("s" not in i.state or i.name in ours)]
         fresh = [name for name in targets if name not in ours or
                  "s" not in next(i.state for i in observation.instances if i.name == name)]
@@ -263,7 +261,7 @@ class SgeBackend(Backend):
     def _clear_hosts(self, observation: Observation, hosts: list[str]) -> None:
         """Foreign jobs still on the AR's hosts, by the conflict policy."""
         foreign = {job.id: job for job in observation.running
-                   if job.host in hosts and not self._is_ar_queue(job.queue)}
+                   if job.host in hosts and not self.is_ar_queue(job.queue)}
         if not foreign or self.settings.conflict == "avoid":
             return
         if self.settings.conflict == "kill":
@@ -295,53 +293,27 @@ class SgeBackend(Backend):
 
     # -- window closed, cancel, forget --------------------------------------------------
 
-    def teardown(self, reservation: Reservation) -> None:
-        with self.lock:
-            self._remove(reservation.id)
-
-    def _remove(self, ar_id: int) -> None:
+    def remove(self, ar_id: int) -> None:
         """Jobs first (qdel -f is immediate in the master), then the normal
         queues back, then queue, userset and hostgroup, in the order Grid
         Engine accepts (a referenced userset or hostgroup cannot go)."""
-        if not self.ledger.owns(ar_id):
-            return
         self._delete_ar_jobs(ar_id)
         self.ledger.set_active(ar_id, None)
         self._resume_normal()
         self.engine.delete("queue", objects.queue_name(ar_id))
         self.engine.delete("userset", objects.userset_name(ar_id))
         self.engine.delete("hostgroup", objects.hostgroup_name(ar_id))
-        self.ledger.forget(ar_id)
-        self._applied.pop(ar_id, None)
-        self._windows.pop(ar_id, None)
-        self._sync_calendars()
-        self._changed()
 
-    def release(self, reservation: Reservation) -> None:
+    def give_back(self, ar: Reservation) -> None:
         """plus_cancel: the AR's jobs go and its queue's hostlist becomes NONE
-        (PluS 3.1.5); the queue stays with the record until plus_destroy or
-        expiry."""
-        with self.lock:
-            if not self.ledger.owns(reservation.id) or self._applied.get(reservation.id, ("",))[0] == "released":
-                return
-            self._delete_ar_jobs(reservation.id)
-            self.ledger.set_active(reservation.id, None)
-            self._resume_normal()
-            queue = objects.queue_name(reservation.id)
-            current = self.engine.show("queue", queue)
-            if current is not None and current.get("hostlist") != "NONE":
-                self.engine.set_attribute("queue", "hostlist", "NONE", queue)
-            self._applied[reservation.id] = ("released", None, False)
-            self._windows.pop(reservation.id, None)
-            self._sync_calendars()
-            self._changed()
-
-    def modify(self, before: Reservation, after: Reservation) -> None:
-        """prepare() corrects every live object to the new AR; the reconcile
-        step after it opens or closes the window as the new times say."""
-        with self.lock:
-            self._applied.pop(after.id, None)
-            self.prepare(after)
+        (PluS 3.1.5)."""
+        self._delete_ar_jobs(ar.id)
+        self.ledger.set_active(ar.id, None)
+        self._resume_normal()
+        queue = objects.queue_name(ar.id)
+        current = self.engine.show("queue", queue)
+        if current is not None and current.get("hostlist") != "NONE":
+            self.engine.set_attribute("queue", "hostlist", "NONE", queue)
 
     def _delete_ar_jobs(self, ar_id: int) -> None:
         queue = objects.queue_name(ar_id)
@@ -363,23 +335,12 @@ class SgeBackend(Backend):
             self.ledger.note_resumed(resume)
             self._changed()
 
-    def reconcile(self, reservations: list[Reservation]) -> None:
-        """Remove the objects of ARs the store no longer has, close ARs the
-        store says are not open, and resume what nothing holds."""
-        with self.lock:
-            known = {ar.id: ar for ar in reservations}
-            for ar_id in self.ledger.owned():
-                if ar_id not in known:
-                    self._remove(ar_id)
-            for ar_id in self.ledger.active_ids():
-                ar = known.get(ar_id)
-                if ar is None or ar.state not in _OPEN:
-                    self.ledger.set_active(ar_id, None)
-            self._resume_normal()
-            self._windows = {ar.id: (tuple(ar.node_names), ar.start, ar.end) for ar in reservations
-                             if ar.holds_resources and ar.state != State.PENDING
-                             and self.ledger.owns(ar.id)}
-            self._sync_calendars()
+    def reconciled(self, reservations: list[Reservation]) -> None:
+        """Resume what nothing holds; calendars for the windows ahead."""
+        self._resume_normal()
+        self._windows = {ar.id: (tuple(ar.node_names), ar.start, ar.end)
+                         for ar in self.windows_ahead(reservations)}
+        self._sync_calendars()
 
     # -- conflict: avoid -----------------------------------------------------------------
 
@@ -411,7 +372,7 @@ class SgeBackend(Backend):
                 self._put("calendar", wanted["calendar_name"], wanted)
                 self._calendar_years[host] = wanted["year"]
             for instance in self.observe().instances:
-                if instance.host == host and not self._is_ar_queue(instance.queue):
+                if instance.host == host and not self.is_ar_queue(instance.queue):
                     self._attach_calendar(instance.name, wanted["calendar_name"], attached)
 
     def _attach_calendar(self, instance: str, name: str, attached: dict[str, str]) -> None:
@@ -453,33 +414,15 @@ class SgeBackend(Backend):
                     instance = instances.get(f"{queue}@{host}")
                     if instance is None:
                         if self.ledger.owns(ar.id):
-                            self._applied.pop(ar.id, None)
+                            self._applied.forget(ar.id)
                         continue
                     bad = [text for letter, text in _PROBLEM_STATES.items() if letter in instance.state]
                     if bad:
                         failures.append(f"{instance.name} {', '.join(bad)}")
-                    if self._drifted(ar, instance.state):
-                        self._applied.pop(ar.id, None)
+                    self._applied.notice(ar.id, "s" not in instance.state)
                 if failures:
                     problems[ar.id] = "; ".join(failures)
             return problems
-
-    def _drifted(self, ar: Reservation, state: str) -> bool:
-        applied = self._applied.get(ar.id)
-        if applied is None:
-            return False
-        suspended = "s" in state
-        if applied[0] == "prepared":
-            return not suspended
-        if applied[0] == "open":
-            return suspended != applied[2]
-        return False
-
-
-def _fingerprint(ar: Reservation) -> tuple:
-    """What the AR's objects are made from: a change means they need work."""
-    return (tuple(sorted(ar.node_names)), ar.acl, tuple((a.node, a.slots) for a in ar.allocations),
-            ar.end)
 
 
 def _find_copy(observation: Observation, job: GridJob, since: int) -> str | None:

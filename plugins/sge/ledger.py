@@ -5,15 +5,16 @@ objects were already created in Grid Engine, which normal queue instances
 this overlay suspended (and must resume, as opposed to ones an
 administrator suspended), which instances got its calendars (conflict:
 avoid), or that a job was half-way through being requeued. Each change
-is written here *before* the Grid Engine command that makes it, so after a crash the reconcile pass knows what to undo.
+is written here *before* the Grid Engine command that makes it, so after
+a crash the reconcile pass knows what to undo (overlay.queuekit.Ledger).
 """
 
 from __future__ import annotations
 
-import threading
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
+from typing import Any
 
-from overlay import statefile
+from overlay import queuekit
 
 
 @dataclass
@@ -27,113 +28,56 @@ class Requeue:
     copy: str | None = None
 
 
-@dataclass
-class LedgerData:
-    ars: list[int] = field(default_factory=list)
-    active: dict[str, list[str]] = field(default_factory=dict)
-    suspended: list[str] = field(default_factory=list)
-    requeues: dict[str, Requeue] = field(default_factory=dict)
-    calendars: dict[str, str] = field(default_factory=dict)
+class Ledger(queuekit.Ledger):
+    """The kit's ledger (AR objects, open ARs' hosts) and Grid Engine's own
+    entries: normal queue instances suspended, requeues, calendars."""
 
+    what = "Grid Engine ledger"
 
-class Ledger:
-    """A small JSON file, replaced atomically on every change."""
+    def load(self, raw: dict[str, Any]) -> None:
+        self._suspended: list[str] = raw.get("suspended", [])
+        self._requeues = {k: Requeue(**v) for k, v in raw.get("requeues", {}).items()}
+        self._calendars: dict[str, str] = raw.get("calendars", {})
 
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self.lock = threading.RLock()
-        self.data = self._load()
+    def entries(self) -> dict[str, Any]:
+        return {"suspended": self._suspended,
+                "requeues": {k: asdict(v) for k, v in self._requeues.items()},
+                "calendars": self._calendars}
 
-    def _load(self) -> LedgerData:
-        raw = statefile.load(self.path, "Grid Engine ledger")
-        return LedgerData(ars=raw.get("ars", []), active=raw.get("active", {}),
-                          suspended=raw.get("suspended", []),
-                          requeues={k: Requeue(**v) for k, v in raw.get("requeues", {}).items()},
-                          calendars=raw.get("calendars", {}))
-
-    def save(self) -> None:
-        with self.lock:
-            statefile.save(self.path, asdict(self.data))
-
-    # -- AR objects --------------------------------------------------------------
-
-    def owns(self, ar_id: int) -> bool:
-        return ar_id in self.data.ars
-
-    def owned(self) -> list[int]:
-        return list(self.data.ars)
-
-    def claim(self, ar_id: int) -> None:
-        """Before creating an AR's objects."""
-        with self.lock:
-            if ar_id not in self.data.ars:
-                self.data.ars.append(ar_id)
-                self.save()
-
-    def forget(self, ar_id: int) -> None:
-        """After deleting an AR's objects."""
-        with self.lock:
-            if ar_id in self.data.ars or str(ar_id) in self.data.active:
-                self.data.ars = [i for i in self.data.ars if i != ar_id]
-                self.data.active.pop(str(ar_id), None)
-                self.save()
-
-    # -- open ARs and the normal queue instances they keep suspended ------------
-
-    def set_active(self, ar_id: int, hosts: list[str] | None) -> None:
-        """Record that an AR is open on ``hosts`` (None: closed)."""
-        with self.lock:
-            key = str(ar_id)
-            if hosts is None and key not in self.data.active:
-                return
-            if hosts is not None and self.data.active.get(key) == sorted(hosts):
-                return
-            if hosts is None:
-                del self.data.active[key]
-            else:
-                self.data.active[key] = sorted(hosts)
-            self.save()
-
-    def active_hosts(self) -> set[str]:
-        with self.lock:
-            return {h for hosts in self.data.active.values() for h in hosts}
-
-    def active_ids(self) -> set[int]:
-        with self.lock:
-            return {int(k) for k in self.data.active}
+    # -- the normal queue instances open ARs keep suspended ----------------------
 
     def suspended(self) -> set[str]:
         with self.lock:
-            return set(self.data.suspended)
+            return set(self._suspended)
 
     def note_suspended(self, instances: list[str]) -> None:
         with self.lock:
-            new = [i for i in instances if i not in self.data.suspended]
+            new = [i for i in instances if i not in self._suspended]
             if new:
-                self.data.suspended.extend(new)
+                self._suspended.extend(new)
                 self.save()
 
     def note_resumed(self, instances: list[str]) -> None:
         with self.lock:
             gone = set(instances)
-            if gone & set(self.data.suspended):
-                self.data.suspended = [i for i in self.data.suspended if i not in gone]
+            if gone & set(self._suspended):
+                self._suspended = [i for i in self._suspended if i not in gone]
                 self.save()
 
     # -- requeues in progress ------------------------------------------------------
 
     def requeues(self) -> dict[str, Requeue]:
         with self.lock:
-            return dict(self.data.requeues)
+            return dict(self._requeues)
 
     def note_requeue(self, requeue: Requeue) -> None:
         with self.lock:
-            self.data.requeues[requeue.job] = requeue
+            self._requeues[requeue.job] = requeue
             self.save()
 
     def end_requeue(self, job: str) -> None:
         with self.lock:
-            if self.data.requeues.pop(job, None) is not None:
+            if self._requeues.pop(job, None) is not None:
                 self.save()
 
     # -- calendars attached to normal queue instances (conflict: avoid) -------------
@@ -141,14 +85,14 @@ class Ledger:
     def calendars(self) -> dict[str, str]:
         """Queue instance -> the calendar this overlay attached to it."""
         with self.lock:
-            return dict(self.data.calendars)
+            return dict(self._calendars)
 
     def note_calendar(self, instance: str, calendar: str | None) -> None:
         with self.lock:
-            if self.data.calendars.get(instance) == calendar:
+            if self._calendars.get(instance) == calendar:
                 return
             if calendar is None:
-                del self.data.calendars[instance]
+                del self._calendars[instance]
             else:
-                self.data.calendars[instance] = calendar
+                self._calendars[instance] = calendar
             self.save()

@@ -10,7 +10,8 @@ scheduling cycle triggered. At the end the queue is stopped, its jobs
 deleted, the queue deleted, and only then the property removed: pbs_sched
 deletes queued jobs whose property no node has. Every step is idempotent;
 what the store cannot tell is in the ledger, so a daemon killed between two
-commands converges.
+commands converges. The lifecycle (memo, ledger, reconcile) is the kit's
+(overlay.queuekit); this module says what each step is in TORQUE's commands.
 """
 
 from __future__ import annotations
@@ -22,9 +23,10 @@ import threading
 import time
 from typing import Any, Mapping
 
-from overlay.backend import Backend, Job
+from overlay.backend import Job
 from overlay.batchjob import batch_job, qsub_words
 from overlay.model import Node, Request, Reservation, ReservationError, State
+from overlay.queuekit import OPEN_STATES, QueueBackend
 from overlay.remote import runner_from_options
 from overlay.users import with_members
 from overlay_torque import nodespec, settings, windows
@@ -35,7 +37,6 @@ from overlay_torque.torque import NodeBroken, QueueBusy, Torque, TorqueError
 
 log = logging.getLogger("plus.torque")
 
-_OPEN = (State.RUNNING, State.ERROR)
 _AR_NAME = re.compile(r"^R(\d+)$")
 
 
@@ -44,7 +45,7 @@ def queue_name(ar_id: int) -> str:
     return f"R{ar_id}"
 
 
-class TorqueBackend(Backend):
+class TorqueBackend(QueueBackend):
     """TORQUE through qmgr/pbsnodes/qstat/qalter/qhold/qrerun/qrun/qdel,
     locally or on the server host over SSH."""
 
@@ -53,16 +54,14 @@ class TorqueBackend(Backend):
     def __init__(self, torque: Torque, ledger: Ledger, config: settings.Settings,
                  duration_offset: int, scheduler: SelfScheduler | None = None,
                  windows_path: str | None = None) -> None:
+        super().__init__(ledger)
         self.torque = torque
-        self.ledger = ledger
         self.settings = config
         self.duration_offset = duration_offset
         self.scheduler = scheduler
         self.windows_path = windows_path          # pbs_sched mode: for plus_torque_filter
         self._open: dict[int, tuple[int, tuple[str, ...]]] = {}   # AR id -> (end, nodes)
         self._published: list[dict] | None = None
-        self.lock = threading.RLock()
-        self._applied: dict[int, tuple] = {}     # AR id -> (phase, fingerprint, held)
         self._started = False
         self._closing = threading.Event()
         self._watcher: threading.Thread | None = None
@@ -104,12 +103,12 @@ class TorqueBackend(Backend):
 
     # -- what TORQUE has ---------------------------------------------------------------
 
-    def _is_ar_queue(self, queue: str) -> bool:
+    def ar_of(self, queue: str) -> int | None:
         match = _AR_NAME.match(queue)
-        return bool(match) and self.ledger.owns(int(match.group(1)))
+        return int(match.group(1)) if match else None
 
     def _ours(self, prop: str) -> bool:
-        return prop == self.settings.keep_property or self._is_ar_queue(prop)
+        return prop == self.settings.keep_property or self.is_ar_queue(prop)
 
     def nodes(self) -> list[Node]:
         """Nodes as pbsnodes reports them; a node an administrator took
@@ -131,11 +130,9 @@ class TorqueBackend(Backend):
         for job in self.torque.jobs():
             if not job.running:
                 continue
-            match = _AR_NAME.match(job.queue)
             end = job.start_time + job.walltime if job.start_time and job.walltime else None
             jobs.append(Job(job.id, job.owner, job.exec_hosts,
-                            int(match.group(1)) if match and self._is_ar_queue(job.queue) else None,
-                            end))
+                            self.ar_of(job.queue) if self.is_ar_queue(job.queue) else None, end))
         return jobs
 
     def blocked_nodes(self, request: Request) -> dict[str, str]:
@@ -145,7 +142,7 @@ class TorqueBackend(Backend):
             return {}
         blocked = {}
         for job in self.torque.jobs():
-            if not job.running or self._is_ar_queue(job.queue):
+            if not job.running or self.is_ar_queue(job.queue):
                 continue
             for host in job.exec_hosts:
                 if job.walltime is None:
@@ -170,19 +167,22 @@ class TorqueBackend(Backend):
 
     # -- grant: the queue, not started; the property on the nodes ----------------------------
 
-    def prepare(self, reservation: Reservation) -> None:
-        with self.lock:
-            fingerprint = _fingerprint(reservation)
-            applied = self._applied.get(reservation.id)
-            if applied and applied[0] in ("prepared", "open") and applied[1] == fingerprint:
-                return
-            self.ledger.claim(reservation.id)
-            self._put_queue(reservation)
-            self._tag(reservation)
-            self._bind(reservation, self.torque.jobs())
-            self._applied[reservation.id] = ("prepared", fingerprint, False)
-            if self.scheduler is not None:
-                self.scheduler.put_window(_window(reservation))
+    def fingerprint(self, ar: Reservation) -> tuple:
+        """What the AR's queue and properties are made from."""
+        return (tuple(sorted(ar.node_names)), ar.acl, ar.owner, ar.request.duration)
+
+    def create(self, ar: Reservation) -> None:
+        self._put_queue(ar)
+        self._tag(ar)
+        self._bind(ar, self.torque.jobs())
+
+    def window_granted(self, ar: Reservation) -> None:
+        if self.scheduler is not None:
+            self.scheduler.put_window(_window(ar))
+
+    def window_dropped(self, ar_id: int) -> None:
+        if self.scheduler is not None:
+            self.scheduler.drop_window(ar_id)
 
     def _queue_attributes(self, ar: Reservation, started: bool) -> list[tuple[str, str]]:
         """In the order the recording sets them, as print server shows them;
@@ -205,7 +205,7 @@ class TorqueBackend(Backend):
             self.torque.create_queue(queue)
             current = {}
         if started is None:
-            started = current.get("started") == "True" and ar.state in _OPEN
+            started = current.get("started") == "True" and ar.state in OPEN_STATES
         for key, value in self._queue_attributes(ar, started):
             if current.get(key) != value:
                 self.torque.set_queue(queue, key, value)
@@ -269,25 +269,24 @@ class TorqueBackend(Backend):
 
     # -- window open -------------------------------------------------------------------
 
-    def activate(self, reservation: Reservation) -> None:
-        with self.lock:
-            hosts = sorted(reservation.node_names)
-            held = reservation.state == State.ERROR and reservation.request.hard_error
-            phase = ("open", _fingerprint(reservation), held)
-            self.ledger.set_active(reservation.id, hosts)
-            jobs = self.torque.jobs()
-            self._note_departed(jobs)
-            self._bind(reservation, jobs)
-            nodes = self._node_map()
-            self._open[reservation.id] = (reservation.end, tuple(hosts))
-            self._publish(nodes)
-            self._keep_others_off(reservation, jobs, nodes)
-            self._undrain(reservation)
-            if self._applied.get(reservation.id) != phase:
-                self._put_queue(reservation, started=not held)
-                self._applied[reservation.id] = phase
-                if not held:
-                    self._run_now()
+    def keep_others_off(self, ar: Reservation, hosts: list[str]) -> None:
+        """Foreign jobs off the nodes, normal jobs kept off, the window
+        published, drained nodes back."""
+        jobs = self.torque.jobs()
+        self._note_departed(jobs)
+        self._bind(ar, jobs)
+        nodes = self._node_map()
+        self._open[ar.id] = (ar.end, tuple(hosts))
+        self._publish(nodes)
+        self._keep_others_off(ar, jobs, nodes)
+        self._undrain(ar)
+
+    def open_queue(self, ar: Reservation, shut: bool) -> None:
+        self._put_queue(ar, started=not shut)
+
+    def opened(self, ar: Reservation, shut: bool) -> None:
+        if not shut:
+            self._run_now()
 
     def _run_now(self) -> None:
         """The AR's jobs start now, not at the next periodic cycle."""
@@ -309,12 +308,12 @@ class TorqueBackend(Backend):
         hosts = set(ar.node_names)
         if self.settings.conflict in ("kill", "requeue"):
             for job in jobs:
-                if (job.state == "R" and not self._is_ar_queue(job.queue)
+                if (job.state == "R" and not self.is_ar_queue(job.queue)
                         and hosts & set(job.exec_hosts) and not self._asked(job)):
                     self._send_away(job, ar.id, sorted(hosts & set(job.exec_hosts)))
         if self.scheduler is None:
             for job in jobs:
-                if (job.state == "Q" and not job.held and not self._is_ar_queue(job.queue)
+                if (job.state == "Q" and not job.held and not self.is_ar_queue(job.queue)
                         and nodespec.could_land(job.nodes_spec, [nodes[h] for h in hosts if h in nodes])):
                     self.ledger.note_held(job.id, ar.id)
                     self.torque.hold(job.id)
@@ -456,16 +455,10 @@ class TorqueBackend(Backend):
 
     # -- window closed, cancel, forget ---------------------------------------------------
 
-    def teardown(self, reservation: Reservation) -> None:
-        with self.lock:
-            self._remove(reservation.id)
-
-    def _remove(self, ar_id: int) -> None:
+    def remove(self, ar_id: int) -> None:
         """Stop the queue, delete its jobs, delete it (retrying while TORQUE
         still counts a job), then the property off the nodes, then the held
         and deferred foreign jobs released."""
-        if not self.ledger.owns(ar_id):
-            return
         self._close_window(ar_id)
         queue = queue_name(ar_id)
         self._close_queue(queue)
@@ -474,10 +467,6 @@ class TorqueBackend(Backend):
         self._untag_all(ar_id)
         self._forget_notes(ar_id)
         self._release_jobs(self.ledger.unhold(ar_id))
-        self.ledger.forget(ar_id)
-        self._applied.pop(ar_id, None)
-        if self.scheduler is not None:
-            self.scheduler.drop_window(ar_id)
 
     def _close_queue(self, queue: str) -> None:
         current = self.torque.queues().get(queue)
@@ -515,33 +504,26 @@ class TorqueBackend(Backend):
         for name in sorted(tagged):
             self._untag(nodes.get(name), name, ar_id)
 
-    def release(self, reservation: Reservation) -> None:
+    def give_back(self, ar: Reservation) -> None:
         """plus_cancel: the AR's jobs go and its nodes are given back; the
-        queue stays, closed, with the record until plus_destroy or expiry."""
-        with self.lock:
-            if not self.ledger.owns(reservation.id) or \
-                    self._applied.get(reservation.id, ("",))[0] == "released":
-                return
-            self._close_window(reservation.id)
-            self._close_queue(queue_name(reservation.id))
-            self.ledger.set_active(reservation.id, None)
-            self._untag_all(reservation.id)
-            self._forget_notes(reservation.id)
-            self._release_jobs(self.ledger.unhold(reservation.id))
-            self._applied[reservation.id] = ("released", None, False)
-            if self.scheduler is not None:
-                self.scheduler.drop_window(reservation.id)
+        queue stays, closed."""
+        self._close_window(ar.id)
+        self._close_queue(queue_name(ar.id))
+        self.ledger.set_active(ar.id, None)
+        self._untag_all(ar.id)
+        self._forget_notes(ar.id)
+        self._release_jobs(self.ledger.unhold(ar.id))
 
     def modify(self, before: Reservation, after: Reservation) -> None:
-        """prepare() corrects the queue and the node properties; the
-        reconcile step after it opens or closes the window (and publishes
-        it again); jobs deferred to the old end wait for the new one."""
+        """The kit's (prepare() corrects the queue and the node properties,
+        the reconcile step after it opens or closes the window and
+        publishes it again); jobs deferred to the old end wait for the new one."""
         with self.lock:
-            self._applied.pop(after.id, None)
+            self._applied.forget(after.id)
             if self.windows_path and after.id in self._open and before.end != after.end:
                 for job in self._deferred_to(before.end, self.torque.jobs()):
                     self.torque.defer(job.id, after.end)
-            self.prepare(after)
+            super().modify(before, after)
 
     # -- the open windows, for the submit filter -------------------------------------------
 
@@ -578,54 +560,34 @@ class TorqueBackend(Backend):
         """Foreign jobs the filter deferred to ``end`` (waiting, or queued
         since that time came)."""
         return [job for job in jobs if job.execution_time == end and job.state in ("W", "Q")
-                and not self._is_ar_queue(job.queue)]
+                and not self.is_ar_queue(job.queue)]
 
     # -- every pass ------------------------------------------------------------------------
 
-    def reconcile(self, reservations: list[Reservation]) -> None:
-        """Remove what ARs the store no longer has left behind, close what
-        the store says is closed, drain nodes before starts, keep binding
-        new AR jobs and keeping foreign jobs off open windows."""
-        with self.lock:
-            known = {ar.id: ar for ar in reservations}
-            for ar_id in list(self.ledger.ars):
-                if ar_id not in known:
-                    self._remove(ar_id)
-            for ar_id in self.ledger.active_ids():
-                ar = known.get(ar_id)
-                if ar is None or ar.state not in _OPEN:
-                    self.ledger.set_active(ar_id, None)
-            now = int(time.time())
-            live = [ar for ar in reservations if self.ledger.owns(ar.id)
-                    and self._applied.get(ar.id, ("",))[0] != "released"]
-            jobs = self.torque.jobs() if live else []
-            nodes = self._node_map() if live else {}
-            if live:
-                self._note_departed(jobs)
-            active = self.ledger.active_ids()
-            self._open = {ar.id: (ar.end, tuple(sorted(ar.node_names))) for ar in live
-                          if ar.id in active}
-            self._publish(nodes)
-            for ar in live:
-                bound = self._bind(ar, jobs)
-                if ar.id in self.ledger.active_ids():
-                    self._keep_others_off(ar, jobs, nodes)
-                    if bound:
-                        self._run_now()
-                elif self.settings.drain and ar.state == State.WAITING and \
-                        ar.start - self.settings.drain <= now < ar.start:
-                    self._drain(ar, nodes)
-            self._sync_windows(reservations)
-
-    def _sync_windows(self, reservations: list[Reservation]) -> None:
-        """The self-scheduler keeps normal jobs that would overrun a window
-        off its nodes, and AR jobs on theirs."""
-        if self.scheduler is None:
-            return
-        self.scheduler.replace_windows(
-            [_window(ar) for ar in reservations
-             if ar.holds_resources and ar.state != State.PENDING and self.ledger.owns(ar.id)
-             and self._applied.get(ar.id, ("",))[0] != "released"])
+    def reconciled(self, reservations: list[Reservation]) -> None:
+        """Drain nodes before starts, keep binding new AR jobs and keeping
+        foreign jobs off open windows."""
+        now = int(time.time())
+        live = [ar for ar in reservations if self.ledger.owns(ar.id) and not self.released(ar.id)]
+        jobs = self.torque.jobs() if live else []
+        nodes = self._node_map() if live else {}
+        if live:
+            self._note_departed(jobs)
+        active = self.ledger.active_ids()
+        self._open = {ar.id: (ar.end, tuple(sorted(ar.node_names))) for ar in live
+                      if ar.id in active}
+        self._publish(nodes)
+        for ar in live:
+            bound = self._bind(ar, jobs)
+            if ar.id in self.ledger.active_ids():
+                self._keep_others_off(ar, jobs, nodes)
+                if bound:
+                    self._run_now()
+            elif self.settings.drain and ar.state == State.WAITING and \
+                    ar.start - self.settings.drain <= now < ar.start:
+                self._drain(ar, nodes)
+        if self.scheduler is not None:
+            self.scheduler.replace_windows([_window(ar) for ar in self.windows_ahead(reservations)])
 
     # -- health ----------------------------------------------------------------------------
 
@@ -649,26 +611,14 @@ class TorqueBackend(Backend):
                         failures.append(f"node {name} offline" + (f" ({node.note})" if node.note else ""))
                 if failures:
                     problems[ar.id] = "; ".join(failures)
-                self._notice_drift(ar, queues.get(queue_name(ar.id)))
+                queue = queues.get(queue_name(ar.id))
+                self._applied.notice(ar.id, None if queue is None
+                                     else queue.get("started") == "True")
             return problems
-
-    def _notice_drift(self, ar: Reservation, queue: dict[str, str] | None) -> None:
-        applied = self._applied.get(ar.id)
-        if applied is None or applied[0] == "released":
-            return
-        started = queue is not None and queue.get("started") == "True"
-        wanted = applied[0] == "open" and not applied[2]
-        if queue is None or started != wanted:
-            self._applied.pop(ar.id, None)
 
 
 def _window(ar: Reservation) -> Window:
     return Window(ar.id, tuple(ar.node_names), ar.start, ar.end)
-
-
-def _fingerprint(ar: Reservation) -> tuple:
-    """What the AR's queue and properties are made from."""
-    return (tuple(sorted(ar.node_names)), ar.acl, ar.owner, ar.request.duration)
 
 
 def _users(ar: Reservation) -> list[str]:
