@@ -33,7 +33,7 @@ from overlay.accounting import (
 from overlay.activity import Activity
 from overlay.backend import Backend, JobBar
 from overlay.config import Config
-from overlay.matching import node_satisfies, wildcard_match
+from overlay.matching import wildcard_match
 from overlay.model import (
     FINISHED_STATES,
     Allocation,
@@ -49,8 +49,8 @@ from overlay.model import (
     State,
     UnknownReservation,
 )
-from overlay.nesting import Inside, accessible, enforced, merged
-from overlay.ordering import sort_nodes
+from overlay.placement.nesting import Inside, accessible, enforced, merged
+from overlay.placement.placer import Placer, booking_keys
 from overlay.planner import MultiPlanner, covered_ranges
 from overlay.policy import PolicyContext, context_for, used_part
 from overlay.ratelog import RateLimitedLog
@@ -62,7 +62,6 @@ from overlay.request import (
     window_end,
 )
 from overlay.store import Store
-from overlay.users import account as users_account
 from overlay.users import groups_of, listed, system_account
 
 log = logging.getLogger("plus.manager")
@@ -73,8 +72,6 @@ _NO_END = 2 ** 40
 """The end of a job's holding when it has no run time limit (h_rt, walltime)."""
 _EARLIEST_TRIES = 8
 """Ranges whose first start RESQANDSET tries before it gives up."""
-_KINDS_KEPT = 64
-"""Kinds of request whose eligible nodes are kept between refreshes of the nodes."""
 _NAME_PATTERNS = 16
 """AR name patterns one status request may hold (qrstat -ar)."""
 EVENT_LINES = 60
@@ -111,20 +108,17 @@ def owner_of(ar: Reservation) -> Caller:
     return Caller(entry.pw_uid, ar.owner, groups_of(ar.owner, entry.pw_gid), False)
 
 
-def _pending_key(ar_id: int) -> tuple[int, str]:
-    return (ar_id, "pending")
-
-
 def _spans(ar: Reservation) -> Iterator[tuple[object, str, int, int, int, int | None]]:
     """What ``ar`` holds, as (key, node, start, end, slots, within): its
     granted window, and the window a pending modification asks for; with
     ``within``, inside that AR's slots (ResAccess) instead of the node's."""
+    granted, pending = booking_keys(ar.id)
     if ar.holds_resources:
         for a in ar.allocations:
-            yield ar.id, a.node, ar.start, ar.end, a.slots, a.within
+            yield granted, a.node, ar.start, ar.end, a.slots, a.within
     if ar.pending_request is not None:
         for a in ar.pending_allocations:
-            yield (_pending_key(ar.id), a.node, ar.pending_request.start, ar.pending_request.end,
+            yield (pending, a.node, ar.pending_request.start, ar.pending_request.end,
                    a.slots, a.within)
 
 
@@ -145,8 +139,6 @@ class Manager:
         self.activity = Activity()
         self.events_log = RateLimitedLog(log, burst=EVENT_LINES)
         self.nodes: dict[str, Node] = {}
-        self._reservable_nodes: list[Node] | None = None
-        self._eligible_nodes: dict[tuple, list[Node]] = {}
         self._capacity: dict[str, int] | None = None
         self.ars: dict[int, Reservation] = {ar.id: ar for ar in store.load_all()}
         self.changed: set[int] = set()      # AR ids stored or removed since the lifecycle's last look
@@ -157,6 +149,7 @@ class Manager:
         self.by_key: dict[tuple[str, str], int] = {
             (ar.owner, ar.idempotency_key): ar.id for ar in self.ars.values() if ar.idempotency_key}
         self.inside = Inside()
+        self.placer = Placer(config, backend, self.planner, self.inside, lambda: self.pm, self.now)
         self.refresh_nodes()
         spans = [span for ar in self.ars.values() for span in _spans(ar)]
         self.planner.book_many(span[:5] for span in spans if span[5] is None)
@@ -177,7 +170,8 @@ class Manager:
             nodes = self.activity.apply(self.backend.nodes(), self.backend.running_jobs(),
                                         self.now())
             before, self.nodes = self.nodes, {node.name: node for node in nodes}
-            self._reservable_nodes, self._eligible_nodes, self._capacity = None, {}, None
+            self.placer.refresh(self.nodes)
+            self._capacity = None
             moved = set(before.keys() - self.nodes.keys())
             for node in self.nodes.values():
                 self.planner.set_capacity(node.name, node.slots)
@@ -245,7 +239,7 @@ class Manager:
             log.exception("plugin hook %s failed", hook)
 
     def _unbook(self, ar_id: int) -> None:
-        for key in (ar_id, _pending_key(ar_id)):
+        for key in booking_keys(ar_id):
             self.planner.unbook(key)
             self.inside.unbook(key)
 
@@ -344,122 +338,14 @@ class Manager:
         if refusal:
             raise PermissionDenied(refusal)
 
-    def _reservable(self) -> list[Node]:
-        """Live nodes of the reservable queues (sge_queues, -sgeq), in the
-        configured NodeSortKey order; worked out once per refresh of the
-        nodes (the order depends on nothing else), not per request."""
-        if self._reservable_nodes is None:
-            allowed = self.config.sge_queues
-            nodes = [n for n in self.nodes.values()
-                     if n.alive and (not allowed or any(q in allowed for q in n.queues))]
-            self._reservable_nodes = sort_nodes(nodes, self.config.node_order, self.now())
-        return self._reservable_nodes
-
-    def _eligible(self, request: Request) -> list[Node]:
-        """Reservable nodes that can hold the request, in allocation order;
-        kept per refresh of the nodes for each kind of request (most ask
-        alike), since testing 1,000 nodes was a tenth of a creation."""
-        kind = (request.slots_per_node, request.memory_mb, request.ncpus, request.arch,
-                request.os, request.queues, request.attributes)
-        eligible = self._eligible_nodes.get(kind)
-        if eligible is None:
-            if len(self._eligible_nodes) >= _KINDS_KEPT:
-                self._eligible_nodes.clear()
-            eligible = self._eligible_nodes[kind] = [n for n in self._reservable()
-                                                     if node_satisfies(n, request)]
-        return eligible
-
     def _allocate(self, owner: Caller, request: Request, context: PolicyContext,
                   ignore: Iterable = (), prefer: Iterable[str] = ()) -> list[Allocation]:
-        """Choose ``request.nodes`` nodes free over the window, asking the
-        reservability hooks node by node (PluS's PLUS_NODE_RESERVABLE)."""
+        """The nodes the placement gives ``request``, on their own slots or
+        inside the ARs its ResAccess names (checked here, among this
+        daemon's ARs); ``ignore`` and ``prefer`` as Placer.nodes."""
         outers = accessible(self.ars, request.res_access, owner.user, owner.groups,
                             owner.is_manager)
-        candidates = self._eligible(request)
-        ordered = self.pm.hook.plus_node_order(nodes=candidates, request=request,
-                                               owner=owner.user, groups=owner.groups,
-                                               context=context)
-        if ordered is not None:
-            candidates = list(ordered)
-        # the AR's own nodes first (a modify keeps them), then nodes of the ARs
-        # it may be inside (ResAccess), then hosts that run jobs
-        preferred = set(prefer)
-        held = {a.node for outer in outers for a in outer.allocations}
-        candidates.sort(key=lambda n: (n.name not in preferred, n.name not in held,
-                                       not n.runs_jobs))
-        matching = len(candidates)
-        blocked = self.backend.blocked_nodes(request)
-        refusals: dict[str, int] = {}
-        if blocked:
-            for node in candidates:
-                if node.name in blocked and node.name not in held:
-                    refusals[blocked[node.name]] = refusals.get(blocked[node.name], 0) + 1
-            candidates = [n for n in candidates if n.name not in blocked or n.name in held]
-        chosen: list[Node] = []
-        within: list[int | None] = []
-        hook = plugins.PolicyHook(self.pm, "plus_node_reservable", request=request,
-                                  owner=owner.user, groups=owner.groups, context=context)
-        wants_allocated = hook.wants("allocated")
-        skip, free = frozenset(ignore), 0
-        for node in candidates:    # in order, until enough: a reserve asks few nodes of many
-            need = request.slots_on(node)
-            outer = next((o.id for o in outers if self.inside.fits(
-                o, node.name, need, request.start, request.end, skip)), None)
-            if outer is None and (node.name in blocked or not self.planner.fits(
-                    node.name, need, request.start, request.end, skip)):
-                continue
-            free += 1
-            refusal = hook.first_refusal(node=node,
-                                         allocated=tuple(chosen) if wants_allocated else ())
-            if refusal:
-                refusals[refusal] = refusals.get(refusal, 0) + 1
-                continue
-            chosen.append(node)
-            within.append(outer)
-            if len(chosen) == request.nodes:
-                return [Allocation(n.name, request.slots_on(n), w) for n, w in zip(chosen, within, strict=True)]
-        reason = (f"only {len(chosen)} of the {request.nodes} requested nodes can be reserved "
-                  f"for this window ({len(self.nodes)} nodes known, {matching} match the "
-                  f"request, {free} free)")
-        if refusals:
-            reason += "; " + "; ".join(f"{text} ({count} nodes)" for text, count in refusals.items())
-        raise NoCapacity(reason)
-
-    def _place_slots(self, owner: Caller, request: Request, context: PolicyContext,
-                     ignore: int | None = None) -> tuple[list[Allocation], str]:
-        """qrsub's request: slots the backend's scheduler places (its queue
-        instances, PE and consumables), on nodes the node planner (every
-        other AR, PluS's too) still has free and the reservability hooks
-        accept; and the PE it chose."""
-        if request.res_access:
-            raise InvalidRequest("ResAccess places node reservations inside others; a qrsub "
-                                 "request (slots) cannot use it")
-        users = []      # 8.1.9 checks the acl_list -u gave, or the owner if none
-        for entry in request.users or (owner.user,):
-            if entry.startswith("@"):       # an access list of the batch system
-                users.append((entry, ()))
-            elif entry == owner.user:
-                users.append((owner.user, owner.groups))
-            else:
-                found = users_account(entry)
-                users.append(found if found is not None else (entry, ()))
-        allocations, pe = self.backend.place_slots(request, (owner.user, owner.groups), users,
-                                                   ignore)
-        per_node: dict[str, int] = {}
-        for allocation in allocations:
-            per_node[allocation.node] = per_node.get(allocation.node, 0) + allocation.slots
-        skip = () if ignore is None else (ignore, _pending_key(ignore))
-        hook = plugins.PolicyHook(self.pm, "plus_node_reservable", request=request,
-                                  owner=owner.user, groups=owner.groups, context=context)
-        for name, slots in per_node.items():
-            node = self.nodes.get(name)
-            if node is None or not self.planner.fits(name, slots, request.start, request.end, skip):
-                raise NoCapacity(f"no suitable queues (host {name} is no longer free for the "
-                                 "window); try again")
-            refusal = hook.first_refusal(node=node, allocated=())
-            if refusal:
-                raise NoCapacity(f"host {name}: {refusal}")
-        return allocations, pe
+        return self.placer.nodes(owner, request, context, outers, ignore, prefer)
 
     def _log(self, ar: Reservation, event: str, message: str, why: str = "") -> None:
         """An ar_log record in 8.1.9's words, and the same line in the
@@ -504,7 +390,7 @@ class Manager:
                 if transactional:
                     raise InvalidRequest("a qrsub request (slots) is granted at once; "
                                          "transactional reservations are for nodes")
-                allocations, granted_pe = self._place_slots(caller, request, context)
+                allocations, granted_pe = self.placer.slots(caller, request, context)
             else:
                 allocations = self._allocate(caller, request, context)
             ar = Reservation(
@@ -550,7 +436,7 @@ class Manager:
                                       owner=caller.user, groups=caller.groups, context=context)
             outers = accessible(self.ars, request.res_access, caller.user, caller.groups,
                                 caller.is_manager)
-            nodes = [node for node in self._eligible(request)
+            nodes = [node for node in self.placer.eligible(request)
                      if not hook.first_refusal(node=node, allocated=())]
             slots = request.slots_per_node
             if outers:
@@ -594,7 +480,7 @@ class Manager:
             now = self.now()
             if request.nodes < 1:
                 raise InvalidRequest(f"nodes: at least 1, got {request.nodes}")
-            names = [node.name for node in self._eligible(request)]
+            names = [node.name for node in self.placer.eligible(request)]
             if len(names) < request.nodes:
                 raise NoCapacity(f"only {len(names)} node(s) match the request; it needs "
                                  f"{request.nodes}")
@@ -693,10 +579,10 @@ class Manager:
                 self._validate_request(owner, request, "modify", context, started=started)
                 granted_pe = ar.granted_pe
                 if request.by_slots:
-                    allocations, granted_pe = self._place_slots(owner, request, context, ar.id)
+                    allocations, granted_pe = self.placer.slots(owner, request, context, ar.id)
                 else:
                     allocations = self._allocate(owner, request, context,
-                                                 ignore=(ar.id, _pending_key(ar.id)),
+                                                 ignore=booking_keys(ar.id),
                                                  prefer=ar.node_names)
             except ReservationError as exc:
                 self.refusals[ar.id] = Refusal(now, "modify", str(exc))
@@ -964,7 +850,7 @@ class Manager:
         if end <= start:
             raise InvalidRequest("the end time must be later than the start time")
         with self.lock:
-            return self.planner.free_nodes([n.name for n in self._reservable()], None, start, end)
+            return self.planner.free_nodes([n.name for n in self.placer.reservable()], None, start, end)
 
     # -- what the clock changes (the lifecycle decides when) ----------------------
 

@@ -101,6 +101,22 @@ class Node:
         return states if self.alive else states + ["unknown"]
 
 
+class RequestKind(str, Enum):
+    """What a request reserves: whole nodes by count (plus_reserve, PluS),
+    or slots the backend's scheduler places as it would a job of that shape
+    (qrsub, seed 000). The kinds to come (maintenance, occurrences of a
+    recurring AR) are members here."""
+
+    NODES = "nodes"
+    SLOTS = "slots"
+
+    @classmethod
+    def implied_by(cls, nodes: int) -> RequestKind:
+        """The kind of a request that names none, as qrsub sends it and as
+        versions before the kind stored it: 0 nodes is qrsub's request."""
+        return cls.SLOTS if nodes == 0 else cls.NODES
+
+
 @dataclass(frozen=True, slots=True)
 class Request:
     """What plus_reserve (or plus_modify) asks for; times are UTC epoch seconds.
@@ -113,8 +129,10 @@ class Request:
     (-M) say who hears of which events. ``res_access`` (seed 003's
     ResAccess) names ARs whose slots the AR may use as well as free ones.
 
-    ``nodes`` 0 is qrsub's request (seed 000): slots, not nodes, placed by
-    the backend's scheduler as it would place a job of that shape: ``pe``
+    ``kind`` says what is reserved; left out, ``nodes`` implies it
+    (RequestKind.implied_by), and a RequestKind's value is taken for it.
+    A SLOTS request (qrsub's, seed 000, with ``nodes`` 0) is placed by the
+    backend's scheduler as it would place a job of that shape: ``pe``
     and ``pe_range`` (-pe), or ``alloc_rule`` with ``pe_range`` (-alloc),
     else one slot; ``attributes`` are then -l resource requests, ``queues``
     and ``master_queues`` queue instance patterns (-q, -masterq), ``ckpt``
@@ -145,6 +163,11 @@ class Request:
     ckpt: str = ""
     interactive: bool = False
     account: str = ""
+    kind: RequestKind | None = None
+
+    def __post_init__(self) -> None:
+        kind = RequestKind.implied_by(self.nodes) if self.kind is None else RequestKind(self.kind)
+        object.__setattr__(self, "kind", kind)  # frozen: set once, here
 
     @property
     def duration(self) -> int:
@@ -153,7 +176,7 @@ class Request:
     @property
     def by_slots(self) -> bool:
         """qrsub's request: slots placed by the backend's scheduler, not nodes."""
-        return self.nodes == 0
+        return self.kind is RequestKind.SLOTS
 
     @property
     def resource_list(self) -> str:

@@ -1,8 +1,8 @@
 """The orders of nodes and jobs: PluS's NodeSortKey (the core's node_order,
 the native scheduler's and TORQUE's self-scheduling mode's), and the job
 order of the schedulers this overlay runs: JobSortKey with the owners',
-groups' and hosts' orders (seed 004, 3.2), the TORQUE fifo settings they
-stand for (3.3), and PluS's own sched_conf file read unchanged.
+groups' and hosts' orders (seed 004, 3.2), and PluS's own sched_conf file
+read unchanged.
 
 Keys sort lexicographically, earlier keys dominating; nodes still tied go
 by name, jobs by submit time, then id (FIFO).
@@ -137,20 +137,6 @@ def order_jobs(jobs: Sequence[Orderable], order: JobOrder) -> list[Orderable]:
         parts.extend([lambda j, turn=turn: turn[j.id], queue_position])
     parts.extend(tail)
     return sorted(jobs, key=lambda j: tuple(f(j) for f in parts))
-
-
-def torque_job_order(round_robin: bool, by_queue: bool, sort_queues: bool,
-                     strict_fifo: bool) -> tuple[str, ...]:
-    """The JobSortKey standing for a TORQUE fifo sched_conf (seed 004, 3.3)."""
-    if round_robin and by_queue:
-        raise OrderError("round_robin and by_queue must not be true at the same time")
-    keys = ["QueuePriority"] if sort_queues else []
-    if round_robin:
-        keys.append("QueueRoundRobin")
-    elif by_queue:
-        keys.append("ByQueue")
-    keys.append("SubmitTime" if strict_fifo else "JobPriority")
-    return tuple(keys)
 
 
 _LINE = re.compile(r"^\s*(\w+)\s*:\s*(.*?)\s*$")

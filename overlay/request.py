@@ -28,32 +28,19 @@ TYPE_CHECKING = False       # typing costs a command 3 ms to import
 if TYPE_CHECKING:
     from typing import Callable
 
-REQUEST_FIELDS = ("start", "end", "nodes", "users", "slots_per_node", "memory_mb", "ncpus",
-                  "arch", "os", "attributes", "queues", "name", "hard_error", "mail_options",
-                  "mail_list", "res_access", "pe", "pe_range", "alloc_rule", "master_queues",
-                  "ckpt", "interactive", "account")
-"""A Request's fields (overlay.model.Request), by the names of its one wire
-form: what plus_reserve sends, the socket and the HTTP API take, the views
-show and the store keeps."""
+
+def request_wire(**fields) -> dict:
+    """A request in its one wire form (what plus_reserve sends, the socket
+    and the HTTP API take, the views show and the store keeps): JSON values,
+    lists for tuples (an -l attribute a [name, value] pair). Clients give the
+    fields their options set; the daemon gives every field of a Request
+    (overlay.wire.encode_request) and decodes them with the commands' checks,
+    refusing a name it does not know."""
+    return {name: _json_value(value) for name, value in fields.items()}
 
 
-def request_wire(*, start: int, end: int, nodes: int, users=(), slots_per_node=None,
-                 memory_mb=None, ncpus=None, arch=None, os=None, attributes=(), queues=(),
-                 name="", hard_error=False, mail_options="", mail_list=(), res_access=(), pe="",
-                 pe_range=(), alloc_rule="", master_queues=(), ckpt="", interactive=False,
-                 account="") -> dict:
-    """A request in its wire form: JSON values (lists for tuples, an -l
-    attribute a [name, value] pair), every field present. Clients build it
-    from their options, the daemon from a Request (overlay.wire)."""
-    return {"start": start, "end": end, "nodes": nodes, "users": list(users),
-            "slots_per_node": slots_per_node, "memory_mb": memory_mb, "ncpus": ncpus,
-            "arch": arch, "os": os, "attributes": [list(pair) for pair in attributes],
-            "queues": list(queues), "name": name, "hard_error": hard_error,
-            "mail_options": mail_options, "mail_list": list(mail_list),
-            "res_access": list(res_access), "pe": pe,
-            "pe_range": [list(pair) for pair in pe_range], "alloc_rule": alloc_rule,
-            "master_queues": list(master_queues), "ckpt": ckpt, "interactive": interactive,
-            "account": account}
+def _json_value(value):
+    return [_json_value(item) for item in value] if isinstance(value, tuple) else value
 
 
 MAX_AR_ID = 9_999_999

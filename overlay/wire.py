@@ -10,14 +10,15 @@ so a misspelt field is never silently ignored.
 
 from __future__ import annotations
 
+from dataclasses import fields
+from enum import Enum
 from typing import Any, Callable, Iterable
 
 from overlay import limits
-from overlay.model import Request
+from overlay.model import Request, RequestKind
 from overlay.request import (
     MAX_AR_ID,
     MAX_SLOTS,
-    REQUEST_FIELDS,
     RequestError,
     parse_account,
     parse_alloc_rule,
@@ -153,34 +154,45 @@ def users(args: Arguments) -> tuple[str, ...] | None:
     return args.names("users", "-U", lambda v: parse_name_list(v, "-U", groups=True))
 
 
+REQUEST_FIELDS = tuple(field.name for field in fields(Request))
+"""A Request's fields, by the names of its one wire form (overlay.request.request_wire):
+the Request type is their one spelling."""
+
+
 def encode_request(request: Request) -> dict:
-    """The request's wire form (overlay.request.request_wire)."""
-    return request_wire(**{name: getattr(request, name) for name in REQUEST_FIELDS})
+    """The request's wire form: every field, a kind by its value."""
+    return request_wire(**{name: _plain(getattr(request, name)) for name in REQUEST_FIELDS})
+
+
+def _plain(value: Any) -> Any:
+    return value.value if isinstance(value, Enum) else value
 
 
 def stored_request(data: dict) -> Request:
     """A request the store kept in its wire form (written by encode_request,
     so trusted: not checked again). A field stored before it existed takes
-    its default."""
-    fields = {name: data[name] for name in REQUEST_FIELDS if name in data}
-    for name in ("users", "queues", "mail_list", "res_access", "master_queues"):
-        if name in fields:
-            fields[name] = tuple(fields[name])
-    for name in ("attributes", "pe_range"):
-        if name in fields:
-            fields[name] = tuple(tuple(pair) for pair in fields[name])
-    return Request(**fields)
+    its default; a request stored before the kind existed takes the kind
+    its nodes imply (RequestKind.implied_by)."""
+    return Request(**{name: _tuples(data[name]) for name in REQUEST_FIELDS if name in data})
+
+
+def _tuples(value: Any) -> Any:
+    """A wire value with its lists as the Request's tuples, at every depth."""
+    return tuple(_tuples(item) for item in value) if isinstance(value, list) else value
 
 
 def reserve_request(args: Arguments) -> Request:
     """A request in its wire form from a client, with plus_reserve's checks."""
     memory = args.integer("memory_mb", 1, limits.MAX_MEMORY_MB, what="-mem")
     nodes = args.integer("nodes", 0, limits.MAX_COUNT, True, "-n")
+    kind = args.checked("kind", _kind) or RequestKind.implied_by(nodes)
     pe_range = _pe_range(args.items("pe_range") or ())
     pe = args.checked("pe", lambda v: v and parse_pattern(v, "-pe")) or ""
     alloc_rule = args.checked("alloc_rule", lambda v: v and parse_alloc_rule(v)) or ""
     slot_fields = pe or pe_range or alloc_rule
-    if nodes and slot_fields:
+    if kind is RequestKind.SLOTS and nodes:
+        raise RequestError(f"-n: a request for slots (qrsub) names no nodes, got {nodes}")
+    if kind is not RequestKind.SLOTS and slot_fields:
         raise RequestError("-pe and -alloc ask for slots (qrsub), -n for nodes (plus_reserve): "
                            "give one or the other")
     if (pe or alloc_rule) and not pe_range:
@@ -196,7 +208,8 @@ def reserve_request(args: Arguments) -> Request:
         arch=args.checked("arch", lambda v: parse_pattern(v, "-arch")),
         os=args.checked("os", lambda v: parse_pattern(v, "-os")),
         attributes=_attributes(args.items("attributes") or ()),
-        queues=(args.names("queues", "-q", lambda v: parse_queue_list(v, "-q")) if not nodes else
+        queues=(args.names("queues", "-q", lambda v: parse_queue_list(v, "-q"))
+                if kind is RequestKind.SLOTS else
                 args.names("queues", "-sgeq", lambda v: parse_name_list(v, "-sgeq"))) or (),
         name=args.checked("name", lambda v: v and parse_object_name(v, "-N", "AR name",
                                                                    digit_start=False)) or "",
@@ -209,7 +222,15 @@ def reserve_request(args: Arguments) -> Request:
                                  lambda v: parse_queue_list(v, "-masterq")) or (),
         ckpt=args.checked("ckpt", lambda v: v and parse_name(v, "-ckpt")) or "",
         interactive=args.flag("interactive"),
-        account=args.checked("account", lambda v: v and parse_account(v)) or "")
+        account=args.checked("account", lambda v: v and parse_account(v)) or "", kind=kind)
+
+
+def _kind(text: str) -> RequestKind:
+    try:
+        return RequestKind(text)
+    except ValueError:
+        raise RequestError(f"kind: '{limits.shown(text)}' is not a kind of request; accepted: "
+                           f"{', '.join(kind.value for kind in RequestKind)}") from None
 
 
 def _pe_range(items: list) -> tuple[tuple[int, int], ...]:

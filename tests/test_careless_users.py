@@ -12,8 +12,8 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from overlay.cli import views
-from overlay.matching import node_satisfies
 from overlay.model import Node, Request, ReservationError
+from overlay.placement.eligible import node_satisfies
 from overlay.services.views import reservation_view
 from test_manager import ALICE, T0, Env
 

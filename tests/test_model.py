@@ -14,6 +14,7 @@ from overlay.model import (
     Node,
     PermissionDenied,
     Request,
+    RequestKind,
     Reservation,
     ReservationError,
     State,
@@ -96,6 +97,24 @@ def test_slots_on_with_slots_per_node():
     request = Request(start=0, end=10, nodes=1, slots_per_node=2)
     assert request.slots_on(Node(name="a", slots=8)) == 2
     assert request.slots_on(Node(name="c", slots=16)) == 2
+
+
+def test_a_requests_kind_is_what_its_nodes_imply_unless_it_names_one():
+    assert Request(start=0, end=10, nodes=2).kind is RequestKind.NODES
+    by_slots = Request(start=0, end=10, nodes=0, pe="mpi", pe_range=((2, 4),))
+    assert by_slots.kind is RequestKind.SLOTS and by_slots.by_slots
+    named = Request(start=0, end=10, nodes=0, kind=RequestKind.NODES)   # refused by the manager
+    assert named.kind is RequestKind.NODES and not named.by_slots
+    assert Request(start=0, end=10, nodes=0, kind="slots").kind is RequestKind.SLOTS
+
+
+def test_a_request_keeps_its_kind_through_changes():
+    """The kind is the request's, not its node count's, once it is set."""
+    by_slots = Request(start=0, end=10, nodes=0)
+    assert by_slots.with_changes(end=20).kind is RequestKind.SLOTS
+    assert Request(start=0, end=10, nodes=2).with_changes(nodes=0).kind is RequestKind.NODES
+    with pytest.raises(ValueError):
+        Request(start=0, end=10, nodes=0, kind="maintenance")
 
 
 def test_with_changes_leaves_the_original_alone():

@@ -13,7 +13,6 @@ from overlay.ordering import (
     OrderError,
     order_jobs,
     parse_sched_conf,
-    torque_job_order,
 )
 
 
@@ -86,6 +85,22 @@ def test_bad_orders(order, message):
         JobOrder(**order)
 
 
+def torque_job_order(round_robin: bool, by_queue: bool, sort_queues: bool,
+                     strict_fifo: bool) -> tuple[str, ...]:
+    """The JobSortKey standing for a TORQUE fifo sched_conf (seed 004, 3.3):
+    the seed's table, which a site follows by hand (TORQUE's self-scheduling
+    mode reads JobSortKey itself), so it lives beside the tests of the orders."""
+    if round_robin and by_queue:
+        raise OrderError("round_robin and by_queue must not be true at the same time")
+    keys = ["QueuePriority"] if sort_queues else []
+    if round_robin:
+        keys.append("QueueRoundRobin")
+    elif by_queue:
+        keys.append("ByQueue")
+    keys.append("SubmitTime" if strict_fifo else "JobPriority")
+    return tuple(keys)
+
+
 # seed 004, 3.3: (round_robin, by_queue, sort_queues, strict_fifo) -> JobSortKey
 TORQUE = [
     ((0, 0, 0, 0), ("JobPriority",)), ((0, 0, 0, 1), ("SubmitTime",)),
@@ -109,6 +124,11 @@ def test_torque_fifo_table(flags, keys):
 def test_torque_round_robin_and_by_queue_exclude_each_other(sort_queues, strict_fifo):
     with pytest.raises(OrderError, match="round_robin and by_queue must not be true"):
         torque_job_order(True, True, sort_queues, strict_fifo)
+
+
+@pytest.mark.parametrize("flags,keys", TORQUE)
+def test_every_torque_fifo_order_is_a_job_order(flags, keys):
+    assert JobOrder(keys=keys).keys == keys
 
 
 def test_the_torque_default_is_plus_default():

@@ -18,8 +18,8 @@ from overlay.limits import (
     MAX_NAME,
     MAX_PATTERN,
 )
-from overlay.matching import node_satisfies
 from overlay.model import Node, Request
+from overlay.placement.eligible import node_satisfies
 from overlay.request import (
     MAX_AR_ID,
     MEMORY_FORMS,

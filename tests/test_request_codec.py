@@ -12,9 +12,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from overlay.model import Request
-from overlay.request import REQUEST_FIELDS, RequestError, request_wire
-from overlay.wire import Arguments, BadArguments, encode_request, reserve_request, stored_request
+from overlay.model import Request, RequestKind
+from overlay.request import RequestError, request_wire
+from overlay.wire import (
+    REQUEST_FIELDS,
+    Arguments,
+    BadArguments,
+    encode_request,
+    reserve_request,
+    stored_request,
+)
 
 NOW = int(time.time())
 names = st.text("abcdefghijklmnopqrstuvwxyz", min_size=1, max_size=8)
@@ -31,6 +38,16 @@ requests = st.builds(
     name=st.just("") | names, hard_error=st.booleans(),
     mail_options=st.sampled_from(["", "n", "b", "be", "bea"]),
     mail_list=st.lists(names, max_size=2, unique=True).map(tuple))
+slot_requests = st.builds(
+    Request,
+    start=st.integers(NOW, NOW + 86400), end=st.integers(NOW + 86401, NOW + 2 * 86400),
+    nodes=st.just(0), users=st.lists(names, max_size=3, unique=True).map(tuple),
+    queues=st.lists(names.map(lambda n: n + ".q"), max_size=2, unique=True).map(tuple),
+    pe_range=st.tuples(st.integers(1, 8), st.integers(0, 8)).map(lambda r: ((r[0], sum(r)),)),
+    master_queues=st.lists(names.map(lambda n: n + ".q"), max_size=1).map(tuple),
+    ckpt=st.just("") | names, interactive=st.booleans(), account=st.just("") | names,
+    kind=st.just(RequestKind.SLOTS)).flatmap(
+    lambda r: st.sampled_from([r.with_changes(pe="mpi"), r.with_changes(alloc_rule="$fill_up")]))
 
 
 def test_the_wire_names_are_the_requests_fields():
@@ -47,6 +64,41 @@ def test_a_request_comes_back_unchanged_through_the_socket_and_the_store(request
     assert stored_request(json.loads(json.dumps(wire))) == request
     fields = {name: getattr(request, name) for name in REQUEST_FIELDS}
     assert request_wire(**fields) == wire                              # as plus_reserve builds it
+
+
+@settings(max_examples=100, deadline=None)
+@given(slot_requests)
+def test_a_request_for_slots_comes_back_with_its_kind(request):
+    wire = encode_request(request)
+    assert wire["kind"] == "slots" and wire["nodes"] == 0
+    assert reserve_request(Arguments("reserve", json.loads(json.dumps(wire)), NOW)) == request
+    assert stored_request(json.loads(json.dumps(wire))) == request
+
+
+@pytest.mark.parametrize("nodes,kind", [(2, RequestKind.NODES), (0, RequestKind.SLOTS)])
+def test_a_client_that_names_no_kind_gets_the_one_its_nodes_imply(nodes, kind):
+    """plus_reserve and plus_qrsub send no kind: qrsub's request is 0 nodes."""
+    wire = request_wire(start=NOW, end=NOW + 60, nodes=nodes)
+    assert reserve_request(Arguments("reserve", wire, NOW)).kind is kind
+
+
+def test_a_kind_that_disagrees_with_the_request_is_refused():
+    wire = request_wire(start=NOW, end=NOW + 60, nodes=2)
+    with pytest.raises(RequestError, match="-n: a request for slots .* names no nodes, got 2"):
+        reserve_request(Arguments("reserve", {**wire, "kind": "slots"}, NOW))
+    with pytest.raises(RequestError, match="-pe and -alloc ask for slots"):
+        reserve_request(Arguments("reserve", {**wire, "nodes": 0, "kind": "nodes", "pe": "mpi",
+                                              "pe_range": [[2, 2]]}, NOW))
+    with pytest.raises(RequestError, match="kind: 'maintenance' is not a kind of request; "
+                                           "accepted: nodes, slots"):
+        reserve_request(Arguments("reserve", {**wire, "kind": "maintenance"}, NOW))
+
+
+def test_a_row_stored_before_the_kind_existed_takes_the_kind_its_nodes_imply():
+    old = {"start": NOW, "end": NOW + 60, "nodes": 0, "users": ["alice"], "pe": "mpi",
+           "pe_range": [[2, 2]], "queues": ["all.q"]}
+    assert stored_request(old).kind is RequestKind.SLOTS
+    assert stored_request({**old, "nodes": 1, "pe": "", "pe_range": []}).kind is RequestKind.NODES
 
 
 def test_a_row_stored_before_a_field_existed_takes_its_default():

@@ -18,7 +18,7 @@ import pytest
 from sqlalchemy import event, func
 from sqlmodel import Session, select
 
-from overlay.model import Allocation, Operation, Request, Reservation, State
+from overlay.model import Allocation, Operation, Request, RequestKind, Reservation, State
 from overlay.store import AllocationRow, Conflict, CounterRow, ReservationRow, Store
 
 MAX_ID = 9_999_999  # Grid Engine 6.2: the highest AR id (seed 000, 5.2.1)
@@ -601,6 +601,42 @@ def test_a_store_made_before_res_access_gains_its_column(store_url):
     inner = store.create(new_ar(start=1000, end=5000), CAPACITY)
     assert store.get(inner.id).allocations == [Allocation("n1", 4)]
     store.close()
+
+
+OLDER_ROWS = {
+    "nodes": '{"start":1000,"end":2000,"nodes":1,"users":["alice"],"slots_per_node":null,'
+             '"memory_mb":null,"ncpus":null,"arch":null,"os":null,"attributes":[],"queues":[],'
+             '"name":"","hard_error":false,"mail_options":"","mail_list":[],"res_access":[],'
+             '"pe":"","pe_range":[],"alloc_rule":"","master_queues":[],"ckpt":"",'
+             '"interactive":false,"account":""}',
+    "slots": '{"start":1000,"end":2000,"nodes":0,"users":["alice"],"slots_per_node":null,'
+             '"memory_mb":null,"ncpus":null,"arch":null,"os":null,"attributes":[],'
+             '"queues":["all.q"],"name":"","hard_error":false,"mail_options":"","mail_list":[],'
+             '"res_access":[],"pe":"mpi","pe_range":[[2,2]],"alloc_rule":"","master_queues":[],'
+             '"ckpt":"","interactive":false,"account":""}'}
+"""Requests as the versions before the request's kind wrote them: every
+field but the kind."""
+
+
+@pytest.mark.parametrize("kind", [RequestKind.NODES, RequestKind.SLOTS])
+def test_an_ar_stored_before_the_kind_existed_loads_with_the_kind_its_nodes_imply(store, kind):
+    from sqlalchemy import text as sql
+
+    ar = store.create(new_ar(allocations=(("n1", 2),)), CAPACITY)
+    with store.engine.begin() as connection:
+        connection.execute(sql("UPDATE reservation SET request = :old WHERE id = :id"),
+                           {"old": OLDER_ROWS[kind.value], "id": ar.id})
+    other = Store(store.url)       # a daemon of this version on the older rows
+    try:
+        loaded = other.get(ar.id)
+        assert loaded.request.kind is kind and loaded.request.by_slots is (kind is RequestKind.SLOTS)
+        assert other.load_all()[0].request == loaded.request
+        other.save(loaded, CAPACITY)
+        with other.engine.connect() as connection:
+            written = connection.execute(sql("SELECT request FROM reservation")).scalar_one()
+        assert f'"kind":"{kind.value}"' in written and other.get(ar.id) == loaded
+    finally:
+        other.close()
 
 
 def test_a_removed_ar_can_leave_its_usage_behind(store):

@@ -26,7 +26,7 @@ from typing import Callable
 from overlay.coalloc.client import SiteClient, SiteError
 from overlay.coalloc.log import CoAllocation, Log
 from overlay.coalloc.sites import Site
-from overlay.nesting import merged
+from overlay.placement.nesting import merged
 from overlay.planner import covered_ranges
 
 
