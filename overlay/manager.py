@@ -31,7 +31,7 @@ from overlay.accounting import (
     ReportingWriter,
 )
 from overlay.activity import Activity
-from overlay.backend import Backend
+from overlay.backend import Backend, JobBar
 from overlay.config import Config
 from overlay.matching import wildcard_match
 from overlay.model import (
@@ -62,7 +62,7 @@ from overlay.request import (
     window_end,
 )
 from overlay.store import Store
-from overlay.users import groups_of, listed
+from overlay.users import groups_of, listed, system_account
 
 log = logging.getLogger("plus.manager")
 
@@ -930,3 +930,70 @@ class Manager:
                         ar.state.value, ar.id, exc)
             return False
         return True
+
+    # -- what the daemon's operations and views ask --------------------------------
+
+    def inner_ars(self, ar_id: int) -> set[int]:
+        """The ARs inside ``ar_id``'s slots (ResAccess)."""
+        return self.inside.inner(ar_id)
+
+    def job_runtime_limit(self, ar: Reservation) -> int:
+        """How long a job in ``ar`` may run: its duration less duration_offset."""
+        return max(0, ar.request.duration - self.config.duration_offset)
+
+    def commit_deadline(self, ar: Reservation) -> int:
+        """When ``ar``'s -T operation is aborted unless committed."""
+        return ar.pending_since + self.config.commit_timeout
+
+    def last_refusal(self, ar_id: int) -> Refusal | None:
+        """The AR's last refused plus_modify, if one is remembered."""
+        return self.refusals.get(ar_id)
+
+    def submit_hint(self, ar: Reservation) -> str | None:
+        """How users submit jobs into ``ar`` on this backend."""
+        return self.backend.submit_hint(ar)
+
+    def warnings(self, ar: Reservation) -> list[str]:
+        """What the owner should know before relying on ``ar``."""
+        warnings = self.backend.delays(ar)
+        idle = [name for name in ar.node_names
+                if name in self.nodes and not self.nodes[name].runs_jobs]
+        if idle:
+            warnings.append(f"{', '.join(idle)} run{'s' if len(idle) == 1 else ''} no jobs (exec: "
+                            "none in the cluster file): jobs of this AR cannot start there")
+        return warnings
+
+    def made_with_key(self, user: str, key: str) -> int | None:
+        """The id of ``user``'s AR made with idempotency ``key``, if any."""
+        return self.by_key.get((user, key))
+
+    def lingering(self) -> set[int]:
+        """Deleted ARs whose jobs the batch system still holds (plus_status lists them)."""
+        return self.backend.lingering()
+
+    def job_bars(self, now: int) -> list[JobBar]:
+        """The backend's jobs, as the calendar shows them beside the ARs."""
+        return self.backend.job_bars(now)
+
+    def accept_claim(self, nonce: str, ar_id: int, at: int, forget_before: int) -> int | None:
+        """Record a ResKey claim's nonce: None, or the AR of the claim that
+        used it before (Store.accept_claim)."""
+        return self.store.accept_claim(nonce, ar_id, at, forget_before)
+
+    def submit_claimed(self, owner: Caller, ar: Reservation, job: dict) -> dict:
+        """Submit ``job`` into ``ar`` as its ``owner`` (a ResKey claim): never
+        as root, a system account or an unknown user, nor into an AR that is
+        pending or has ended."""
+        if owner.uid < 0:
+            raise PermissionDenied(f"user {owner.user} is not known on this host: no job runs "
+                                   "as them")
+        if system_account(owner.uid, self.config.min_uid):
+            raise PermissionDenied(f"{owner.user} (uid {owner.uid}) is root or a system account "
+                                   f"(below min_uid {self.config.min_uid}): no job runs as "
+                                   "one for a client")
+        if ar.state == State.PENDING:
+            raise InvalidRequest(f"AR {ar.id} is pending: it takes jobs once committed")
+        if ar.state in FINISHED_STATES:
+            raise InvalidRequest(f"AR {ar.id} has ended ({ar.state.name.lower()}): it takes "
+                                 "no jobs")
+        return self.backend.submit_claimed(ar, job)

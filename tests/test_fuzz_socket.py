@@ -27,10 +27,10 @@ from hypothesis import strategies as st
 import overlay
 from overlay import limits, protocol, wire
 from overlay.config import Config
-from overlay.daemon import Service
 from overlay.manager import START_GRACE, Caller
 from overlay.model import ReservationError
 from overlay.request import MAX_AR_ID, RequestError
+from overlay.services.service import Service
 from overlay.timespec import TimeSpecError
 from test_manager import ADMIN, ALICE, BOB, HOUR, T0, Env
 

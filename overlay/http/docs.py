@@ -11,7 +11,7 @@ from pathlib import Path
 from fastapi import FastAPI
 from fastapi.responses import FileResponse
 
-from overlay.http.web import HEADERS, PAGE_DIR, vendor_file
+from overlay.http.pages import HEADERS, PAGE_DIR, vendor_file
 
 VENDOR_DIR = Path(sys.prefix) / "share" / "plus" / "docs"
 VENDOR_FILES = {"swagger-ui-bundle.js": "text/javascript", "swagger-ui.css": "text/css"}

@@ -1,0 +1,115 @@
+"""The seams of the API's routers (overlay/http/routes): together they
+serve exactly the documented endpoints, and each endpoint asks the daemon
+an operation its socket serves; every operation a token may call has an
+endpoint. The daemon is replaced by a recorder, so no socket is needed."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import httpx
+import pytest
+
+from overlay.http.app import make_app
+from overlay.services.callers import PEER_ONLY
+from overlay.services.service import OPERATIONS
+
+ENDPOINTS = {
+    "/whoami": {"get"}, "/reservations": {"get", "post"},
+    "/reservations/{ar_id}": {"get", "patch", "delete"},
+    "/reservations/{ar_id}/cancel": {"post"}, "/reservations/{ar_id}/commit": {"post"},
+    "/reservations/{ar_id}/abort": {"post"}, "/nodes/available": {"get"},
+    "/accounting": {"get"}, "/ggf/query": {"post"}, "/ggf/resquery": {"post"},
+    "/ggf/resqandset": {"post"}, "/ggf/setres": {"post"}, "/claims": {"post"},
+    "/jobs": {"post"}, "/calendar": {"get"}, "/usage": {"get"}, "/web/config": {"get"},
+    "/web/session": {"post"}}
+"""The API's documented endpoints (README, "HTTP API") and their methods."""
+
+WORDS = {"UserID": "plusu1", "TimeNeeded": "1h", "ResourceList": "nodes=1"}
+CLAIM = {"id": 1, "nonce": "n" * 16, "timestamp": 1, "operation": "submit", "payload": {},
+         "hmac": "a" * 64}
+CALLS = [("GET", "/whoami", None), ("GET", "/reservations", None),
+         ("GET", "/reservations/1", None),
+         ("POST", "/reservations", {"start": 10, "end": 20, "nodes": 1}),
+         ("PATCH", "/reservations/1", {"nodes": 2}), ("POST", "/reservations/1/cancel", None),
+         ("DELETE", "/reservations/1", None), ("POST", "/reservations/1/commit", None),
+         ("POST", "/reservations/1/abort", None),
+         ("GET", "/nodes/available?start=10&end=20", None), ("GET", "/accounting", None),
+         ("POST", "/ggf/query", WORDS), ("POST", "/ggf/resquery", WORDS),
+         ("POST", "/ggf/resqandset", WORDS),
+         ("POST", "/ggf/setres", {**WORDS, "StartTime": int(time.time()) + 86400}),
+         ("POST", "/claims", CLAIM), ("POST", "/jobs", CLAIM),
+         ("GET", "/calendar?start=10&end=20", None), ("GET", "/usage?start=10&end=20", None),
+         ("GET", "/web/config", None), ("POST", "/web/session", {"code": "c" * 16})]
+"""A valid call of each endpoint."""
+
+ANSWERS = {"status": [{"id": 1}], "cancel": [{"id": 1}], "destroy": [{"id": 1}],
+           "query": {"user": "plusu1", "start": 10, "how": "planned"},
+           "resquery": {"user": "plusu1", "ranges": [[10, 20]]},
+           "setres": {"id": 1, "start": 10, "reskey": "k"},
+           "resqandset": {"id": 1, "start": 10, "reskey": "k"}}
+
+
+class Recorder:
+    """The daemon, as the routers reach it: records what each asks."""
+
+    def __init__(self) -> None:
+        self.asked: list[tuple[str, dict]] = []
+        self.acting_for: list[str | None] = []
+
+    async def __call__(self, who, op: str, args: dict, passed: bool = False):
+        self.asked.append((op, args))
+        self.acting_for.append(who.acting_for)
+        if passed:
+            return b'{"total":0,"items":[]}'
+        return ANSWERS.get(op, {})
+
+
+class Client:
+    """Requests to an app in this process, with a bearer token."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+
+    def request(self, method: str, path: str, json: dict | None = None) -> httpx.Response:
+        async def call() -> httpx.Response:
+            async with httpx.AsyncClient(transport=httpx.ASGITransport(app=self.app),
+                                         base_url="http://api") as client:
+                return await client.request(method, path, json=json,
+                                            headers={"Authorization": "Bearer t"})
+        return asyncio.run(call())
+
+
+@pytest.fixture()
+def api() -> tuple[Client, Recorder]:
+    app = make_app("/unused")
+    app.state.asker = Recorder()
+    return Client(app), app.state.asker
+
+
+def test_the_routers_serve_exactly_the_documented_endpoints():
+    paths = make_app("/unused").openapi()["paths"]
+    assert {path: set(methods) for path, methods in paths.items()} == ENDPOINTS
+
+
+def test_each_endpoint_asks_an_operation_the_socket_serves(api):
+    client, recorder = api
+    sent = set()
+    for method, path, body in CALLS:
+        before = len(recorder.asked)
+        answer = client.request(method, path, json=body)
+        assert answer.status_code < 300, (method, path, answer.text)
+        [(op, _)] = recorder.asked[before:]
+        sent.add(op)
+    assert sent <= set(OPERATIONS)
+    assert sent == set(OPERATIONS) - PEER_ONLY      # and every operation a token may call
+
+
+def test_a_seed_verb_is_asked_for_the_userid_its_words_name(api):
+    client, recorder = api
+    start = int(time.time()) + 86400
+    client.request("POST", "/ggf/setres", {**WORDS, "StartTime": start, "Transactional": True})
+    [(op, args)] = recorder.asked
+    assert op == "setres" and args["transactional"] is True and args["start"] == start
+    assert recorder.acting_for == ["plusu1"]
