@@ -47,15 +47,17 @@ def plus_backends():
 
 
 @hookspec
-def plus_client_operations(manager):
+def plus_client_operations(backend, ar_status):
     """Return a mapping of operation name to ``f(caller, args)`` for commands
     of your own: plus_scheduler serves them on its socket as it serves its
-    own (``caller`` is an ``overlay.manager.Caller`` from the socket's peer
-    credentials, ``args`` the JSON object the client sent; the return value
-    goes back as JSON). Refuse by raising ``overlay.model.ReservationError``
-    (exit status 1, or the subclass's) or ``overlay.request.RequestError``
-    (exit status 2). ``manager.backend`` is the running backend: the native
-    backend serves plus_qsub, plus_qstat and plus_qdel this way."""
+    own (``caller`` has the ``user``, ``groups``, ``uid`` and ``is_manager``
+    the socket's peer credentials gave, ``args`` is the JSON object the
+    client sent; the return value goes back as JSON). Refuse by raising
+    ``ReservationError`` (exit status 1, or the subclass's) or
+    ``RequestError`` (exit status 2), both in ``overlay.api.plugin``.
+    ``backend`` is the running backend, ``ar_status(ar_id)`` the core's
+    answer about an AR (plus_status -r: a list of Reservations): the
+    native backend serves plus_qsub, plus_qstat and plus_qdel this way."""
 
 
 # -- policy ---------------------------------------------------------------------

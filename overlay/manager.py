@@ -149,7 +149,8 @@ class Manager:
         self.by_key: dict[tuple[str, str], int] = {
             (ar.owner, ar.idempotency_key): ar.id for ar in self.ars.values() if ar.idempotency_key}
         self.inside = Inside()
-        self.placer = Placer(config, backend, self.planner, self.inside, lambda: self.pm, self.now)
+        self.placer = Placer(config, lambda: self.backend, self.planner, self.inside,
+                             lambda: self.pm, self.now)
         self.refresh_nodes()
         spans = [span for ar in self.ars.values() for span in _spans(ar)]
         self.planner.book_many(span[:5] for span in spans if span[5] is None)
@@ -997,3 +998,9 @@ class Manager:
             raise InvalidRequest(f"AR {ar.id} has ended ({ar.state.name.lower()}): it takes "
                                  "no jobs")
         return self.backend.submit_claimed(ar, job)
+
+    def plugin_operations(self) -> list[dict]:
+        """What plugins serve on the daemon's socket (plus_client_operations),
+        given the running backend and the core's answer about an AR."""
+        return self.pm.hook.plus_client_operations(
+            backend=self.backend, ar_status=lambda ar_id: self.status(ar_id=ar_id))

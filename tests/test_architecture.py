@@ -1,7 +1,7 @@
 """The house rules of the layout, checked on every module: the core never
 imports a plugin, and a plugin reaches the core only through its front
-door (never the use cases in overlay.manager, nor the daemon's clock or
-server) and never another plugin."""
+door, overlay.api (an allow-list: overlay.api.plugin in the daemon,
+overlay.api.commands in a plugin's commands), and never another plugin."""
 
 from __future__ import annotations
 
@@ -15,7 +15,10 @@ REPO = Path(__file__).resolve().parent.parent
 with open(REPO / "pyproject.toml", "rb") as _handle:
     PLUGINS = tomllib.load(_handle)["tool"]["setuptools"]["package-dir"]
 """Import name -> folder, e.g. overlay_native -> plugins/native."""
-BEHIND_THE_DOOR = ("overlay.manager", "overlay.lifecycle", "overlay.daemon")
+FRONT_DOOR = ("overlay.api", "overlay.api.plugin", "overlay.api.commands")
+"""All a plugin may import from the core."""
+COMMANDS_DOOR = ("overlay.api", "overlay.api.commands")
+"""All a plugin's commands may: standard library only, quick to start."""
 
 
 def _imports(path: Path) -> set[str]:
@@ -40,20 +43,48 @@ def test_the_core_never_imports_a_plugin():
     assert {file: modules for file, modules in offending.items() if modules} == {}
 
 
+def _outside(modules: set[str], door: tuple[str, ...], plugin: str) -> list[str]:
+    """The core modules (and other plugins) imported past the door; a name
+    imported from the door (overlay.api.plugin.Backend) is the door's."""
+    modules_of_door = tuple(m for m in door if m != "overlay.api")
+    return sorted(m for m in modules
+                  if (_package(m) == "overlay" and m not in door
+                      and m.rpartition(".")[0] not in modules_of_door)
+                  or (_package(m) in PLUGINS and _package(m) != plugin))
+
+
+def _is_command(path: Path) -> bool:
+    return "cli" in path.parts or path.name == "submitfilter.py"
+
+
 @pytest.mark.parametrize("plugin", sorted(PLUGINS))
-def test_a_plugin_imports_neither_the_use_cases_nor_another_plugin(plugin):
+def test_a_plugin_imports_only_the_front_door_and_never_another_plugin(plugin):
     offending = {}
     for path in (REPO / PLUGINS[plugin]).rglob("*.py"):
-        bad = sorted(m for m in _imports(path)
-                     if any(m == inner or m.startswith(inner + ".") for inner in BEHIND_THE_DOOR)
-                     or (_package(m) in PLUGINS and _package(m) != plugin))
+        door = COMMANDS_DOOR if _is_command(path) else FRONT_DOOR
+        bad = _outside(_imports(path), door, plugin)
         if bad:
             offending[str(path.relative_to(REPO))] = bad
     assert offending == {}
 
 
+def test_the_front_door_names_what_it_lets_through():
+    """Everything overlay.api re-exports is importable and listed in __all__."""
+    from overlay.api import commands, plugin
+    for door in (plugin, commands):
+        assert sorted(door.__all__) == sorted(n for n in vars(door) if not n.startswith("_")
+                                              and n != "annotations")
+
+
 def test_the_check_sees_what_it_looks_for(tmp_path):
-    """The rule's own test: a function-level import of the manager is found."""
+    """The rule's own test: a function-level import of the manager is found
+    and refused; the door's names pass, and a command may not use the
+    daemon's door."""
     module = tmp_path / "m.py"
-    module.write_text("def f():\n    from overlay.manager import Manager\n    import overlay_sge\n")
-    assert {"overlay.manager", "overlay.manager.Manager", "overlay_sge"} <= _imports(module)
+    module.write_text("def f():\n    from overlay.manager import Manager\n    import overlay_sge\n"
+                      "from overlay.api.plugin import Backend\n")
+    found = _imports(module)
+    assert {"overlay.manager", "overlay.manager.Manager", "overlay_sge"} <= found
+    assert _outside(found, FRONT_DOOR, "overlay_native") == [
+        "overlay.manager", "overlay.manager.Manager", "overlay_sge"]
+    assert "overlay.api.plugin" in _outside(found, COMMANDS_DOOR, "overlay_native")

@@ -27,7 +27,7 @@ WIRE_NAMES = {
 breaks every client installed."""
 MANAGER_INTERNALS = {"ars", "store", "backend", "inside", "refusals", "by_key", "nodes",
                      "planner", "lock", "history", "changed"}
-"""(Its plugin manager is read once, to ask plugins for their operations.)"""
+"""(Plugins are asked for their operations through Manager.plugin_operations.)"""
 
 
 def test_the_dispatch_table_serves_exactly_the_wire_names():
@@ -53,7 +53,7 @@ def test_the_operations_only_the_peer_may_call_are_served():
 
 class _Squatter:
     @hookimpl
-    def plus_client_operations(self, manager):
+    def plus_client_operations(self, backend, ar_status):
         return {"status": lambda caller, args: []}
 
 

@@ -37,12 +37,13 @@ def booking_keys(ar_id: int) -> tuple[object, object]:
 
 
 class Placer:
-    """Which nodes or slots an AR gets. ``hooks`` gives the plugin manager
-    as it is now (a SIGHUP replaces it)."""
+    """Which nodes or slots an AR gets. ``backend`` and ``hooks`` give the
+    Manager's backend and plugin manager as they are now (a SIGHUP replaces
+    the plugin manager)."""
 
-    def __init__(self, config: Config, backend: Backend, planner: MultiPlanner, inside: Inside,
-                 hooks: Callable[[], pluggy.PluginManager], clock: Callable[[], int],
-                 policy: str = DEFAULT_POLICY) -> None:
+    def __init__(self, config: Config, backend: Callable[[], Backend], planner: MultiPlanner,
+                 inside: Inside, hooks: Callable[[], pluggy.PluginManager],
+                 clock: Callable[[], int], policy: str = DEFAULT_POLICY) -> None:
         self.backend = backend
         self.planner = planner
         self.inside = inside
@@ -82,7 +83,7 @@ class Placer:
         hook = plugins.PolicyHook(hooks, "plus_node_reservable", request=request,
                                   owner=owner.user, groups=owner.groups, context=context)
         wants_allocated = hook.wants("allocated")
-        blocked = self.backend.blocked_nodes(request)
+        blocked = self.backend().blocked_nodes(request)
         skip = frozenset(ignore)
 
         def offer(node: Node) -> Allocation | None:
@@ -112,7 +113,7 @@ class Placer:
         if request.res_access:
             raise InvalidRequest("ResAccess places node reservations inside others; a qrsub "
                                  "request (slots) cannot use it")
-        allocations, pe = self.backend.place_slots(request, (owner.user, owner.groups),
+        allocations, pe = self.backend().place_slots(request, (owner.user, owner.groups),
                                                    self._access(owner, request), ignore)
         per_node: dict[str, int] = {}
         for allocation in allocations:

@@ -55,7 +55,7 @@ class Service:
                                ReportingFollower(manager.config.accounting_path), os.getuid())
         self.turns = connections.UserTurns(manager.config.http.max_requests_per_user)
         self.plugin_operations: dict[str, Callable[[Caller, dict], Any]] = {}
-        for offered in manager.pm.hook.plus_client_operations(manager=manager):
+        for offered in manager.plugin_operations():
             for name, operation in (offered or {}).items():
                 if name in OPERATIONS or name in self.plugin_operations:
                     raise plugins.PluginError(f"plugins: operation {name!r} is offered twice")

@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 import classad2
 
-from overlay.policy import PolicyContext
+from overlay.api.plugin import PolicyContext
 
 
 def number(value: Any) -> float | None:

@@ -15,7 +15,7 @@ from typing import Any
 
 import classad2
 
-from overlay.model import Node
+from overlay.api.plugin import Node
 
 _NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 _MEMBERS = frozenset({"name", "isalive", "loadavg", "nrunjobs", "nslots", "ncpus", "memory",

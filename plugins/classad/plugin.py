@@ -12,8 +12,7 @@ from typing import Any
 
 import pluggy
 
-from overlay import settings
-from overlay.hookspecs import hookimpl
+from overlay.api.plugin import hookimpl, settings
 
 SECTION = "classad"
 CHECKS = {"file": settings.text("the path of a PluS reservable.ad file (relative to the "

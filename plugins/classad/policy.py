@@ -11,9 +11,7 @@ import logging
 import os
 import threading
 
-from overlay.hookspecs import hookimpl
-from overlay.model import Node, Request
-from overlay.policy import PolicyContext
+from overlay.api.plugin import Node, PolicyContext, Request, hookimpl
 from overlay_classad.nodes import NodeAds
 from overlay_classad.program import ClassAdError, Evaluation, Program
 

@@ -26,8 +26,7 @@ from typing import Any, Iterable
 
 import classad2
 
-from overlay.model import Node
-from overlay.policy import PolicyContext
+from overlay.api.plugin import Node, PolicyContext
 from overlay_classad import functions
 from overlay_classad.nodes import NodeAds
 from overlay_classad.syntax import (

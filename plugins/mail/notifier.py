@@ -19,8 +19,7 @@ from dataclasses import dataclass
 from email.message import EmailMessage
 from email.utils import formatdate
 
-from overlay.hookspecs import hookimpl
-from overlay.model import Reservation, State
+from overlay.api.plugin import Reservation, State, hookimpl
 
 log = logging.getLogger("plus.mail")
 

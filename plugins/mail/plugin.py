@@ -8,8 +8,7 @@ from typing import Any
 
 import pluggy
 
-from overlay import settings
-from overlay.hookspecs import hookimpl
+from overlay.api.plugin import hookimpl, settings
 from overlay_mail.notifier import Notifier, Settings
 
 CHECKS = {

@@ -15,9 +15,7 @@ import threading
 from dataclasses import dataclass, fields
 from typing import Callable, Iterable, Iterator
 
-from overlay.limits import shown
-from overlay.request import DEFAULT_ACCOUNT
-from overlay.timespec import format_ctime
+from overlay.api.commands import DEFAULT_ACCOUNT, format_ctime, shown
 
 FAILED = {
     0: "no failure", 1: "assumedly before job", 11: "before job", 26: "opening output file",

@@ -17,9 +17,7 @@ from __future__ import annotations
 
 from typing import Iterable, Sequence
 
-from overlay.limits import shown
-from overlay.model import Allocation, InvalidRequest, NoCapacity, Request
-from overlay.request import MAX_SLOTS
+from overlay.api.plugin import MAX_SLOTS, Allocation, InvalidRequest, NoCapacity, Request, shown
 from overlay_native.jobs import Job, Submission
 from overlay_native.resources.cluster import ClusterConfig, Containers, ParallelEnvironment
 from overlay_native.resources.complexes import ComplexError, parse_requests

@@ -15,9 +15,17 @@ import os
 from dataclasses import replace
 from typing import Any, Callable, Mapping
 
-from overlay import settings
-from overlay.backend import Backend, Holding, Job, JobBar
-from overlay.model import Allocation, Node, Request, Reservation
+from overlay.api.plugin import (
+    Allocation,
+    Backend,
+    Holding,
+    Job,
+    JobBar,
+    Node,
+    Request,
+    Reservation,
+    settings,
+)
 from overlay_native import acct, arplace, service
 from overlay_native.execution.hosts import ExecutionHosts
 from overlay_native.jobs import JobState

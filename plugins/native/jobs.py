@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 from enum import Enum
 from typing import Any, Mapping
 
-from overlay.request import DEFAULT_ACCOUNT
+from overlay.api.plugin import DEFAULT_ACCOUNT
 from overlay_native.resources.complexes import Request
 
 MAX_JOB_ID = 9_999_999

@@ -17,7 +17,7 @@ from typing import Iterator
 from sqlalchemy.orm import registry
 from sqlmodel import Field, Session, SQLModel, delete, select
 
-from overlay.store import StoreError, create_tables, make_engine, next_id
+from overlay.api.plugin import StoreError, create_tables, make_engine, next_id
 from overlay_native.acct import one_line
 from overlay_native.jobs import MAX_JOB_ID, Job, JobState, Placement, Submission
 

@@ -3,7 +3,7 @@ batch system, like any third-party plugin."""
 
 from __future__ import annotations
 
-from overlay.hookspecs import hookimpl
+from overlay.api.plugin import hookimpl
 from overlay_native.backend import NativeBackend
 
 
@@ -13,6 +13,5 @@ def plus_backends():
 
 
 @hookimpl
-def plus_client_operations(manager):
-    backend = manager.backend
-    return backend.operations(manager.status) if isinstance(backend, NativeBackend) else {}
+def plus_client_operations(backend, ar_status):
+    return backend.operations(ar_status) if isinstance(backend, NativeBackend) else {}

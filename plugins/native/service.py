@@ -13,10 +13,18 @@ import os
 import pwd
 from typing import Any, Callable, Mapping
 
-from overlay.limits import MAX_ITEMS, MAX_WORDS, shown
-from overlay.model import Reservation, ReservationError, State
-from overlay.request import RequestError, format_pe_range
-from overlay.users import groups_of, system_account
+from overlay.api.plugin import (
+    MAX_ITEMS,
+    MAX_WORDS,
+    RequestError,
+    Reservation,
+    ReservationError,
+    State,
+    format_pe_range,
+    groups_of,
+    shown,
+    system_account,
+)
 from overlay_native.jobs import PENDING_STATES, Job, JobState, Submission
 from overlay_native.scheduling.scheduler import Scheduler, Submitter
 from overlay_native.submit import SubmitError

@@ -20,17 +20,17 @@ import posixpath
 from dataclasses import replace
 from typing import Mapping, Sequence
 
-from overlay.limits import (
+from overlay.api.plugin import (
     HORIZON,
     MAX_ARGUMENT,
     MAX_COUNT,
     MAX_ENVIRONMENT,
     MAX_NAME,
     MAX_SCRIPT,
+    InvalidRequest,
     shown,
+    wildcard_match,
 )
-from overlay.matching import wildcard_match
-from overlay.model import InvalidRequest
 from overlay_native.jobs import Job, Submission
 from overlay_native.resources.cluster import ClusterConfig
 from overlay_native.resources.complexes import ComplexError, Request, parse_requests

@@ -7,10 +7,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Iterable
 
-from overlay.hookspecs import hookimpl
-from overlay.model import Request, Reservation
-from overlay.policy import PolicyContext
-from overlay.settings import Check
+from overlay.api.plugin import Check, PolicyContext, Request, Reservation, hookimpl
 from overlay_policies.settings import AMOUNT, COUNT, DURATION, HOUR, NAME, Section, readable
 
 ANY_GROUP = "*"

@@ -4,10 +4,7 @@ on a deny list."""
 
 from __future__ import annotations
 
-from overlay.hookspecs import hookimpl
-from overlay.model import Node
-from overlay.policy import PolicyContext
-from overlay.settings import FLAG
+from overlay.api.plugin import FLAG, Node, PolicyContext, hookimpl
 from overlay_policies.patterns import NodeNames
 from overlay_policies.settings import AMOUNT, COUNT, DURATION, PATTERN, Section, readable
 

@@ -8,8 +8,7 @@ from typing import Any
 
 import pluggy
 
-from overlay.hookspecs import hookimpl
-from overlay.settings import choice
+from overlay.api.plugin import choice, hookimpl
 from overlay_policies.limits import Limits
 from overlay_policies.node_state import NodeState
 from overlay_policies.projects import Projects

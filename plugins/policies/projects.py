@@ -5,10 +5,7 @@ from __future__ import annotations
 
 from typing import Iterable, NamedTuple
 
-from overlay.hookspecs import hookimpl
-from overlay.model import Node
-from overlay.policy import PolicyContext
-from overlay.settings import choice
+from overlay.api.plugin import Node, PolicyContext, choice, hookimpl
 from overlay_policies.members import Members
 from overlay_policies.patterns import NodeNames
 from overlay_policies.settings import MEMBER, PATTERN, Section

@@ -7,9 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from overlay.request import valid_name
-from overlay.settings import Check
-from overlay.timespec import DURATION_FORMS, TimeSpecError, parse_duration
+from overlay.api.plugin import DURATION_FORMS, Check, TimeSpecError, parse_duration, valid_name
 
 DAY, HOUR, MINUTE = 86400, 3600, 60
 

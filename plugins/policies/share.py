@@ -5,10 +5,7 @@ from __future__ import annotations
 
 from typing import Iterable, NamedTuple
 
-from overlay.hookspecs import hookimpl
-from overlay.model import Node, Request
-from overlay.policy import PolicyContext
-from overlay.settings import choice
+from overlay.api.plugin import Node, PolicyContext, Request, choice, hookimpl
 from overlay_policies.members import Members
 from overlay_policies.settings import DURATION, MEMBER, NAME, RATIO, Section, readable
 

@@ -3,9 +3,7 @@ now (PluS's plus_rsvutil), checked once per request."""
 
 from __future__ import annotations
 
-from overlay.hookspecs import hookimpl
-from overlay.model import Request
-from overlay.policy import PolicyContext
+from overlay.api.plugin import PolicyContext, Request, hookimpl
 from overlay_policies.settings import AMOUNT, COUNT, DURATION, HOUR, Section, readable
 
 

@@ -18,11 +18,18 @@ import os
 import time
 from typing import Any, Mapping
 
-from overlay.backend import Job
-from overlay.batchjob import batch_job, qsub_words
-from overlay.model import Node, Request, Reservation, ReservationError
-from overlay.queuekit import OPEN_STATES, QueueBackend
-from overlay.remote import runner_from_options
+from overlay.api.plugin import (
+    OPEN_STATES,
+    Job,
+    Node,
+    QueueBackend,
+    Request,
+    Reservation,
+    ReservationError,
+    batch_job,
+    qsub_words,
+    runner_from_options,
+)
 from overlay_sge import calendars, objects, settings
 from overlay_sge.gridengine import GridEngine, GridEngineError
 from overlay_sge.ledger import Ledger, Requeue

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
-from overlay.remote import CommandError, Result, Runner
+from overlay.api.plugin import CommandError, Result, Runner
 from overlay_sge import objects
 from overlay_sge.status import HostInfo, Observation, parse_hosts, parse_observation
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from overlay import queuekit
+from overlay.api.plugin import queuekit
 
 
 @dataclass

@@ -12,8 +12,7 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
-from overlay.model import Allocation
-from overlay.users import with_members
+from overlay.api.plugin import Allocation, with_members
 
 AR_QUEUE = re.compile(r"^R([1-9][0-9]{0,6})$")
 _HOST = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9.-]{0,253}[A-Za-z0-9])?$")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from overlay.hookspecs import hookimpl
+from overlay.api.plugin import hookimpl
 from overlay_sge.backend import SgeBackend
 
 

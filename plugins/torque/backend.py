@@ -23,12 +23,20 @@ import threading
 import time
 from typing import Any, Mapping
 
-from overlay.backend import Job
-from overlay.batchjob import batch_job, qsub_words
-from overlay.model import Node, Request, Reservation, ReservationError, State
-from overlay.queuekit import OPEN_STATES, QueueBackend
-from overlay.remote import runner_from_options
-from overlay.users import with_members
+from overlay.api.plugin import (
+    OPEN_STATES,
+    Job,
+    Node,
+    QueueBackend,
+    Request,
+    Reservation,
+    ReservationError,
+    State,
+    batch_job,
+    qsub_words,
+    runner_from_options,
+    with_members,
+)
 from overlay_torque import nodespec, settings, windows
 from overlay_torque.ledger import Ledger
 from overlay_torque.selfsched import SelfScheduler, Window, scheduling_orders

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from overlay import queuekit
+from overlay.api.plugin import queuekit
 
 
 class Ledger(queuekit.Ledger):

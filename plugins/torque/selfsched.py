@@ -18,8 +18,14 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from overlay.model import Node
-from overlay.ordering import DEFAULT_JOB_ORDER, JobOrder, order_jobs, read_orders, sort_nodes
+from overlay.api.plugin import (
+    DEFAULT_JOB_ORDER,
+    JobOrder,
+    Node,
+    order_jobs,
+    read_orders,
+    sort_nodes,
+)
 from overlay_torque import nodespec
 from overlay_torque.ledger import Ledger
 from overlay_torque.status import TorqueJob, TorqueNode, parse_queues, parse_server

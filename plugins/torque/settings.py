@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from overlay import settings
+from overlay.api.plugin import settings
 
 CONFLICT_POLICIES = ("requeue", "kill", "avoid")
 SCHEDULERS = ("pbs_sched", "plus")

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
-from overlay.remote import CommandError, Result, Runner
+from overlay.api.plugin import CommandError, Result, Runner
 from overlay_torque import windows
 from overlay_torque.status import TorqueJob, TorqueNode, parse_jobs, parse_nodes, parse_queues
 

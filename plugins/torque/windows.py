@@ -16,8 +16,6 @@ import json
 import os
 import time
 
-from overlay import statefile
-
 
 def date_time(epoch: int) -> str:
     """qsub's and qalter's -a form, CCYYMMDDhhmm.SS, in local time."""
@@ -28,7 +26,8 @@ def publish(path: str, windows: list[dict]) -> None:
     """Replace the file: [{"queue", "end", "nodes": [{"name", "np",
     "properties"}]}], readable by every user (the filter runs as the one
     submitting)."""
-    statefile.save(path, {"windows": windows}, mode=0o644)
+    from overlay.api.plugin import save_state  # the daemon's side: the filter never writes
+    save_state(path, {"windows": windows}, mode=0o644)
 
 
 def read(path: str) -> list[dict]:
@@ -45,5 +44,5 @@ def read(path: str) -> list[dict]:
 
 def default_path() -> str:
     """Where the daemon with the default state_dir publishes them."""
-    from overlay import protocol
+    from overlay.api.commands import protocol
     return os.path.join(protocol.DEFAULT_STATE_DIR, "torque-windows.json")

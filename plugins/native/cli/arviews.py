@@ -4,10 +4,14 @@ as it stands; PluS's own fields are plus_status -x's, not these."""
 
 from __future__ import annotations
 
-from overlay.cli.views import status_xml, text_element
-from overlay.limits import printable
-from overlay.request import DEFAULT_ACCOUNT, format_pe_range
-from overlay.timespec import format_iso
+from overlay.api.commands import (
+    DEFAULT_ACCOUNT,
+    format_iso,
+    format_pe_range,
+    printable,
+    status_xml,
+    text_element,
+)
 
 TYPE_CHECKING = False       # typing costs a command 3 ms to import
 if TYPE_CHECKING:

@@ -13,9 +13,7 @@ import os
 import sys
 import time
 
-from overlay import limits, protocol
-from overlay.cli import common, options
-from overlay.timespec import TIME_FORMS
+from overlay.api.commands import TIME_FORMS, common, limits, options, protocol
 from overlay_native import acct
 
 PROG = "plus_qacct"

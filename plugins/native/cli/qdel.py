@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from overlay.cli import common
+from overlay.api.commands import common
 
 PROG = "plus_qdel"
 

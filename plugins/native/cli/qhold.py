@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 
-from overlay.cli import common
+from overlay.api.commands import common
 
 
 def parser(hold: bool = True) -> common.Parser:

@@ -8,7 +8,7 @@ import os
 import pwd
 import sys
 
-from overlay.cli import common
+from overlay.api.commands import common
 from overlay_native.cli import sgefiles
 
 PROG = "plus_qrdel"

@@ -13,7 +13,7 @@ import os
 import pwd
 import sys
 
-from overlay.cli import common
+from overlay.api.commands import common
 from overlay_native.cli import arviews, sgefiles
 
 PROG = "plus_qrstat"

@@ -11,16 +11,16 @@ from __future__ import annotations
 
 import sys
 
-from overlay.cli import common
-from overlay.cli.options import OptionError
-from overlay.limits import shown
-from overlay.request import (
+from overlay.api.commands import (
+    OptionError,
     RequestError,
+    common,
     parse_alloc_rule,
     parse_attribute_list,
     parse_name,
     parse_pe_range,
     request_wire,
+    shown,
     window_end,
 )
 from overlay_native.cli import sgefiles

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from overlay import limits
-from overlay.cli import common
+from overlay.api.commands import common, limits
 from overlay_native.cli import views
 
 PROG = "plus_qstat"

@@ -17,20 +17,23 @@ import socket
 import sys
 from typing import Any, NoReturn
 
-from overlay import limits
-from overlay.cli import common
-from overlay.protocol import EXIT_REFUSED, EXIT_USAGE
-from overlay.request import (
+from overlay.api.commands import (
+    EXIT_REFUSED,
+    EXIT_USAGE,
+    TIME_FORMS,
     RequestError,
+    TimeSpecError,
     check_length,
+    common,
+    limits,
     parse_ar_id,
     parse_int,
     parse_job_references,
     parse_pe_range,
     parse_queue_list,
+    parse_time,
     parse_yes_no,
 )
-from overlay.timespec import TIME_FORMS, TimeSpecError, parse_time
 
 PROG = "plus_qsub"
 PREFIX = "#$"

@@ -9,9 +9,7 @@ from __future__ import annotations
 import os
 import sys
 
-from overlay import protocol
-from overlay.cli import common
-from overlay.limits import shown
+from overlay.api.commands import common, protocol, shown
 
 EXIT_ERROR = 1
 """qrsub's, qrstat's and qrdel's status for a bad option and a refusal."""

@@ -4,7 +4,7 @@ its job detail (-j), laid out byte for byte as SoGE 8.1.9 does."""
 
 from __future__ import annotations
 
-from overlay.timespec import format_ctime, format_time
+from overlay.api.commands import format_ctime, format_time
 
 JOB_HEADER = ("job-ID  prior   name       user         state submit/start at     "
               "queue                          slots ja-task-ID ")

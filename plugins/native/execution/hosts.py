@@ -15,7 +15,7 @@ import posixpath
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from overlay.remote import CommandError, LocalRunner, SshSettings
+from overlay.api.plugin import CommandError, LocalRunner, SshSettings
 from overlay_native.execution.runners import ExecutionError, Executor, Finished, JobSpec
 from overlay_native.resources.cluster import LOCAL, ClusterConfig
 

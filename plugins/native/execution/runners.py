@@ -18,8 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from importlib import resources
 
-from overlay.remote import USER_PATTERN, Runner
-from overlay.users import DEFAULT_UID_MIN
+from overlay.api.plugin import DEFAULT_UID_MIN, USER_PATTERN, Runner
 from overlay_native.execution.shepherd import JOB_ID, RLIMITS
 
 _SHEPHERD = resources.files(__package__).joinpath("shepherd.py").read_text(encoding="utf-8")

@@ -25,10 +25,15 @@ from typing import Any, Callable, Iterable, Mapping
 
 import yaml
 
-from overlay.config import read_yaml
-from overlay.model import Node
-from overlay.remote import SshSettings, parse_ssh
-from overlay.request import RequestError, parse_memory_mb, valid_name
+from overlay.api.plugin import (
+    Node,
+    RequestError,
+    SshSettings,
+    parse_memory_mb,
+    parse_ssh,
+    read_yaml,
+    valid_name,
+)
 from overlay_native.resources.complexes import ComplexError, ComplexTable, parse_value
 from overlay_native.resources.matching import LIMIT, LOAD, RESOURCE_LIMITS, ResourceContainer
 from overlay_native.scheduling.schedconf import SchedConfError, SchedulerConfig, parse_scheduler

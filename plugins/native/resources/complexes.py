@@ -40,7 +40,7 @@ from typing import Any, Iterable, Iterator, Mapping
 
 import yaml
 
-from overlay.limits import MAX_ITEMS, MAX_PATTERN, shown
+from overlay.api.plugin import MAX_ITEMS, MAX_PATTERN, shown
 
 TYPES = ("INT", "DOUBLE", "MEMORY", "TIME", "STRING", "CSTRING", "RESTRING", "HOST", "BOOL")
 NUMERIC = ("INT", "DOUBLE", "MEMORY", "TIME")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Iterable, Iterator, Mapping
 
-from overlay.planner import Planner
+from overlay.api.plugin import Planner
 from overlay_native.resources.window import ReservedWindow
 
 _STARTED = ("r", "E")

@@ -31,9 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Iterator, Mapping, Sequence
 
-from overlay.matching import wildcard_match
-from overlay.ordering import sort_nodes
-from overlay.planner import INFINITY, Planner
+from overlay.api.plugin import INFINITY, Planner, sort_nodes, wildcard_match
 from overlay_native.jobs import Job, Placement
 from overlay_native.resources.cluster import ClusterConfig, Containers, ParallelEnvironment
 from overlay_native.resources.matching import (

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Generic, Hashable, Protocol, Sequence, TypeVar
 
-from overlay.planner import Planner
+from overlay.api.plugin import Planner
 
 Assignment = TypeVar("Assignment")
 

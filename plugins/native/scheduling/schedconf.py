@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from overlay.ordering import ORDER_SETTINGS, JobOrder, OrderError, read_orders
+from overlay.api.plugin import ORDER_SETTINGS, JobOrder, OrderError, read_orders
 from overlay_native.resources.complexes import ComplexError, parse_value
 
 QUEUE_SORT_METHODS = ("load", "seqno")

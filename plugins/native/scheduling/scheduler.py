@@ -26,11 +26,13 @@ import time
 from dataclasses import dataclass, replace
 from typing import Callable, Iterable, NamedTuple
 
-from overlay.accounting import ReportingWriter
-from overlay.matching import wildcard_match
-from overlay.ordering import order_jobs
-from overlay.request import format_pe_range
-from overlay.users import DEFAULT_UID_MIN
+from overlay.api.plugin import (
+    DEFAULT_UID_MIN,
+    ReportingWriter,
+    format_pe_range,
+    order_jobs,
+    wildcard_match,
+)
 from overlay_native import acct
 from overlay_native.execution.hosts import ExecutionHosts, Poll
 from overlay_native.execution.runners import ExecutionError, Finished, JobSpec

@@ -1,0 +1,81 @@
+"""What a plugin may use inside plus_scheduler (see overlay.api)."""
+
+from overlay import queuekit, settings
+from overlay.accounting import ReportingWriter
+from overlay.backend import Backend, Holding, Job, JobBar
+from overlay.batchjob import batch_job, qsub_words
+from overlay.config import read_yaml
+from overlay.hookspecs import hookimpl
+from overlay.limits import (
+                            HORIZON,
+                            MAX_ARGUMENT,
+                            MAX_COUNT,
+                            MAX_ENVIRONMENT,
+                            MAX_ITEMS,
+                            MAX_NAME,
+                            MAX_PATTERN,
+                            MAX_SCRIPT,
+                            MAX_WORDS,
+                            shown,
+)
+from overlay.matching import wildcard_match
+from overlay.model import (
+                            Allocation,
+                            InvalidRequest,
+                            NoCapacity,
+                            Node,
+                            Request,
+                            Reservation,
+                            ReservationError,
+                            State,
+)
+from overlay.ordering import (
+                            DEFAULT_JOB_ORDER,
+                            ORDER_SETTINGS,
+                            JobOrder,
+                            OrderError,
+                            order_jobs,
+                            read_orders,
+                            sort_nodes,
+)
+from overlay.planner import INFINITY, Planner
+from overlay.policy import PolicyContext
+from overlay.queuekit import OPEN_STATES, QueueBackend
+from overlay.remote import (
+                            USER_PATTERN,
+                            CommandError,
+                            LocalRunner,
+                            Result,
+                            Runner,
+                            SshSettings,
+                            parse_ssh,
+                            runner_from_options,
+)
+from overlay.request import (
+                            DEFAULT_ACCOUNT,
+                            MAX_SLOTS,
+                            RequestError,
+                            format_pe_range,
+                            parse_memory_mb,
+                            valid_name,
+)
+from overlay.settings import FLAG, Check, choice, read_section
+from overlay.statefile import save as save_state
+from overlay.store import StoreError, create_tables, make_engine, next_id
+from overlay.timespec import DURATION_FORMS, TimeSpecError, format_ctime, parse_duration
+from overlay.users import DEFAULT_UID_MIN, groups_of, system_account, with_members
+
+__all__ = [
+    "queuekit", "settings", "ReportingWriter", "Backend", "Holding", "Job", "JobBar",
+    "batch_job", "qsub_words", "read_yaml", "hookimpl", "HORIZON", "MAX_ARGUMENT", "MAX_COUNT",
+    "MAX_ENVIRONMENT", "MAX_ITEMS", "MAX_NAME", "MAX_PATTERN", "MAX_SCRIPT", "MAX_WORDS", "shown",
+    "wildcard_match", "Allocation", "InvalidRequest", "NoCapacity", "Node", "Request",
+    "Reservation", "ReservationError", "State", "DEFAULT_JOB_ORDER", "ORDER_SETTINGS", "JobOrder",
+    "OrderError", "order_jobs", "read_orders", "sort_nodes", "INFINITY", "Planner",
+    "PolicyContext", "OPEN_STATES", "QueueBackend", "USER_PATTERN", "CommandError",
+    "LocalRunner", "Result", "Runner", "SshSettings", "parse_ssh", "runner_from_options",
+    "DEFAULT_ACCOUNT", "MAX_SLOTS", "RequestError", "format_pe_range", "parse_memory_mb",
+    "valid_name", "save_state", "StoreError", "create_tables", "make_engine", "next_id",
+    "DURATION_FORMS", "TimeSpecError", "format_ctime", "parse_duration", "DEFAULT_UID_MIN",
+    "groups_of", "system_account", "with_members", "FLAG", "Check", "choice", "read_section",
+]
