@@ -76,7 +76,7 @@ class Daemon:
             self.wait_ready()
         return self
 
-    def wait_ready(self, timeout: float = 30) -> None:
+    def wait_ready(self, timeout: float = 120) -> None:
         deadline = time.time() + timeout
         while time.time() < deadline:
             if self.process.poll() is not None:
@@ -92,6 +92,21 @@ class Daemon:
             os.killpg(self.process.pid, number)
         else:
             self.process.send_signal(number)
+
+    def reread(self, text: str, expected: str) -> str:
+        """Write ``text`` over plus.yaml, send SIGHUP and wait for the log
+        line containing ``expected``; the log's new part. A test that needs
+        a live key's new value now (a commit_timeout that lapses, an
+        expiry) sets it so, rather than waiting for the clock."""
+        before = len(self.log.read_text())
+        self.conf.write_text(text)
+        self.send(signal.SIGHUP)
+        deadline = time.monotonic() + 120
+        while expected not in self.log.read_text()[before:]:
+            assert time.monotonic() < deadline, f"no log line {expected!r} after SIGHUP"
+            time.sleep(0.05)
+        assert self.process.poll() is None, self.log.read_text()
+        return self.log.read_text()[before:]
 
     def kill9(self) -> None:
         self.send(signal.SIGKILL)

@@ -230,10 +230,11 @@ def test_accounting_lists_each_ars_use_as_plus_account_does(api):
     daemon, url = api
     now = int(time.time())
     ar = daemon.reserve("plusu2", "-s", "now", "-e", "now+10m", "-n", "1")
-    deadline = time.monotonic() + 10
-    while daemon.status("-r", str(ar["id"]))[0]["state"] != "r" and time.monotonic() < deadline:
+    deadline = time.monotonic() + 120
+    while daemon.status("-r", str(ar["id"]))[0]["state"] != "r":
+        assert time.monotonic() < deadline, "the AR did not start"
         time.sleep(0.2)
-    time.sleep(1.1)
+    time.sleep(1.1)                                  # a second of use to account for
     answer = httpx.get(url + "/accounting", headers=auth(token(daemon, "plusu2")),
                        params={"start": now - 60, "owner": ["plusu2"], "limit": 1})
     records = answer.json()

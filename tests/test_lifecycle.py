@@ -39,12 +39,12 @@ def test_stop_during_a_pass_waits_for_it_and_returns():
     the next date job after shutdown began would wait for ever."""
     lifecycle = SlowLifecycle()
     lifecycle.start()
-    assert lifecycle.inside.wait(5), "the periodic pass did not run"
+    assert lifecycle.inside.wait(60), "the periodic pass did not run"
     stopper = threading.Thread(target=lifecycle.stop)
     stopper.start()
     time.sleep(0.2)                      # shutdown is now waiting for the pass
     lifecycle.release.set()
-    stopper.join(5)
+    stopper.join(60)
     assert not stopper.is_alive(), "stop() deadlocked with the pass it waited for"
 
 

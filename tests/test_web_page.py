@@ -64,17 +64,28 @@ def shot(page, name: str) -> None:
     page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
 
 
+PATIENCE_MS = 120_000
+"""How long a wait on the page may last. Each wait ends once its condition
+holds, so this fails only a page that never gets there, not a slow machine."""
+
+
+def new_page(browser):
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.set_default_timeout(PATIENCE_MS)
+    return page
+
+
 def signed_in(browser, daemon, user: str):
     """A page signed in as ``user`` through the link plus_web prints."""
     out = daemon.ok(user, "plus_web")
     link = re.search(r"https?://\S+", out).group(0)
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page = new_page(browser)
     page.goto(link)
-    page.wait_for_selector("body[data-ready=yes]", timeout=15000)
+    page.wait_for_selector("body[data-ready=yes]")
     return page
 
 
-def until(page, predicate: str, timeout_ms: int = 15000) -> None:
+def until(page, predicate: str, timeout_ms: int = PATIENCE_MS) -> None:
     """Wait until the page's JavaScript ``predicate`` holds. Not Playwright's
     wait_for_function: its polling evaluates strings, which the page's
     Content-Security-Policy forbids."""
@@ -212,9 +223,15 @@ def test_a_booking_taken_meanwhile_is_refused_and_the_spans_shaded_afresh(site, 
 
 
 def drag_end(page, ar_id: int, hours: float) -> None:
-    """Drag the right end of the AR's first bar by ``hours`` (the page shows a day)."""
+    """Drag the right end of the AR's first bar by ``hours`` (the page shows a day).
+    The click opens the AR's detail beside the timeline once the daemon has
+    answered, narrowing it, and vis-timeline lays the bars out anew at its
+    next resize check (each second): the handle is measured after both, or
+    on a slow machine the drag misses it and no message ever comes."""
     bar = page.locator(f".vis-item.ar:has-text('#{ar_id}')").first
     bar.click()
+    page.wait_for_selector(f"#detail:not([hidden])[data-ar='{ar_id}']")
+    until(page, "view.timeline.props.lastWidth === view.timeline.dom.root.offsetWidth")
     box = bar.locator(".vis-drag-right").bounding_box()
     hour = page.locator(".vis-panel.vis-center").bounding_box()["width"] / 24
     page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
@@ -397,13 +414,13 @@ def test_the_apis_documentation_renders_offline_under_the_pages_policy(site, bro
     """/docs is Swagger UI from the install: every request it makes stays on
     the API's origin, and it lists the operations of /openapi.json."""
     _, url = site
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page = new_page(browser)
     elsewhere: list[str] = []
     page.on("request", lambda request: None if request.url.startswith(url)
             else elsewhere.append(request.url))
     answer = page.goto(url + "/docs")
     assert "script-src 'self'" in answer.headers["content-security-policy"]
-    page.wait_for_selector(".opblock-summary-path[data-path='/reservations']", timeout=15000)
+    page.wait_for_selector(".opblock-summary-path[data-path='/reservations']")
     paths = set(page.locator(".opblock-summary-path").evaluate_all(
         "nodes => nodes.map(n => n.dataset.path)"))
     assert {"/whoami", "/reservations/{ar_id}", "/ggf/setres"} <= paths
