@@ -3,8 +3,7 @@
 plus.yaml:   gpu_policy: {group: gpu}
 """
 
-from overlay import settings
-from overlay.hookspecs import hookimpl
+from overlay.api.plugin import hookimpl, settings
 
 
 class GpuForGroup:
