@@ -89,7 +89,7 @@ class Caller:
     is_manager: bool
 
 
-class Refusal(NamedTuple):
+class RefusedChange(NamedTuple):
     """The last refused plus_modify of an AR, shown by plus_status -r (as
     qrstat -explain shows why an AR is in error); kept in memory only."""
 
@@ -144,7 +144,7 @@ class Manager:
         self.changed: set[int] = set()      # AR ids stored or removed since the lifecycle's last look
         self.revision = time.time_ns()      # goes up with every AR stored or removed
         self._finished = {ar.id for ar in self.ars.values() if ar.state in FINISHED_STATES}
-        self.refusals: dict[int, Refusal] = {}
+        self.refusals: dict[int, RefusedChange] = {}
         self.history: list[Reservation] = store.load_usage(self.now() - config.usage_history)
         self.by_key: dict[tuple[str, str], int] = {
             (ar.owner, ar.idempotency_key): ar.id for ar in self.ars.values() if ar.idempotency_key}
@@ -586,7 +586,7 @@ class Manager:
                                                  ignore=booking_keys(ar.id),
                                                  prefer=ar.node_names)
             except ReservationError as exc:
-                self.refusals[ar.id] = Refusal(now, "modify", str(exc))
+                self.refusals[ar.id] = RefusedChange(now, "modify", str(exc))
                 raise
             self.refusals.pop(ar.id, None)
             if transactional:
@@ -946,7 +946,7 @@ class Manager:
         """When ``ar``'s -T operation is aborted unless committed."""
         return ar.pending_since + self.config.commit_timeout
 
-    def last_refusal(self, ar_id: int) -> Refusal | None:
+    def last_refusal(self, ar_id: int) -> RefusedChange | None:
         """The AR's last refused plus_modify, if one is remembered."""
         return self.refusals.get(ar_id)
 

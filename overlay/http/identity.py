@@ -16,7 +16,7 @@ from overlay.http.refusal import Refusal
 
 
 @dataclass(frozen=True)
-class Caller:
+class Credentials:
     """A request's bearer token (None: it carries none), the UserID a
     metascheduler acts for, its client's address and unchecked user, and
     the request itself (to see whether its client is still there)."""
@@ -27,13 +27,13 @@ class Caller:
     claimed: str
     request: Request
 
-    def acting(self, user: str) -> "Caller":
+    def acting(self, user: str) -> "Credentials":
         return replace(self, acting_for=user)
 
 
-async def anonymous(request: Request) -> Caller:
+async def anonymous(request: Request) -> Credentials:
     """A request that needs no token (the daemon checks what it carries)."""
-    return Caller(None, None, address_of(request.scope), user_of(request.scope), request)
+    return Credentials(None, None, address_of(request.scope), user_of(request.scope), request)
 
 
 async def caller(request: Request,
@@ -41,13 +41,14 @@ async def caller(request: Request,
                  user: Annotated[str | None, Query(max_length=limits.MAX_NAME,
                                                    description="the UserID a trusted "
                                                    "metascheduler acts for (seed 003)")] = None
-                 ) -> Caller:
+                 ) -> Credentials:
     scheme, _, token = (authorization or "").partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
         raise Refusal(401, {"error": "send 'Authorization: Bearer <token>' (plus_token prints one)",
                             "status": protocol.EXIT_REFUSED, "kind": "token"})
-    return Caller(token.strip(), user, address_of(request.scope), user_of(request.scope), request)
+    return Credentials(token.strip(), user, address_of(request.scope), user_of(request.scope),
+                       request)
 
 
-Who = Annotated[Caller, Depends(caller)]
-Anyone = Annotated[Caller, Depends(anonymous)]
+Who = Annotated[Credentials, Depends(caller)]
+Anyone = Annotated[Credentials, Depends(anonymous)]

@@ -12,7 +12,7 @@ from pydantic import Field, StrictInt, StrictStr
 from overlay import fastjson, limits, protocol
 from overlay.http import daemon_client
 from overlay.http.fairness import Dispatcher
-from overlay.http.identity import Caller
+from overlay.http.identity import Credentials
 from overlay.http.refusal import STATUS, Refusal
 from overlay.request import MAX_AR_ID
 
@@ -33,7 +33,7 @@ class Asker:
         self.socket_path, self.timeout = socket_path, timeout
         self.dispatcher = Dispatcher()
 
-    async def __call__(self, who: Caller, op: str, args: dict, passed: bool = False) -> Any:
+    async def __call__(self, who: Credentials, op: str, args: dict, passed: bool = False) -> Any:
         """The daemon's answer to ``op`` for the token's user, or (no token)
         for no user: the operation proves what it needs itself; with
         ``passed``, its JSON as the daemon wrote it. Sent in the client's
