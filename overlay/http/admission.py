@@ -121,6 +121,7 @@ class _Admitted(H11Protocol):
         self._timer: asyncio.TimerHandle | None = None
         self._answered = None              # the request cycle last answered
         self._raw = transport
+        self._early: list[bytes] | None = []   # bytes that came before uvicorn's side was made
         address = address_of({"client": transport.get_extra_info("peername")})
         refusal = self.bounds.admit(address, self)
         if refusal is not None:
@@ -149,8 +150,13 @@ class _Admitted(H11Protocol):
             self._serve(secured)
 
     def _serve(self, transport: asyncio.Transport) -> None:
+        """uvicorn's side of the connection; then the request bytes that came
+        with the end of the handshake, before ``start_tls`` returned."""
         super().connection_made(transport)
         self._answered = None
+        early, self._early = self._early, None
+        if early:
+            self.data_received(b"".join(early))
 
     @staticmethod
     def _refuse(transport: asyncio.Transport, status: int, why: str) -> None:
@@ -205,6 +211,9 @@ class _Admitted(H11Protocol):
     def data_received(self, data: bytes) -> None:
         if self._address is not None:
             self.bounds.heard(self, self._address)
+        if self._early is not None:
+            self._early.append(data)
+            return
         super().data_received(data)
         self._check_request()
 
