@@ -401,10 +401,10 @@ def _self_signed(folder) -> tuple[str, str]:
     return str(cert), str(secret)
 
 
-def test_tls_connections_that_never_shake_hands_are_capped_and_cut_off():
-    """The TLS handshake is the admitted connection's: 2,000 connections that
-    never begin it held the companion 60 s each, past every limit, and took
-    gigabytes."""
+@pytest.fixture
+def tls_api():
+    """A daemon whose API speaks TLS, answering: (daemon, url, the context
+    trusting its certificate, plusu1's bearer header)."""
     port = free_port()
     daemon = Daemon(f"http: {{address: '127.0.0.1:{port}', tls_cert: tls.crt, tls_key: tls.key, "
                     f"request_timeout: {REQUEST_TIMEOUT}}}\n")
@@ -413,7 +413,6 @@ def test_tls_connections_that_never_shake_hands_are_capped_and_cut_off():
     daemon.start()
     url = f"https://127.0.0.1:{port}"
     mine = auth(token(daemon, "plusu1"))
-    silent: list[socket.socket] = []
     try:
         deadline = time.monotonic() + 30
         while True:
@@ -423,6 +422,60 @@ def test_tls_connections_that_never_shake_hands_are_capped_and_cut_off():
             except httpx.HTTPError:
                 assert time.monotonic() < deadline, daemon.log.read_text()[-2000:]
                 time.sleep(0.1)
+        yield daemon, url, trust, mine
+    finally:
+        daemon.cleanup()
+
+
+def _whoami_with_the_handshakes_end(url: str, trust: ssl.SSLContext, bearer: dict) -> bytes:
+    """GET /whoami sent in the same segment as the client's last handshake
+    message, so the server reads both at once; the answer's first line."""
+    host, port = url.removeprefix("https://").split(":")
+    sock = socket.create_connection((host, int(port)), timeout=REQUEST_TIMEOUT + 10)
+    incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+    tls = trust.wrap_bio(incoming, outgoing, server_hostname=host)
+    try:
+        while True:
+            try:
+                tls.do_handshake()
+                break
+            except ssl.SSLWantReadError:
+                sock.sendall(outgoing.read())
+                incoming.write(sock.recv(65536))
+        header = "".join(f"{k}: {v}\r\n" for k, v in bearer.items())
+        tls.write(f"GET /whoami HTTP/1.1\r\nhost: {host}\r\n{header}"
+                  "connection: close\r\n\r\n".encode())
+        sock.sendall(outgoing.read())           # the Finished and the request together
+        answer = b""
+        while b"\r\n" not in answer:
+            try:
+                answer += tls.read(65536)
+            except ssl.SSLWantReadError:
+                data = sock.recv(65536)
+                if not data:
+                    break
+                incoming.write(data)
+        return answer.partition(b"\r\n")[0]
+    finally:
+        sock.close()
+
+
+def test_a_request_that_comes_with_the_end_of_the_tls_handshake_is_answered(tls_api):
+    """A client that sends its request right behind its last handshake
+    message was left without an answer: the bytes reached uvicorn before
+    its side of the connection was made."""
+    _, url, trust, mine = tls_api
+    for _ in range(5):
+        assert _whoami_with_the_handshakes_end(url, trust, mine) == b"HTTP/1.1 200 OK"
+
+
+def test_tls_connections_that_never_shake_hands_are_capped_and_cut_off(tls_api):
+    """The TLS handshake is the admitted connection's: 2,000 connections that
+    never begin it held the companion 60 s each, past every limit, and took
+    gigabytes."""
+    daemon, url, trust, mine = tls_api
+    silent: list[socket.socket] = []
+    try:
         silent = [_connected(url.replace("https", "http"), f"127.0.3.{1 + n // 500}")
                   for n in range(1000)]
         began = time.monotonic()
@@ -434,4 +487,3 @@ def test_tls_connections_that_never_shake_hands_are_capped_and_cut_off():
     finally:
         for sock in silent:
             sock.close()
-        daemon.cleanup()
