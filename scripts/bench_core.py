@@ -38,10 +38,16 @@ from sqlmodel import Session
 
 import sge_peer
 from calibration import python_speed
-from overlay import protocol
-from overlay.model import Request
-from overlay.planner import MultiPlanner
-from overlay.store import AllocationRow, CounterRow, ReservationRow, Store, _encode_request
+from overlay.language.model import Request
+from overlay.persistence.store import (
+    AllocationRow,
+    CounterRow,
+    ReservationRow,
+    Store,
+    _encode_request,
+)
+from overlay.placement.planner import MultiPlanner
+from overlay.wire import protocol
 
 NODES = 1000
 SLOTS = 8

@@ -35,7 +35,7 @@ from calibration import python_speed
 FLOODER, OTHER = "plusu1", "plusu2"
 SOCKET_PROBE = """
 import json, sys, time
-from overlay import protocol
+from overlay.wire import protocol
 path, until = sys.argv[1], time.monotonic() + float(sys.argv[2])
 taken = []
 while time.monotonic() < until:
@@ -50,7 +50,7 @@ print(json.dumps(taken))
 
 def token_for(daemon: Daemon, user: str) -> str:
     """A token of ``user``, which root asks for as a manager acting for them."""
-    from overlay import protocol
+    from overlay.wire import protocol
     reply = protocol.call(daemon.socket, "token", {"lifespan": 3600}, **{"as": user})
     if not reply.get("ok"):
         raise SystemExit(f"token for {user} refused: {reply.get('error')}")
@@ -66,7 +66,7 @@ def resident_mib(pid: int) -> float:
 
 
 def companion_pid(daemon: Daemon) -> int:
-    found = subprocess.run(["pgrep", "-f", f"overlay.http.server --socket {daemon.socket}"],
+    found = subprocess.run(["pgrep", "-f", f"overlay.network.http.server --socket {daemon.socket}"],
                            capture_output=True, text=True).stdout.split()
     return int(found[0])
 

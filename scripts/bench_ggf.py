@@ -35,7 +35,7 @@ from typing import Iterator
 import sge_peer
 from bench_core import NODES, Daemon, fill_store, generate, in_streams, sustained, windows
 from calibration import python_speed
-from overlay import protocol
+from overlay.wire import protocol
 
 DAY = 86400
 

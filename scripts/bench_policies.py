@@ -33,12 +33,12 @@ import time
 from pathlib import Path
 
 from calibration import python_speed
-from overlay import config as config_module
-from overlay import plugins
-from overlay.accounting import ReportingWriter
-from overlay.manager import Caller, Manager
-from overlay.model import Request, ReservationError
-from overlay.store import Store
+from overlay.contract import plugins
+from overlay.daemon import config as config_module
+from overlay.language.model import Request, ReservationError
+from overlay.persistence.store import Store
+from overlay.reporting.accounting import ReportingWriter
+from overlay.usecases.manager import Caller, Manager
 from overlay_native.simulation.simhosts import Clock
 
 NODES = 1000

@@ -24,7 +24,7 @@ from pathlib import Path
 import sge_peer
 from bench_core import BIN, HOUR, NODES, Daemon, in_streams, sustained, timed_process, windows
 from calibration import python_speed
-from overlay import protocol
+from overlay.wire import protocol
 
 FAR = 300 * 86400
 

@@ -64,8 +64,8 @@ phase venv
 # deprecation notices would otherwise print dozens of warnings on every run.
 rm -rf "$repo/build"
 "$PLUS_VENV/bin/python" -m pip install -qq "$repo$extras"
-# The thin clients start without Python's site module (overlay/launchers.py).
-"$PLUS_VENV/bin/python" -m overlay.launchers >/dev/null
+# The thin clients start without Python's site module (overlay/cli/launchers.py).
+"$PLUS_VENV/bin/python" -m overlay.cli.launchers >/dev/null
 chmod -R a+rX "$PLUS_VENV"
 
 # npm_files PACKAGE@VERSION DIR FILE...: the package's FILEs (paths inside

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import make_url
 
-from overlay.store import Store
+from overlay.persistence.store import Store
 
 PG_URL_VARIABLE = "PLUS_TEST_PG_URL"
 

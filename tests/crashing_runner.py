@@ -3,7 +3,7 @@ any two of a backend's commands, for the backends' convergence tests."""
 
 from __future__ import annotations
 
-from overlay.remote import CommandError, LocalRunner
+from overlay.kit.remote import CommandError, LocalRunner
 
 
 class CrashingRunner(LocalRunner):

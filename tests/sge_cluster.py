@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from overlay.model import Allocation, Request, Reservation, State
-from overlay.remote import LocalRunner
+from overlay.kit.remote import LocalRunner
+from overlay.language.model import Allocation, Request, Reservation, State
 from overlay_sge import settings
 from overlay_sge.backend import SgeBackend
 from overlay_sge.gridengine import GridEngine

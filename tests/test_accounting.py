@@ -1,4 +1,4 @@
-"""overlay/accounting.py and plus_account: the reporting records of seed 000,
+"""overlay/reporting/accounting.py and plus_account: the reporting records of seed 000,
 5.4.3.2 (new_ar, ar_attribute, ar_log, ar_acct) and their aggregation.
 
 Each record is ``time:record_type:<the fields the seed lists, in order>``.
@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from overlay.accounting import (
+from overlay.cli import account
+from overlay.language.model import Allocation, Request, Reservation, State
+from overlay.reporting.accounting import (
     EVENT_DELETED,
     EVENT_START,
     EVENT_TERMINATED,
@@ -24,8 +26,6 @@ from overlay.accounting import (
     collect,
     read_records,
 )
-from overlay.cli import account
-from overlay.model import Allocation, Request, Reservation, State
 
 H = 3600
 T0 = calendar.timegm((2020, 9, 1, 0, 0, 0))     # well in the past: "now" never clips

@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from http_harness import auth, start_api, token, window
-from overlay import reskey
+from overlay.network import reskey
 
 PRINCIPAL = "plusu3"      # a trusted principal that is no manager
 

@@ -3,10 +3,10 @@ every backend, and the NodeSortKey orders that use them."""
 
 from __future__ import annotations
 
-from overlay.activity import Activity
-from overlay.backend import Job
-from overlay.model import Node
-from overlay.ordering import sort_nodes
+from overlay.contract.backend import Job
+from overlay.language.model import Node
+from overlay.placement.ordering import sort_nodes
+from overlay.usecases.activity import Activity
 
 NODES = [Node("a"), Node("b", load=0.5), Node("c", memory_mb=64)]
 

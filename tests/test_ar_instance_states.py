@@ -15,7 +15,7 @@ import time
 import pytest
 
 from daemon_harness import Daemon
-from overlay.model import NoCapacity, Request, State
+from overlay.language.model import NoCapacity, Request, State
 from test_mail import ALICE, HOUR, T0, make_env, smtp  # noqa: F401 (fixtures)
 
 CLUSTER = """\

@@ -81,10 +81,10 @@ def test_the_check_sees_what_it_looks_for(tmp_path):
     and refused; the door's names pass, and a command may not use the
     daemon's door."""
     module = tmp_path / "m.py"
-    module.write_text("def f():\n    from overlay.manager import Manager\n    import overlay_sge\n"
-                      "from overlay.api.plugin import Backend\n")
+    module.write_text("def f():\n    from overlay.usecases.manager import Manager\n"
+                      "    import overlay_sge\nfrom overlay.api.plugin import Backend\n")
     found = _imports(module)
-    assert {"overlay.manager", "overlay.manager.Manager", "overlay_sge"} <= found
+    assert {"overlay.usecases.manager", "overlay.usecases.manager.Manager", "overlay_sge"} <= found
     assert _outside(found, FRONT_DOOR, "overlay_native") == [
-        "overlay.manager", "overlay.manager.Manager", "overlay_sge"]
+        "overlay.usecases.manager", "overlay.usecases.manager.Manager", "overlay_sge"]
     assert "overlay.api.plugin" in _outside(found, COMMANDS_DOOR, "overlay_native")

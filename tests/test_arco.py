@@ -1,6 +1,6 @@
 """ARCo for advance reservations (seed 000, 5.4 and Appendix 2): the
 database model on SQLite and PostgreSQL, plus_dbwriter filling it from a
-reporting file written by overlay.accounting.ReportingWriter and the
+reporting file written by overlay.reporting.accounting.ReportingWriter and the
 native scheduler's acct records, the seed's ARCo queries of 5.4.2 (the
 Advanced ones as written on PostgreSQL, the Simple ones on both databases,
 two of them corrected), and the native daemon writing acct records with
@@ -21,12 +21,17 @@ from sqlalchemy.exc import DataError
 
 import commands_from_source as commands
 from daemon_harness import job_daemon
-from overlay.accounting import EVENT_MODIFIED, EVENT_START, EVENT_TERMINATED, ReportingWriter
 from overlay.arco import dbwriter_cli, records, schema
 from overlay.arco.dbwriter import DBWriter
 from overlay.arco.loader import Loader
-from overlay.model import Allocation, Request, Reservation, State
-from overlay.store import make_engine
+from overlay.language.model import Allocation, Request, Reservation, State
+from overlay.persistence.store import make_engine
+from overlay.reporting.accounting import (
+    EVENT_MODIFIED,
+    EVENT_START,
+    EVENT_TERMINATED,
+    ReportingWriter,
+)
 from overlay_native.acct import JobRecord
 
 DAY, H = 86400, 3600

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import inspect
 
-from overlay.backend import CONTRACT, NONE, Backend
-from overlay.daemon import Service
-from overlay.model import State
+from overlay.contract.backend import CONTRACT, NONE, Backend
+from overlay.daemon.main import Service
+from overlay.language.model import State
 from test_manager import ALICE, HOUR, T0, Env
 
 

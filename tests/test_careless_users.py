@@ -12,9 +12,9 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from overlay.cli import views
-from overlay.model import Node, Request, ReservationError
+from overlay.daemon.services.views import reservation_view
+from overlay.language.model import Node, Request, ReservationError
 from overlay.placement.eligible import node_satisfies
-from overlay.services.views import reservation_view
 from test_manager import ALICE, T0, Env
 
 HOSTILE_NAME = "x\x1b[2J\r\n    9 mallory    r\u2028"

@@ -11,9 +11,9 @@ import textwrap
 import pytest
 
 from daemon_harness import Daemon
-from overlay import config as config_module
-from overlay import plugins
-from overlay.model import ReservationError
+from overlay.contract import plugins
+from overlay.daemon import config as config_module
+from overlay.language.model import ReservationError
 from test_manager import ADMIN, ALICE, HOUR, T0, Env
 
 ONLY_N01 = '[PLUS_NODE_RESERVABLE = PLUS_CANDIDATE_NODE.name == "n01"]\n'

@@ -7,8 +7,8 @@ import logging
 
 import pytest
 
-from overlay.model import Allocation, Node, Request, Reservation, State
-from overlay.policy import PolicyContext, Usage
+from overlay.contract.policy import PolicyContext, Usage
+from overlay.language.model import Allocation, Node, Request, Reservation, State
 from overlay_classad.nodes import NodeAds
 from overlay_classad.program import ClassAdError, Program
 from overlay_classad.syntax import ClassAdSyntaxError

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from overlay.manager import Caller
-from overlay.model import ReservationError
+from overlay.language.model import ReservationError
+from overlay.usecases.manager import Caller
 from test_manager import HOUR, T0, Env
 
 CONF = Path(__file__).resolve().parent.parent / "conf"

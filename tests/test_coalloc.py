@@ -29,7 +29,7 @@ from overlay.coalloc import sites as sites_file
 from overlay.coalloc.coordinator import Coordinator, intersect
 from overlay.coalloc.log import Log
 from overlay.coalloc.sites import Site
-from overlay.request import RequestError
+from overlay.language.request import RequestError
 
 SITES = ("A", "B", "C")
 USER = "plusu1"

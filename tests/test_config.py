@@ -1,4 +1,4 @@
-"""overlay/config.py: the daemon's YAML configuration, validated key by key;
+"""overlay/daemon/config.py: the daemon's YAML configuration, validated key by key;
 the commands' line reader must find the same socket as the daemon."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from overlay import protocol
-from overlay.config import Config, ConfigError, load
-from overlay.ordering import NODE_SORT_KEYS
+from overlay.daemon.config import Config, ConfigError, load
+from overlay.placement.ordering import NODE_SORT_KEYS
+from overlay.wire import protocol
 
 REPO = Path(__file__).resolve().parents[1]
 

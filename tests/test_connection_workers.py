@@ -1,4 +1,4 @@
-"""The threads that serve the daemon's connections (overlay.connections.Workers):
+"""The threads that serve the daemon's connections (overlay.daemon.connections.Workers):
 one per connection at a time, so a slow client delays no one else; kept for
 the next connections, only a few idle ones."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 import time
 
-from overlay.connections import Workers
+from overlay.daemon.connections import Workers
 
 
 def _connection_threads(other: frozenset = frozenset()) -> int:

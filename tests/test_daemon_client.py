@@ -1,13 +1,13 @@
 """How the companion passes the daemon's listings on without decoding them:
-it relies on the daemon's replies being written by overlay.fastjson, so
+it relies on the daemon's replies being written by overlay.wire.fastjson, so
 this checks that the daemon's framing and the companion's reading agree."""
 
 from __future__ import annotations
 
 import socket
 
-from overlay import protocol
-from overlay.http.daemon_client import data_of, reply_of
+from overlay.network.http.daemon_client import data_of, reply_of
+from overlay.wire import protocol
 
 
 def _sent(reply: dict) -> bytes:

@@ -1,4 +1,4 @@
-"""overlay.http.fairness on its own: requests of many clients for a daemon
+"""overlay.network.http.fairness on its own: requests of many clients for a daemon
 that answers when told, to see who goes in turn (the HTTP tests see the
 same from outside, under a real flood)."""
 
@@ -10,8 +10,8 @@ import json
 
 import pytest
 
-from overlay.http.fairness import HALF_LIFE, Dispatcher, Usage, address_of, user_of
-from overlay.http.refusal import Refusal
+from overlay.network.http.fairness import HALF_LIFE, Dispatcher, Usage, address_of, user_of
+from overlay.network.http.refusal import Refusal
 
 
 def scope(address: str, user: str = "") -> dict:

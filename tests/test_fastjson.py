@@ -1,4 +1,4 @@
-"""overlay.fastjson reads and writes what the json package does, with its
+"""overlay.wire.fastjson reads and writes what the json package does, with its
 errors, for the socket protocol (it exists to keep json's import cost off
 the commands' start)."""
 
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from overlay import fastjson
+from overlay.wire import fastjson
 
 FUZZ = settings(max_examples=300, deadline=None, database=None)
 VALUES = st.recursive(

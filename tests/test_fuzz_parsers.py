@@ -1,9 +1,9 @@
-"""Every parser a user's text reaches, fuzzed (issue 11): overlay/timespec.py,
-overlay/request.py, the native -l requests (overlay_native.resources.complexes) and
+"""Every parser a user's text reaches, fuzzed (issue 11): overlay/language/timespec.py,
+overlay/language/request.py, the native -l requests (overlay_native.resources.complexes) and
 each command's command line. Whatever the text (NUL and other control
 characters, other scripts' digits, lone surrogates from undecodable argv
 bytes, strings far over every bound), a parser either returns a value
-within the bounds of overlay.limits or raises its module's documented
+within the bounds of overlay.language.limits or raises its module's documented
 error (TimeSpecError, RequestError, ComplexError; SystemExit 2 for a
 command line), whose message is one printable line of bounded length.
 Nothing else: no ValueError from int(), no OverflowError, no traceback."""
@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import commands_from_source as commands
-from overlay.limits import (
+from overlay.language.limits import (
     HORIZON,
     MAX_ADDRESS,
     MAX_ARGUMENT,
@@ -31,7 +31,7 @@ from overlay.limits import (
     MAX_PATTERN,
     shown,
 )
-from overlay.request import (
+from overlay.language.request import (
     MAX_AR_ID,
     MAX_SLOTS,
     RequestError,
@@ -50,7 +50,7 @@ from overlay.request import (
     parse_yes_no,
     window_end,
 )
-from overlay.timespec import TimeSpecError, parse_duration, parse_time
+from overlay.language.timespec import TimeSpecError, parse_duration, parse_time
 from overlay_native.cli import qsub
 from overlay_native.resources.complexes import (
     NUMERIC,
@@ -133,7 +133,7 @@ def is_name(text: str, limit: int = MAX_NAME) -> bool:
     return text.isascii() and text.isprintable() and 1 <= len(text) <= limit
 
 
-# --- overlay/timespec.py --------------------------------------------------------------
+# --- overlay/language/timespec.py --------------------------------------------------------------
 
 @FUZZ
 @given(text_like(*TIME_SEEDS))
@@ -149,7 +149,7 @@ def test_parse_duration(text):
     assert value is None or 0 <= value <= MAX_DURATION and numeric(text)
 
 
-# --- overlay/request.py ---------------------------------------------------------------
+# --- overlay/language/request.py ---------------------------------------------------------------
 
 @FUZZ
 @given(text_like("512", "1.5G", "131072k", "1T", "0.5T"))

@@ -25,18 +25,19 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 import overlay
-from overlay import limits, protocol, wire
-from overlay.config import Config
-from overlay.manager import START_GRACE, Caller
-from overlay.model import ReservationError
-from overlay.request import MAX_AR_ID, RequestError
-from overlay.services.service import Service
-from overlay.timespec import TimeSpecError
+from overlay.daemon.config import Config
+from overlay.daemon.services.service import Service
+from overlay.language import limits
+from overlay.language.model import ReservationError
+from overlay.language.request import MAX_AR_ID, RequestError
+from overlay.language.timespec import TimeSpecError
+from overlay.usecases.manager import START_GRACE, Caller
+from overlay.wire import codec, protocol
 from test_manager import ADMIN, ALICE, BOB, HOUR, T0, Env
 
 pytestmark = pytest.mark.filterwarnings("ignore:Generating overly large repr")
 
-REFUSALS = (ReservationError, RequestError, TimeSpecError, wire.BadArguments,
+REFUSALS = (ReservationError, RequestError, TimeSpecError, codec.BadArguments,
             protocol.ProtocolError)
 """What daemon._reply_to turns into a refusal; anything else is an internal error."""
 MAX_REFUSAL = 400
@@ -228,7 +229,7 @@ def _snapshot(env: Env) -> tuple:
 
 def _refusal_text(exc: Exception) -> str:
     """The error line daemon._reply_to sends for ``exc``."""
-    if isinstance(exc, (wire.BadArguments, protocol.ProtocolError)):
+    if isinstance(exc, (codec.BadArguments, protocol.ProtocolError)):
         return f"bad request: {exc}"
     return str(exc)
 

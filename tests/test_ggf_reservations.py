@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from http_harness import HOUR, auth, secret_file, start_api, token, window
-from overlay import reskey
+from overlay.network import reskey
 
 
 @pytest.fixture(scope="module")

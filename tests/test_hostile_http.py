@@ -24,9 +24,10 @@ import pytest
 
 from daemon_harness import Daemon
 from http_harness import answering, auth, free_port, start_api, token
-from overlay import protocol, reskey
-from overlay.daemon import CLIENT_LINES
-from overlay.http.admission import SEND_BUFFER
+from overlay.daemon.main import CLIENT_LINES
+from overlay.network import reskey
+from overlay.network.http.admission import SEND_BUFFER
+from overlay.wire import protocol
 
 REQUEST_TIMEOUT = 2
 
@@ -193,7 +194,8 @@ def test_no_other_process_can_take_the_apis_port_from_the_daemon():
              "try:\n    s.bind(('127.0.0.1', int(sys.argv[1])))\nexcept OSError as e:\n"
              "    print(e.strerror)\n")
     try:
-        for pid in subprocess.run(["pgrep", "-f", f"overlay.http.server --socket {daemon.socket}"],
+        for pid in subprocess.run(["pgrep", "-f",
+                                   f"overlay.network.http.server --socket {daemon.socket}"],
                                   capture_output=True, text=True).stdout.split():
             os.kill(int(pid), 9)            # between two companions, the port stays the daemon's
         taken = subprocess.run(["runuser", "-u", "plusu1", "--", "python3", "-c", squat,
@@ -362,7 +364,7 @@ def test_one_users_flood_of_listings_leaves_another_user_served_quickly():
                 thread.join()
         assert taken[-2] < 1.0, taken                # p95 of 40, loosely
         assert statuses.count(200) >= 50 and set(statuses) <= {200, 429}
-        companion = int(subprocess.run(["pgrep", "-f", f"overlay.http.server --socket "
+        companion = int(subprocess.run(["pgrep", "-f", f"overlay.network.http.server --socket "
                                         f"{daemon.socket}"], capture_output=True,
                                        text=True).stdout.split()[0])
         for pid in (daemon.process.pid, companion):

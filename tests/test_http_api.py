@@ -185,7 +185,7 @@ def test_only_a_trusted_principal_acts_for_another_userid(api):
 
 def test_the_companion_runs_unprivileged_and_comes_back_if_it_dies(api):
     daemon, url = api
-    pids = subprocess.run(["pgrep", "-f", f"overlay.http.server --socket {daemon.socket}"],
+    pids = subprocess.run(["pgrep", "-f", f"overlay.network.http.server --socket {daemon.socket}"],
                           capture_output=True, text=True).stdout.split()
     assert len(pids) == 1
     owner = subprocess.run(["ps", "-o", "user=", "-p", pids[0]], capture_output=True,
@@ -207,11 +207,10 @@ def test_the_api_goes_with_a_daemon_killed_and_comes_back_with_the_next():
     try:
         daemon.kill9()
         deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and subprocess.run(
-                ["pgrep", "-f", f"overlay.http.server --socket {daemon.socket}"]).returncode == 0:
+        companion = ["pgrep", "-f", f"overlay.network.http.server --socket {daemon.socket}"]
+        while time.monotonic() < deadline and subprocess.run(companion).returncode == 0:
             time.sleep(0.2)
-        assert subprocess.run(["pgrep", "-f", f"overlay.http.server --socket {daemon.socket}"]
-                              ).returncode == 1, "the companion outlived its daemon"
+        assert subprocess.run(companion).returncode == 1, "the companion outlived its daemon"
         daemon.start()
         deadline = time.monotonic() + 15
         while True:
@@ -228,7 +227,7 @@ def test_the_api_goes_with_a_daemon_killed_and_comes_back_with_the_next():
 
 
 def _companions(daemon: Daemon) -> list[str]:
-    return subprocess.run(["pgrep", "-f", f"overlay.http.server --socket {daemon.socket}"],
+    return subprocess.run(["pgrep", "-f", f"overlay.network.http.server --socket {daemon.socket}"],
                           capture_output=True, text=True).stdout.split()
 
 

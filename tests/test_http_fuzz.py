@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from schemathesis import GenerationMode
 
 from http_harness import auth, start_api, token
-from overlay import protocol
-from overlay.http.app import make_app
+from overlay.network.http.app import make_app
+from overlay.wire import protocol
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""The seams of the API's routers (overlay/http/routes): together they
+"""The seams of the API's routers (overlay/network/http/routes): together they
 serve exactly the documented endpoints, and each endpoint asks the daemon
 an operation its socket serves; every operation a token may call has an
 endpoint. The daemon is replaced by a recorder, so no socket is needed."""
@@ -11,9 +11,9 @@ import time
 import httpx
 import pytest
 
-from overlay.http.app import make_app
-from overlay.services.callers import PEER_ONLY
-from overlay.services.service import OPERATIONS
+from overlay.daemon.services.callers import PEER_ONLY
+from overlay.daemon.services.service import OPERATIONS
+from overlay.network.http.app import make_app
 
 ENDPOINTS = {
     "/whoami": {"get"}, "/reservations": {"get", "post"},

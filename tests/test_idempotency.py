@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pytest
 
-from overlay.model import InvalidRequest, Operation, Request
+from overlay.language.model import InvalidRequest, Operation, Request
 from test_manager import ALICE, BOB, HOUR, T0, Env
 
 

@@ -23,8 +23,8 @@ import time
 from dataclasses import dataclass, field, replace
 
 from daemon_harness import Daemon
-from overlay.model import Allocation, Operation, Request, Reservation, State
-from overlay.store import Store
+from overlay.language.model import Allocation, Operation, Request, Reservation, State
+from overlay.persistence.store import Store
 
 CYCLES = 8
 """Kills and restarts per database."""

@@ -1,4 +1,4 @@
-"""The thin clients' launchers (overlay/launchers.py): python -IS, the
+"""The thin clients' launchers (overlay/cli/launchers.py): python -IS, the
 package's folder named in the script, written over pip's by the install."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 
 from commands_from_source import THIN
 from daemon_harness import BIN
-from overlay import launchers
+from overlay.cli import launchers
 
 
 def test_every_thin_client_and_nothing_else_gets_a_launcher():
@@ -26,7 +26,7 @@ def test_the_install_put_a_launcher_in_place_of_each_thin_clients_script():
 def test_a_launcher_runs_its_command(tmp_path):
     scripts = tmp_path / "bin"
     scripts.mkdir()
-    folder = str(Path(launchers.__file__).parent.parent)
+    folder = str(Path(launchers.__file__).parents[2])
     written = launchers.write(str(scripts), str(BIN / "python"), folder)
     assert sorted(written) == sorted(THIN)
     result = subprocess.run([scripts / "plus_status", "-h"], capture_output=True, text=True)
@@ -48,7 +48,7 @@ def test_a_users_pythonpath_cannot_shadow_the_commands_modules(tmp_path):
 def test_a_launched_command_exits_with_its_status_its_output_whole(tmp_path):
     scripts = tmp_path / "bin"
     scripts.mkdir()
-    launchers.write(str(scripts), str(BIN / "python"), str(Path(launchers.__file__).parent.parent))
+    launchers.write(str(scripts), str(BIN / "python"), str(Path(launchers.__file__).parents[2]))
     helped = subprocess.run(f"{scripts}/plus_reserve -h | cat", shell=True, capture_output=True,
                             text=True)
     assert helped.returncode == 0 and helped.stdout.rstrip().endswith("(default /etc/plus/plus.yaml).")

@@ -1,4 +1,4 @@
-"""overlay/lifecycle.py: stopping while a reconcile pass runs, and passes
+"""overlay/usecases/lifecycle.py: stopping while a reconcile pass runs, and passes
 that look only at the ARs that changed, fell due or hold a host whose
 liveness changed."""
 
@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from overlay.lifecycle import Lifecycle
-from overlay.model import State
+from overlay.language.model import State
+from overlay.usecases.lifecycle import Lifecycle
 from test_manager import ALICE, CLUSTER, HOUR, T0, Env, _with_alive
 
 

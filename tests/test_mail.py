@@ -14,13 +14,13 @@ from email.message import Message
 import pytest
 from aiosmtpd.controller import Controller
 
-from overlay import config as config_module
-from overlay import plugins
-from overlay.accounting import ReportingWriter
-from overlay.lifecycle import Lifecycle
-from overlay.manager import Caller, Manager
-from overlay.model import Request, State
-from overlay.store import Store
+from overlay.contract import plugins
+from overlay.daemon import config as config_module
+from overlay.language.model import Request, State
+from overlay.persistence.store import Store
+from overlay.reporting.accounting import ReportingWriter
+from overlay.usecases.lifecycle import Lifecycle
+from overlay.usecases.manager import Caller, Manager
 
 T0 = 1_800_000_000
 HOUR = 3600

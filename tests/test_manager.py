@@ -6,13 +6,10 @@ import textwrap
 
 import pytest
 
-from overlay import config as config_module
-from overlay import plugins
-from overlay.accounting import ReportingWriter
-from overlay.hookspecs import hookimpl
-from overlay.lifecycle import Lifecycle
-from overlay.manager import Caller, Manager
-from overlay.model import (
+from overlay.contract import plugins
+from overlay.contract.hookspecs import hookimpl
+from overlay.daemon import config as config_module
+from overlay.language.model import (
     LimitExceeded,
     Operation,
     PermissionDenied,
@@ -20,8 +17,11 @@ from overlay.model import (
     ReservationError,
     State,
 )
-from overlay.request import RequestError
-from overlay.store import Store
+from overlay.language.request import RequestError
+from overlay.persistence.store import Store
+from overlay.reporting.accounting import ReportingWriter
+from overlay.usecases.lifecycle import Lifecycle
+from overlay.usecases.manager import Caller, Manager
 from overlay_native.simulation.simhosts import Clock
 
 T0 = 1_800_000_000

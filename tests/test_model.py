@@ -1,4 +1,4 @@
-"""overlay/model.py: AR states by the clock (seed 000, 5.2.3.1), the error
+"""overlay/language/model.py: AR states by the clock (seed 000, 5.2.3.1), the error
 statuses and the per-node slot count of a request. (The time window check,
 request.window_end, is tested in test_request.py.)"""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from overlay.model import (
+from overlay.language.model import (
     FINISHED_STATES,
     HOLDING_STATES,
     Allocation,

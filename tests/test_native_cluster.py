@@ -50,7 +50,7 @@ def test_running_daemon_keeps_the_last_good_nodes(tmp_path):
 import math
 import textwrap
 
-from overlay.remote import SshSettings
+from overlay.kit.remote import SshSettings
 from overlay_native.resources.cluster import load_cluster
 from overlay_native.resources.complexes import parse_requests
 from overlay_native.resources.matching import mismatch

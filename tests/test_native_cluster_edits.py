@@ -11,7 +11,7 @@ import os
 
 import pytest
 
-from overlay.model import Allocation, Request, Reservation, State
+from overlay.language.model import Allocation, Request, Reservation, State
 from overlay_native.backend import NativeBackend
 from overlay_native.resources.cluster import Cluster, ClusterError
 from test_native_scheduler import T, World

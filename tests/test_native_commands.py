@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from overlay.limits import MAX_ENVIRONMENT, MAX_NAME, MAX_SCRIPT
-from overlay.request import RequestError
+from overlay.language.limits import MAX_ENVIRONMENT, MAX_NAME, MAX_SCRIPT
+from overlay.language.request import RequestError
 from overlay_native.cli import qacct, qsub
 from overlay_native.service import submission_from
 

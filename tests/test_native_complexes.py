@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from overlay.limits import MAX_ITEMS, MAX_PATTERN
+from overlay.language.limits import MAX_ITEMS, MAX_PATTERN
 from overlay_native.resources.complexes import (
     Complex,
     ComplexError,

@@ -27,7 +27,7 @@ scheduler: {schedule_interval: 1}
 """
 WITHOUT_R2 = CLUSTER.replace('  - {name: r2, ncpus: 2, properties: {pick: "yes"}}\n', "")
 BASE = DAEMON_SETTINGS
-HAND_CLIENT = ("import json, sys\nfrom overlay import protocol\n"
+HAND_CLIENT = ("import json, sys\nfrom overlay.wire import protocol\n"
                "print(json.dumps(protocol.call(sys.argv[1], sys.argv[2], json.loads(sys.argv[3]))))")
 
 

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from overlay.remote import LocalRunner
-from overlay.ssh import SshRunner
+from overlay.kit.remote import LocalRunner
+from overlay.kit.ssh import SshRunner
 from overlay_native.execution.runners import ExecutionError, Executor, Finished, JobSpec
 from sshd import ADDRESS as SSHD
 from sshd import KEY, KNOWN_HOSTS

@@ -12,8 +12,15 @@ from dataclasses import replace
 import pytest
 from sqlmodel import Session
 
-from overlay.limits import MAX_ARGUMENT, MAX_COUNT, MAX_ENVIRONMENT, MAX_NAME, MAX_SCRIPT, MAX_WORDS
-from overlay.request import RequestError
+from overlay.language.limits import (
+    MAX_ARGUMENT,
+    MAX_COUNT,
+    MAX_ENVIRONMENT,
+    MAX_NAME,
+    MAX_SCRIPT,
+    MAX_WORDS,
+)
+from overlay.language.request import RequestError
 from overlay_native import acct
 from overlay_native.execution.runners import ExecutionError
 from overlay_native.jobs import Submission

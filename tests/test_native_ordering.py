@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from overlay.ordering import (
+from overlay.placement.ordering import (
     DEFAULT_JOB_ORDER,
     JobOrder,
     OrderError,

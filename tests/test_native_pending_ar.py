@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from overlay.model import Allocation, Request, Reservation, ReservationError, State
+from overlay.language.model import Allocation, Request, Reservation, ReservationError, State
 from overlay_native.service import operations
 from overlay_native.submit import SubmitError
 from test_native_scheduler import SMALL, T, World

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from overlay.remote import LocalRunner
+from overlay.kit.remote import LocalRunner
 from overlay_native.execution.runners import Executor, Finished, JobSpec
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the shepherd runs as root, and "

@@ -1,4 +1,4 @@
-"""overlay.oidc's fetching on its own, with the provider's documents
+"""overlay.network.oidc's fetching on its own, with the provider's documents
 stubbed: a page anyone may load, or tokens with invented key ids, must not
 make the daemon fetch from the provider more than once per REFRESH_BACKOFF
 (tests/test_oidc.py runs a real provider)."""
@@ -11,9 +11,9 @@ import jwt
 import pytest
 
 from oidc_harness import new_key
-from overlay import oidc
-from overlay.oidc import OidcSettings, Provider
-from overlay.tokens import TokenRefused
+from overlay.network import oidc
+from overlay.network.oidc import OidcSettings, Provider
+from overlay.network.tokens import TokenRefused
 
 ISSUER = "https://idp.example.org"
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from overlay.model import Allocation, NoCapacity, Node, Request
+from overlay.language.model import Allocation, NoCapacity, Node, Request
 from overlay.placement.base import NodeQuestion
 from overlay.placement.factory import DEFAULT_POLICY, MATCH_POLICIES, match_policy
 from overlay.placement.first_fit import FirstFit

@@ -1,4 +1,4 @@
-"""overlay/planner.py: free nodes over a window, start-time ranges (GGF
+"""overlay/placement/planner.py: free nodes over a window, start-time ranges (GGF
 RESQUERY, seed 003) and the earliest start, on hand-built scenarios whose
 answers are worked out below, plus a seeded random cross-check against a
 brute-force search over every integer start time."""
@@ -9,7 +9,7 @@ import random
 
 import pytest
 
-from overlay.planner import MultiPlanner, Planner, covered_ranges
+from overlay.placement.planner import MultiPlanner, Planner, covered_ranges
 
 H = 3600
 

@@ -1,4 +1,4 @@
-"""overlay/plugins.py: plugins read their own configuration sections
+"""overlay/contract/plugins.py: plugins read their own configuration sections
 (plus_configure), and a section that nobody reads stops the daemon."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ import types
 
 import pytest
 
-from overlay import config as config_module
-from overlay import plugins
-from overlay.hookspecs import hookimpl
+from overlay.contract import plugins
+from overlay.contract.hookspecs import hookimpl
+from overlay.daemon import config as config_module
 
 
 def make_config(tmp_path, text: str) -> config_module.Config:

@@ -10,11 +10,11 @@ import textwrap
 
 import pytest
 
-from overlay import users
-from overlay.manager import Caller
-from overlay.model import ReservationError
-from overlay.policy import owner_groups
-from overlay.users import account, groups_of
+from overlay.contract.policy import owner_groups
+from overlay.kit import users
+from overlay.kit.users import account, groups_of
+from overlay.language.model import ReservationError
+from overlay.usecases.manager import Caller
 from test_manager import ALICE, BOB, HOUR, T0, Env
 
 CLUSTER = """\

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from overlay.model import Allocation, Node, Request, Reservation, State
-from overlay.policy import PolicyContext
+from overlay.contract.policy import PolicyContext
+from overlay.language.model import Allocation, Node, Request, Reservation, State
 from overlay_policies.members import Members
 from overlay_policies.node_state import NodeState
 from overlay_policies.patterns import NodeNames

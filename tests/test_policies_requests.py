@@ -7,7 +7,7 @@ import datetime as dt
 
 import pytest
 
-from overlay.model import Request, State
+from overlay.language.model import Request, State
 from overlay_policies.limits import Limits, months
 from overlay_policies.usage import UsagePolicy
 from test_policies_nodes import DAY, HOUR, T0, context, request, reservation

@@ -12,8 +12,8 @@ import pytest
 import yaml
 
 import overlay_policies.plugin as policies_plugin
-from overlay import hookspecs, plugins
-from overlay.config import Config
+from overlay.contract import hookspecs, plugins
+from overlay.daemon.config import Config
 from overlay_policies.limits import Limits
 from overlay_policies.node_state import NodeState
 from overlay_policies.projects import Projects

@@ -383,7 +383,7 @@ def test_without_a_the_window_starts_at_the_daemons_now_and_keeps_its_length(dae
     a start a few seconds back: 8.1.9's qmaster sets start and end itself,
     so -d 1:0:0 stays 01:00:00 (it was 00:59:59: the start moved, the end
     stayed)."""
-    code = ("import json, sys, time; from overlay import protocol\n"
+    code = ("import json, sys, time; from overlay.wire import protocol\n"
             "now = int(time.time()) - 5\n"
             "reply = protocol.call(sys.argv[1], 'reserve', {'start': now, 'end': now + 3600, "
             "'nodes': 0, 'start_now': True})\n"

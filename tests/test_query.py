@@ -11,8 +11,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from overlay.backend import Backend, Holding, Job
-from overlay.model import NoCapacity, Request
+from overlay.contract.backend import Backend, Holding, Job
+from overlay.language.model import NoCapacity, Request
 from test_manager import ALICE, BOB, HOUR, T0, Env
 from test_resquery import CLUSTER, MINUTE
 

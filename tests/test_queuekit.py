@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import json
 
-from overlay.model import Allocation, Request, Reservation, State
-from overlay.queuekit import Ledger, QueueBackend
+from overlay.kit.queuekit import Ledger, QueueBackend
+from overlay.language.model import Allocation, Request, Reservation, State
 
 T0 = 1_800_000_000
 

@@ -1,4 +1,4 @@
-"""The rate limit on log lines a client can cause (overlay.ratelog): a
+"""The rate limit on log lines a client can cause (overlay.log.ratelog): a
 burst per key and interval, then silence, then a line that says how many
 were held back; keys bounded, so invented keys cost no memory."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 
-from overlay.ratelog import RateLimitedLog, RateLimitFilter
+from overlay.log.ratelog import RateLimitedLog, RateLimitFilter
 
 
 class Clock:

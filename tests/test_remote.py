@@ -1,4 +1,4 @@
-"""overlay.remote: commands run here and over SSH arrive intact, and a
+"""overlay.kit.remote: commands run here and over SSH arrive intact, and a
 command that cannot run fails with a message naming the host and command.
 
 The SSH cases use the test sshd on 127.0.0.1:2222 set up by
@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from overlay.remote import CommandError, LocalRunner, runner_from_options
-from overlay.ssh import SshRunner
+from overlay.kit.remote import CommandError, LocalRunner, runner_from_options
+from overlay.kit.ssh import SshRunner
 from sshd import ADDRESS as SSHD
 from sshd import KEY, KNOWN_HOSTS
 from sshd import need_sshd as _need_sshd

@@ -1,4 +1,4 @@
-"""overlay/request.py: memory sizes, counts, AR ids, time windows, -l lists,
+"""overlay/language/request.py: memory sizes, counts, AR ids, time windows, -l lists,
 names, access lists and which nodes satisfy a request (seed 004 plus_reserve,
 seed 000 qrsub windows, seed 002 matching)."""
 
@@ -8,7 +8,7 @@ import calendar
 
 import pytest
 
-from overlay.limits import (
+from overlay.language.limits import (
     HORIZON_DAYS,
     MAX_ADDRESS,
     MAX_COUNT,
@@ -18,9 +18,8 @@ from overlay.limits import (
     MAX_NAME,
     MAX_PATTERN,
 )
-from overlay.model import Node, Request
-from overlay.placement.eligible import node_satisfies
-from overlay.request import (
+from overlay.language.model import Node, Request
+from overlay.language.request import (
     MAX_AR_ID,
     MEMORY_FORMS,
     RequestError,
@@ -41,6 +40,7 @@ from overlay.request import (
     parse_yes_no,
     window_end,
 )
+from overlay.placement.eligible import node_satisfies
 
 # --- parse_memory_mb ----------------------------------------------------------------------
 
@@ -393,7 +393,7 @@ def test_bad_mail_list(text):
 
 # -- qsub's -pe ranges, -q queue lists, -hold_jid job lists ---------------------------
 
-from overlay.request import MAX_SLOTS, format_pe_range  # noqa: E402
+from overlay.language.request import MAX_SLOTS, format_pe_range  # noqa: E402
 
 
 @pytest.mark.parametrize("text,ranges", [

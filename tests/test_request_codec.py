@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from overlay.model import Request, RequestKind
-from overlay.request import RequestError, request_wire
-from overlay.wire import (
+from overlay.language.model import Request, RequestKind
+from overlay.language.request import RequestError, request_wire
+from overlay.wire.codec import (
     REQUEST_FIELDS,
     Arguments,
     BadArguments,

@@ -11,7 +11,7 @@ from dataclasses import replace
 
 import pytest
 
-from overlay.model import (
+from overlay.language.model import (
     Allocation,
     InvalidRequest,
     NoCapacity,
@@ -20,7 +20,7 @@ from overlay.model import (
     Reservation,
     State,
 )
-from overlay.store import Conflict
+from overlay.persistence.store import Conflict
 from test_manager import ALICE, BOB, HOUR, T0, Caller, Env
 from test_resquery import CLUSTER, MINUTE, inside
 

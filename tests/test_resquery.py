@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from overlay.model import NoCapacity, PermissionDenied, Request
+from overlay.language.model import NoCapacity, PermissionDenied, Request
 from test_manager import ALICE, BOB, HOUR, T0, Env
 
 MINUTE = 60

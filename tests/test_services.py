@@ -1,4 +1,4 @@
-"""The seams of overlay/services: the socket's dispatch table is the union
+"""The seams of overlay/daemon/services: the socket's dispatch table is the union
 of the families' operations, each wire name once; a plugin cannot take a
 core operation's name; and the operations ask the use cases (the
 Manager's public methods), never its internals."""
@@ -11,10 +11,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from overlay import plugins
-from overlay.hookspecs import hookimpl
-from overlay.services import callers, service
-from overlay.services.service import OPERATIONS, Service, dispatch_table
+from overlay.contract import plugins
+from overlay.contract.hookspecs import hookimpl
+from overlay.daemon.services import callers, service
+from overlay.daemon.services.service import OPERATIONS, Service, dispatch_table
 from test_manager import Env
 
 SERVICES = Path(service.__file__).parent

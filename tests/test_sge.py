@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from crashing_runner import CrashingRunner
-from overlay.model import Request, State
-from overlay.remote import CommandError
-from overlay.request import RequestError
-from overlay.ssh import SshRunner
+from overlay.kit.remote import CommandError
+from overlay.kit.ssh import SshRunner
+from overlay.language.model import Request, State
+from overlay.language.request import RequestError
 from overlay_sge import objects
 from sge_cluster import (
     backend,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from overlay.model import Allocation
+from overlay.language.model import Allocation
 from overlay_sge import calendars, objects, settings
 from overlay_sge.ledger import Ledger, Requeue
 from overlay_sge.status import parse_hosts, parse_observation

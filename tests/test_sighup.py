@@ -117,7 +117,7 @@ def test_a_shorter_commit_timeout_aborts_a_waiting_operation_on_time():
 
 def test_each_key_is_live_or_waits_for_a_restart(tmp_path):
     """Which keys a re-read changes at once: those read at each request."""
-    from overlay import config, reconfigure
+    from overlay.daemon import config, reconfigure
     before, after = tmp_path / "before.yaml", tmp_path / "after.yaml"
     before.write_text("http: {address: 'off'}\nnative: {local_host: false}\n")
     after.write_text("http: {address: '127.0.0.1:7000', trusted_principals: [portal]}\n"

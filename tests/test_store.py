@@ -1,4 +1,4 @@
-"""overlay.store on SQLite and on PostgreSQL (every test runs on both, via the
+"""overlay.persistence.store on SQLite and on PostgreSQL (every test runs on both, via the
 ``store_url`` / ``store`` fixtures of conftest.py).
 
 Covers the round trip of every Reservation field, replacing and removing
@@ -18,8 +18,8 @@ import pytest
 from sqlalchemy import event, func
 from sqlmodel import Session, select
 
-from overlay.model import Allocation, Operation, Request, RequestKind, Reservation, State
-from overlay.store import AllocationRow, Conflict, CounterRow, ReservationRow, Store
+from overlay.language.model import Allocation, Operation, Request, RequestKind, Reservation, State
+from overlay.persistence.store import AllocationRow, Conflict, CounterRow, ReservationRow, Store
 
 MAX_ID = 9_999_999  # Grid Engine 6.2: the highest AR id (seed 000, 5.2.1)
 CAPACITY = {"n1": 4, "n2": 4, "n3": 8}
@@ -577,7 +577,7 @@ def test_a_store_from_another_version_is_refused_with_the_missing_columns(store_
     from sqlalchemy import create_engine
     from sqlalchemy import text as sql
 
-    from overlay.store import StoreError
+    from overlay.persistence.store import StoreError
 
     engine = create_engine(store_url)
     with engine.begin() as connection:

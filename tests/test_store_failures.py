@@ -10,9 +10,9 @@ import os
 
 import pytest
 
-from overlay.hookspecs import hookimpl
-from overlay.model import Operation, State
-from overlay.store import Store, StoreUnavailable
+from overlay.contract.hookspecs import hookimpl
+from overlay.language.model import Operation, State
+from overlay.persistence.store import Store, StoreUnavailable
 from test_manager import ALICE, HOUR, T0, Env
 
 

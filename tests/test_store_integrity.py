@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import make_url, text
 
 from daemon_harness import Daemon
-from overlay.store import Store
+from overlay.persistence.store import Store
 from test_store import CAPACITY, new_ar
 
 

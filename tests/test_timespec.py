@@ -1,4 +1,4 @@
-"""overlay/timespec.py: the time and duration arguments users type, and the
+"""overlay/language/timespec.py: the time and duration arguments users type, and the
 qrstat-style formatting of times and durations (seed 000, 5.1.3.4.3).
 
 Local-time parsing depends on TZ, so every test that needs it pins the zone
@@ -12,8 +12,8 @@ import time
 
 import pytest
 
-from overlay.limits import HORIZON, HORIZON_DAYS, MAX_ARGUMENT, MAX_DURATION
-from overlay.timespec import (
+from overlay.language.limits import HORIZON, HORIZON_DAYS, MAX_ARGUMENT, MAX_DURATION
+from overlay.language.timespec import (
     DURATION_FORMS,
     TIME_FORMS,
     TimeSpecError,

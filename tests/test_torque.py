@@ -15,12 +15,12 @@ import time
 import pytest
 
 from crashing_runner import CrashingRunner
-from overlay.config import Config
-from overlay.model import State
-from overlay.ordering import JobOrder
-from overlay.remote import CommandError, LocalRunner
-from overlay.request import RequestError
-from overlay.ssh import SshRunner
+from overlay.daemon.config import Config
+from overlay.kit.remote import CommandError, LocalRunner
+from overlay.kit.ssh import SshRunner
+from overlay.language.model import State
+from overlay.language.request import RequestError
+from overlay.placement.ordering import JobOrder
 from overlay_torque import settings
 from overlay_torque.backend import TorqueBackend
 from overlay_torque.ledger import Ledger

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import time
 
-from overlay.remote import LocalRunner
+from overlay.kit.remote import LocalRunner
 from overlay_torque.torque import QueueBusy, Torque
 
 AR_NAME = re.compile(r"R\d+")

@@ -4,11 +4,12 @@ reservation manager on the built-in batch system's cluster file."""
 import pytest
 from plus_gpu_policy import GpuForGroup
 
-from overlay import config, plugins
-from overlay.accounting import ReportingWriter
-from overlay.manager import Caller, Manager
-from overlay.model import Node, Request, ReservationError
-from overlay.store import Store
+from overlay.contract import plugins
+from overlay.daemon import config
+from overlay.language.model import Node, Request, ReservationError
+from overlay.persistence.store import Store
+from overlay.reporting.accounting import ReportingWriter
+from overlay.usecases.manager import Caller, Manager
 
 GPU = Node("g1", properties={"gpu": "yes"})
 

@@ -1,13 +1,12 @@
 """What a plugin's commands may use (see overlay.api): standard library
 only, as the core's own commands, so a command starts quickly."""
 
-from overlay import limits, protocol
 from overlay.cli import common, options
 from overlay.cli.options import OptionError
 from overlay.cli.views import status_xml, text_element
-from overlay.limits import printable, shown
-from overlay.protocol import EXIT_REFUSED, EXIT_USAGE
-from overlay.request import (
+from overlay.language import limits
+from overlay.language.limits import printable, shown
+from overlay.language.request import (
                              DEFAULT_ACCOUNT,
                              RequestError,
                              check_length,
@@ -24,7 +23,7 @@ from overlay.request import (
                              request_wire,
                              window_end,
 )
-from overlay.timespec import (
+from overlay.language.timespec import (
                              TIME_FORMS,
                              TimeSpecError,
                              format_ctime,
@@ -32,6 +31,8 @@ from overlay.timespec import (
                              format_time,
                              parse_time,
 )
+from overlay.wire import protocol
+from overlay.wire.protocol import EXIT_REFUSED, EXIT_USAGE
 
 __all__ = [
     "limits", "protocol", "common", "options", "OptionError", "status_xml", "text_element",

@@ -1,12 +1,27 @@
 """What a plugin may use inside plus_scheduler (see overlay.api)."""
 
-from overlay import queuekit, settings
-from overlay.accounting import ReportingWriter
-from overlay.backend import Backend, Holding, Job, JobBar
-from overlay.batchjob import batch_job, qsub_words
-from overlay.config import read_yaml
-from overlay.hookspecs import hookimpl
-from overlay.limits import (
+from overlay.contract import settings
+from overlay.contract.backend import Backend, Holding, Job, JobBar
+from overlay.contract.batchjob import batch_job, qsub_words
+from overlay.contract.hookspecs import hookimpl
+from overlay.contract.policy import PolicyContext
+from overlay.contract.settings import FLAG, Check, choice, read_section
+from overlay.daemon.config import read_yaml
+from overlay.kit import queuekit
+from overlay.kit.queuekit import OPEN_STATES, QueueBackend
+from overlay.kit.remote import (
+                            USER_PATTERN,
+                            CommandError,
+                            LocalRunner,
+                            Result,
+                            Runner,
+                            SshSettings,
+                            parse_ssh,
+                            runner_from_options,
+)
+from overlay.kit.statefile import save as save_state
+from overlay.kit.users import DEFAULT_UID_MIN, groups_of, system_account, with_members
+from overlay.language.limits import (
                             HORIZON,
                             MAX_ARGUMENT,
                             MAX_COUNT,
@@ -18,8 +33,8 @@ from overlay.limits import (
                             MAX_WORDS,
                             shown,
 )
-from overlay.matching import wildcard_match
-from overlay.model import (
+from overlay.language.matching import wildcard_match
+from overlay.language.model import (
                             Allocation,
                             InvalidRequest,
                             NoCapacity,
@@ -29,7 +44,17 @@ from overlay.model import (
                             ReservationError,
                             State,
 )
-from overlay.ordering import (
+from overlay.language.request import (
+                            DEFAULT_ACCOUNT,
+                            MAX_SLOTS,
+                            RequestError,
+                            format_pe_range,
+                            parse_memory_mb,
+                            valid_name,
+)
+from overlay.language.timespec import DURATION_FORMS, TimeSpecError, format_ctime, parse_duration
+from overlay.persistence.store import StoreError, create_tables, make_engine, next_id
+from overlay.placement.ordering import (
                             DEFAULT_JOB_ORDER,
                             ORDER_SETTINGS,
                             JobOrder,
@@ -38,32 +63,8 @@ from overlay.ordering import (
                             read_orders,
                             sort_nodes,
 )
-from overlay.planner import INFINITY, Planner
-from overlay.policy import PolicyContext
-from overlay.queuekit import OPEN_STATES, QueueBackend
-from overlay.remote import (
-                            USER_PATTERN,
-                            CommandError,
-                            LocalRunner,
-                            Result,
-                            Runner,
-                            SshSettings,
-                            parse_ssh,
-                            runner_from_options,
-)
-from overlay.request import (
-                            DEFAULT_ACCOUNT,
-                            MAX_SLOTS,
-                            RequestError,
-                            format_pe_range,
-                            parse_memory_mb,
-                            valid_name,
-)
-from overlay.settings import FLAG, Check, choice, read_section
-from overlay.statefile import save as save_state
-from overlay.store import StoreError, create_tables, make_engine, next_id
-from overlay.timespec import DURATION_FORMS, TimeSpecError, format_ctime, parse_duration
-from overlay.users import DEFAULT_UID_MIN, groups_of, system_account, with_members
+from overlay.placement.planner import INFINITY, Planner
+from overlay.reporting.accounting import ReportingWriter
 
 __all__ = [
     "queuekit", "settings", "ReportingWriter", "Backend", "Holding", "Job", "JobBar",

@@ -15,10 +15,12 @@ from typing import NoReturn
 from sqlalchemy import make_url
 from sqlalchemy.exc import SQLAlchemyError
 
-from overlay import config, limits, protocol
 from overlay.arco.dbwriter import DBWriter
 from overlay.cli import common, options
-from overlay.store import make_engine
+from overlay.daemon import config
+from overlay.language import limits
+from overlay.persistence.store import make_engine
+from overlay.wire import protocol
 
 PROG = "plus_dbwriter"
 log = logging.getLogger("plus.arco")

@@ -2,7 +2,7 @@
 database itself and saved in the transaction that wrote the records before
 it: a restart continues there, never reading a line twice or losing one.
 
-The file is known as overlay.filemark knows it: another file at the path
+The file is known as overlay.reporting.filemark knows it: another file at the path
 (rotated), one shorter than the offset (truncated), or one whose first
 bytes changed (rewritten in place) is read from the start.
 """
@@ -15,7 +15,7 @@ from typing import BinaryIO
 
 from sqlalchemy import Connection, text
 
-from overlay import filemark
+from overlay.reporting import filemark
 
 log = logging.getLogger("plus.arco")
 

@@ -1,6 +1,6 @@
 """The reporting file's records that ARCo stores, checked line by line
 before anything reaches the database: new_ar, ar_attribute, ar_log and
-ar_acct (seed 000, 5.4.3.2; written by overlay.accounting.ReportingWriter)
+ar_acct (seed 000, 5.4.3.2; written by overlay.reporting.accounting.ReportingWriter)
 and acct (reporting(5): ``time:acct:`` and an accounting(5) record, as
 the native batch system's scheduler and Grid Engine write it).
 
@@ -15,8 +15,8 @@ import math
 from dataclasses import dataclass
 from typing import Callable
 
-from overlay.accounting import ACCT, EVENT_ALIASES, RECORD_ALIASES
-from overlay.limits import shown
+from overlay.language.limits import shown
+from overlay.reporting.accounting import ACCT, EVENT_ALIASES, RECORD_ALIASES
 
 MAX_INTEGER = 2**31 - 1          # the database's integer columns
 MAX_TIME = 253402300799          # 9999-12-31 23:59:59 UTC, the last time a timestamp column takes

@@ -7,10 +7,11 @@ import sys
 import time
 from dataclasses import dataclass
 
-from overlay import limits, protocol
-from overlay.accounting import ARUsage, collect, used
 from overlay.cli import common
-from overlay.timespec import format_duration, format_time
+from overlay.language import limits
+from overlay.language.timespec import format_duration, format_time
+from overlay.reporting.accounting import ARUsage, collect, used
+from overlay.wire import protocol
 
 
 @dataclass

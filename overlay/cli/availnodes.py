@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 from overlay.cli import common, views
-from overlay.timespec import format_time
+from overlay.language.timespec import format_time
 
 
 def parser() -> common.Parser:

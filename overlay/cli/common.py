@@ -7,9 +7,10 @@ from __future__ import annotations
 import os
 import sys
 
-from overlay import limits, protocol
 from overlay.cli import options
-from overlay.request import (
+from overlay.kit.secretfile import check_private
+from overlay.language import limits
+from overlay.language.request import (
     RequestError,
     parse_account,
     parse_ar_id,
@@ -27,8 +28,14 @@ from overlay.request import (
     parse_queue_list,
     parse_yes_no,
 )
-from overlay.secretfile import check_private
-from overlay.timespec import DURATION_FORMS, TIME_FORMS, TimeSpecError, parse_duration, parse_time
+from overlay.language.timespec import (
+    DURATION_FORMS,
+    TIME_FORMS,
+    TimeSpecError,
+    parse_duration,
+    parse_time,
+)
+from overlay.wire import protocol
 
 TYPE_CHECKING = False       # typing costs a command 3 ms to import
 if TYPE_CHECKING:
@@ -67,7 +74,7 @@ def command(prog: str) -> Callable[[Callable[..., int]], Callable[..., int]]:
 
 
 def launch(main: Callable[[], int]) -> NoReturn:
-    """How the launchers (overlay/launchers.py) run a command: as
+    """How the launchers (overlay/cli/launchers.py) run a command: as
     ``sys.exit(main())`` would, then out at once through os._exit. The
     interpreter's orderly shutdown, freeing every module, cost each command
     1.3 ms, and a command leaves nothing to clean up: its output is flushed
@@ -102,7 +109,7 @@ def unreadable(error: OSError | UnicodeDecodeError) -> str:
 
 class Parser(options.Parser):
     """The commands' parser: PluS's single-dash long options, one-line errors
-    that quote a user's argument only shortened (overlay.limits.shown), and
+    that quote a user's argument only shortened (overlay.language.limits.shown), and
     an epilog on the forms of times and the exit statuses."""
 
     def __init__(self, prog: str, description: str, add_help: bool = True) -> None:
@@ -245,9 +252,9 @@ def call(prog: str, op: str, args: dict,
 
 def claim(prog: str, path: str, operation: str, payload: dict) -> dict:
     """A claim on the AR whose ResKey the file at ``path`` holds, signed
-    with it (overlay.reskey): the arguments of the daemon's claim operation.
+    with it (overlay.network.reskey): the arguments of the daemon's claim operation.
     A file others may read is refused, as ssh refuses such a private key."""
-    from overlay import reskey  # only a claim pays for hmac and json
+    from overlay.network import reskey  # only a claim pays for hmac and json
     try:
         with open(path, encoding="utf-8") as handle:
             check_private(handle.fileno(), path, "ResKey file")

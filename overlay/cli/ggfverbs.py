@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import time
 
-from overlay import ggf
 from overlay.cli import common
-from overlay.limits import shown
-from overlay.protocol import EXIT_UNREACHABLE, EXIT_USAGE
-from overlay.request import RequestError
-from overlay.timespec import TimeSpecError
+from overlay.language.limits import shown
+from overlay.language.request import RequestError
+from overlay.language.timespec import TimeSpecError
+from overlay.network import ggf
+from overlay.wire.protocol import EXIT_UNREACHABLE, EXIT_USAGE
 
 TYPE_CHECKING = False       # typing costs a command 3 ms to import
 if TYPE_CHECKING:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 from overlay.cli import common
-from overlay.timespec import format_ctime
+from overlay.language.timespec import format_ctime
 
 
 def parser() -> common.Parser:

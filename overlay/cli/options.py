@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import sys
 
-from overlay.limits import shown
-from overlay.protocol import EXIT_USAGE
+from overlay.language.limits import shown
+from overlay.wire.protocol import EXIT_USAGE
 
 TYPE_CHECKING = False       # typing costs a command 3 ms to import
 if TYPE_CHECKING:

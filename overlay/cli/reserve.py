@@ -5,9 +5,9 @@ from __future__ import annotations
 import sys
 
 from overlay.cli import common, views
-from overlay.protocol import EXIT_USAGE
-from overlay.request import RequestError, request_wire, window_end
-from overlay.timespec import format_ctime
+from overlay.language.request import RequestError, request_wire, window_end
+from overlay.language.timespec import format_ctime
+from overlay.wire.protocol import EXIT_USAGE
 
 
 def parser() -> common.Parser:

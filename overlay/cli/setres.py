@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import sys
 
-from overlay import ggf
 from overlay.cli import common, ggfverbs
+from overlay.network import ggf
 
 PROG = "plus_setres"
 

@@ -4,8 +4,8 @@ PluS's fields (overlay/schemas/qrstat.xsd)."""
 
 from __future__ import annotations
 
-from overlay.limits import printable
-from overlay.timespec import (
+from overlay.language.limits import printable
+from overlay.language.timespec import (
     duration_formatter,
     format_ctime,
     format_duration,

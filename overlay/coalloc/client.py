@@ -17,7 +17,7 @@ import time
 import urllib.parse
 
 from overlay.coalloc.sites import Site
-from overlay.limits import shown
+from overlay.language.limits import shown
 
 MAX_ANSWER = 8 << 20
 MAX_RANGES = 100_000

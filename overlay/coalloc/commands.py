@@ -9,16 +9,16 @@ import signal
 
 from sqlalchemy.exc import ArgumentError
 
-from overlay import ggf
 from overlay.cli import common
 from overlay.coalloc import sites as sites_file
 from overlay.coalloc.coordinator import CoallocError, Coordinator
 from overlay.coalloc.log import CoAllocation, Log
-from overlay.limits import shown
-from overlay.protocol import EXIT_USAGE
-from overlay.request import RequestError
-from overlay.store import StoreUnavailable
-from overlay.timespec import format_time
+from overlay.language.limits import shown
+from overlay.language.request import RequestError
+from overlay.language.timespec import format_time
+from overlay.network import ggf
+from overlay.persistence.store import StoreUnavailable
+from overlay.wire.protocol import EXIT_USAGE
 
 DEFAULT_SITES = "~/.plus/sites.yaml"
 DEFAULT_LOG = "~/.plus/coalloc.db"

@@ -27,7 +27,7 @@ from overlay.coalloc.client import SiteClient, SiteError
 from overlay.coalloc.log import CoAllocation, Log
 from overlay.coalloc.sites import Site
 from overlay.placement.nesting import merged
-from overlay.planner import covered_ranges
+from overlay.placement.planner import covered_ranges
 
 
 class CoallocError(Exception):

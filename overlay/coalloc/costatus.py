@@ -7,7 +7,7 @@ import sys
 from overlay.cli import common
 from overlay.coalloc.commands import coordinator, one_parser, show
 from overlay.coalloc.coordinator import CoallocError
-from overlay.timespec import format_time
+from overlay.language.timespec import format_time
 
 PROG = "plus_costatus"
 

@@ -1,7 +1,7 @@
 """The coordinator's durable log: every step is written (and committed)
 before it is taken, so a coordinator killed at any instant knows on its
 next start what it may have done at each site. SQLite by default, or any
-store URL plus_scheduler takes (overlay.store.make_engine).
+store URL plus_scheduler takes (overlay.persistence.store.make_engine).
 
 A co-allocation's ``state`` is its last logged step:
   querying    nothing asked of any site yet
@@ -37,7 +37,7 @@ from sqlalchemy import (
     update,
 )
 
-from overlay.store import database_errors, make_engine
+from overlay.persistence.store import database_errors, make_engine
 
 METADATA = MetaData()
 COALLOCATIONS = Table(

@@ -18,11 +18,11 @@ import ssl
 import urllib.parse
 from dataclasses import dataclass, field
 
-from overlay.config import read_yaml
-from overlay.limits import shown
-from overlay.loopback import loopback
-from overlay.request import RequestError, parse_name
-from overlay.secretfile import OpenToOthers, check_private
+from overlay.daemon.config import read_yaml
+from overlay.kit.secretfile import OpenToOthers, check_private
+from overlay.language.limits import shown
+from overlay.language.request import RequestError, parse_name
+from overlay.network.loopback import loopback
 
 MAX_SITES = 16
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Mapping, Protocol, Sequence
 
-from overlay.model import Allocation, NoCapacity, Node, Request
+from overlay.language.model import Allocation, NoCapacity, Node, Request
 
 
 @dataclass(frozen=True)

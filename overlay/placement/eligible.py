@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from typing import Callable, Iterable
 
-from overlay.config import Config
-from overlay.matching import wildcard_match
-from overlay.model import Node, Request
-from overlay.ordering import sort_nodes
+from overlay.daemon.config import Config
+from overlay.language.matching import wildcard_match
+from overlay.language.model import Node, Request
+from overlay.placement.ordering import sort_nodes
 
 KINDS_KEPT = 64
 """Kinds of request whose eligible nodes are kept between refreshes of the nodes."""

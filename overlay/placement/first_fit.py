@@ -7,7 +7,7 @@ reserve asks few nodes of many."""
 
 from __future__ import annotations
 
-from overlay.model import Allocation, Node
+from overlay.language.model import Allocation, Node
 from overlay.placement.base import NodeQuestion
 
 

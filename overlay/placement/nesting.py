@@ -20,8 +20,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Iterable, Iterator
 
-from overlay.model import InvalidRequest, PermissionDenied, Reservation, State
-from overlay.planner import Planner, inside
+from overlay.language.model import InvalidRequest, PermissionDenied, Reservation, State
+from overlay.placement.planner import Planner, inside
 
 USABLE_STATES = (State.WAITING, State.RUNNING)
 """States of an AR others may be placed inside."""

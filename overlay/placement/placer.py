@@ -10,17 +10,24 @@ from typing import Callable, Iterable, Mapping, Protocol, Sequence
 
 import pluggy
 
-from overlay import plugins
-from overlay.backend import Backend
-from overlay.config import Config
-from overlay.model import Allocation, InvalidRequest, NoCapacity, Node, Request, Reservation
+from overlay.contract import plugins
+from overlay.contract.backend import Backend
+from overlay.contract.policy import PolicyContext
+from overlay.daemon.config import Config
+from overlay.kit.users import account
+from overlay.language.model import (
+    Allocation,
+    InvalidRequest,
+    NoCapacity,
+    Node,
+    Request,
+    Reservation,
+)
 from overlay.placement.base import NodeQuestion
 from overlay.placement.eligible import EligibleNodes
 from overlay.placement.factory import DEFAULT_POLICY, match_policy
 from overlay.placement.nesting import Inside
-from overlay.planner import MultiPlanner
-from overlay.policy import PolicyContext
-from overlay.users import account
+from overlay.placement.planner import MultiPlanner
 
 
 class Owner(Protocol):

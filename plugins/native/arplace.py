@@ -1,7 +1,7 @@
 """qrsub's ARs on the native cluster: where the scheduler would hold their
 slots, and what they hold of each container over their window.
 
-An AR request (overlay.model.Request with ``by_slots``) is turned into the
+An AR request (overlay.language.model.Request with ``by_slots``) is turned into the
 job it stands for: its -l requests, -pe or -alloc range, -q, -masterq,
 -ckpt and -now, and its whole access list, since only queue instances and
 PEs every user of the list may use can be reserved (seed 000, 5.2.2.1.3).

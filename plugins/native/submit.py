@@ -7,7 +7,7 @@ job: " as qsub does. A job naming an AR is always verified (-w e is
 implicit, seed 000 5.3.2.1.1), and must fit its AR: the caller in its
 access list, h_rt within the AR's duration and end minus DURATION_OFFSET.
 
-Every field is bounded (overlay.limits) and must be something the job's
+Every field is bounded (overlay.language.limits) and must be something the job's
 host can take: paths, command words and the environment reach exec(2) and
 the file system, which refuse NUL bytes; names and requests are shown and
 written to the accounting file, so they are printable. The same checks

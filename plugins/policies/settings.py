@@ -1,5 +1,5 @@
 """Checks of the ``policies:`` section's values, on the core's Check
-(overlay/settings.py). Every message names the full key path and what is
+(overlay/contract/settings.py). Every message names the full key path and what is
 accepted, because the daemon refuses to start on them and the operator has
 to find the mistake in the YAML file."""
 

@@ -7,7 +7,7 @@ resumed; at the end its jobs and objects go and the normal queues resume.
 Every step is idempotent and derived from the store's state, and what the
 store cannot tell (objects created, queues suspended, requeues half done)
 is in the ledger, so a daemon killed between two commands converges. The
-lifecycle (memo, ledger, reconcile) is the kit's (overlay.queuekit); this
+lifecycle (memo, ledger, reconcile) is the kit's (overlay.kit.queuekit); this
 module says what each step is in Grid Engine's commands.
 """
 

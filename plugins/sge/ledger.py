@@ -6,7 +6,7 @@ this overlay suspended (and must resume, as opposed to ones an
 administrator suspended), which instances got its calendars (conflict:
 avoid), or that a job was half-way through being requeued. Each change
 is written here *before* the Grid Engine command that makes it, so after
-a crash the reconcile pass knows what to undo (overlay.queuekit.Ledger).
+a crash the reconcile pass knows what to undo (overlay.kit.queuekit.Ledger).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ deleted, the queue deleted, and only then the property removed: pbs_sched
 deletes queued jobs whose property no node has. Every step is idempotent;
 what the store cannot tell is in the ledger, so a daemon killed between two
 commands converges. The lifecycle (memo, ledger, reconcile) is the kit's
-(overlay.queuekit); this module says what each step is in TORQUE's commands.
+(overlay.kit.queuekit); this module says what each step is in TORQUE's commands.
 """
 
 from __future__ import annotations

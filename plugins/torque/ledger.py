@@ -6,7 +6,7 @@ held (and for which ARs), which it asked to leave reserved nodes (each run
 once: a job's epilogue keeps it there a while), which it made rerunnable,
 and which nodes it took offline. Each change is written here *before* the
 TORQUE command that makes it, so after a crash the reconcile pass knows
-what to undo (overlay.queuekit.Ledger).
+what to undo (overlay.kit.queuekit.Ledger).
 """
 
 from __future__ import annotations

@@ -287,7 +287,7 @@ def call(job: dict, op: str = "job_submit") -> dict:
 
 
 def claim(path: str, job: dict) -> dict:
-    """Submit with a claim signed with the ResKey in ``path`` (overlay.reskey)."""
+    """Submit with a claim signed with the ResKey in ``path`` (overlay.network.reskey)."""
     claimed = common.claim(PROG, path, "submit", job)
     if job.get("ar") not in (None, claimed["id"]):
         usage_error(f"-ar {job['ar']} is not the AR of the ResKey ({claimed['id']}); leave -ar out")

@@ -2,7 +2,7 @@
 ``Resources`` that ``scheduling.dispatch`` books on for real hosts.
 
 Every consumable of every container (global, host, queue instance) has a
-resource utilization diagram (an ``overlay.planner.Planner``, seed 001)
+resource utilization diagram (an ``overlay.placement.planner.Planner``, seed 001)
 holding the running jobs and the pass's reservations; a question about
 window [t, t + d) sets each container's ``used`` to the diagram's peak over
 that window, and seed 002's matching (``overlay_native.resources.matching``) does the

@@ -1,0 +1,1 @@
+"""What the core asks of plugins and promises them: hooks, the Backend, policies, settings."""

@@ -1,0 +1,283 @@
+"""The interface every backend implements (Grid Engine, TORQUE, native).
+
+The store is the truth; a backend only makes the batch system match it.
+The lifecycle methods must be idempotent: the reconcile loop calls them
+again after a crash, and calling ``prepare`` on a prepared AR or
+``teardown`` on one already gone must converge, not fail.
+
+Each method states, with ``@called``, how the core calls it (as Slurm's
+plugin interfaces assert their locks): the lock held (``MANAGER``: the
+Manager's lock, which every use case and every lifecycle pass holds, so
+no command and no pass runs meanwhile; ``NONE``: none, so the call may run
+beside a command, a pass or itself), from where, whether it must converge
+when called again, and what an error does. Methods marked ``optional``
+have a default here; the others are abstract. ``CONTRACT`` lists them all.
+Backends that keep a queue per AR start from overlay.kit.queuekit.
+"""
+
+from __future__ import annotations
+
+import enum
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, TypeVar
+
+from overlay.language.model import Allocation, InvalidRequest, Node, Request, Reservation
+
+
+@dataclass(frozen=True)
+class Job:
+    """A job the batch system is running, as far as reservations care."""
+
+    id: str
+    owner: str
+    nodes: tuple[str, ...]
+    reservation: int | None = None
+    runtime_limit_end: int | None = None
+
+
+@dataclass(frozen=True)
+class JobBar:
+    """A job as a calendar draws it: ``kind`` "running", or "reserved" for
+    the start a scheduler has planned for a job ahead (-R y); ``end`` None
+    is no known end."""
+
+    id: str
+    owner: str
+    kind: str
+    start: int
+    end: int | None
+    nodes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Holding:
+    """Slots a job holds, or is planned to hold, on a node, for QUERY's
+    estimate: ``slots`` None is the whole node, ``end`` None no known end."""
+
+    node: str
+    slots: int | None
+    start: int
+    end: int | None
+
+
+class Held(enum.Enum):
+    """The lock the core holds when it calls a backend method."""
+
+    MANAGER = "Manager.lock"
+    NONE = "none"
+
+
+MANAGER, NONE = Held.MANAGER, Held.NONE
+COMMAND = "a use case, on the thread serving a command"
+PASS = "the lifecycle's pass, on its scheduler's thread"
+SERVICE = "the daemon's service, outside the use cases (an answer's views, a claim, the calendar)"
+DAEMON = "the daemon, at its start or stop"
+RETRIED = "logged; the lifecycle's next pass calls it again"
+FAILS_COMMAND = "fails the command, whose client gets the error"
+PASS_SKIPPED = ("in a pass: the pass is logged and skipped, the next one retries; at the "
+                "Manager's creation: the daemon does not start")
+
+
+@dataclass(frozen=True)
+class Contract:
+    """How the core calls one Backend method."""
+
+    name: str
+    held: Held
+    by: tuple[str, ...]
+    idempotent: bool
+    raises: str
+    optional: bool
+
+
+_Method = TypeVar("_Method", bound=Callable)
+CONTRACT: dict[str, Contract] = {}
+"""Every Backend method's contract, by name."""
+
+
+def called(held: Held, *by: str, idempotent: bool, raises: str,
+           optional: bool = False) -> Callable[[_Method], _Method]:
+    """State how the core calls the method below (kept in ``CONTRACT``)."""
+    def mark(method: _Method) -> _Method:
+        CONTRACT[method.__name__] = Contract(method.__name__, held, by, idempotent, raises,
+                                             optional)
+        return method
+    return mark
+
+
+class Backend(ABC):
+    """Enforces AR windows on one batch system."""
+
+    name = "abstract"
+    #: Whether every reconcile pass must see every AR (``health``, each AR's
+    #: state applied again, ``reconcile``): a backend that watches a batch
+    #: system for changes made behind its back (a queue deleted by hand).
+    #: False: ARs only change through these methods and hosts' health only
+    #: through ``nodes()``, so after the first pass a pass looks only at the
+    #: ARs that changed, fell due, or hold hosts whose liveness changed.
+    watches_drift = True
+
+    @called(MANAGER, PASS, DAEMON, idempotent=True, raises=PASS_SKIPPED)
+    @abstractmethod
+    def nodes(self) -> list[Node]:
+        """Every node that could be reserved, with current attributes."""
+
+    @called(MANAGER, PASS, DAEMON, COMMAND, idempotent=True, raises=PASS_SKIPPED, optional=True)
+    def running_jobs(self) -> list[Job]:
+        """Jobs running now: the core counts them per node (Node.running_jobs,
+        idle_since) for the reservability policies and NodeSortKey."""
+        return []
+
+    @called(MANAGER, COMMAND, PASS, idempotent=True, raises=RETRIED)
+    @abstractmethod
+    def prepare(self, reservation: Reservation) -> None:
+        """At grant: create what the AR needs, unusable until the start."""
+
+    @called(MANAGER, COMMAND, PASS, idempotent=True, raises=RETRIED)
+    @abstractmethod
+    def activate(self, reservation: Reservation) -> None:
+        """At the window's start: make the AR usable, keep others off its nodes."""
+
+    @called(MANAGER, COMMAND, PASS, idempotent=True,
+            raises="logged; at an end the next pass calls it again, after a destroy or an "
+                   "expiry the next reconcile undoes what is left")
+    @abstractmethod
+    def teardown(self, reservation: Reservation) -> None:
+        """At the end, or on destroy: remove the AR's jobs and objects."""
+
+    @called(MANAGER, COMMAND, PASS, idempotent=True, raises=RETRIED)
+    @abstractmethod
+    def release(self, reservation: Reservation) -> None:
+        """On cancel: give the nodes back, keep the record's objects (PluS 3.1.5)."""
+
+    @called(MANAGER, COMMAND, idempotent=True, optional=True,
+            raises="logged; prepare or activate follows at once, and the next pass")
+    def modify(self, before: Reservation, after: Reservation) -> None:
+        """Apply a changed window, node set or access list to the live
+        objects; the reconcile step that follows activates a running AR."""
+        self.release(before)
+        self.prepare(after)
+
+    @called(MANAGER, COMMAND, idempotent=True, raises=FAILS_COMMAND, optional=True)
+    def blocked_nodes(self, request: Request) -> dict[str, str]:
+        """Nodes an AR for ``request`` must not get, with the reason: for a
+        backend that never preempts, hosts whose running jobs would still
+        hold what the AR needs at its start (Grid Engine 6.2's rule)."""
+        return {}
+
+    @called(MANAGER, COMMAND, idempotent=True, raises=FAILS_COMMAND, optional=True)
+    def canonical(self, request: Request) -> Request:
+        """A qrsub request as the batch system records it, before anything
+        compares or stores it: 8.1.9's qmaster keeps -l under the
+        complexes' full names (h=x is hostname=x in qrstat -ar)."""
+        return request
+
+    @called(MANAGER, COMMAND, idempotent=True, optional=True,
+            raises="InvalidRequest or NoCapacity for the client; any other error fails the "
+                   "command")
+    def place_slots(self, request: Request, owner: tuple[str, tuple[str, ...]],
+                    users: list[tuple[str, tuple[str, ...]]],
+                    ignore: int | None = None) -> tuple[list[Allocation], str]:
+        """qrsub's request (``request.by_slots``) of ``owner`` (name,
+        groups): the queue instances' slots its scheduler would give a job
+        of that shape over the whole window, where every one of ``users``
+        may run jobs (the access list as 8.1.9 checks it: qrsub -u's
+        entries, or the owner if none; an ``@name`` entry with no groups is
+        one of the batch system's access lists), and the parallel
+        environment chosen ("" for none); InvalidRequest naming an unknown
+        access list; NoCapacity with the scheduler's reasons when nothing
+        fits. ``ignore``: an AR whose holdings are left out (the one a
+        modify moves)."""
+        raise InvalidRequest(f"-pe, -alloc, -q queue instances and -l resource requests "
+                             f"(qrsub's ARs) need the native backend's scheduler; this site "
+                             f"runs the {self.name} backend: reserve nodes with plus_reserve")
+
+    @called(MANAGER, PASS, idempotent=True, optional=True,
+            raises="logged; called again at the next pass that looks at every AR")
+    def reconcile(self, reservations: list[Reservation]) -> None:
+        """With every AR the store holds, at the first pass (and after each
+        pass if ``watches_drift``): undo what the backend did for ARs that
+        are gone (a crash between the store and the batch system leaves
+        such traces)."""
+
+    @called(MANAGER, COMMAND, idempotent=True, raises=FAILS_COMMAND, optional=True)
+    def job_holdings(self, now: int) -> tuple[list[Holding], str]:
+        """What jobs outside ARs hold or are planned to hold, for QUERY (seed
+        003: when would a job start if submitted now), and how that was
+        found (its OtherInfo). Here: each running job holds its nodes whole
+        until its run time limit (h_rt, walltime) ends, or for ever without
+        one; queued jobs are not known."""
+        running = [job for job in self.running_jobs() if job.reservation is None]
+        holdings = [Holding(node, None, now, job.runtime_limit_end)
+                    for job in running for node in job.nodes]
+        return holdings, (f"estimated from the run time limits of {len(running)} running "
+                          f"job(s) and the ARs; queued jobs are not counted")
+
+    @called(NONE, SERVICE, idempotent=True, raises=FAILS_COMMAND, optional=True)
+    def job_bars(self, now: int) -> list[JobBar]:
+        """The jobs a calendar shows beside the ARs. Here: the running jobs,
+        from now (their start is not known) to their run time limit."""
+        return [JobBar(job.id, job.owner, "running", now, job.runtime_limit_end, job.nodes)
+                for job in self.running_jobs()]
+
+    @called(NONE, SERVICE, idempotent=True, raises=FAILS_COMMAND, optional=True)
+    def submit_hint(self, reservation: Reservation) -> str | None:
+        """How users submit jobs into the AR, for plus_status -r."""
+        return None
+
+    @called(NONE, SERVICE, idempotent=False, optional=True,
+            raises="ReservationError or InvalidRequest: the batch system's refusal, for the "
+                   "claimant")
+    def submit_claimed(self, reservation: Reservation, job: Mapping[str, Any]) -> dict:
+        """Submit ``job`` (plus_qsub's fields) into the AR as its owner, for
+        a ResKey claim (seed 003): ``{"id": job id, "message": the batch
+        system's answer}``."""
+        raise InvalidRequest(f"the {self.name} backend takes no jobs through a ResKey claim")
+
+    @called(NONE, SERVICE, idempotent=True, raises=FAILS_COMMAND, optional=True)
+    def lingering(self) -> set[int]:
+        """ARs whose jobs the batch system still holds, by id: a deleted AR
+        is listed in state d until they are gone, as 8.1.9 keeps it (its
+        jobs show dr meanwhile)."""
+        return set()
+
+    @called(NONE, SERVICE, idempotent=True, raises=FAILS_COMMAND, optional=True)
+    def delays(self, reservation: Reservation) -> list[str]:
+        """What keeps the AR's open window from being fully usable yet
+        (a foreign job still leaving its nodes), for plus_status -r; read
+        from what the backend keeps, without asking the batch system."""
+        return []
+
+    @called(MANAGER, COMMAND, PASS, idempotent=True, optional=True,
+            raises="in a pass, every AR asked goes into error with the message; at a grant, "
+                   "logged")
+    def health(self, reservations: list[Reservation]) -> dict[int, str]:
+        """Why ARs cannot be honoured, by AR id; the ARs missing are healthy.
+        One call per reconcile pass for all the ARs it looks at, so a
+        backend can ask its batch system once. A node AR's hosts that are
+        down; a qrsub AR's queue instances that are disabled, suspended or
+        on a host down, one message each in 8.1.9's qmaster's words."""
+        nodes = {node.name: node for node in self.nodes()}
+        problems = {}
+        for reservation in reservations:
+            found = [f"reserved queue {a.queue}@{a.node} is {state}"
+                     for a in reservation.allocations if a.queue and a.node in nodes
+                     for state in nodes[a.node].instance_states(a.queue)]
+            failed = [a.node for a in reservation.allocations
+                      if not a.queue and a.node in nodes and not nodes[a.node].alive]
+            if failed:
+                found.insert(0, f"reserved host(s) down: {', '.join(failed)}")
+            if found:
+                problems[reservation.id] = "; ".join(found)
+        return problems
+
+    @called(NONE, DAEMON, idempotent=False, raises="must not: the daemon stops", optional=True)
+    def start(self) -> None:
+        """At daemon start, after the first reconcile pass: begin background
+        work (the native backend's scheduler)."""
+
+    @called(NONE, DAEMON, idempotent=False, optional=True,
+            raises="must not: the daemon's stop ends there, its store left open")
+    def close(self) -> None:
+        """Stop background work and release connections at daemon shutdown."""

@@ -1,0 +1,1 @@
+"""plus_scheduler: its wiring, configuration, socket server and operations."""

@@ -1,0 +1,199 @@
+"""The daemon's configuration: one YAML file, validated key by key.
+
+A malformed file stops plus_scheduler with a message naming the key and
+what it accepts; unknown keys are errors too, because a misspelt limit that
+is silently ignored is worse than no start at all.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from overlay.contract import settings
+from overlay.kit.users import login_uid_min
+from overlay.language.request import valid_name
+from overlay.network.http.settings import HttpSettings
+from overlay.network.http.settings import load as load_http
+from overlay.placement.ordering import OrderError, node_order
+from overlay.wire import protocol
+
+
+class ConfigError(Exception):
+    """The configuration cannot be used; the text names the key."""
+
+
+@dataclass
+class Config:
+    path: str
+    backend: str = "native"
+    state_dir: str = protocol.DEFAULT_STATE_DIR
+    socket: str = protocol.DEFAULT_SOCKET
+    store: str = ""
+    managers: list[str] = field(default_factory=lambda: ["root"])
+    arusers: list[str] = field(default_factory=lambda: ["*"])
+    act_for: list[str] = field(default_factory=lambda: ["*"])
+    min_uid: int = field(default_factory=login_uid_min)
+    max_advance_reservations: int = 0
+    duration_offset: int = 60
+    reconcile_interval: int = 30
+    commit_timeout: int = 300
+    expiry: int = 86400
+    max_expired: int = 100
+    usage_history: int = 35 * 86400
+    node_order: list[str] = field(default_factory=lambda: ["NodeName"])
+    sge_queues: list[str] = field(default_factory=list)
+    accounting_file: str = "reporting"
+    max_connections: int = 1024
+    max_connections_per_user: int = 32
+    request_timeout: int = 10
+    plugins: list[str] = field(default_factory=list)
+    log: str = "stderr"
+    log_size: int = 10 << 20
+    log_keep: int = 5
+    http: HttpSettings = field(default_factory=HttpSettings)
+    sections: dict[str, dict] = field(default_factory=dict)
+
+    @property
+    def state_path(self) -> str:
+        return os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(self.path)), self.state_dir))
+
+    @property
+    def socket_path(self) -> str:
+        return protocol.socket_path(self.path, self.state_dir, self.socket)
+
+    @property
+    def store_url(self) -> str:
+        """sqlite:///<state_dir>/plus.db unless ``store`` names a URL or a file."""
+        if not self.store:
+            return "sqlite:///" + os.path.join(self.state_path, "plus.db")
+        if "://" in self.store:
+            return self.store
+        return "sqlite:///" + os.path.join(self.state_path, self.store)
+
+    @property
+    def accounting_path(self) -> str:
+        return os.path.join(self.state_path, self.accounting_file)
+
+    @property
+    def log_path(self) -> str:
+        """The log file's path, when ``log`` names one (from state_dir)."""
+        return os.path.join(self.state_path, self.log)
+
+    def backend_options(self) -> dict:
+        """The section named after the backend (e.g. ``native:``), or {}."""
+        return self.sections.get(self.backend, {})
+
+    def relative(self, path: str) -> str:
+        """A path from the configuration, taken from the file's folder."""
+        return os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(self.path)), path))
+
+
+def _name_list(key: str, value: Any, groups: bool = False, star: bool = False) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{key}: expected a list of names, got {value!r}")
+    for item in value:
+        bare = item[1:] if groups and item.startswith("@") else item
+        if not (star and item == "*") and not valid_name(bare):
+            accepted = "user names and @group names" if groups else "names"
+            raise ConfigError(f"{key}: invalid entry {item!r}; accepted: {accepted}"
+                              + (" or '*' for everyone" if star else ""))
+    return value
+
+
+def _node_order(key: str, value: Any) -> list[str]:
+    try:
+        return list(node_order(key, value if isinstance(value, list) else [value]))
+    except OrderError as exc:
+        raise ConfigError(str(exc)) from None
+
+
+_text, _non_negative, _positive = settings.text(), settings.whole(0), settings.whole(1)
+_VALIDATORS = {
+    "backend": _text,
+    "state_dir": _text,
+    "socket": _text,
+    "store": _text,
+    "managers": _name_list,
+    "arusers": lambda k, v: _name_list(k, v, groups=True, star=True),
+    "act_for": lambda k, v: _name_list(k, v, groups=True, star=True),
+    "min_uid": _positive,
+    "max_advance_reservations": _non_negative,
+    "duration_offset": _non_negative,
+    "reconcile_interval": _positive,
+    "commit_timeout": _positive,
+    "expiry": _non_negative,
+    "max_expired": _non_negative,
+    "usage_history": _non_negative,
+    "node_order": _node_order,
+    "sge_queues": _name_list,
+    "accounting_file": _text,
+    "max_connections": _positive,
+    "max_connections_per_user": _positive,
+    "request_timeout": _positive,
+    "plugins": _name_list,
+    "log": _text,
+    "log_size": settings.whole(4096, unit="bytes"),
+    "log_keep": _non_negative,
+}
+
+
+def read_yaml(path: str, what: str, error: type[Exception] = ConfigError) -> Any:
+    """A YAML file's content; ``error`` names the file, and ``what`` it is
+    for, when it cannot be read or parsed."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return yaml.safe_load(handle)
+    except OSError as exc:
+        raise error(f"cannot read {what} {path}: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise error(f"{path}: not UTF-8 text; {what} must be YAML in UTF-8") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise error(f"{path}: not valid YAML: {getattr(exc, 'problem', None) or 'unreadable'}"
+                    f"{where}") from None
+
+
+def load(path: str, overrides: dict[str, Any] | None = None) -> Config:
+    """Read and validate the configuration; ``overrides`` come from the
+    command line and are validated the same way."""
+    raw = read_yaml(path, "configuration")
+    raw = {} if raw is None else raw
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: expected a mapping of settings at the top level")
+    raw.update(overrides or {})
+    config = Config(path=path)
+    for key, value in raw.items():
+        validator = _VALIDATORS.get(key)
+        if key == "http":
+            try:
+                config.http = load_http(value, config.relative)
+            except ValueError as exc:
+                raise ConfigError(str(exc)) from None
+        elif validator is not None:
+            try:
+                setattr(config, key, validator(key, value))
+            except ValueError as exc:  # the settings helper's checks
+                raise ConfigError(str(exc)) from None
+        elif isinstance(value, dict) and key.isidentifier():
+            config.sections[key] = value
+        else:
+            raise ConfigError(f"{path}: unknown setting {key!r}; known: "
+                              f"{', '.join(sorted([*_VALIDATORS, 'http']))}"
+                              " or a mapping named after a backend or plugin")
+    _check_client_view(config, path, overrides or {})
+    return config
+
+
+def _check_client_view(config: Config, path: str, overrides: dict) -> None:
+    """Clients read state_dir and socket with a line reader; refuse a file
+    where it would find another socket than the daemon uses."""
+    if "state_dir" in overrides or "socket" in overrides:
+        return
+    if protocol.client_socket_path(path) != config.socket_path:
+        raise ConfigError(f"{path}: state_dir and socket must be plain one-line scalars at the "
+                          "top level, so that the commands find the same socket as plus_scheduler")

@@ -1,0 +1,359 @@
+"""plus_scheduler: owns the store, the planner, the backend and the timers,
+and serves the commands on a Unix socket.
+
+The caller's identity comes from the socket's peer credentials
+(SO_PEERCRED), never from anything the client sends.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import gc
+import logging
+import os
+import signal
+import socket
+import sys
+import threading
+from typing import Any
+
+import pluggy
+
+from overlay.contract import plugins
+from overlay.contract.backend import Backend
+from overlay.daemon import config as config_module
+from overlay.daemon import connections, reconfigure
+from overlay.daemon.config import Config, ConfigError
+from overlay.daemon.services.base import CLIENT_LINES
+from overlay.daemon.services.service import Service
+from overlay.kit import statefile
+from overlay.language import limits
+from overlay.language.model import (
+    InvalidRequest,
+    LimitExceeded,
+    NoCapacity,
+    PermissionDenied,
+    ReservationError,
+    UnknownReservation,
+)
+from overlay.language.request import RequestError, parse_name_list
+from overlay.language.timespec import TimeSpecError
+from overlay.log import logsetup
+from overlay.log.ratelog import RateLimitedLog
+from overlay.network import oidc, reskey
+from overlay.network.http.companion import Companion
+from overlay.network.tokens import TokenRefused, Tokens
+from overlay.persistence.store import Conflict, Store, StoreUnavailable, refuse_truncated, shown_url
+from overlay.persistence.storelease import LeaseLost, StoreLease
+from overlay.placement.ordering import NODE_SORT_KEYS
+from overlay.reporting.accounting import ReportingWriter
+from overlay.usecases.lifecycle import Lifecycle
+from overlay.usecases.manager import Manager
+from overlay.wire import codec, protocol
+
+log = logging.getLogger("plus.daemon")
+_REPLY_TIMEOUT = 30.0
+"""Seconds a client may take to read its reply."""
+SWITCH_INTERVAL = 0.001
+"""Seconds a thread holds the interpreter while others wait (Python's
+default 5 ms): a short request waiting behind a user's listings of a
+thousand ARs waited that long for each of its turns."""
+_FAILURES = RateLimitedLog(log, burst=CLIENT_LINES)
+
+
+def _reply_to(service: Service, sock: socket.socket, peer: connections.Peer,
+              deadline: float, bounds: connections.Limits) -> None:
+    """Read one request by ``deadline``, run it, send the reply."""
+    try:
+        message = protocol.receive_message(sock, bounds.message_bytes, deadline)
+        caller = service.caller_for(peer.uid, peer.gid, message)
+        if message.get("token") is None:
+            data = service.handle(caller, message.get("op"), message.get("args") or {})
+        else:       # an HTTP user's: counted by the user the token proves
+            with service.turns.turn(caller.user):
+                data = service.handle(caller, message.get("op"), message.get("args") or {})
+        reply = {"ok": True, "data": data}
+    except ReservationError as exc:
+        reply = {"ok": False, "error": str(exc), "status": exc.exit_status, "kind": _kind(exc)}
+    except TokenRefused as exc:
+        reply = {"ok": False, "error": str(exc), "status": protocol.EXIT_REFUSED, "kind": "token"}
+    except connections.Busy as exc:
+        reply = {"ok": False, "error": str(exc), "status": protocol.EXIT_REFUSED, "kind": "busy"}
+    except (RequestError, TimeSpecError) as exc:
+        reply = {"ok": False, "error": str(exc), "status": protocol.EXIT_USAGE, "kind": "invalid"}
+    except (protocol.TooLarge, protocol.TooSlow) as exc:
+        _FAILURES.warning((peer.uid, type(exc)), "request from uid %d refused: %s (limit %s)",
+                          peer.uid, exc, f"{bounds.message_bytes} bytes"
+                          if isinstance(exc, protocol.TooLarge)
+                          else f"request_timeout {bounds.request_timeout:g} s")
+        reply = {"ok": False, "error": f"bad request: {exc}", "status": protocol.EXIT_USAGE,
+                 "kind": "invalid"}
+    except (codec.BadArguments, protocol.ProtocolError) as exc:
+        reply = {"ok": False, "error": f"bad request: {exc}", "status": protocol.EXIT_USAGE,
+                 "kind": "invalid"}
+    except Exception as exc:
+        _FAILURES.log(logging.ERROR, (peer.uid, "failed"), "request from uid %d failed",
+                      peer.uid, exc_info=True)
+        reply = {"ok": False, "error": f"internal error in plus_scheduler ({type(exc).__name__}); "
+                 "its log has the details", "status": protocol.EXIT_REFUSED, "kind": "internal"}
+    sock.settimeout(_REPLY_TIMEOUT)  # a client that never reads its reply frees the thread
+    try:
+        protocol.send_message(sock, reply)
+    except OSError:
+        pass
+
+
+_KINDS = ((PermissionDenied, "forbidden"), (LimitExceeded, "limit"),
+          (UnknownReservation, "unknown"), (InvalidRequest, "invalid"),
+          (StoreUnavailable, "unavailable"), (NoCapacity, "capacity"), (Conflict, "capacity"))
+
+
+def _kind(exc: ReservationError) -> str:
+    """What kind of refusal: the HTTP API answers each with its status."""
+    return next((kind for error, kind in _KINDS if isinstance(exc, error)), "conflict")
+
+
+class PidLock:
+    """One daemon per state directory: an flock'ed pid file."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.handle = open(path, "a+")
+        try:
+            fcntl.flock(self.handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            self.handle.seek(0)
+            other = self.handle.read().strip() or "?"
+            self.handle.close()
+            raise ConfigError(f"plus_scheduler is already running (pid {other}) for "
+                              f"{os.path.dirname(path)}") from None
+        self.handle.seek(0)
+        self.handle.truncate()
+        self.handle.write(f"{os.getpid()}\n")
+        self.handle.flush()
+
+    def release(self) -> None:
+        self.handle.close()
+
+
+class Daemon:
+    """Everything plus_scheduler runs, started and stopped as one."""
+
+    def __init__(self, config: Config, overrides: dict[str, Any] | None = None) -> None:
+        """``overrides`` (the command line's) win over plus.yaml at every reading."""
+        self.config = config
+        self.overrides = dict(overrides or {})
+        self._reload_lock = threading.Lock()
+        os.makedirs(config.state_path, mode=0o755, exist_ok=True)
+        self.pid_lock = PidLock(os.path.join(config.state_path, "plus_scheduler.pid"))
+        self.backend: Backend | None = None
+        self.store: Store | None = None
+        self.lease: StoreLease | None = None
+        try:
+            self.pm = plugins.plugin_manager(config.plugins)
+            claimed = plugins.configure(self.pm, config)
+            refuse_truncated(config.store_url)
+            self.store = Store(config.store_url)
+            self.lease = StoreLease(config.store_url, self.store.engine)
+            self.lease.acquire()
+            self.backend = plugins.build_backend(self.pm, config.backend, config,
+                                                 config.backend_options(), claimed)
+            self.manager = Manager(config, self.store, self.backend, self.pm,
+                                   ReportingWriter(config.accounting_path))
+            self.lifecycle = Lifecycle(self.manager, config.reconcile_interval,
+                                       before_pass=self._check_lease)
+            secret = statefile.secret_key(os.path.join(config.state_path, "reskey.key"),
+                                          "ResKey secret")
+            provider = oidc.Provider(config.http.oidc) if config.http.oidc else None
+            self.service = Service(self.manager, self.lifecycle.notice, self.stop,
+                                   Tokens(config.state_path), reskey.ResKeys(secret), provider)
+            self.http = Companion(config.http, config.socket_path)
+            self.http.listen()
+        except Exception:
+            if self.backend is not None:
+                self.backend.close()
+            if self.lease is not None:
+                self.lease.release()
+            if self.store is not None:
+                self.store.close()
+            self.pid_lock.release()
+            raise
+        self.server: connections.BoundedServer | None = None
+
+    def serve(self) -> None:
+        path = self.config.socket_path
+        if os.path.exists(path):
+            os.unlink(path)  # stale: the pid lock proves no daemon owns it
+        fds = connections.raise_fd_limit()
+        bounds = connections.Limits(
+            total=min(self.config.max_connections, max(16, fds - connections.FDS_KEPT)),
+            per_user=self.config.max_connections_per_user,
+            request_timeout=self.config.request_timeout, message_bytes=limits.MAX_MESSAGE)
+        if bounds.total < self.config.max_connections:
+            log.warning("max_connections lowered from %d to %d: the open file limit is %d",
+                        self.config.max_connections, bounds.total, fds)
+        self.server = connections.BoundedServer(
+            path, lambda sock, peer, deadline: _reply_to(self.service, sock, peer, deadline, bounds),
+            bounds, exempt=lambda uid: uid in (0, self.service.daemon_uid),
+            forwarder=lambda uid: uid == self.http.uid)
+        os.chmod(path, 0o666)
+        self.lifecycle.start()
+        self.backend.start()
+        self.http.start()
+        log.info("plus_scheduler %d serving %s (backend %s, store %s)", os.getpid(), path,
+                 self.config.backend, shown_url(self.config.store_url))
+        # What the daemon loaded (every stored AR, its modules) stays for its
+        # life: out of the cyclic collector's reach, a full collection no
+        # longer walks it. At 100,000 ARs one took about 250 ms, and the
+        # request in flight waited for it (after a listing of them all).
+        gc.freeze()
+        try:
+            self.server.serve_forever(poll_interval=0.5)
+        finally:
+            self._cleanup()
+
+    def stop(self, *_ignored) -> None:
+        """Safe from a signal handler: shutdown() waits for serve_forever,
+        which runs in the main thread, so it must be called from another."""
+        if self.server is not None:
+            threading.Thread(target=self.server.shutdown, daemon=True).start()
+
+    def hang_up(self, *_ignored) -> None:
+        """SIGHUP, as sites expect of their daemons: re-read plus.yaml in
+        a thread of its own (the signal handler must not wait)."""
+        threading.Thread(target=self.reload, name="plus-reload", daemon=True).start()
+
+    def reload(self) -> None:
+        """Re-read plus.yaml: keys read at each request change now, the
+        others are named in the log and wait for a restart. A file that
+        cannot be used changes nothing, and one line says why. Nothing is
+        stored, so the running configuration changes at once, between two
+        requests (under the manager's lock)."""
+        with self._reload_lock:
+            path = self.config.path
+            try:
+                read = config_module.load(path, self.overrides)
+                changes = reconfigure.compare(self.config, read)
+                config = reconfigure.merged(self.config, read)
+                pm = self._configured_plugins(config) if changes.sections else None
+            except Exception as exc:  # a plugin's check may fail in any way
+                log.error("SIGHUP: %s not re-read, the running configuration stays: %s",
+                          path, exc if str(exc) else type(exc).__name__)
+                return
+            with self.manager.lock:
+                reconfigure.apply(self.config, config)
+                if pm is not None:
+                    replaced, self.pm = self.pm, pm
+                    self.manager.pm = pm
+            if pm is not None:
+                replaced.hook.plus_unconfigure()
+            if changes.retiming:
+                self.lifecycle.look_at_all()
+            if changes.live or changes.sections:
+                log.info("SIGHUP: %s re-read; in effect now: %s", path,
+                         reconfigure.described(changes))
+            if changes.restart:
+                log.warning("SIGHUP: %s changes %s: in effect only when plus_scheduler "
+                            "restarts (until then the running values stay)", path,
+                            ", ".join(changes.restart))
+            if not changes:
+                log.info("SIGHUP: %s re-read; nothing changed", path)
+
+    def _configured_plugins(self, config: Config) -> pluggy.PluginManager:
+        """A fresh plugin manager configured with ``config`` (every plugin
+        checks its section anew); raises as at the start."""
+        pm = plugins.plugin_manager(config.plugins)
+        plugins.check_sections(pm, config, plugins.configure(pm, config))
+        return pm
+
+    def _cleanup(self) -> None:
+        self.http.stop()
+        self.lifecycle.stop()
+        if self.server is not None:
+            self.server.server_close()
+        try:
+            os.unlink(self.config.socket_path)
+        except FileNotFoundError:
+            pass
+        self.backend.close()
+        self.lease.release()
+        self.store.close()
+        self.pid_lock.release()
+        log.info("plus_scheduler stopped")
+
+    def _check_lease(self) -> None:
+        """Before each pass: stop rather than share the store with another daemon."""
+        try:
+            self.lease.check()
+        except LeaseLost as exc:
+            log.critical("%s; stopping, so that two daemons never act on one store", exc)
+            self.stop()
+            raise
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="plus_scheduler", allow_abbrev=False,
+        description="The PluS reservation daemon. Commands find it through PLUS_CONF "
+                    f"(default {protocol.DEFAULT_CONF}).")
+    parser.add_argument("-t", metavar="target", help="backend to enforce reservations on "
+                        "(native, sge, torque, ...); overrides 'backend'")
+    parser.add_argument("-a", metavar="algo", help="node allocation order: Sort (the "
+                        "configuration's node_order, the default) or a comma list of "
+                        f"{', '.join(NODE_SORT_KEYS)}")
+    parser.add_argument("-c", metavar="conffile", help="configuration file (default: $PLUS_CONF "
+                        f"or {protocol.DEFAULT_CONF}); point PLUS_CONF at it for the commands")
+    parser.add_argument("-r", metavar="rsvFilePath", help="reservation store: a SQLite file "
+                        "or a database URL; overrides 'store'")
+    parser.add_argument("-ne", metavar="maxExpired", type=int,
+                        help="keep at most this many expired reservations; overrides 'max_expired'")
+    parser.add_argument("-sgeq", metavar="qNames", help="reserve only nodes of these queues "
+                        "(comma list); overrides 'sge_queues'")
+    parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING or ERROR")
+    return parser
+
+
+def _overrides(args: argparse.Namespace) -> dict:
+    overrides: dict[str, Any] = {}
+    if args.t:
+        overrides["backend"] = args.t
+    if args.r:
+        overrides["store"] = args.r if "://" in args.r else os.path.abspath(args.r)
+    if args.ne is not None:
+        overrides["max_expired"] = args.ne
+    if args.sgeq:
+        overrides["sge_queues"] = list(parse_name_list(args.sgeq, "-sgeq"))
+    if args.a and args.a != "Sort":
+        overrides["node_order"] = [key.strip() for key in args.a.split(",")]
+    return overrides
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    level = getattr(logging, args.log_level.upper(), logging.INFO)
+    logging.basicConfig(level=level, format=logsetup.FORMAT)
+    logging.getLogger("apscheduler").setLevel(logging.WARNING)
+    path = args.c or protocol.conf_path()
+    try:
+        overrides = _overrides(args)
+        config = config_module.load(path, overrides)
+        logsetup.configure(config.log, config.log_path, config.log_size, config.log_keep,
+                           level)
+        daemon = Daemon(config, overrides)
+    except (ConfigError, RequestError, plugins.PluginError, ValueError) as exc:
+        print(f"plus_scheduler: {exc}", file=sys.stderr)
+        return 1
+    except Exception as exc:  # a store or backend that cannot be reached
+        print(f"plus_scheduler: cannot start: {exc}", file=sys.stderr)
+        return 1
+    sys.setswitchinterval(SWITCH_INTERVAL)
+    signal.signal(signal.SIGTERM, daemon.stop)
+    signal.signal(signal.SIGINT, daemon.stop)
+    signal.signal(signal.SIGHUP, daemon.hang_up)
+    daemon.serve()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

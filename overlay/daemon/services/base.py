@@ -1,0 +1,47 @@
+"""What every family of operations shares: the context an operation runs
+in, and the shape of an operation."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from overlay.daemon.config import Config
+from overlay.language.model import Reservation
+from overlay.log.ratelog import RateLimitedLog
+from overlay.network import oidc, reskey
+from overlay.network.tokens import Tokens
+from overlay.reporting.accounting import ReportingFollower
+from overlay.usecases.manager import Caller, Manager
+from overlay.wire import codec
+
+log = logging.getLogger("plus.daemon")
+CLIENT_LINES = 10
+"""Log lines a user's requests may cause per kind and minute (ratelog)."""
+
+
+@dataclass
+class Context:
+    """The use cases and the daemon's issuers, as the operations reach them."""
+
+    manager: Manager
+    on_change: Callable[[list[Reservation]], None]
+    """Told of ARs an operation changed (the lifecycle times them anew)."""
+    on_shutdown: Callable[[], None]
+    tokens: Tokens | None
+    reskeys: reskey.ResKeys | None
+    provider: oidc.Provider | None
+    client_log: RateLimitedLog
+    reported: ReportingFollower
+    daemon_uid: int
+
+    @property
+    def config(self) -> Config:
+        """The running configuration (a SIGHUP changes it in place)."""
+        return self.manager.config
+
+
+Operation = Callable[[Context, Caller, codec.Arguments], Any]
+"""An operation: its context, who asks, and its arguments (decoded and
+checked as they are read); its answer is JSON-ready."""

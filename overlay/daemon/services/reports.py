@@ -1,0 +1,89 @@
+"""What the ARs and jobs add up to: the calendar page's window, reserved and
+used node-hours, and plus_account -l's records for the HTTP API."""
+
+from __future__ import annotations
+
+from overlay.daemon.services.base import Context, Operation
+from overlay.daemon.services.views import summary_rows
+from overlay.language import limits
+from overlay.language.model import InvalidRequest
+from overlay.reporting.accounting import used
+from overlay.usecases.manager import Caller
+from overlay.wire import codec
+
+
+def calendar(context: Context, caller: Caller, args: codec.Arguments) -> dict:
+    """The calendar page's window [start, end): the nodes, the ARs there
+    as plus_status's summary rows with their nodes, and the backend's
+    jobs there. The page polls with the ``revision`` it has: while no AR
+    has changed, the answer has only the jobs."""
+    start, end = args.time("start", "start", True), args.time("end", "end", True)
+    since = args.integer("since", 0, 2**62, what="since")
+    args.done()
+    if not start < end <= start + limits.MAX_CALENDAR_SPAN:
+        raise InvalidRequest(f"the window must end after it starts and span at most "
+                             f"{limits.MAX_CALENDAR_SPAN // 86400} days")
+    manager = context.manager
+    jobs = [[bar.id, bar.owner, bar.kind, bar.start, end if bar.end is None else bar.end,
+             ",".join(bar.nodes)] for bar in manager.job_bars(args.now)
+            if bar.start < end and (bar.end is None or bar.end > start)]
+    revision = manager.revision
+    if since == revision:
+        return {"revision": revision, "unchanged": True, "jobs": jobs}
+    ars = manager.status(start=start, end=end)
+    if len(ars) > limits.MAX_WINDOW_ARS:
+        raise InvalidRequest(f"the window holds {len(ars)} ARs, more than "
+                             f"{limits.MAX_WINDOW_ARS}: ask for a shorter one")
+    return {"revision": revision, "now": args.now, "nodes": list(manager.capacity()),
+            "ars": summary_rows(ars, True, False), "jobs": jobs}
+
+
+def usage(context: Context, caller: Caller, args: codec.Arguments) -> dict:
+    """Reserved and used node-hours of [start, end) from the reporting
+    file, as spans [owner, from, to, nodes]: each AR's hold on its hosts
+    (plus_account's figures), and each job in an AR (its acct record)."""
+    start, end = args.time("start", "-s", True), args.time("end", "-e", True)
+    owner = codec.owner(args)
+    args.done()
+    end = min(end, args.now)
+    if end <= start:
+        raise InvalidRequest("the period's end must be later than its start")
+    owners = {owner} if owner else set()
+    ars, jobs = context.reported.current()
+    answer = {"reserved": [[ar.owner, begin, finish, len(hosts)]
+                           for ar, begin, finish, hosts in used(ars, start, end, owners, set())],
+              "used": [[job.owner, max(job.start, start), min(job.end, end), 1]
+                       for job in jobs if job.start < end and job.end > start and
+                       (not owners or job.owner in owners)]}
+    spans = len(answer["reserved"]) + len(answer["used"])
+    if spans > limits.MAX_SPANS:
+        raise InvalidRequest(f"the period holds {spans} spans, more than {limits.MAX_SPANS}: "
+                             "ask for a shorter one, or for one owner")
+    return answer
+
+
+def accounting(context: Context, caller: Caller, args: codec.Arguments) -> dict:
+    """plus_account -l's records (for the HTTP API): each AR's use of its
+    hosts within [start, end), from the reporting file, a page of
+    ``limit`` from ``offset``; malformed records are skipped, as
+    plus_account skips them."""
+    limit = args.integer("limit", 1, limits.MAX_PAGE, what="limit") or limits.PAGE
+    offset = args.integer("offset", 0, limits.MAX_COUNT, what="offset") or 0
+    start = args.time("start", "-s") or 0
+    end = min(args.time("end", "-e") or args.now, args.now)
+    owners, nodes = args.strings("owners"), args.strings("nodes")
+    args.done()
+    if end <= start:
+        raise InvalidRequest("the period's end must be later than its start")
+    ars, _ = context.reported.current()
+    found = list(used(ars, start, end, set(owners or ()), set(nodes or ())))
+    return {"total": len(found), "items": [
+        {"id": ar.id, "owner": ar.owner, "name": ar.name, "state": ar.last_state,
+         "from": begin, "to": finish, "seconds": finish - begin,
+         "node_seconds": (finish - begin) * len(hosts),
+         "slot_seconds": (finish - begin) * sum(hosts.values()), "hosts": hosts}
+        for ar, begin, finish, hosts in found[offset:offset + limit]]}
+
+
+OPERATIONS: dict[str, Operation] = {
+    "calendar": calendar, "usage": usage, "accounting": accounting}

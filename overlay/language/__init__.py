@@ -1,0 +1,1 @@
+"""The language: ARs, requests, times and the bounds on what users send."""

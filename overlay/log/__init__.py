@@ -1,0 +1,1 @@
+"""The daemon's log: where it goes, and rate limits on what clients can cause."""

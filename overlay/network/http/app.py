@@ -1,0 +1,49 @@
+"""The HTTP API: each endpoint is one of the commands' operations, sent
+to the daemon's socket with the caller's bearer token, so it has the
+commands' semantics, checks and refusal texts. A refusal's kind gives its
+status: bad input 400 (422 when the body does not fit the schema), a
+missing or bad token 401, not yours or not allowed 403, unknown 404, no
+capacity or a race 409, a body over 1 MiB 413, max_advance_reservations
+429 (the body carries qrsub's exit status, 25), the store unavailable or
+the daemon unreachable 503."""
+
+from __future__ import annotations
+
+from fastapi import FastAPI
+from pydantic import BaseModel, Field
+
+from overlay.network.http import docs, errors, pages
+from overlay.network.http.gate import Gate
+from overlay.network.http.routes import ROUTERS
+from overlay.network.http.routes.base import Asker
+
+
+class Problem(BaseModel):
+    error: str
+    status: int = Field(description="the exit status the command would have (qrsub's 25 "
+                                    "at max_advance_reservations)")
+    kind: str
+
+
+BODY_LIMIT = 2 ** 20
+REFUSALS = {code: {"model": Problem} for code in (400, 401, 403, 404, 409, 413, 422, 429, 503)}
+
+
+def served(socket_path: str, timeout: float, provider: str = "") -> Gate:
+    """The API as the companion serves it: behind its Gate."""
+    return Gate(make_app(socket_path, timeout, provider), BODY_LIMIT)
+
+
+def make_app(socket_path: str, timeout: float = 5.0, provider: str = "") -> FastAPI:
+    """The API, asking the daemon at ``socket_path`` and waiting at most
+    ``timeout`` seconds for each answer (then 503); its calendar page may
+    sign in at the identity provider's origin ``provider``."""
+    app = FastAPI(title="PluS reservations", version="1", description=__doc__,
+                  responses=REFUSALS, docs_url=None, redoc_url=None)
+    app.state.asker = Asker(socket_path, timeout)
+    app.state.page_headers = pages.headers(provider)
+    errors.install(app)
+    docs.install(app)
+    for router in ROUTERS:
+        app.include_router(router)
+    return app

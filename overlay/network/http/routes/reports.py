@@ -1,0 +1,49 @@
+"""What the ARs and jobs add up to (overlay.daemon.services.reports):
+plus_account -l's records, and the calendar page's two reads, the
+calendar of a window and usage for a period."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import Response
+
+from overlay.language import limits
+from overlay.network.http.identity import Who
+from overlay.network.http.routes.base import Ask, Names, paged
+
+router = APIRouter()
+EpochQuery = Annotated[int, Query(ge=0, le=2**40, description="UTC epoch seconds")]
+
+
+@router.get("/accounting",
+            summary="Each AR's use of its hosts over a period, as plus_account -l")
+async def accounting(who: Who, ask: Ask, request: Request,
+                     start: Annotated[int | None, Query(ge=0, le=2**40)] = None,
+                     end: Annotated[int | None, Query(ge=0, le=2**40)] = None,
+                     owner: Annotated[Names | None, Query()] = None,
+                     node: Annotated[Names | None, Query()] = None,
+                     limit: Annotated[int, Query(ge=1, le=limits.MAX_PAGE)] = limits.PAGE,
+                     offset: Annotated[int, Query(ge=0, le=limits.MAX_COUNT)] = 0
+                     ) -> list[dict]:
+    page = await ask(who, "accounting", {"start": start, "end": end, "owners": owner,
+                                         "nodes": node, "limit": limit, "offset": offset},
+                     passed=True)
+    return paged(request, page, limit, offset)
+
+
+@router.get("/calendar",
+            summary="The calendar of a window: nodes, ARs and jobs, for the page")
+async def calendar(caller: Who, ask: Ask, start: EpochQuery, end: EpochQuery,
+                   since: Annotated[int | None, Query(ge=0, le=2**62)] = None) -> dict:
+    return Response(await ask(caller, "calendar", {"start": start, "end": end,
+                                                   "since": since}, passed=True),
+                    media_type="application/json")
+
+
+@router.get("/usage", summary="Reserved and used node-hours of a period, as spans per owner")
+async def usage(caller: Who, ask: Ask, start: EpochQuery, end: EpochQuery,
+                owner: Annotated[str | None, Query(max_length=limits.MAX_NAME)] = None) -> dict:
+    return Response(await ask(caller, "usage", {"start": start, "end": end, "owner": owner},
+                              passed=True), media_type="application/json")

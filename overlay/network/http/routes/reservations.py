@@ -1,0 +1,122 @@
+"""The reservation commands' endpoints (overlay.daemon.services.reservations):
+plus_status, plus_reserve, plus_modify, plus_cancel, plus_destroy,
+plus_commit, plus_abort and plus_availnodes."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Header, Query, Request
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
+
+from overlay.language import limits
+from overlay.language.request import MAX_AR_ID
+from overlay.network.http.identity import Who
+from overlay.network.http.refusal import Refusal
+from overlay.network.http.routes.base import ArId, Ask, Count, Epoch, Names, Text, paged
+
+router = APIRouter()
+
+
+class ReservationIn(BaseModel):
+    """plus_reserve's request (overlay.language.request.request_wire), -T as
+    ``transactional``."""
+    model_config = ConfigDict(extra="forbid")
+    start: Epoch
+    end: Epoch
+    nodes: Count
+    users: Names = []
+    slots_per_node: Count | None = None
+    memory_mb: Annotated[StrictInt, Field(ge=1, le=limits.MAX_MEMORY_MB)] | None = None
+    ncpus: Count | None = None
+    arch: Text | None = None
+    os: Text | None = None
+    attributes: Annotated[list[tuple[Text, Text]], Field(max_length=limits.MAX_ITEMS)] = []
+    queues: Names = []
+    name: Text = ""
+    hard_error: StrictBool = False
+    mail_options: Text = ""
+    mail_list: Names = []
+    res_access: Annotated[list[Annotated[StrictInt, Field(ge=1, le=MAX_AR_ID)]],
+                          Field(max_length=limits.MAX_ITEMS)] = []
+    transactional: StrictBool = False
+
+
+class ModifyIn(BaseModel):
+    """plus_modify's changes: a new window, node count or access list."""
+    model_config = ConfigDict(extra="forbid")
+    start: Epoch | None = None
+    end: Epoch | None = None
+    duration: Annotated[StrictInt, Field(ge=1, le=limits.MAX_DURATION)] | None = None
+    nodes: Count | None = None
+    users: Names | None = None
+    transactional: StrictBool = False
+
+
+@router.get("/reservations", summary="ARs, as plus_status lists them, a page at a time "
+                                     "(X-Total-Count: how many match; Link: the next page)")
+async def reservations(
+        who: Who, ask: Ask, request: Request,
+        owner: Annotated[str | None, Query(max_length=limits.MAX_NAME)] = None,
+        start: Annotated[int | None, Query(ge=0, le=2**40)] = None,
+        end: Annotated[int | None, Query(ge=0, le=2**40)] = None,
+        expired: Annotated[int, Query(ge=0, le=limits.MAX_COUNT)] = 0,
+        idempotency_key: Annotated[str | None, Query(max_length=128)] = None,
+        limit: Annotated[int, Query(ge=1, le=limits.MAX_PAGE,
+                                    description="ARs on this page")] = limits.PAGE,
+        offset: Annotated[int, Query(ge=0, le=limits.MAX_COUNT,
+                                     description="ARs before this page")] = 0) -> list[dict]:
+    page = await ask(who, "status", {"owner": owner, "start": start, "end": end,
+                                     "expired": expired or None,
+                                     "idempotency_key": idempotency_key,
+                                     "limit": limit, "offset": offset}, passed=True)
+    return paged(request, page, limit, offset)
+
+
+@router.get("/reservations/{ar_id}", summary="One AR, as plus_status -r shows it")
+async def reservation(who: Who, ask: Ask, ar_id: ArId) -> dict:
+    found = await ask(who, "status", {"id": ar_id})
+    if not found:
+        raise Refusal(404, {"error": f"AR {ar_id} does not exist", "status": 1,
+                            "kind": "unknown"})
+    return found[0]
+
+
+@router.post("/reservations", status_code=201, summary="Reserve, as plus_reserve")
+async def reserve(who: Who, ask: Ask, body: ReservationIn,
+                  idempotency_key: Annotated[str | None, Header(
+                      max_length=128, description="the client's name for this request: a retry "
+                      "with the same key and request answers the AR it made")] = None) -> dict:
+    return await ask(who, "reserve", {**body.model_dump(), "idempotency_key": idempotency_key})
+
+
+@router.patch("/reservations/{ar_id}",
+              summary="Change the window, nodes or users, as plus_modify")
+async def modify(who: Who, ask: Ask, ar_id: ArId, body: ModifyIn) -> dict:
+    return await ask(who, "modify", {"id": ar_id, **body.model_dump()})
+
+
+@router.post("/reservations/{ar_id}/cancel", summary="Cancel, as plus_cancel")
+async def cancel(who: Who, ask: Ask, ar_id: ArId, transactional: bool = False) -> dict:
+    return (await ask(who, "cancel", {"id": ar_id, "transactional": transactional}))[0]
+
+
+@router.delete("/reservations/{ar_id}", summary="Destroy the record, as plus_destroy")
+async def destroy(who: Who, ask: Ask, ar_id: ArId, transactional: bool = False) -> dict:
+    return (await ask(who, "destroy", {"id": ar_id, "transactional": transactional}))[0]
+
+
+@router.post("/reservations/{ar_id}/commit", summary="Make a -T operation take effect")
+async def commit(who: Who, ask: Ask, ar_id: ArId) -> dict:
+    return await ask(who, "commit", {"id": ar_id})
+
+
+@router.post("/reservations/{ar_id}/abort", summary="Drop a -T operation")
+async def abort(who: Who, ask: Ask, ar_id: ArId) -> dict:
+    return await ask(who, "abort", {"id": ar_id})
+
+
+@router.get("/nodes/available", summary="Nodes wholly free over a window, as plus_availnodes")
+async def available(who: Who, ask: Ask, start: Annotated[int, Query(ge=0, le=2**40)],
+                    end: Annotated[int, Query(ge=0, le=2**40)]) -> dict:
+    return await ask(who, "availnodes", {"start": start, "end": end})

@@ -1,0 +1,1 @@
+"""Persistence: the store of ARs, and the lease that keeps one daemon per store."""

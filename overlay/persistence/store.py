@@ -1,0 +1,588 @@
+"""Persistence of ARs (sqlmodel): SQLite in WAL mode by default,
+PostgreSQL by URL. The store is the single source of truth.
+
+Every write runs in a transaction that first takes the store's write lock
+(SQLite: BEGIN IMMEDIATE; PostgreSQL: a transaction-level advisory lock)
+and re-checks node capacity against the database itself, so two daemons
+on one database, or any number of concurrent requests, can never book the
+same slots twice.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import sqlite3
+import time
+from contextlib import contextmanager
+from functools import lru_cache
+from typing import Iterator, Mapping
+
+from sqlalchemy import (
+    BigInteger,
+    Engine,
+    MetaData,
+    bindparam,
+    event,
+    insert,
+    inspect,
+    make_url,
+    text,
+    update,
+)
+from sqlalchemy.exc import DatabaseError, OperationalError
+from sqlmodel import Field, Session, SQLModel, create_engine, delete, select
+
+from overlay.language.model import (
+    Allocation,
+    Operation,
+    Request,
+    Reservation,
+    ReservationError,
+    State,
+)
+from overlay.language.request import MAX_AR_ID
+from overlay.placement.planner import MultiPlanner, inside
+from overlay.wire.codec import encode_request, stored_request
+
+_ADVISORY_LOCK = 0x504C5553  # "PLUS"
+
+
+class StoreError(Exception):
+    """The database cannot serve as this version's store."""
+
+
+class Conflict(ReservationError):
+    """The database shows the slots as taken (another request won the race)."""
+
+
+class StoreUnavailable(ReservationError):
+    """The database could not be read or written; nothing was changed."""
+
+
+def _no_space(exc: BaseException, folder: str | None) -> bool:
+    if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
+        return True
+    if "disk is full" in str(exc) or "No space left" in str(exc):
+        return True
+    try:
+        return folder is not None and os.statvfs(folder).f_bavail == 0
+    except OSError:
+        return False
+
+
+@contextmanager
+def database_errors(url: str) -> Iterator[None]:
+    """Turn a failure of the database into one line a user can act on,
+    without SQL or passwords: a full disk says so and where."""
+    try:
+        yield
+    except (OperationalError, DatabaseError) as exc:
+        database = make_url(url).database if url.startswith("sqlite") else None
+        folder = os.path.dirname(os.path.abspath(database)) if database else None
+        if _no_space(exc.orig or exc, folder):
+            where = f"in {folder}" if folder else "on the database server"
+            raise StoreUnavailable(f"no space left {where}: the store could not be written; "
+                                   "nothing was changed") from exc
+        reason = (str(exc.orig) if exc.orig is not None else str(exc)).strip().splitlines()
+        raise StoreUnavailable(f"the store {shown_url(url)} failed ({reason[0] if reason else 'no reason given'}); "
+                               "nothing was changed") from exc
+
+
+class ReservationRow(SQLModel, table=True):
+    __tablename__ = "reservation"
+
+    id: int = Field(primary_key=True)
+    owner: str = Field(index=True)
+    owner_group: str
+    state: str = Field(index=True)
+    submission_time: int = Field(sa_type=BigInteger)
+    start_time: int = Field(index=True, sa_type=BigInteger)
+    end_time: int = Field(index=True, sa_type=BigInteger)
+    acl: str = ""
+    account: str = ""
+    message: str = ""
+    request: str
+    finished_time: int | None = Field(default=None, sa_type=BigInteger)
+    pending: str | None = None
+    pending_since: int | None = Field(default=None, sa_type=BigInteger)
+    pending_request: str | None = None
+    idempotency_key: str | None = Field(default=None, index=True)
+    granted_pe: str | None = None
+
+
+class AllocationRow(SQLModel, table=True):
+    __tablename__ = "allocation"
+
+    id: int | None = Field(default=None, primary_key=True)
+    reservation_id: int = Field(index=True, foreign_key="reservation.id")
+    node: str = Field(index=True)
+    slots: int
+    start_time: int = Field(index=True, sa_type=BigInteger)
+    end_time: int = Field(index=True, sa_type=BigInteger)
+    pending: bool = False
+    held: bool = True  # False once the AR ended or was cancelled: a record, not a booking
+    within_id: int | None = Field(default=None, index=True)  # the AR whose slots it uses
+    queue: str | None = None    # the cluster queue of a qrsub AR's slots
+
+
+class UsageRow(SQLModel, table=True):
+    """An ended AR kept for the policies (usage caps, monthly quotas) after
+    plus_status forgot it: its owner, window and nodes; ``usage_history``
+    says how long."""
+
+    __tablename__ = "usage"
+
+    id: int | None = Field(default=None, primary_key=True)
+    reservation_id: int
+    owner: str = Field(index=True)
+    owner_group: str
+    end_time: int = Field(index=True, sa_type=BigInteger)
+    request: str
+    allocations: str
+
+
+class ClaimRow(SQLModel, table=True):
+    """A ResKey claim's nonce, kept until its timestamp is out of the claim
+    window, so a replayed claim is refused (overlay.network.reskey)."""
+
+    __tablename__ = "claim_nonce"
+
+    nonce: str = Field(primary_key=True)
+    reservation_id: int
+    claimed_at: int = Field(index=True, sa_type=BigInteger)
+
+
+class CounterRow(SQLModel, table=True):
+    __tablename__ = "counter"
+
+    name: str = Field(primary_key=True)
+    value: int
+
+
+def _encode_request(request: Request) -> str:
+    return json.dumps(encode_request(request), separators=(",", ":"))
+
+
+def _decode_request(raw: str) -> Request:
+    return stored_request(json.loads(raw))
+
+
+def _row_values(ar: Reservation) -> dict:
+    """The AR's reservation row as plain values."""
+    return dict(
+        id=ar.id, owner=ar.owner, owner_group=ar.group, state=ar.state.value,
+        submission_time=ar.submission_time, start_time=ar.start, end_time=ar.end,
+        acl=",".join(ar.acl), account=ar.account, message=ar.message,
+        request=_encode_request(ar.request), finished_time=ar.finished_time,
+        pending=ar.pending.value if ar.pending else None, pending_since=ar.pending_since,
+        pending_request=_encode_request(ar.pending_request) if ar.pending_request else None,
+        idempotency_key=ar.idempotency_key, granted_pe=ar.granted_pe or None)
+
+
+def _to_row(ar: Reservation) -> ReservationRow:
+    return ReservationRow(**_row_values(ar))
+
+
+def _allocation_values(ar: Reservation) -> list[dict]:
+    """The AR's allocation rows as plain values: a whole-cluster AR has
+    thousands, and building ORM objects for them took a third of a second."""
+    rows = [dict(reservation_id=ar.id, node=a.node, slots=a.slots, start_time=ar.start,
+                 end_time=ar.end, pending=False, held=ar.holds_resources, within_id=a.within,
+                 queue=a.queue or None)
+            for a in ar.allocations]
+    if ar.pending_request is not None:
+        rows += [dict(reservation_id=ar.id, node=a.node, slots=a.slots,
+                      start_time=ar.pending_request.start, end_time=ar.pending_request.end,
+                      pending=True, held=True, within_id=a.within, queue=a.queue or None)
+                 for a in ar.pending_allocations]
+    return rows
+
+
+_ALLOCATIONS = AllocationRow.__table__.c
+_BOOKED = select(_ALLOCATIONS.reservation_id, _ALLOCATIONS.node, _ALLOCATIONS.start_time,
+                 _ALLOCATIONS.end_time, _ALLOCATIONS.slots).where(
+    _ALLOCATIONS.node.in_(bindparam("nodes", expanding=True)),
+    _ALLOCATIONS.start_time < bindparam("last"), _ALLOCATIONS.end_time > bindparam("first"),
+    _ALLOCATIONS.held, _ALLOCATIONS.reservation_id != bindparam("own"),
+    _ALLOCATIONS.within_id.is_(None))
+"""The bookings of other ARs on some nodes over a span (Store._check_capacity),
+built once, like the inserts below: SQLAlchemy works out the cache key of
+each new statement it runs."""
+_OUTER = select(_ALLOCATIONS.start_time, _ALLOCATIONS.end_time, _ALLOCATIONS.slots).where(
+    _ALLOCATIONS.reservation_id == bindparam("outer"), _ALLOCATIONS.node == bindparam("node"),
+    _ALLOCATIONS.held, _ALLOCATIONS.pending.is_(False), _ALLOCATIONS.within_id.is_(None))
+_INSIDE = select(_ALLOCATIONS.reservation_id, _ALLOCATIONS.start_time, _ALLOCATIONS.end_time,
+                 _ALLOCATIONS.slots).where(
+    _ALLOCATIONS.within_id == bindparam("outer"), _ALLOCATIONS.node == bindparam("node"),
+    _ALLOCATIONS.held, _ALLOCATIONS.reservation_id != bindparam("own"))
+"""What an AR holds on a node, and the bookings inside it there (ResAccess)."""
+_INSERT_RESERVATION = insert(ReservationRow.__table__)
+_INSERT_ALLOCATIONS = insert(AllocationRow.__table__)
+
+
+def _insert_allocations(session: Session, ar: Reservation) -> None:
+    rows = _allocation_values(ar)
+    if rows:
+        session.connection().execute(_INSERT_ALLOCATIONS, rows)
+
+
+def _from_rows(row: ReservationRow, allocations: list[AllocationRow]) -> Reservation:
+    return Reservation(
+        id=row.id, owner=row.owner, group=row.owner_group, request=_decode_request(row.request),
+        state=State(row.state), submission_time=row.submission_time,
+        allocations=[Allocation(a.node, a.slots, a.within_id, a.queue or "")
+                     for a in allocations if not a.pending],
+        acl=tuple(filter(None, row.acl.split(","))), account=row.account, message=row.message,
+        finished_time=row.finished_time,
+        pending=Operation(row.pending) if row.pending else None, pending_since=row.pending_since,
+        pending_request=_decode_request(row.pending_request) if row.pending_request else None,
+        pending_allocations=[Allocation(a.node, a.slots, a.within_id, a.queue or "")
+                             for a in allocations if a.pending],
+        idempotency_key=row.idempotency_key, granted_pe=row.granted_pe or "")
+
+
+def _usage_row(used: Reservation) -> UsageRow:
+    return UsageRow(reservation_id=used.id, owner=used.owner, owner_group=used.group,
+                    end_time=used.end, request=_encode_request(used.request),
+                    allocations=",".join(f"{a.node}:{a.slots}" for a in used.allocations))
+
+
+def _from_usage_row(row: UsageRow) -> Reservation:
+    allocations = [Allocation(node, int(slots)) for node, _, slots in
+                   (item.rpartition(":") for item in filter(None, row.allocations.split(",")))]
+    return Reservation(id=row.reservation_id, owner=row.owner, group=row.owner_group,
+                       request=_decode_request(row.request), state=State.EXITED,
+                       submission_time=0, allocations=allocations, finished_time=row.end_time)
+
+
+def make_engine(url: str) -> Engine:
+    """An engine on the store's database: SQLite in WAL mode, every
+    transaction taking the write lock at once (BEGIN IMMEDIATE), so that
+    writers queue instead of failing; PostgreSQL with dead connections
+    replaced. Plugins keeping tables of their own in the store use it too."""
+    if not url.startswith("sqlite"):
+        return create_engine(url, pool_pre_ping=True)
+    database = make_url(url).database
+    if database and database != ":memory:":
+        os.makedirs(os.path.dirname(os.path.abspath(database)), exist_ok=True)
+        _keep_private(database)
+    engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
+    event.listen(engine, "connect", _sqlite_connect)
+    event.listen(engine, "begin", _sqlite_begin)
+    return engine
+
+
+def _keep_private(database: str) -> None:
+    """The store holds job scripts and environments: the database and its
+    WAL and shared-memory files are the daemon's alone (SQLite gives the
+    latter two the database's mode). A new file is created 0600."""
+    os.close(os.open(database, os.O_RDWR | os.O_CREAT, 0o600))
+    for path in (database, database + "-wal", database + "-shm"):
+        try:
+            if os.stat(path).st_mode & 0o077:
+                os.chmod(path, 0o600)
+        except FileNotFoundError:
+            pass
+
+
+_ADDED_COLUMNS = {("allocation", "within_id"): "INTEGER",
+                  ("reservation", "idempotency_key"): "VARCHAR",
+                  ("allocation", "queue"): "VARCHAR", ("reservation", "granted_pe"): "VARCHAR"}
+"""Columns added since the first stores were made, nullable: a store that
+lacks one gains it at the daemon's start."""
+
+
+def create_tables(engine: Engine, url: str, metadata: MetaData) -> None:
+    """Create the tables that do not exist yet, and refuse a database whose
+    tables lack columns (a store made by another version). Under the write
+    lock: daemons starting together on a fresh PostgreSQL database would
+    otherwise race to create the same types."""
+    with engine.begin() as connection:
+        if not url.startswith("sqlite"):
+            connection.execute(text(f"SELECT pg_advisory_xact_lock({_ADVISORY_LOCK})"))
+        metadata.create_all(connection)
+        inspector = inspect(connection)
+        for table in metadata.sorted_tables:
+            present = {column["name"]: column for column in inspector.get_columns(table.name)}
+            missing = [column.name for column in table.columns if column.name not in present]
+            added = [column for column in missing if (table.name, column) in _ADDED_COLUMNS]
+            if missing == added:
+                for column in added:
+                    connection.execute(text(f"ALTER TABLE {table.name} ADD COLUMN {column} "
+                                            f"{_ADDED_COLUMNS[table.name, column]}"))
+                missing = []
+            if missing:
+                raise StoreError(
+                    f"the store {shown_url(url)} was made by another "
+                    f"version: table {table.name} lacks {', '.join(missing)}; migrate it or "
+                    "give plus_scheduler a new store (-r)")
+            _widen_times(connection, table, present)
+
+
+def _widen_times(connection, table, present: dict) -> None:
+    """Make the epoch columns of a store made before they were BIGINT wide
+    enough for times after 2038 (PostgreSQL's INTEGER stops at 2**31 - 1;
+    SQLite's integers are 64-bit anyway)."""
+    if connection.dialect.name != "postgresql":
+        return
+    for column in table.columns:
+        if isinstance(column.type, BigInteger) and \
+                not isinstance(present[column.name]["type"], BigInteger):
+            connection.execute(text(f'ALTER TABLE "{table.name}" ALTER COLUMN '
+                                    f'"{column.name}" TYPE BIGINT'))
+
+
+def shown_url(url: str) -> str:
+    """A store URL as logs and messages may show it: without its password."""
+    return make_url(url).render_as_string(hide_password=True)
+
+
+def next_id(session: Session, counters: type, name: str, rows: type, maximum: int) -> int | None:
+    """Grid Engine's id sequence (arseqnum, jobseqnum): the id after the last
+    one given, 1 to ``maximum`` and round again, skipping ids ``rows`` still
+    holds; None when every id is taken. ``counters`` rows have name and value.
+    Plain statements on the session's connection: ORM objects for the counter
+    and each probe were most of a creation's cost."""
+    read, probe, first, advance = _id_statements(counters, rows)
+    connection = session.connection()
+    value = connection.execute(read, {"counter": name}).scalar()
+    candidate = value or 0
+    for _ in range(maximum):
+        candidate = candidate % maximum + 1
+        if connection.execute(probe, {"candidate": candidate}).first() is None:
+            connection.execute(first if value is None else advance,
+                               {"counter": name, "next": candidate})
+            return candidate
+    return None
+
+
+@lru_cache(maxsize=None)
+def _id_statements(counters: type, rows: type) -> tuple:
+    """next_id's statements, built once: SQLAlchemy works out a statement's
+    cache key on each execution of a new one (a tenth of a creation)."""
+    counter, taken = counters.__table__, rows.__table__.c.id
+    return (select(counter.c.value).where(counter.c.name == bindparam("counter")),
+            select(taken).where(taken == bindparam("candidate")),
+            insert(counter).values(name=bindparam("counter"), value=bindparam("next")),
+            update(counter).where(counter.c.name == bindparam("counter"))
+            .values(value=bindparam("next")))
+
+
+def refuse_truncated(url: str) -> None:
+    """Before a daemon opens its store: a SQLite file of 0 bytes is a
+    truncated one (SQLite writes its header with the first table), and
+    starting on it would silently lose every AR."""
+    if not url.startswith("sqlite"):
+        return
+    database = make_url(url).database
+    if database and database != ":memory:" and os.path.exists(database) and \
+            os.path.getsize(database) == 0 and not os.path.exists(database + "-wal"):
+        raise StoreError(f"the store {database} is empty (0 bytes): it was truncated or lost; "
+                         "restore it from a backup, or remove it to start with no ARs")
+
+
+def _check_integrity(engine: Engine, url: str) -> None:
+    """SQLite's quick_check at start: a damaged page is found now, not when
+    a write fails later with SQL in its message."""
+    try:
+        with engine.connect() as connection:
+            problems = [row[0] for row in connection.exec_driver_sql("PRAGMA quick_check(5)")]
+    except DatabaseError as exc:
+        problems = [str(exc.orig or exc).splitlines()[0]]
+    if problems != ["ok"]:
+        lines = [line for text in problems for line in text.splitlines()
+                 if line and not line.startswith("***")]
+        raise StoreError(f"the store {make_url(url).database} is damaged ({'; '.join(lines[:3])}); "
+                         "restore it from a backup, or move it aside to start with no ARs")
+
+
+def _sqlite_connect(dbapi_connection, _record) -> None:
+    dbapi_connection.isolation_level = None  # we issue BEGIN ourselves
+    cursor = dbapi_connection.cursor()
+    # Switching a new file to WAL can meet SQLITE_BUSY at once, without
+    # the busy timeout, while other daemons open it too: retry a while.
+    for attempt in range(300):
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            break
+        except sqlite3.OperationalError:
+            if attempt == 299:
+                raise
+            time.sleep(0.1)
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.close()
+
+
+def _sqlite_begin(connection) -> None:
+    connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+class Store:
+    """ARs in a database; one instance per daemon."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.is_sqlite = url.startswith("sqlite")
+        with database_errors(url):
+            self.engine = make_engine(url)
+            if self.is_sqlite:
+                _check_integrity(self.engine, url)
+            self._create_tables()
+
+    def _create_tables(self) -> None:
+        create_tables(self.engine, self.url, SQLModel.metadata)
+
+    @contextmanager
+    def _write(self) -> Iterator[Session]:
+        """A transaction holding the store's write lock until it ends."""
+        with database_errors(self.url), Session(self.engine, expire_on_commit=False) as session:
+            with session.begin():
+                if not self.is_sqlite:
+                    session.exec(text(f"SELECT pg_advisory_xact_lock({_ADVISORY_LOCK})"))
+                yield session
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    # -- reading ---------------------------------------------------------------
+
+    @contextmanager
+    def _read(self) -> Iterator[Session]:
+        """A session that sees one committed state across its statements
+        (PostgreSQL: REPEATABLE READ; SQLite reads see one snapshot anyway)."""
+        engine = self.engine
+        if not self.is_sqlite:
+            engine = self.engine.execution_options(isolation_level="REPEATABLE READ")
+        with database_errors(self.url), Session(engine, expire_on_commit=False) as session:
+            with session.begin():
+                yield session
+
+    def load_all(self) -> list[Reservation]:
+        """Every AR, read as plain rows: ORM objects for 100,000 ARs and their
+        allocations took most of a daemon's start."""
+        reservations, allocations = ReservationRow.__table__, AllocationRow.__table__
+        with self._read() as session:
+            connection = session.connection()
+            rows = connection.execute(select(reservations).order_by(reservations.c.id)).all()
+            held: dict[int, list] = {}
+            for alloc in connection.execute(select(allocations.c.reservation_id, allocations.c.node,
+                                                   allocations.c.slots, allocations.c.pending,
+                                                   allocations.c.within_id, allocations.c.queue)):
+                held.setdefault(alloc.reservation_id, []).append(alloc)
+        return [_from_rows(row, held.get(row.id, [])) for row in rows]
+
+    def get(self, ar_id: int) -> Reservation | None:
+        with self._read() as session:
+            row = session.get(ReservationRow, ar_id)
+            if row is None:
+                return None
+            allocs = session.exec(select(AllocationRow).where(AllocationRow.reservation_id == ar_id)).all()
+            return _from_rows(row, list(allocs))
+
+    # -- writing ---------------------------------------------------------------
+
+    def create(self, ar: Reservation, capacity: Mapping[str, int]) -> Reservation:
+        """Store a new AR under the next free id (1..9999999, wrapping,
+        skipping ids in use), after checking its slots are still free."""
+        with self._write() as session:
+            self._check_capacity(session, ar, capacity, own_id=None)
+            ar.id = self._next_id(session)
+            session.connection().execute(_INSERT_RESERVATION, [_row_values(ar)])
+            _insert_allocations(session, ar)
+        return ar
+
+    def save(self, ar: Reservation, capacity: Mapping[str, int] | None = None) -> None:
+        """Replace a stored AR; with ``capacity``, re-check its slots first."""
+        with self._write() as session:
+            if capacity is not None:
+                self._check_capacity(session, ar, capacity, own_id=ar.id)
+            session.merge(_to_row(ar))
+            session.exec(delete(AllocationRow).where(AllocationRow.reservation_id == ar.id))
+            _insert_allocations(session, ar)
+
+    def remove(self, ar_id: int, used: Reservation | None = None) -> None:
+        """Forget an AR; ``used``, the part of it that counts as use, stays
+        in the usage table (in the same transaction)."""
+        with self._write() as session:
+            session.exec(delete(AllocationRow).where(AllocationRow.reservation_id == ar_id))
+            session.exec(delete(ReservationRow).where(ReservationRow.id == ar_id))
+            if used is not None:
+                session.add(_usage_row(used))
+
+    def load_usage(self, since: int) -> list[Reservation]:
+        """The kept usage of ARs that ended after ``since``, oldest end first."""
+        with self._read() as session:
+            rows = session.exec(select(UsageRow).where(UsageRow.end_time > since)
+                                .order_by(UsageRow.end_time, UsageRow.id)).all()
+        return [_from_usage_row(row) for row in rows]
+
+    def forget_usage(self, before: int) -> None:
+        """Drop the usage of ARs that ended at or before ``before``."""
+        with self._write() as session:
+            session.exec(delete(UsageRow).where(UsageRow.end_time <= before))
+
+    def accept_claim(self, nonce: str, ar_id: int, at: int, forget_before: int) -> int | None:
+        """Record a claim's nonce: None; or, if it was seen before, the AR
+        whose claim it came with (this one's: a replay). Nonces dated
+        before ``forget_before`` (out of the window, so refused anyway) are
+        dropped in the same transaction."""
+        with self._write() as session:
+            session.exec(delete(ClaimRow).where(ClaimRow.claimed_at < forget_before))
+            seen = session.get(ClaimRow, nonce)
+            if seen is not None:
+                return seen.reservation_id
+            session.add(ClaimRow(nonce=nonce, reservation_id=ar_id, claimed_at=at))
+        return None
+
+    def _next_id(self, session: Session) -> int:
+        found = next_id(session, CounterRow, "arseqnum", ReservationRow, MAX_AR_ID)
+        if found is None:
+            raise ReservationError(f"no AR id is free: all ids up to {MAX_AR_ID} are in use")
+        return found
+
+    def _check_capacity(self, session: Session, ar: Reservation, capacity: Mapping[str, int],
+                        own_id: int | None) -> None:
+        """Refuse if the AR's bookings would overfill a node in the database.
+        Rows of ``own_id`` (the AR being changed) are not counted, and its
+        current and pending bookings are alternatives, never summed."""
+        wanted = [row for row in _allocation_values(ar) if row["held"]]
+        own = 0 if own_id is None else own_id     # ids start at 1
+        for row in wanted:
+            if row["within_id"] is not None:
+                self._check_inside(session, row, own)
+        wanted = [row for row in wanted if row["within_id"] is None]
+        if not wanted:
+            return
+        nodes = sorted({row["node"] for row in wanted})
+        bounds = {"nodes": nodes, "first": min(row["start_time"] for row in wanted),
+                  "last": max(row["end_time"] for row in wanted), "own": own}
+        planner = MultiPlanner()
+        for node in nodes:
+            planner.set_capacity(node, capacity.get(node, 0))
+        planner.book_many(tuple(row) for row in session.connection().execute(_BOOKED, bounds))
+        summed: dict[tuple, int] = {}   # a qrsub AR may hold two queues' slots on one node
+        for row in wanted:
+            key = (row["node"], row["start_time"], row["end_time"], row["pending"])
+            summed[key] = summed.get(key, 0) + row["slots"]
+        for (node, start, end, _), slots in summed.items():
+            if not planner.fits(node, slots, start, end):
+                raise Conflict(f"node {node} is no longer free for the requested window "
+                               "(another reservation took it); try again")
+
+    def _check_inside(self, session: Session, row: dict, own: int) -> None:
+        """Refuse a booking inside another AR (ResAccess) that AR no longer
+        holds the node for, or whose slots there the ARs inside it fill."""
+        outer, node = row["within_id"], row["node"]
+        connection = session.connection()
+        held = connection.execute(_OUTER, {"outer": outer, "node": node}).first()
+        if held is None:
+            raise Conflict(f"AR {outer} no longer holds node {node}; try again")
+        others = connection.execute(_INSIDE, {"outer": outer, "node": node, "own": own})
+        planner = inside(held.slots, held.start_time, held.end_time, (tuple(r) for r in others))
+        if not planner.fits(row["slots"], row["start_time"], row["end_time"]):
+            raise Conflict(f"AR {outer} has no longer {row['slots']} slot(s) free on node {node} "
+                           "for the requested window (another reservation inside it took "
+                           "them); try again")

@@ -1,0 +1,1 @@
+"""Reporting records and plus_account, and where a reader of a growing file got to."""

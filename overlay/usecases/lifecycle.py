@@ -1,0 +1,310 @@
+"""Time: window starts and ends, error states from the backend's health,
+commit time-outs, expiry, and the reconcile with the backend.
+
+A pass (``tick``) decides what the clock and the backend's health change
+and asks the manager to make each change (store first, then memory and
+events). Two apscheduler jobs run it: a periodic reconcile (PluS's
+30-second check) that also catches whatever a down daemon missed, and one
+date job set to the next instant an AR changes state, so transitions
+happen on the second instead of up to an interval late.
+
+The first pass looks at every AR. After it, unless the backend watches a
+batch system for drift (``Backend.watches_drift``), a pass looks only at
+the ARs that changed since the last one, fell due (a heap of due times),
+hold hosts whose liveness changed, carry a health problem, or failed to
+apply: its cost follows what changed, not how many ARs are stored, and
+commands wait on it for no longer.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import heapq
+import logging
+import threading
+import time
+from typing import Callable
+
+from apscheduler.schedulers.background import BackgroundScheduler
+
+from overlay.language.limits import HORIZON
+from overlay.language.model import FINISHED_STATES, Reservation, State
+from overlay.usecases.manager import Manager
+
+log = logging.getLogger("plus.lifecycle")
+
+_NEXT_JOB = "next-transition"
+_RECONCILE_JOB = "reconcile"
+
+
+class Lifecycle:
+    """The clock's side of every AR, and the timers that run it."""
+
+    def __init__(self, manager: Manager, interval: int,
+                 before_pass: Callable[[], None] | None = None) -> None:
+        """``before_pass`` runs before every pass; if it raises, the pass is skipped."""
+        self.manager = manager
+        self.interval = interval
+        self.before_pass = before_pass
+        self.scheduler = BackgroundScheduler(timezone=dt.timezone.utc)
+        self._run_lock = threading.Lock()
+        self._aim_lock = threading.RLock()
+        self._aimed: int | None = None
+        self._stopping = False
+        self._due = _DueTimes()
+        self._finished: dict[int, tuple[int, int]] = {}   # finished ARs: (finished time, id)
+        self._finished_heap: list[tuple[int, int]] = []
+        self._changed: set[int] = set()      # ARs changed since the last pass
+        self._problems: dict[int, str] = {}  # ARs' last known health problems
+        self._retry: set[int] = set()        # ARs the backend failed to apply
+        self._primed = False
+
+    def start(self) -> None:
+        self.scheduler.add_job(self.run, "interval", seconds=self.interval, id=_RECONCILE_JOB,
+                               max_instances=1, coalesce=True)
+        self.scheduler.start()
+        self.run()
+
+    def stop(self) -> None:
+        """Wait for a pass under way; APScheduler's shutdown holds the lock
+        that add_job takes, so a pass must not aim the date job any more."""
+        with self._aim_lock:
+            self._stopping = True
+        self.scheduler.shutdown(wait=True)
+
+    def look_at_all(self) -> None:
+        """A pass now over every AR, timing each anew (commit_timeout,
+        expiry or max_expired changed)."""
+        with self.manager.lock:
+            self._primed = False
+        self.run()
+
+    def run(self) -> None:
+        """One reconcile pass, then aim the date job at the next transition."""
+        with self._run_lock:
+            try:
+                if self.before_pass is not None:
+                    self.before_pass()
+                self.tick()
+            except Exception:
+                log.exception("reconcile pass failed; the periodic reconcile retries")
+                return
+            self.schedule_next()
+
+    def schedule_next(self) -> None:
+        """Aim the date job at the next transition of all ARs (after a pass)."""
+        self._aim(self.next_due())
+
+    def notice(self, reservations: list[Reservation]) -> None:
+        """ARs were created or changed: move the date job earlier if one of
+        them is due sooner (no scan of every AR on each command)."""
+        due = min((t for ar in reservations for t in self.due_times(ar)), default=None)
+        with self._aim_lock:
+            if due is not None and (self._aimed is None or due < self._aimed):
+                self._aim(due)
+
+    def _aim(self, due: int | None) -> None:
+        with self._aim_lock:
+            if self._stopping:
+                return
+            self._aimed = due
+            if due is None:
+                if self.scheduler.get_job(_NEXT_JOB):
+                    self.scheduler.remove_job(_NEXT_JOB)
+                return
+            # a hair after the second, so that the tick's whole-second clock has reached it;
+            # never past the horizon (an AR stored before times were bounded may lie
+            # beyond the years datetime can hold): the periodic pass aims again
+            due = min(due, int(time.time()) + HORIZON)
+            when = dt.datetime.fromtimestamp(due + 0.05, dt.timezone.utc)
+            self.scheduler.add_job(self.run, "date", run_date=when, id=_NEXT_JOB,
+                                   replace_existing=True, misfire_grace_time=None)
+
+    # -- the pass ----------------------------------------------------------------
+
+    def tick(self) -> int | None:
+        """Bring the ARs to the state the clock and the backend's health give
+        them (all of them at the first pass, or each pass for a backend that
+        watches drift); returns the next time something is due, or None."""
+        manager = self.manager
+        with manager.lock:
+            began, cpu = time.perf_counter(), time.thread_time()
+            now = manager.now()
+            moved = manager.refresh_nodes()
+            self._absorb()
+            commanded, self._changed = self._changed, set()
+            full = not self._primed or manager.backend.watches_drift
+            if full:
+                looked = checked = set(manager.ars)
+            else:
+                checked = commanded | manager.ars_on(moved) | self._problems.keys()
+                looked = checked | set(self._due.pop_due(now)) | self._retry
+            self._check_health(checked)
+            for ar_id in sorted(looked):
+                ar = manager.ars.get(ar_id)
+                if ar is not None:
+                    self._advance(ar, now, self._problems.get(ar_id))
+            self._expire(now, looked)
+            if full:
+                try:
+                    manager.backend.reconcile([manager.enforced(ar)
+                                               for ar in manager.ars.values()])
+                except Exception as exc:
+                    log.warning("backend reconcile failed (will retry): %s", exc)
+            self._absorb()
+            self._apply(looked | self._changed if full else commanded | self._changed)
+            for ar_id in looked - self._changed:     # due and unchanged: due again later
+                self._track(ar_id)
+            self._changed = set()
+            self._primed = True
+            log.debug("reconcile pass: %d of %d ARs looked at, %.1f ms CPU, %.1f ms wall",
+                      len(looked), len(manager.ars), (time.thread_time() - cpu) * 1000,
+                      (time.perf_counter() - began) * 1000)
+            return self._due.first()
+
+    def _absorb(self) -> None:
+        """Take the manager's changes since the last look into the due
+        times and the finished ARs, and keep their ids for the pass."""
+        changed = self.manager.take_changed()
+        for ar_id in changed:
+            self._track(ar_id)
+        self._changed |= changed
+
+    def _track(self, ar_id: int) -> None:
+        """One AR's next due time and place among the finished ones."""
+        ar = self.manager.ars.get(ar_id)
+        self._due.set(ar_id, min(self.due_times(ar), default=None) if ar else None)
+        if ar is None or ar.state not in FINISHED_STATES:
+            self._finished.pop(ar_id, None)
+            return
+        rank = (ar.finished_time or 0, ar.id)
+        if self._finished.get(ar_id) != rank:
+            self._finished[ar_id] = rank
+            heapq.heappush(self._finished_heap, rank)
+            if len(self._finished_heap) > 2 * len(self._finished) + 1024:
+                self._finished_heap = sorted(self._finished.values())
+
+    def _check_health(self, ids: set[int]) -> None:
+        """Ask the backend about the ARs among ``ids`` that hold resources,
+        and keep what it says."""
+        ars = [self.manager.ars[i] for i in sorted(ids) if i in self.manager.ars]
+        holding = [ar for ar in ars if ar.holds_resources]
+        found = self._health(holding)
+        for ar in ars:
+            if ar.id in found:
+                self._problems[ar.id] = found[ar.id]
+            else:
+                self._problems.pop(ar.id, None)
+        for ar_id in ids - self.manager.ars.keys():
+            self._problems.pop(ar_id, None)
+
+    def _apply(self, ids: set[int]) -> None:
+        """Make the backend match the ARs among ``ids``; failures are retried."""
+        for ar_id in sorted(ids | self._retry):
+            ar = self.manager.ars.get(ar_id)
+            if ar is None or self.manager.apply(ar):
+                self._retry.discard(ar_id)
+            else:
+                self._retry.add(ar_id)
+
+    def _advance(self, ar: Reservation, now: int, reason: str | None) -> None:
+        """One AR's transition, if the clock or its nodes' health call for one."""
+        if ar.pending is not None and ar.pending_since + self.manager.config.commit_timeout <= now:
+            ar = self.manager.time_out(ar)
+            if ar.id not in self.manager.ars:
+                return
+        if ar.state in FINISHED_STATES or ar.state == State.PENDING:
+            return
+        if now >= ar.end:
+            self.manager.end(ar)
+            return
+        target = ar.error_state(now) if reason else ar.window_state(now)
+        if target != ar.state or (reason or "") != ar.message:
+            self.manager.change_state(ar, target, reason)
+
+    def _health(self, ars: list[Reservation]) -> dict[int, str]:
+        if not ars:
+            return {}
+        try:
+            return self.manager.backend.health(ars)
+        except Exception as exc:
+            return {ar.id: f"backend health check failed: {exc}" for ar in ars}
+
+    def _expire(self, now: int, ids: set[int]) -> None:
+        """Forget the finished ARs among ``ids`` ``expiry`` seconds after they
+        ended, and the oldest beyond the ``max_expired`` most recent ones;
+        drop kept usage older than ``usage_history``."""
+        manager, config = self.manager, self.manager.config
+        self._absorb()
+        for ar_id in sorted(ids & self._finished.keys()):
+            ar = manager.ars[ar_id]
+            if (ar.finished_time or 0) + config.expiry <= now:
+                manager.forget(ar)
+                self._finished.pop(ar_id)
+        while len(self._finished) > config.max_expired:
+            rank = heapq.heappop(self._finished_heap)
+            if self._finished.get(rank[1]) == rank:
+                manager.forget(manager.ars[rank[1]])
+                del self._finished[rank[1]]
+        manager.forget_usage(now - config.usage_history)
+
+    def due_times(self, ar: Reservation) -> list[int]:
+        """When the clock alone changes this AR: commit time-out, start, end, expiry."""
+        config = self.manager.config
+        times = []
+        if ar.pending is not None:
+            times.append(ar.pending_since + config.commit_timeout)
+        if ar.state in (State.WAITING, State.WARNING):
+            times.append(ar.start)
+        if ar.state not in FINISHED_STATES:
+            times.append(ar.end)
+        else:
+            times.append((ar.finished_time or 0) + config.expiry)
+        return times
+
+    def next_due(self) -> int | None:
+        """The next instant at which any AR changes state by the clock (from
+        the due times kept since the first pass, before it from every AR)."""
+        with self.manager.lock:
+            if not self._primed:
+                return min((t for ar in self.manager.ars.values() for t in self.due_times(ar)),
+                           default=None)
+            self._absorb()
+            return self._due.first()
+
+
+class _DueTimes:
+    """Each AR's next due time, and a heap of them: the next instant and
+    the ARs due by now are found without a scan of every AR. Entries a
+    change made stale stay in the heap until they surface, and the heap is
+    rebuilt when they outnumber the live ones."""
+
+    def __init__(self) -> None:
+        self._heap: list[tuple[int, int]] = []
+        self._at: dict[int, int] = {}
+
+    def set(self, ar_id: int, when: int | None) -> None:
+        if when is None:
+            self._at.pop(ar_id, None)
+        elif self._at.get(ar_id) != when:
+            self._at[ar_id] = when
+            heapq.heappush(self._heap, (when, ar_id))
+        if len(self._heap) > 2 * len(self._at) + 1024:
+            self._heap = [(when, ar_id) for ar_id, when in self._at.items()]
+            heapq.heapify(self._heap)
+
+    def pop_due(self, now: int) -> list[int]:
+        """The ARs due at or before ``now``, taken out until set again."""
+        due, heap = [], self._heap
+        while heap and heap[0][0] <= now:
+            when, ar_id = heapq.heappop(heap)
+            if self._at.get(ar_id) == when:
+                del self._at[ar_id]
+                due.append(ar_id)
+        return due
+
+    def first(self) -> int | None:
+        heap = self._heap
+        while heap and self._at.get(heap[0][1]) != heap[0][0]:
+            heapq.heappop(heap)
+        return heap[0][0] if heap else None

@@ -1,0 +1,1006 @@
+"""The use cases: reserve, modify, cancel, destroy, commit, abort, status,
+availnodes, and how an AR changes when the clock says so (the lifecycle,
+overlay/usecases/lifecycle.py, decides when).
+
+The manager keeps the ARs and a planner in memory for speed; every change
+goes to the store first (which re-checks capacity under its lock), then to
+memory, then to the backend. A backend failure never loses an AR: the
+reconcile loop applies the store's state again until the backend agrees.
+"""
+
+from __future__ import annotations
+
+import grp
+import logging
+import pwd
+import threading
+import time
+from dataclasses import dataclass, replace
+from typing import Callable, Iterable, Iterator, NamedTuple
+
+import pluggy
+
+from overlay.contract import plugins
+from overlay.contract.backend import Backend, JobBar
+from overlay.contract.policy import PolicyContext, context_for, used_part
+from overlay.daemon.config import Config
+from overlay.kit.users import groups_of, listed, system_account
+from overlay.language.matching import wildcard_match
+from overlay.language.model import (
+    FINISHED_STATES,
+    Allocation,
+    InvalidRequest,
+    LimitExceeded,
+    NoCapacity,
+    Node,
+    Operation,
+    PermissionDenied,
+    Request,
+    Reservation,
+    ReservationError,
+    State,
+    UnknownReservation,
+)
+from overlay.language.request import (
+    RequestError,
+    access_list,
+    parse_mail_list,
+    parse_mail_options,
+    window_end,
+)
+from overlay.log.ratelog import RateLimitedLog
+from overlay.persistence.store import Store
+from overlay.placement.nesting import Inside, accessible, enforced, merged
+from overlay.placement.placer import Placer, booking_keys
+from overlay.placement.planner import MultiPlanner, covered_ranges
+from overlay.reporting.accounting import (
+    EVENT_DELETED,
+    EVENT_MODIFIED,
+    EVENT_SATISFIED,
+    EVENT_START,
+    EVENT_TERMINATED,
+    EVENT_UNSATISFIED,
+    ReportingWriter,
+)
+from overlay.usecases.activity import Activity
+
+log = logging.getLogger("plus.manager")
+
+START_GRACE = 60
+"""A start this many seconds in the past still counts as now (clock skew, typing time)."""
+_NO_END = 2 ** 40
+"""The end of a job's holding when it has no run time limit (h_rt, walltime)."""
+_EARLIEST_TRIES = 8
+"""Ranges whose first start RESQANDSET tries before it gives up."""
+_NAME_PATTERNS = 16
+"""AR name patterns one status request may hold (qrstat -ar)."""
+EVENT_LINES = 60
+"""Log lines of AR events per owner and minute: a loop of reserve and cancel
+must not flood the log (the reporting file records every event)."""
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who is asking, as the socket's peer credentials say."""
+
+    uid: int
+    user: str
+    groups: tuple[str, ...]
+    is_manager: bool
+
+
+class RefusedChange(NamedTuple):
+    """The last refused plus_modify of an AR, shown by plus_status -r (as
+    qrstat -explain shows why an AR is in error); kept in memory only."""
+
+    time: int
+    operation: str
+    reason: str
+
+
+def owner_of(ar: Reservation) -> Caller:
+    """The AR's owner as a caller, for the policies a manager's change to
+    it must pass; an owner gone from the password database keeps the AR's group."""
+    try:
+        entry = pwd.getpwnam(ar.owner)
+    except KeyError:
+        return Caller(-1, ar.owner, (ar.group,) if ar.group else (), False)
+    return Caller(entry.pw_uid, ar.owner, groups_of(ar.owner, entry.pw_gid), False)
+
+
+def _spans(ar: Reservation) -> Iterator[tuple[object, str, int, int, int, int | None]]:
+    """What ``ar`` holds, as (key, node, start, end, slots, within): its
+    granted window, and the window a pending modification asks for; with
+    ``within``, inside that AR's slots (ResAccess) instead of the node's."""
+    granted, pending = booking_keys(ar.id)
+    if ar.holds_resources:
+        for a in ar.allocations:
+            yield granted, a.node, ar.start, ar.end, a.slots, a.within
+    if ar.pending_request is not None:
+        for a in ar.pending_allocations:
+            yield (pending, a.node, ar.pending_request.start, ar.pending_request.end,
+                   a.slots, a.within)
+
+
+class Manager:
+    """All ARs of one daemon and the operations on them; thread-safe."""
+
+    def __init__(self, config: Config, store: Store, backend: Backend,
+                 plugin_manager: pluggy.PluginManager, reporting: ReportingWriter,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.config = config
+        self.store = store
+        self.backend = backend
+        self.pm = plugin_manager
+        self.reporting = reporting
+        self.clock = clock
+        self.lock = threading.RLock()
+        self.planner = MultiPlanner()
+        self.activity = Activity()
+        self.events_log = RateLimitedLog(log, burst=EVENT_LINES)
+        self.nodes: dict[str, Node] = {}
+        self._capacity: dict[str, int] | None = None
+        self.ars: dict[int, Reservation] = {ar.id: ar for ar in store.load_all()}
+        self.changed: set[int] = set()      # AR ids stored or removed since the lifecycle's last look
+        self.revision = time.time_ns()      # goes up with every AR stored or removed
+        self._finished = {ar.id for ar in self.ars.values() if ar.state in FINISHED_STATES}
+        self.refusals: dict[int, RefusedChange] = {}
+        self.history: list[Reservation] = store.load_usage(self.now() - config.usage_history)
+        self.by_key: dict[tuple[str, str], int] = {
+            (ar.owner, ar.idempotency_key): ar.id for ar in self.ars.values() if ar.idempotency_key}
+        self.inside = Inside()
+        self.placer = Placer(config, lambda: self.backend, self.planner, self.inside,
+                             lambda: self.pm, self.now)
+        self.refresh_nodes()
+        spans = [span for ar in self.ars.values() for span in _spans(ar)]
+        self.planner.book_many(span[:5] for span in spans if span[5] is None)
+        for key, node, start, end, slots, within in spans:
+            if within is not None:
+                self.inside.book(key, node, within, start, end, slots)
+
+    # -- helpers ---------------------------------------------------------------
+
+    def now(self) -> int:
+        return int(self.clock())
+
+    def refresh_nodes(self) -> set[str]:
+        """Take the backend's current nodes, with their running jobs counted,
+        into the planner; the names of nodes that came, went, died or revived,
+        or whose queue instances were disabled, suspended or taken back."""
+        with self.lock:
+            nodes = self.activity.apply(self.backend.nodes(), self.backend.running_jobs(),
+                                        self.now())
+            before, self.nodes = self.nodes, {node.name: node for node in nodes}
+            self.placer.refresh(self.nodes)
+            self._capacity = None
+            moved = set(before.keys() - self.nodes.keys())
+            for node in self.nodes.values():
+                self.planner.set_capacity(node.name, node.slots)
+                previous = before.get(node.name)
+                if previous is None or (previous.alive, previous.queue_states) != (
+                        node.alive, node.queue_states):
+                    moved.add(node.name)
+            return moved
+
+    def take_changed(self) -> set[int]:
+        """The ids of the ARs stored or removed since the last call."""
+        with self.lock:
+            changed, self.changed = self.changed, set()
+            return changed
+
+    def ars_on(self, nodes: Iterable[str]) -> set[int]:
+        """The ids of the ARs holding (or asking for) some of ``nodes``."""
+        return {key if isinstance(key, int) else key[0]
+                for node in nodes
+                for key in self.planner.keys_on(node) + self.inside.keys_on(node)}
+
+    def capacity(self) -> dict[str, int]:
+        """Each node's slots, worked out once per refresh of the nodes (read only)."""
+        if self._capacity is None:
+            self._capacity = {name: node.slots for name, node in self.nodes.items()}
+        return self._capacity
+
+    def _book(self, ar: Reservation) -> None:
+        self._unbook(ar.id)
+        for key, node, start, end, slots, within in _spans(ar):
+            if within is None:
+                self.planner.book(key, node, start, end, slots)
+            else:
+                self.inside.book(key, node, within, start, end, slots)
+
+    def _stored(self, ar: Reservation, capacity: dict[str, int] | None = None,
+                **changes) -> Reservation:
+        """``ar`` with ``changes``, saved, and only then in memory: a write the
+        store refuses (a full disk, a lost race) leaves memory as it was."""
+        updated = replace(ar, **changes)
+        self.store.save(updated, capacity)
+        self._keep(updated)
+        return updated
+
+    def _keep(self, ar: Reservation) -> None:
+        """Hold ``ar`` in memory (after the store has it) and note the change
+        (and of the ARs it is inside, whose enforced slots follow it)."""
+        self.ars[ar.id] = ar
+        self.changed.add(ar.id)
+        self.changed.update(ar.outers)
+        self.revision += 1
+        if ar.idempotency_key:
+            self.by_key[ar.owner, ar.idempotency_key] = ar.id
+        if ar.state in FINISHED_STATES:
+            self._finished.add(ar.id)
+        else:
+            self._finished.discard(ar.id)
+
+    def _event(self, hook: str, **arguments) -> None:
+        """Tell the plugins of a change the store has already committed; a
+        plugin that fails is logged, and the command still succeeds."""
+        try:
+            getattr(self.pm.hook, hook)(**arguments)
+        except Exception:
+            log.exception("plugin hook %s failed", hook)
+
+    def _unbook(self, ar_id: int) -> None:
+        for key in booking_keys(ar_id):
+            self.planner.unbook(key)
+            self.inside.unbook(key)
+
+    def _get(self, ar_id: int) -> Reservation:
+        ar = self.ars.get(ar_id)
+        if ar is None:
+            raise UnknownReservation(f"AR {ar_id} does not exist")
+        return ar
+
+    def _check_owner(self, caller: Caller, ar: Reservation, action: str) -> None:
+        if caller.user != ar.owner and not caller.is_manager:
+            raise PermissionDenied(f"AR {ar.id} belongs to {ar.owner}; only its owner "
+                                   f"or a manager may {action} it")
+
+    def _check_no_pending(self, ar: Reservation) -> None:
+        if ar.pending is not None:
+            raise ReservationError(f"AR {ar.id} has an uncommitted {ar.pending.value}; "
+                                   f"run plus_commit -r {ar.id} or plus_abort -r {ar.id} first")
+
+    def _may_create(self, caller: Caller) -> bool:
+        return caller.is_manager or listed(self.config.arusers, caller.user, caller.groups)
+
+    def _context(self, ignoring: int | None = None) -> PolicyContext:
+        """What the policies of one request see (``ignoring`` the AR a modify changes)."""
+        return context_for(self.now(), tuple(self.nodes.values()), self.ars.values(),
+                           self.history, ignoring)
+
+    def _remove(self, ar: Reservation, until: int | None = None) -> None:
+        """Forget ``ar`` in the store and in memory, keeping for the policies
+        the part of it that was used (up to ``until`` if it is still open)
+        for ``usage_history`` seconds."""
+        used = None
+        if self.config.usage_history and ar.state != State.PENDING:
+            used = used_part(ar, until)
+        self.store.remove(ar.id, used)
+        del self.ars[ar.id]
+        self.by_key.pop((ar.owner, ar.idempotency_key), None)
+        self.changed.add(ar.id)
+        self.changed.update(ar.outers)
+        self.revision += 1
+        self._finished.discard(ar.id)
+        self.refusals.pop(ar.id, None)
+        if used is not None:
+            self.history.append(used)
+
+    @staticmethod
+    def _validate_users(request: Request, owner: str) -> None:
+        """Every plus_reserve -U entry must name a known user or @group. A
+        qrsub -u entry must name a known user, as 8.1.9's qrsub checks;
+        its @entries are the batch system's access lists, which the
+        backend checks as it places the slots. The owner is known (the
+        peer credentials named it) and needs no lookup."""
+        for entry in request.users:
+            if entry == owner or (request.by_slots and entry.startswith("@")):
+                continue
+            try:
+                if entry.startswith("@"):
+                    grp.getgrnam(entry[1:])
+                else:
+                    pwd.getpwnam(entry)
+            except KeyError:
+                if request.by_slots:
+                    raise InvalidRequest(f"-u: {entry} is not known as a user") from None
+                kind = "group" if entry.startswith("@") else "user"
+                raise InvalidRequest(f"-U: unknown {kind} '{entry.lstrip('@')}'") from None
+
+    def _validate_request(self, owner: Caller, request: Request, operation: str,
+                          context: PolicyContext, started: bool = False) -> None:
+        """Checks of the core, then the policies' plus_validate_request."""
+        now = self.now()
+        if request.nodes < 1 and not request.by_slots:
+            raise InvalidRequest(f"-n: the number of nodes must be at least 1, got {request.nodes}")
+        if request.slots_per_node is not None and request.slots_per_node < 1:
+            raise InvalidRequest(f"-sn: slots per node must be at least 1, got {request.slots_per_node}")
+        if request.end <= request.start:
+            raise InvalidRequest("the end time must be later than the start time")
+        if not started and request.start < now - START_GRACE:
+            raise InvalidRequest("the start time is in the past; give a start at or after now")
+        if request.end <= now:
+            raise InvalidRequest("the end time is in the past")
+        if request.duration <= self.config.duration_offset and not request.by_slots:
+            raise InvalidRequest(
+                f"the duration ({request.duration} s) must exceed DURATION_OFFSET "
+                f"({self.config.duration_offset} s), the time reserved for job start and cleanup")
+        self._validate_users(request, owner.user)
+        try:  # clients checked them; a hand-made call may not have
+            if request.mail_options:
+                parse_mail_options(request.mail_options)
+            if request.mail_list:
+                parse_mail_list(",".join(request.mail_list))
+        except RequestError as exc:
+            raise InvalidRequest(str(exc)) from None
+        refusal = plugins.PolicyHook(self.pm, "plus_validate_request", request=request,
+                                     owner=owner.user, groups=owner.groups, operation=operation,
+                                     context=context).first_refusal()
+        if refusal:
+            raise PermissionDenied(refusal)
+
+    def _allocate(self, owner: Caller, request: Request, context: PolicyContext,
+                  ignore: Iterable = (), prefer: Iterable[str] = ()) -> list[Allocation]:
+        """The nodes the placement gives ``request``, on their own slots or
+        inside the ARs its ResAccess names (checked here, among this
+        daemon's ARs); ``ignore`` and ``prefer`` as Placer.nodes."""
+        outers = accessible(self.ars, request.res_access, owner.user, owner.groups,
+                            owner.is_manager)
+        return self.placer.nodes(owner, request, context, outers, ignore, prefer)
+
+    def _log(self, ar: Reservation, event: str, message: str, why: str = "") -> None:
+        """An ar_log record in 8.1.9's words, and the same line in the
+        daemon's log, with ``why`` the record does not say."""
+        self.events_log.info(ar.owner, "AR %d (%s, state %s): %s: %s%s", ar.id, ar.owner,
+                             ar.state.value, event, message, f" ({why})" if why else "")
+        self.reporting.ar_log(self.now(), ar, event, message)
+
+    # -- reserve ---------------------------------------------------------------
+
+    def reserve(self, caller: Caller, request: Request, transactional: bool = False,
+                idempotency_key: str | None = None, verify: bool = False,
+                start_now: bool = False) -> Reservation:
+        """A new AR; with ``idempotency_key``, the AR a request of the same
+        key already made (the same request retried), whatever its state;
+        with ``verify`` (qrsub -w v), the AR it would be, not stored (id 0);
+        with ``start_now`` (qrsub without -a or -e), the window starts at
+        this daemon's now and keeps its length, as 8.1.9's qmaster sets it
+        (a start the client took a second earlier would cost the end one)."""
+        with self.lock:
+            if request.by_slots:
+                request = self.backend.canonical(request)
+            if idempotency_key is not None:
+                made = self._made(caller, request, idempotency_key)
+                if made is not None:
+                    return made
+            if not self._may_create(caller):
+                raise PermissionDenied(f"{caller.user} may not create advance reservations: "
+                                       "only managers and members of the arusers list may")
+            limit = self.config.max_advance_reservations
+            if limit and len(self.ars) - len(self._finished) >= limit:
+                raise LimitExceeded(f"the number of advance reservations would exceed "
+                                    f"max_advance_reservations ({limit})")
+            now = self.now()
+            context = self._context()
+            self._validate_request(caller, request, "reserve", context)
+            start = now if start_now else max(request.start, now)
+            end = start + request.duration if start_now else request.end
+            request = self._owned(caller.user, replace(request, start=start, end=end))
+            granted_pe = ""
+            if request.by_slots:
+                if transactional:
+                    raise InvalidRequest("a qrsub request (slots) is granted at once; "
+                                         "transactional reservations are for nodes")
+                allocations, granted_pe = self.placer.slots(caller, request, context)
+            else:
+                allocations = self._allocate(caller, request, context)
+            ar = Reservation(
+                id=0, owner=caller.user, group=caller.groups[0] if caller.groups else "",
+                request=request, state=State.PENDING if transactional else State.WAITING,
+                submission_time=now, allocations=allocations,
+                acl=access_list(caller.user, request.users),
+                account=request.account,
+                pending=Operation.RESERVE if transactional else None,
+                pending_since=now if transactional else None, idempotency_key=idempotency_key,
+                granted_pe=granted_pe)
+            if verify:
+                return ar
+            self.store.create(ar, self.capacity())
+            self._keep(ar)
+            self._book(ar)
+            if not transactional:
+                ar = self._granted(ar)
+            return ar
+
+    def start_ranges(self, caller: Caller, request: Request, last_start: int) -> list[tuple[int, int]]:
+        """RESQUERY (seed 003): the closed ranges of start times, from the
+        request's start (at the earliest now) to ``last_start``, at which a
+        reservation of its shape (duration, node count, node requirements)
+        would be granted to ``caller`` now. The nodes are those a reserve
+        would consider (eligible, not blocked by the backend, passing the
+        node policies), so every start in a range is grantable and every
+        grantable start lies in one, as long as no policy judges the start
+        time itself (those are asked at the earliest start)."""
+        with self.lock:
+            if not self._may_create(caller):
+                raise PermissionDenied(f"{caller.user} may not create advance reservations: "
+                                       "only managers and members of the arusers list may")
+            first = max(request.start, self.now())
+            request = self._owned(caller.user, replace(request, start=first,
+                                                       end=first + request.duration))
+            context = self._context()
+            self._validate_request(caller, request, "reserve", context)
+            if last_start < first:
+                return []
+            blocked = self.backend.blocked_nodes(request)
+            hook = plugins.PolicyHook(self.pm, "plus_node_reservable", request=request,
+                                      owner=caller.user, groups=caller.groups, context=context)
+            outers = accessible(self.ars, request.res_access, caller.user, caller.groups,
+                                caller.is_manager)
+            nodes = [node for node in self.placer.eligible(request)
+                     if not hook.first_refusal(node=node, allocated=())]
+            slots = request.slots_per_node
+            if outers:
+                return covered_ranges((found for node in nodes for found in merged(
+                    ([] if node.name in blocked else self.planner.node_ranges(
+                        node.name, request.slots_on(node), request.duration, first, last_start))
+                    + [found for outer in outers for found in self.inside.ranges(
+                        outer, node.name, request.slots_on(node), request.duration, first,
+                        last_start)])), request.nodes)
+
+            def need(name: str) -> int:
+                return slots
+
+            return self.planner.start_ranges([node.name for node in nodes
+                                              if node.name not in blocked],
+                                             None if slots is None else need,
+                                             request.nodes, request.duration, first, last_start)
+
+    def _made(self, caller: Caller, request: Request, key: str) -> Reservation | None:
+        """The AR an earlier request with ``key`` made, if it is this request."""
+        ar = self.ars.get(self.by_key.get((caller.user, key), 0))
+        if ar is None:
+            return None
+        same = replace(request, start=ar.request.start, users=ar.request.users) == ar.request
+        if not same or request.start > ar.request.start:
+            raise InvalidRequest(f"idempotency key {key} was given before to another request "
+                                 f"(AR {ar.id}); give each request a key of its own")
+        self.events_log.info(ar.owner, "AR %d: request with idempotency key %s repeated", ar.id,
+                             key)
+        return ar
+
+    def job_start(self, caller: Caller, request: Request) -> tuple[int | None, str]:
+        """QUERY (seed 003): when a job of the request's shape (node count,
+        slots per node or whole nodes, node requirements, duration) would
+        start if submitted now, with no reservation, and how that was
+        estimated. The jobs' holdings the backend reports are booked beside
+        the ARs for the question only (and released under the same lock),
+        so the answer is never earlier than a schedule honouring every AR.
+        None: jobs without a run time limit hold too many of the nodes."""
+        with self.lock:
+            now = self.now()
+            if request.nodes < 1:
+                raise InvalidRequest(f"nodes: at least 1, got {request.nodes}")
+            names = [node.name for node in self.placer.eligible(request)]
+            if len(names) < request.nodes:
+                raise NoCapacity(f"only {len(names)} node(s) match the request; it needs "
+                                 f"{request.nodes}")
+            holdings, how = self.backend.job_holdings(now)
+            eligible, booked = set(names), []
+            try:
+                for index, held in enumerate(holdings):
+                    if held.node not in eligible:
+                        continue
+                    key = ("query", index)
+                    amount = self.planner.capacity(held.node) if held.slots is None else held.slots
+                    self.planner.book(key, held.node, max(held.start, now),
+                                      held.end if held.end is not None else _NO_END, amount)
+                    booked.append(key)
+                slots = request.slots_per_node
+                start = self.planner.earliest_start(
+                    names, None if slots is None else (lambda name: slots), request.nodes,
+                    request.duration, now)
+            finally:
+                for key in booked:
+                    self.planner.unbook(key)
+            log.debug("QUERY for %s: %s (%s)", caller.user, start, how)
+            return (None if start is None or start >= _NO_END else start), how
+
+    def reserve_earliest(self, caller: Caller, request: Request, last_start: int) -> Reservation:
+        """RESQANDSET (seed 003): reserve at the earliest start up to
+        ``last_start`` that start_ranges finds, under the same lock, so
+        nothing takes it between the query and the reserve. A policy that
+        judges the start time itself may refuse a range's first start: then
+        the next range's is tried, up to _EARLIEST_TRIES of them."""
+        with self.lock:
+            ranges = self.start_ranges(caller, request, last_start)
+            refusal: ReservationError = NoCapacity(
+                f"no start between {max(request.start, self.now())} and {last_start} is free "
+                f"for {request.nodes} node(s) for {request.duration} s")
+            for low, _ in ranges[:_EARLIEST_TRIES]:
+                try:
+                    return self.reserve(caller, replace(request, start=low,
+                                                        end=low + request.duration))
+                except (NoCapacity, PermissionDenied) as exc:
+                    refusal = exc
+            raise refusal
+
+    def _granted(self, ar: Reservation) -> Reservation:
+        """A reservation became real: report it, put it in W (or E) at once
+        if the backend already finds a reserved instance unusable (Grid
+        Engine grants ARs on disabled, suspended and unknown instances), and
+        prepare the backend. The AR as it is now."""
+        now = self.now()
+        self.reporting.new_ar(now, ar)
+        self.reporting.ar_attribute(now, ar)
+        self._event("plus_reservation_granted", reservation=ar)
+        problem = self._problem(ar) if ar.state in (State.WAITING, State.RUNNING) else None
+        if problem:
+            self.change_state(ar, ar.error_state(now), problem)
+            ar = self.ars[ar.id]
+        self.apply(ar)
+        return ar
+
+    def _problem(self, ar: Reservation) -> str | None:
+        """Why the backend cannot honour ``ar`` now, if it cannot; a failed
+        check is left to the lifecycle's next pass."""
+        try:
+            return self.backend.health([ar]).get(ar.id)
+        except Exception as exc:
+            log.warning("backend health check of AR %s failed: %s", ar.id, exc)
+            return None
+
+    # -- modify ----------------------------------------------------------------
+
+    def modify(self, caller: Caller, ar_id: int, start: int | None, end: int | None,
+               duration: int | None, nodes: int | None, users: tuple[str, ...] | None,
+               transactional: bool = False) -> Reservation:
+        with self.lock:
+            ar = self._get(ar_id)
+            self._check_owner(caller, ar, "modify")
+            self._check_no_pending(ar)
+            if ar.state in FINISHED_STATES:
+                raise ReservationError(f"AR {ar_id} has already ended (state {ar.state.value})")
+            inner = sorted(i for i in self.inside.inner(ar.id) if i in self.ars)
+            if inner and (start, end, duration, nodes) != (None, None, None, None):
+                raise InvalidRequest(f"AR {ar_id} holds ARs placed inside it ("
+                                     f"{', '.join(map(str, inner))}): its window and nodes cannot "
+                                     "change while they do; cancel or move them first")
+            if ar.request.by_slots:
+                self._check_slot_modification(ar, nodes, transactional)
+            now = self.now()
+            started = now >= ar.start
+            if started and start is not None and start != ar.start:
+                raise ReservationError(f"AR {ar_id} has started; its start time can no longer change")
+            request = self._modified_request(ar.request, start, end, duration, nodes, users,
+                                             ar.owner)
+            owner = caller if caller.user == ar.owner else owner_of(ar)
+            context = self._context(ignoring=ar.id)
+            try:
+                self._validate_request(owner, request, "modify", context, started=started)
+                granted_pe = ar.granted_pe
+                if request.by_slots:
+                    allocations, granted_pe = self.placer.slots(owner, request, context, ar.id)
+                else:
+                    allocations = self._allocate(owner, request, context,
+                                                 ignore=booking_keys(ar.id),
+                                                 prefer=ar.node_names)
+            except ReservationError as exc:
+                self.refusals[ar.id] = RefusedChange(now, "modify", str(exc))
+                raise
+            self.refusals.pop(ar.id, None)
+            if transactional:
+                ar = self._stored(ar, self.capacity(), pending=Operation.MODIFY, pending_since=now,
+                                  pending_request=request, pending_allocations=allocations)
+                self._book(ar)
+                return ar
+            updated = replace(ar, request=request, allocations=allocations,
+                              acl=access_list(ar.owner, request.users), granted_pe=granted_pe)
+            self.store.save(updated, self.capacity())
+            self._replace(ar, updated)
+            return updated
+
+    @staticmethod
+    def _check_slot_modification(ar: Reservation, nodes: int | None, transactional: bool) -> None:
+        """A qrsub AR keeps its shape: its window and access list change,
+        its slots are what plus_qrsub asked for."""
+        if nodes is not None:
+            raise InvalidRequest(f"-n: AR {ar.id} reserves slots (plus_qrsub), not nodes; to "
+                                 "change its slots, delete it with plus_qrdel and reserve again")
+        if transactional:
+            raise InvalidRequest(f"-T: AR {ar.id} reserves slots (plus_qrsub) and is modified at "
+                                 "once; transactional modifications are for node reservations")
+
+    def _modified_request(self, old: Request, start, end, duration, nodes, users,
+                          owner: str) -> Request:
+        """-s alone moves the window (same length); -e or -D set its end."""
+        new_start = old.start if start is None else start
+        if end is None and duration is None:
+            duration = old.duration
+        new_end = window_end(new_start, end, duration)
+        changed = replace(old, start=new_start, end=new_end,
+                          nodes=old.nodes if nodes is None else nodes,
+                          users=old.users if users is None else users)
+        return self._owned(owner, changed)
+
+    @staticmethod
+    def _owned(owner: str, request: Request) -> Request:
+        """A node request's users with its owner first (plus_reserve -U);
+        a qrsub request keeps the users -u gave, as 8.1.9 shows them in
+        acl_list. Either AR's access list (Reservation.acl) has the owner."""
+        if request.by_slots:
+            return request
+        return replace(request, users=access_list(owner, request.users))
+
+    def _replace(self, before: Reservation, after: Reservation) -> None:
+        """Memory and backend follow a stored modification."""
+        now = self.now()
+        after.pending = None
+        after.pending_since = None
+        after.pending_request = None
+        after.pending_allocations = []
+        self._keep(after)
+        self._book(after)
+        self.reporting.ar_attribute(now, after)
+        self._log(after, EVENT_MODIFIED, "AR modified")
+        try:
+            self.backend.modify(self.enforced(before), self.enforced(after))
+        except Exception as exc:  # the reconcile loop retries
+            log.warning("backend modify of AR %s failed: %s", after.id, exc)
+        self.apply(after)
+
+    # -- cancel, destroy -------------------------------------------------------
+
+    def select(self, caller: Caller, ar_id: int | None, owner: str | None, action: str,
+               transactional: bool) -> list[Reservation]:
+        """The ARs a cancel or destroy names by -r and/or -o, checked for rights."""
+        if ar_id is None and owner is None:
+            raise InvalidRequest(f"{action}: give -r rsvID or -o owner")
+        if owner is not None and transactional:
+            raise InvalidRequest(f"{action}: -T cannot be used with -o owner")
+        if owner is not None and owner != caller.user and not caller.is_manager:
+            raise PermissionDenied(f"only a manager may {action} the ARs of another user ({owner})")
+        if ar_id is not None:
+            ar = self._get(ar_id)
+            if owner is not None and ar.owner != owner:
+                raise InvalidRequest(f"AR {ar_id} belongs to {ar.owner}, not {owner}")
+            self._check_owner(caller, ar, action)
+            return [ar]
+        return [ar for ar in sorted(self.ars.values(), key=lambda a: a.id) if ar.owner == owner]
+
+    def cancel(self, caller: Caller, ar_id: int | None, owner: str | None,
+               transactional: bool = False) -> list[Reservation]:
+        with self.lock:
+            selected = self.select(caller, ar_id, owner, "cancel", transactional)
+            if ar_id is not None and selected[0].state in FINISHED_STATES:
+                raise ReservationError(f"AR {ar_id} has already ended (state {selected[0].state.value})")
+            selected = [ar for ar in selected if ar.state not in FINISHED_STATES]
+            return self._now_or_pending(selected, Operation.CANCEL, transactional, self._cancel_now)
+
+    def _now_or_pending(self, selected: list[Reservation], operation: Operation,
+                        transactional: bool, act: Callable[[Reservation], Reservation]
+                        ) -> list[Reservation]:
+        """Act on every selected AR now, or with -T mark it pending; none
+        may already have a pending operation. The ARs as they are now."""
+        for ar in selected:
+            self._check_no_pending(ar)
+        done = []
+        for ar in selected:
+            if transactional:
+                done.append(self._stored(ar, pending=operation, pending_since=self.now()))
+            else:
+                done.append(act(ar))
+        return done
+
+    def _cancel_now(self, ar: Reservation, message: str = "cancelled") -> Reservation:
+        self._cancel_inner(ar)
+        now = self.now()
+        ar = self._stored(ar, state=State.DELETED, finished_time=now, message=message,
+                          pending=None, pending_since=None)
+        self._unbook(ar.id)
+        self.reporting.ar_acct(now, ar)
+        self._log(ar, EVENT_DELETED, "AR deleted")
+        self._event("plus_reservation_cancelled", reservation=ar)
+        self.apply(ar)
+        return ar
+
+    def destroy(self, caller: Caller, ar_id: int | None, owner: str | None,
+                transactional: bool = False) -> list[Reservation]:
+        with self.lock:
+            selected = self.select(caller, ar_id, owner, "destroy", transactional)
+            return self._now_or_pending(selected, Operation.DESTROY, transactional, self._destroy_now)
+
+    def _cancel_inner(self, outer: Reservation) -> None:
+        """The ARs inside ``outer`` (ResAccess) are cancelled with it: the
+        slots they used go with it. Their records stay, saying why."""
+        for inner_id in sorted(self.inside.inner(outer.id)):
+            inner = self.ars.get(inner_id)
+            if inner is not None and inner.state not in FINISHED_STATES:
+                self._cancel_now(inner, f"cancelled with AR {outer.id}, inside which it was")
+
+    def _destroy_now(self, ar: Reservation) -> Reservation:
+        self._cancel_inner(ar)
+        now = self.now()
+        self._remove(ar, until=None if ar.state in FINISHED_STATES else now)
+        if ar.holds_resources:
+            self.reporting.ar_acct(now, ar)
+        self._unbook(ar.id)
+        if ar.state not in FINISHED_STATES and ar.state != State.PENDING:
+            # as qrdel: an ended AR has its last record already, an uncommitted one none
+            self._log(replace(ar, state=State.DELETED), EVENT_DELETED, "AR deleted")
+        if ar.state not in FINISHED_STATES:
+            self._event("plus_reservation_cancelled", reservation=ar)
+        self._teardown(ar)
+        return ar
+
+    # -- commit, abort ---------------------------------------------------------
+
+    def _pending_ar(self, caller: Caller, ar_id: int, action: str) -> Reservation:
+        ar = self._get(ar_id)
+        self._check_owner(caller, ar, action)
+        if ar.pending is None:
+            raise ReservationError(f"AR {ar_id} has no operation waiting for plus_commit or plus_abort")
+        return ar
+
+    def commit(self, caller: Caller, ar_id: int) -> Reservation:
+        with self.lock:
+            return self._commit(self._pending_ar(caller, ar_id, "commit"))
+
+    def _commit(self, ar: Reservation) -> Reservation:
+        operation = ar.pending
+        if operation == Operation.RESERVE:
+            state = ar.window_state(self.now())
+            ar = self._stored(ar, pending=None, pending_since=None, state=state,
+                              # a short window that ended while pending
+                              finished_time=self.now() if state == State.EXITED else None)
+            self._book(ar)
+            ar = self._granted(ar)
+        elif operation == Operation.MODIFY:
+            updated = replace(ar, request=ar.pending_request, allocations=ar.pending_allocations,
+                              acl=access_list(ar.owner, ar.pending_request.users))
+            updated.pending = updated.pending_since = updated.pending_request = None
+            updated.pending_allocations = []
+            self.store.save(updated)
+            self._replace(ar, updated)
+            ar = updated
+        elif operation == Operation.CANCEL:
+            ar = self._cancel_now(ar)
+        elif operation == Operation.DESTROY:
+            ar = self._destroy_now(ar)
+        return ar
+
+    def abort(self, caller: Caller, ar_id: int) -> Reservation:
+        with self.lock:
+            return self._abort(self._pending_ar(caller, ar_id, "abort"), "aborted")
+
+    def _abort(self, ar: Reservation, why: str) -> Reservation:
+        log.info("AR %s: %s %s", ar.id, ar.pending.value, why)
+        if ar.pending == Operation.RESERVE:
+            self._remove(ar)
+            self._unbook(ar.id)
+            return ar
+        ar = self._stored(ar, pending=None, pending_since=None, pending_request=None,
+                          pending_allocations=[])
+        self._book(ar)
+        return ar
+
+    # -- queries ---------------------------------------------------------------
+
+    def status(self, ar_id: int | None = None, owner: str | None = None,
+               start: int | None = None, end: int | None = None,
+               expired: int = 0, owners: Iterable[str] | None = None,
+               refs: Iterable[str] | None = None,
+               lingering: set[int] | frozenset[int] = frozenset()) -> list[Reservation]:
+        """ARs by id, owner and window overlap; finished ones only by -r or,
+        the most recent ``expired`` of them, by -ne, and deleted ones whose
+        jobs are still ``lingering`` (Backend.lingering). ``owners``: any of
+        these (qrstat -u); ``refs``: AR ids, names or name patterns (qrstat
+        -ar), each an error if nothing matches it."""
+        with self.lock:
+            if ar_id is not None:
+                return [self._get(ar_id)]
+            wanted = None if owners is None or "*" in owners else set(owners)
+            candidates = self.ars.values() if refs is None else self._referenced(refs)
+            chosen = [ar for ar in candidates
+                      if (owner is None or ar.owner == owner)
+                      and (wanted is None or ar.owner in wanted)
+                      and (start is None or ar.end > start)
+                      and (end is None or ar.start < end)]
+            shown_live = [ar.state not in FINISHED_STATES or
+                          (ar.state == State.DELETED and ar.id in lingering) for ar in chosen]
+            live = [ar for ar, alive in zip(chosen, shown_live, strict=True) if alive]
+            done = sorted((ar for ar, alive in zip(chosen, shown_live, strict=True) if not alive),
+                          key=lambda ar: (ar.finished_time or 0, ar.id))
+            shown = live + (done[-expired:] if expired > 0 else [])
+            return sorted(shown, key=lambda ar: ar.id)
+
+    def _referenced(self, refs: Iterable[str]) -> list[Reservation]:
+        """The ARs named by id, name or name pattern, in the order named;
+        UnknownReservation listing those that match none. Names are looked
+        up among the distinct names, and a request may hold at most
+        _NAME_PATTERNS patterns: each costs a match per name, under the lock."""
+        refs = list(refs)
+        patterns = [ref for ref in refs if any(c in ref for c in "*?[")]
+        if len(patterns) > _NAME_PATTERNS:
+            raise InvalidRequest(f"-ar: {len(patterns)} name patterns; at most {_NAME_PATTERNS} "
+                                 "are accepted in one request")
+        named: dict[str, list[Reservation]] = {}
+        for ar in self.ars.values():
+            if ar.name:
+                named.setdefault(ar.name, []).append(ar)
+        found: dict[int, Reservation] = {}
+        missing = []
+        for ref in refs:
+            if ref.isascii() and ref.isdigit():
+                matched = [self.ars[int(ref)]] if int(ref) in self.ars else []
+            elif ref in patterns:
+                matched = [ar for name, ars in named.items() if wildcard_match(name, ref)
+                           for ar in ars]
+            else:
+                matched = named.get(ref, [])
+            if not matched:
+                missing.append(ref)
+            found.update((ar.id, ar) for ar in matched)
+        if missing:
+            raise UnknownReservation("Following advance reservations do not exist: "
+                                     + ", ".join(missing))
+        return list(found.values())
+
+    def available_nodes(self, start: int, end: int) -> list[str]:
+        """Live nodes wholly free over [start, end), in allocation order."""
+        if end <= start:
+            raise InvalidRequest("the end time must be later than the start time")
+        with self.lock:
+            return self.planner.free_nodes([n.name for n in self.placer.reservable()], None, start, end)
+
+    # -- what the clock changes (the lifecycle decides when) ----------------------
+
+    def end(self, ar: Reservation) -> None:
+        """The AR's end time has come: it exits and frees its nodes."""
+        now = self.now()
+        ar = self._stored(ar, state=State.EXITED, finished_time=now, message="")
+        self._unbook(ar.id)
+        self.reporting.ar_acct(now, ar)
+        self._log(ar, EVENT_TERMINATED, "end time of AR reached")
+        self._event("plus_reservation_ended", reservation=ar)
+
+    def change_state(self, ar: Reservation, target: State, reason: str | None) -> None:
+        """The window opened, or the backend's health changed: the AR goes to
+        ``target`` (with ``reason`` if it is in error), with its records and events."""
+        before = ar.state
+        ar = self._stored(ar, state=target, message=reason or "")
+        if before in (State.WAITING, State.WARNING) and target in (State.RUNNING, State.ERROR):
+            self._log(ar, EVENT_START, "start time of AR reached")
+            self._event("plus_reservation_started", reservation=ar)
+        if reason and before not in (State.WARNING, State.ERROR):
+            self._log(ar, EVENT_UNSATISFIED, "AR resources unsatisfied", reason)
+            self._event("plus_reservation_error", reservation=ar, reason=reason)
+        elif not reason and before in (State.WARNING, State.ERROR):
+            self._log(ar, EVENT_SATISFIED, "AR resources satisfied")
+            self._event("plus_reservation_error", reservation=ar, reason=None)
+
+    def time_out(self, ar: Reservation) -> Reservation:
+        """A -T operation was not committed in time: it is aborted."""
+        return self._abort(ar, f"automatically: not committed within {self.config.commit_timeout} s")
+
+    def forget(self, ar: Reservation) -> None:
+        """A finished AR has expired: gone from the store, memory and backend."""
+        self._remove(ar)
+        self._teardown(ar)
+
+    def forget_usage(self, horizon: int) -> None:
+        """Drop kept usage of ARs that ended at or before ``horizon``."""
+        if self.history and min(used.end for used in self.history) <= horizon:
+            self.history = [used for used in self.history if used.end > horizon]
+            self.store.forget_usage(horizon)
+
+    def _teardown(self, ar: Reservation) -> None:
+        try:
+            self.backend.teardown(ar)
+        except Exception as exc:
+            log.warning("backend teardown of AR %s failed: %s", ar.id, exc)
+
+    def apply(self, ar: Reservation) -> bool:
+        """Make the backend match one AR's stored state (idempotent); whether
+        it did (a failure is logged, and the lifecycle retries). The ARs it
+        is inside follow at once: their enforced slots depend on it."""
+        done = self._apply(ar)
+        for outer in ar.outers:
+            if outer in self.ars:
+                self._apply(self.ars[outer])
+        return done
+
+    def enforced(self, ar: Reservation) -> Reservation:
+        """``ar`` as the backend is to enforce it: less what ARs inside it use."""
+        return enforced(ar, self.inside.used(ar.id))
+
+    def _apply(self, ar: Reservation) -> bool:
+        ar = self.enforced(ar)
+        try:
+            if ar.state in (State.WAITING, State.WARNING):
+                self.backend.prepare(ar)
+            elif ar.state in (State.RUNNING, State.ERROR):
+                self.backend.prepare(ar)
+                self.backend.activate(ar)
+            elif ar.state == State.EXITED:
+                self.backend.teardown(ar)
+            elif ar.state == State.DELETED:
+                self.backend.release(ar)
+        except Exception as exc:
+            log.warning("backend could not apply state %s of AR %s (will retry): %s",
+                        ar.state.value, ar.id, exc)
+            return False
+        return True
+
+    # -- what the daemon's operations and views ask --------------------------------
+
+    def inner_ars(self, ar_id: int) -> set[int]:
+        """The ARs inside ``ar_id``'s slots (ResAccess)."""
+        return self.inside.inner(ar_id)
+
+    def job_runtime_limit(self, ar: Reservation) -> int:
+        """How long a job in ``ar`` may run: its duration less duration_offset."""
+        return max(0, ar.request.duration - self.config.duration_offset)
+
+    def commit_deadline(self, ar: Reservation) -> int:
+        """When ``ar``'s -T operation is aborted unless committed."""
+        return ar.pending_since + self.config.commit_timeout
+
+    def last_refusal(self, ar_id: int) -> RefusedChange | None:
+        """The AR's last refused plus_modify, if one is remembered."""
+        return self.refusals.get(ar_id)
+
+    def submit_hint(self, ar: Reservation) -> str | None:
+        """How users submit jobs into ``ar`` on this backend."""
+        return self.backend.submit_hint(ar)
+
+    def warnings(self, ar: Reservation) -> list[str]:
+        """What the owner should know before relying on ``ar``."""
+        warnings = self.backend.delays(ar)
+        idle = [name for name in ar.node_names
+                if name in self.nodes and not self.nodes[name].runs_jobs]
+        if idle:
+            warnings.append(f"{', '.join(idle)} run{'s' if len(idle) == 1 else ''} no jobs (exec: "
+                            "none in the cluster file): jobs of this AR cannot start there")
+        return warnings
+
+    def made_with_key(self, user: str, key: str) -> int | None:
+        """The id of ``user``'s AR made with idempotency ``key``, if any."""
+        return self.by_key.get((user, key))
+
+    def lingering(self) -> set[int]:
+        """Deleted ARs whose jobs the batch system still holds (plus_status lists them)."""
+        return self.backend.lingering()
+
+    def job_bars(self, now: int) -> list[JobBar]:
+        """The backend's jobs, as the calendar shows them beside the ARs."""
+        return self.backend.job_bars(now)
+
+    def accept_claim(self, nonce: str, ar_id: int, at: int, forget_before: int) -> int | None:
+        """Record a ResKey claim's nonce: None, or the AR of the claim that
+        used it before (Store.accept_claim)."""
+        return self.store.accept_claim(nonce, ar_id, at, forget_before)
+
+    def submit_claimed(self, owner: Caller, ar: Reservation, job: dict) -> dict:
+        """Submit ``job`` into ``ar`` as its ``owner`` (a ResKey claim): never
+        as root, a system account or an unknown user, nor into an AR that is
+        pending or has ended."""
+        if owner.uid < 0:
+            raise PermissionDenied(f"user {owner.user} is not known on this host: no job runs "
+                                   "as them")
+        if system_account(owner.uid, self.config.min_uid):
+            raise PermissionDenied(f"{owner.user} (uid {owner.uid}) is root or a system account "
+                                   f"(below min_uid {self.config.min_uid}): no job runs as "
+                                   "one for a client")
+        if ar.state == State.PENDING:
+            raise InvalidRequest(f"AR {ar.id} is pending: it takes jobs once committed")
+        if ar.state in FINISHED_STATES:
+            raise InvalidRequest(f"AR {ar.id} has ended ({ar.state.name.lower()}): it takes "
+                                 "no jobs")
+        return self.backend.submit_claimed(ar, job)
+
+    def plugin_operations(self) -> list[dict]:
+        """What plugins serve on the daemon's socket (plus_client_operations),
+        given the running backend and the core's answer about an AR."""
+        return self.pm.hook.plus_client_operations(
+            backend=self.backend, ar_status=lambda ar_id: self.status(ar_id=ar_id))
