@@ -67,6 +67,7 @@ def ar_log(env, ar_id: int) -> list[str]:
 
 def test_a_disabled_instance_is_granted_in_w_with_the_qmasters_words(env):
     env.cluster.set(disabled="[n02]")
+    env.manager.refresh_nodes()               # the lifecycle's pass sees it: a grant sees it then
     ar = qrsub(env, "all.q@n02")
     assert ar.state == State.WARNING
     assert ar.message == "reserved queue all.q@n02 is disabled"
@@ -76,6 +77,7 @@ def test_a_disabled_instance_is_granted_in_w_with_the_qmasters_words(env):
 
 def test_an_instance_on_a_host_down_is_reserved_with_one_message_each(env):
     env.cluster.set(alive=False)
+    env.manager.refresh_nodes()
     ar = qrsub(env, "all.q@n02", "all.q@n03", pe_range=((2, 2),), alloc_rule="1")
     assert sorted(a.node for a in ar.allocations) == ["n02", "n03"]
     assert ar.state == State.WARNING

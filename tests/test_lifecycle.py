@@ -52,23 +52,26 @@ def test_stop_during_a_pass_waits_for_it_and_returns():
 
 class Watched:
     """Counts what a pass asks of the backend: which ARs it checks the
-    health of and which it applies."""
+    health of and which ARs' state it applies."""
 
     def __init__(self, env) -> None:
         self.checked: list[int] = []
         self.applied: list[int] = []
-        backend, manager = env.backend, env.manager
-        health, apply = backend.health, manager.apply
+        backend = env.backend
+        health = backend.health
 
         def counted_health(ars):
             self.checked += [ar.id for ar in ars]
             return health(ars)
-
-        def counted_apply(ar):
-            self.applied.append(ar.id)
-            return apply(ar)
         backend.health = counted_health
-        manager.apply = counted_apply
+        for name in ("prepare", "release", "teardown"):
+            setattr(backend, name, self._counted(getattr(backend, name)))
+
+    def _counted(self, method):
+        def counted(ar):
+            self.applied.append(ar.id)
+            return method(ar)
+        return counted
 
     def take(self) -> tuple[list[int], list[int]]:
         seen = (sorted(self.checked), sorted(set(self.applied)))
@@ -91,9 +94,10 @@ def test_after_the_first_pass_a_pass_looks_only_at_what_changed(busy):
     env.lifecycle.tick()
     assert watched.take() == ([], [])                         # nothing changed, nothing due
     changed = env.manager.modify(ALICE, ars[15].id, None, None, 2 * HOUR, None, None)
-    watched.take()                                            # the command's own apply
+    env.settle()
+    assert watched.take() == ([], [changed.id])               # the enforcer's, after the command
     env.lifecycle.tick()
-    assert watched.take() == ([changed.id], [changed.id])
+    assert watched.take() == ([changed.id], [])               # its health asked, nothing to apply
     env.clock.now = ars[0].start                              # one window opens
     env.lifecycle.tick()
     opened = [ar.id for ar in ars[:5]]
@@ -129,12 +133,13 @@ def test_an_ar_the_backend_failed_to_apply_is_retried_until_it_takes(busy):
     prepare = env.backend.prepare
 
     def failing(ar):
-        if len(failures) < 3:     # the command's apply, then the first two passes
+        if len(failures) < 3:     # the enforcer's after the command, then two passes
             failures.append(ar.id)
             raise RuntimeError("batch system unreachable")
         prepare(ar)
     env.backend.prepare = failing
     changed = env.manager.modify(ALICE, ars[16].id, None, None, 2 * HOUR, None, None)
+    env.settle()                                              # fails: kept for a retry
     watched = Watched(env)
     env.lifecycle.tick()                                      # fails again: kept for a retry
     env.lifecycle.tick()                                      # and again

@@ -76,6 +76,11 @@ class Env:
     def reserve(self, caller: Caller = ALICE, transactional: bool = False, **kwargs):
         return self.manager.reserve(caller, self.request(**kwargs), transactional)
 
+    def settle(self) -> None:
+        """Make the backend follow the ARs now (the daemon's enforcer thread
+        does it after each command)."""
+        self.manager.enforcer.settle()
+
     def stored_ids(self) -> list[int]:
         return [ar.id for ar in Store(self.config.store_url).load_all()]
 
@@ -108,6 +113,7 @@ def test_reserve_grants_whole_nodes_in_name_order(env):
     assert ar.acl == ("alice",)
     assert env.stored_ids() == [ar.id]
     assert "new_ar" in env.reporting() and ":ar_log:" not in env.reporting()   # as 8.1.9
+    env.settle()
     assert tuple(env.backend.scheduler.windows[ar.id].slots) == ("big", "n01")
 
 
@@ -303,6 +309,7 @@ def test_pending_reserve_holds_nodes_until_commit(env):
     committed = env.manager.commit(ALICE, ar.id)
     assert committed.state == State.WAITING and committed.pending is None
     assert env.store.get(ar.id).state == State.WAITING
+    env.settle()
     assert ar.id in env.backend.scheduler.windows
 
 

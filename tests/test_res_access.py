@@ -110,11 +110,13 @@ def test_the_outer_ar_is_enforced_without_what_is_used_inside_it(tmp_path):
     enforced = {a.node: a.slots for a in env.manager.enforced(outer).allocations}
     assert [enforced[n] for n in inner.node_names] == [1, 1]
     assert all(enforced[n] == 4 for n in PLAIN if n not in inner.node_names)
-    assert env.backend.scheduler.windows.get(outer.id).slots == enforced    # applied at once
+    env.settle()
+    assert env.backend.scheduler.windows.get(outer.id).slots == enforced    # the outer follows
     env.restart()                                        # the store keeps where each AR is
     assert {a.node: a.slots for a in env.manager.enforced(outer).allocations} == enforced
     env.manager.cancel(ALICE, inner.id, None)
     assert all(a.slots == 4 for a in env.manager.enforced(env.manager.ars[outer.id]).allocations)
+    env.settle()
     assert env.backend.scheduler.windows.get(outer.id).slots == {n: 4 for n in PLAIN}
 
 

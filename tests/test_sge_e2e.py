@@ -39,7 +39,8 @@ def test_an_ar_window_on_grid_engine_from_grant_to_end(daemon):
     view = reserve(daemon, "-s", "now+30s", "-D", "60s", "-n", "1")
     ar_id, queue = view["id"], f"R{view['id']}"
     assert [a["node"] for a in view["allocations"]] == ["node1"]
-    assert instance_states()[f"{queue}@node1"] == "s"          # prepared before plus_reserve returned
+    wait_for(lambda: instance_states().get(f"{queue}@node1") == "s", 30,
+             "the enforcer to prepare the AR")
     detail = daemon.ok("plusu1", "plus_status", "-r", str(ar_id))
     hint = f"qsub -w e -q {queue} -l plus_rsv={queue} job.sh"
     assert re.search(rf"submit: +{re.escape(hint)}", detail)

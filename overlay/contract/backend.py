@@ -6,11 +6,14 @@ again after a crash, and calling ``prepare`` on a prepared AR or
 ``teardown`` on one already gone must converge, not fail.
 
 Each method states, with ``@called``, how the core calls it (as Slurm's
-plugin interfaces assert their locks): the lock held (``MANAGER``: the
-Manager's lock, which every use case and every lifecycle pass holds, so
-no command and no pass runs meanwhile; ``NONE``: none, so the call may run
-beside a command, a pass or itself), from where, whether it must converge
-when called again, and what an error does. Methods marked ``optional``
+plugin interfaces assert their locks): the lock held (``ENFORCER``: the
+enforcer's, so no other call of the core's drives the backend meanwhile,
+while commands go on: every call that asks or changes the batch system;
+``MANAGER``: the Manager's, which every use case holds, so no command runs
+meanwhile: answers read from what the backend keeps, without asking the
+batch system; ``NONE``: none, so the call may run beside a command, a pass
+or itself), from where, whether it must converge when called again, and
+what an error does. Methods marked ``optional``
 have a default here; the others are abstract. ``CONTRACT`` lists them all.
 Backends that keep a queue per AR start from overlay.kit.queuekit.
 """
@@ -64,16 +67,18 @@ class Holding:
 class Held(enum.Enum):
     """The lock the core holds when it calls a backend method."""
 
+    ENFORCER = "Enforcer.lock"
     MANAGER = "Manager.lock"
     NONE = "none"
 
 
-MANAGER, NONE = Held.MANAGER, Held.NONE
+ENFORCER, MANAGER, NONE = Held.ENFORCER, Held.MANAGER, Held.NONE
 COMMAND = "a use case, on the thread serving a command"
 PASS = "the lifecycle's pass, on its scheduler's thread"
+ENFORCING = "the enforcer, on its thread after a command, or in the lifecycle's pass"
 SERVICE = "the daemon's service, outside the use cases (an answer's views, a claim, the calendar)"
 DAEMON = "the daemon, at its start or stop"
-RETRIED = "logged; the lifecycle's next pass calls it again"
+RETRIED = "logged; the enforcer calls it again at the lifecycle's next pass"
 FAILS_COMMAND = "fails the command, whose client gets the error"
 PASS_SKIPPED = ("in a pass: the pass is logged and skipped, the next one retries; at the "
                 "Manager's creation: the daemon does not start")
@@ -118,44 +123,44 @@ class Backend(ABC):
     #: ARs that changed, fell due, or hold hosts whose liveness changed.
     watches_drift = True
 
-    @called(MANAGER, PASS, DAEMON, idempotent=True, raises=PASS_SKIPPED)
+    @called(ENFORCER, PASS, DAEMON, idempotent=True, raises=PASS_SKIPPED)
     @abstractmethod
     def nodes(self) -> list[Node]:
         """Every node that could be reserved, with current attributes."""
 
-    @called(MANAGER, PASS, DAEMON, COMMAND, idempotent=True, raises=PASS_SKIPPED, optional=True)
+    @called(ENFORCER, PASS, DAEMON, idempotent=True, raises=PASS_SKIPPED, optional=True)
     def running_jobs(self) -> list[Job]:
         """Jobs running now: the core counts them per node (Node.running_jobs,
         idle_since) for the reservability policies and NodeSortKey."""
         return []
 
-    @called(MANAGER, COMMAND, PASS, idempotent=True, raises=RETRIED)
+    @called(ENFORCER, ENFORCING, idempotent=True, raises=RETRIED)
     @abstractmethod
     def prepare(self, reservation: Reservation) -> None:
         """At grant: create what the AR needs, unusable until the start."""
 
-    @called(MANAGER, COMMAND, PASS, idempotent=True, raises=RETRIED)
+    @called(ENFORCER, ENFORCING, idempotent=True, raises=RETRIED)
     @abstractmethod
     def activate(self, reservation: Reservation) -> None:
         """At the window's start: make the AR usable, keep others off its nodes."""
 
-    @called(MANAGER, COMMAND, PASS, idempotent=True,
-            raises="logged; at an end the next pass calls it again, after a destroy or an "
-                   "expiry the next reconcile undoes what is left")
+    @called(ENFORCER, ENFORCING, idempotent=True,
+            raises="logged; the enforcer calls it again at the next pass, and after a "
+                   "restart the first reconcile undoes what is left")
     @abstractmethod
     def teardown(self, reservation: Reservation) -> None:
         """At the end, or on destroy: remove the AR's jobs and objects."""
 
-    @called(MANAGER, COMMAND, PASS, idempotent=True, raises=RETRIED)
+    @called(ENFORCER, ENFORCING, idempotent=True, raises=RETRIED)
     @abstractmethod
     def release(self, reservation: Reservation) -> None:
         """On cancel: give the nodes back, keep the record's objects (PluS 3.1.5)."""
 
-    @called(MANAGER, COMMAND, idempotent=True, optional=True,
-            raises="logged; prepare or activate follows at once, and the next pass")
+    @called(ENFORCER, ENFORCING, idempotent=True, optional=True, raises=RETRIED)
     def modify(self, before: Reservation, after: Reservation) -> None:
         """Apply a changed window, node set or access list to the live
-        objects; the reconcile step that follows activates a running AR."""
+        objects (``before``: the AR as last applied); prepare or activate
+        follows at once."""
         self.release(before)
         self.prepare(after)
 
@@ -193,7 +198,7 @@ class Backend(ABC):
                              f"(qrsub's ARs) need the native backend's scheduler; this site "
                              f"runs the {self.name} backend: reserve nodes with plus_reserve")
 
-    @called(MANAGER, PASS, idempotent=True, optional=True,
+    @called(ENFORCER, PASS, idempotent=True, optional=True,
             raises="logged; called again at the next pass that looks at every AR")
     def reconcile(self, reservations: list[Reservation]) -> None:
         """With every AR the store holds, at the first pass (and after each
@@ -249,28 +254,15 @@ class Backend(ABC):
         from what the backend keeps, without asking the batch system."""
         return []
 
-    @called(MANAGER, COMMAND, PASS, idempotent=True, optional=True,
-            raises="in a pass, every AR asked goes into error with the message; at a grant, "
-                   "logged")
+    @called(ENFORCER, PASS, idempotent=True, optional=True,
+            raises="every AR asked goes into error with the message")
     def health(self, reservations: list[Reservation]) -> dict[int, str]:
         """Why ARs cannot be honoured, by AR id; the ARs missing are healthy.
         One call per reconcile pass for all the ARs it looks at, so a
         backend can ask its batch system once. A node AR's hosts that are
         down; a qrsub AR's queue instances that are disabled, suspended or
         on a host down, one message each in 8.1.9's qmaster's words."""
-        nodes = {node.name: node for node in self.nodes()}
-        problems = {}
-        for reservation in reservations:
-            found = [f"reserved queue {a.queue}@{a.node} is {state}"
-                     for a in reservation.allocations if a.queue and a.node in nodes
-                     for state in nodes[a.node].instance_states(a.queue)]
-            failed = [a.node for a in reservation.allocations
-                      if not a.queue and a.node in nodes and not nodes[a.node].alive]
-            if failed:
-                found.insert(0, f"reserved host(s) down: {', '.join(failed)}")
-            if found:
-                problems[reservation.id] = "; ".join(found)
-        return problems
+        return problems_on(reservations, {node.name: node for node in self.nodes()})
 
     @called(NONE, DAEMON, idempotent=False, raises="must not: the daemon stops", optional=True)
     def start(self) -> None:
@@ -281,3 +273,21 @@ class Backend(ABC):
             raises="must not: the daemon's stop ends there, its store left open")
     def close(self) -> None:
         """Stop background work and release connections at daemon shutdown."""
+
+
+def problems_on(reservations: list[Reservation], nodes: Mapping[str, Node]) -> dict[int, str]:
+    """Why ARs cannot be honoured on ``nodes`` as last seen, by AR id (what
+    ``Backend.health`` finds by default, and what a grant finds without
+    asking the batch system)."""
+    problems = {}
+    for reservation in reservations:
+        found = [f"reserved queue {a.queue}@{a.node} is {state}"
+                 for a in reservation.allocations if a.queue and a.node in nodes
+                 for state in nodes[a.node].instance_states(a.queue)]
+        failed = [a.node for a in reservation.allocations
+                  if not a.queue and a.node in nodes and not nodes[a.node].alive]
+        if failed:
+            found.insert(0, f"reserved host(s) down: {', '.join(failed)}")
+        if found:
+            problems[reservation.id] = "; ".join(found)
+    return problems

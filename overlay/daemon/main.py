@@ -199,6 +199,7 @@ class Daemon:
             forwarder=lambda uid: uid == self.http.uid)
         os.chmod(path, 0o666)
         self.lifecycle.start()
+        self.manager.enforcer.start()
         self.backend.start()
         self.http.start()
         log.info("plus_scheduler %d serving %s (backend %s, store %s)", os.getpid(), path,
@@ -270,6 +271,7 @@ class Daemon:
     def _cleanup(self) -> None:
         self.http.stop()
         self.lifecycle.stop()
+        self.manager.enforcer.stop()
         if self.server is not None:
             self.server.server_close()
         try:

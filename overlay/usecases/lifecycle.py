@@ -56,7 +56,6 @@ class Lifecycle:
         self._finished_heap: list[tuple[int, int]] = []
         self._changed: set[int] = set()      # ARs changed since the last pass
         self._problems: dict[int, str] = {}  # ARs' last known health problems
-        self._retry: set[int] = set()        # ARs the backend failed to apply
         self._primed = False
 
     def start(self) -> None:
@@ -125,12 +124,14 @@ class Lifecycle:
     def tick(self) -> int | None:
         """Bring the ARs to the state the clock and the backend's health give
         them (all of them at the first pass, or each pass for a backend that
-        watches drift); returns the next time something is due, or None."""
+        watches drift); returns the next time something is due, or None.
+        The backend is asked and driven outside the use cases' lock, so a
+        slow batch system stalls no command."""
         manager = self.manager
+        began, cpu = time.perf_counter(), time.thread_time()
+        moved = manager.refresh_nodes()
         with manager.lock:
-            began, cpu = time.perf_counter(), time.thread_time()
             now = manager.now()
-            moved = manager.refresh_nodes()
             self._absorb()
             commanded, self._changed = self._changed, set()
             full = not self._primed or manager.backend.watches_drift
@@ -138,29 +139,31 @@ class Lifecycle:
                 looked = checked = set(manager.ars)
             else:
                 checked = commanded | manager.ars_on(moved) | self._problems.keys()
-                looked = checked | set(self._due.pop_due(now)) | self._retry
-            self._check_health(checked)
+                looked = checked | set(self._due.pop_due(now))
+            asked = [manager.ars[i] for i in sorted(checked) if i in manager.ars]
+        found = self._health([ar for ar in asked if ar.holds_resources])
+        with manager.lock:
+            self._keep_health(checked, found)
             for ar_id in sorted(looked):
                 ar = manager.ars.get(ar_id)
                 if ar is not None:
                     self._advance(ar, now, self._problems.get(ar_id))
             self._expire(now, looked)
-            if full:
-                try:
-                    manager.backend.reconcile([manager.enforced(ar)
-                                               for ar in manager.ars.values()])
-                except Exception as exc:
-                    log.warning("backend reconcile failed (will retry): %s", exc)
             self._absorb()
-            self._apply(looked | self._changed if full else commanded | self._changed)
             for ar_id in looked - self._changed:     # due and unchanged: due again later
                 self._track(ar_id)
             self._changed = set()
             self._primed = True
-            log.debug("reconcile pass: %d of %d ARs looked at, %.1f ms CPU, %.1f ms wall",
-                      len(looked), len(manager.ars), (time.thread_time() - cpu) * 1000,
-                      (time.perf_counter() - began) * 1000)
-            return self._due.first()
+            picture = manager.all_enforced() if full else None
+            stored = len(manager.ars)
+        if picture is not None:
+            manager.enforcer.reconcile(picture)
+            manager.enforcer.want(looked)
+        manager.enforcer.settle()
+        log.debug("reconcile pass: %d of %d ARs looked at, %.1f ms CPU, %.1f ms wall",
+                  len(looked), stored, (time.thread_time() - cpu) * 1000,
+                  (time.perf_counter() - began) * 1000)
+        return self._due.first()
 
     def _absorb(self) -> None:
         """Take the manager's changes since the last look into the due
@@ -184,28 +187,14 @@ class Lifecycle:
             if len(self._finished_heap) > 2 * len(self._finished) + 1024:
                 self._finished_heap = sorted(self._finished.values())
 
-    def _check_health(self, ids: set[int]) -> None:
-        """Ask the backend about the ARs among ``ids`` that hold resources,
-        and keep what it says."""
-        ars = [self.manager.ars[i] for i in sorted(ids) if i in self.manager.ars]
-        holding = [ar for ar in ars if ar.holds_resources]
-        found = self._health(holding)
-        for ar in ars:
-            if ar.id in found:
-                self._problems[ar.id] = found[ar.id]
+    def _keep_health(self, ids: set[int], found: dict[int, str]) -> None:
+        """Keep what the backend said of the ARs among ``ids`` (those it was
+        not asked about, or that are gone, have no problem)."""
+        for ar_id in ids:
+            if ar_id in found and ar_id in self.manager.ars:
+                self._problems[ar_id] = found[ar_id]
             else:
-                self._problems.pop(ar.id, None)
-        for ar_id in ids - self.manager.ars.keys():
-            self._problems.pop(ar_id, None)
-
-    def _apply(self, ids: set[int]) -> None:
-        """Make the backend match the ARs among ``ids``; failures are retried."""
-        for ar_id in sorted(ids | self._retry):
-            ar = self.manager.ars.get(ar_id)
-            if ar is None or self.manager.apply(ar):
-                self._retry.discard(ar_id)
-            else:
-                self._retry.add(ar_id)
+                self._problems.pop(ar_id, None)
 
     def _advance(self, ar: Reservation, now: int, reason: str | None) -> None:
         """One AR's transition, if the clock or its nodes' health call for one."""
@@ -223,10 +212,12 @@ class Lifecycle:
             self.manager.change_state(ar, target, reason)
 
     def _health(self, ars: list[Reservation]) -> dict[int, str]:
+        """The backend's word on ``ars`` (asked outside the use cases' lock)."""
         if not ars:
             return {}
         try:
-            return self.manager.backend.health(ars)
+            with self.manager.enforcer.lock:
+                return self.manager.backend.health(ars)
         except Exception as exc:
             return {ar.id: f"backend health check failed: {exc}" for ar in ars}
 

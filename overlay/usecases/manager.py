@@ -4,8 +4,10 @@ overlay/usecases/lifecycle.py, decides when).
 
 The manager keeps the ARs and a planner in memory for speed; every change
 goes to the store first (which re-checks capacity under its lock), then to
-memory, then to the backend. A backend failure never loses an AR: the
-reconcile loop applies the store's state again until the backend agrees.
+memory; the enforcer (overlay/usecases/enforcer.py) then makes the backend
+follow, outside this room's lock, so no use case calls the backend or waits
+for it. A backend failure never loses an AR: the enforcer applies the
+store's state again until the backend agrees.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from typing import Callable, Iterable, Iterator, NamedTuple
 import pluggy
 
 from overlay.contract import plugins
-from overlay.contract.backend import Backend, JobBar
+from overlay.contract.backend import Backend, JobBar, problems_on
 from overlay.contract.policy import PolicyContext, context_for, used_part
 from overlay.daemon.config import Config
 from overlay.kit.users import groups_of, listed, system_account
@@ -63,6 +65,7 @@ from overlay.reporting.accounting import (
     ReportingWriter,
 )
 from overlay.usecases.activity import Activity
+from overlay.usecases.enforcer import Enforcer
 
 log = logging.getLogger("plus.manager")
 
@@ -151,6 +154,7 @@ class Manager:
         self.inside = Inside()
         self.placer = Placer(config, lambda: self.backend, self.planner, self.inside,
                              lambda: self.pm, self.now)
+        self.enforcer = Enforcer(lambda: self.backend, self._desired)
         self.refresh_nodes()
         spans = [span for ar in self.ars.values() for span in _spans(ar)]
         self.planner.book_many(span[:5] for span in spans if span[5] is None)
@@ -167,9 +171,10 @@ class Manager:
         """Take the backend's current nodes, with their running jobs counted,
         into the planner; the names of nodes that came, went, died or revived,
         or whose queue instances were disabled, suspended or taken back."""
+        with self.enforcer.lock:          # the backend, asked outside the use cases' lock
+            seen, running = self.backend.nodes(), self.backend.running_jobs()
         with self.lock:
-            nodes = self.activity.apply(self.backend.nodes(), self.backend.running_jobs(),
-                                        self.now())
+            nodes = self.activity.apply(seen, running, self.now())
             before, self.nodes = self.nodes, {node.name: node for node in nodes}
             self.placer.refresh(self.nodes)
             self._capacity = None
@@ -223,6 +228,7 @@ class Manager:
         self.ars[ar.id] = ar
         self.changed.add(ar.id)
         self.changed.update(ar.outers)
+        self.enforcer.want({ar.id, *ar.outers})
         self.revision += 1
         if ar.idempotency_key:
             self.by_key[ar.owner, ar.idempotency_key] = ar.id
@@ -276,10 +282,12 @@ class Manager:
         if self.config.usage_history and ar.state != State.PENDING:
             used = used_part(ar, until)
         self.store.remove(ar.id, used)
+        gone = self.enforced(ar)
         del self.ars[ar.id]
         self.by_key.pop((ar.owner, ar.idempotency_key), None)
         self.changed.add(ar.id)
         self.changed.update(ar.outers)
+        self.enforcer.want({ar.id, *ar.outers}, gone=gone)
         self.revision += 1
         self._finished.discard(ar.id)
         self.refusals.pop(ar.id, None)
@@ -526,10 +534,10 @@ class Manager:
             raise refusal
 
     def _granted(self, ar: Reservation) -> Reservation:
-        """A reservation became real: report it, put it in W (or E) at once
-        if the backend already finds a reserved instance unusable (Grid
-        Engine grants ARs on disabled, suspended and unknown instances), and
-        prepare the backend. The AR as it is now."""
+        """A reservation became real: report it, and put it in W (or E) at
+        once if a reserved instance was last seen unusable (Grid Engine
+        grants ARs on disabled, suspended and unknown instances). The AR as
+        it is now; the enforcer prepares the backend."""
         now = self.now()
         self.reporting.new_ar(now, ar)
         self.reporting.ar_attribute(now, ar)
@@ -538,17 +546,12 @@ class Manager:
         if problem:
             self.change_state(ar, ar.error_state(now), problem)
             ar = self.ars[ar.id]
-        self.apply(ar)
         return ar
 
     def _problem(self, ar: Reservation) -> str | None:
-        """Why the backend cannot honour ``ar`` now, if it cannot; a failed
-        check is left to the lifecycle's next pass."""
-        try:
-            return self.backend.health([ar]).get(ar.id)
-        except Exception as exc:
-            log.warning("backend health check of AR %s failed: %s", ar.id, exc)
-            return None
+        """Why ``ar`` cannot be honoured on its nodes as last seen, if it
+        cannot; the lifecycle's next pass asks the backend."""
+        return problems_on([ar], self.nodes).get(ar.id)
 
     # -- modify ----------------------------------------------------------------
 
@@ -643,11 +646,6 @@ class Manager:
         self._book(after)
         self.reporting.ar_attribute(now, after)
         self._log(after, EVENT_MODIFIED, "AR modified")
-        try:
-            self.backend.modify(self.enforced(before), self.enforced(after))
-        except Exception as exc:  # the reconcile loop retries
-            log.warning("backend modify of AR %s failed: %s", after.id, exc)
-        self.apply(after)
 
     # -- cancel, destroy -------------------------------------------------------
 
@@ -701,7 +699,6 @@ class Manager:
         self.reporting.ar_acct(now, ar)
         self._log(ar, EVENT_DELETED, "AR deleted")
         self._event("plus_reservation_cancelled", reservation=ar)
-        self.apply(ar)
         return ar
 
     def destroy(self, caller: Caller, ar_id: int | None, owner: str | None,
@@ -730,7 +727,6 @@ class Manager:
             self._log(replace(ar, state=State.DELETED), EVENT_DELETED, "AR deleted")
         if ar.state not in FINISHED_STATES:
             self._event("plus_reservation_cancelled", reservation=ar)
-        self._teardown(ar)
         return ar
 
     # -- commit, abort ---------------------------------------------------------
@@ -884,9 +880,9 @@ class Manager:
         return self._abort(ar, f"automatically: not committed within {self.config.commit_timeout} s")
 
     def forget(self, ar: Reservation) -> None:
-        """A finished AR has expired: gone from the store, memory and backend."""
+        """A finished AR has expired: gone from the store and memory (and,
+        by the enforcer, the backend)."""
         self._remove(ar)
-        self._teardown(ar)
 
     def forget_usage(self, horizon: int) -> None:
         """Drop kept usage of ARs that ended at or before ``horizon``."""
@@ -894,43 +890,21 @@ class Manager:
             self.history = [used for used in self.history if used.end > horizon]
             self.store.forget_usage(horizon)
 
-    def _teardown(self, ar: Reservation) -> None:
-        try:
-            self.backend.teardown(ar)
-        except Exception as exc:
-            log.warning("backend teardown of AR %s failed: %s", ar.id, exc)
-
-    def apply(self, ar: Reservation) -> bool:
-        """Make the backend match one AR's stored state (idempotent); whether
-        it did (a failure is logged, and the lifecycle retries). The ARs it
-        is inside follow at once: their enforced slots depend on it."""
-        done = self._apply(ar)
-        for outer in ar.outers:
-            if outer in self.ars:
-                self._apply(self.ars[outer])
-        return done
-
     def enforced(self, ar: Reservation) -> Reservation:
         """``ar`` as the backend is to enforce it: less what ARs inside it use."""
         return enforced(ar, self.inside.used(ar.id))
 
-    def _apply(self, ar: Reservation) -> bool:
-        ar = self.enforced(ar)
-        try:
-            if ar.state in (State.WAITING, State.WARNING):
-                self.backend.prepare(ar)
-            elif ar.state in (State.RUNNING, State.ERROR):
-                self.backend.prepare(ar)
-                self.backend.activate(ar)
-            elif ar.state == State.EXITED:
-                self.backend.teardown(ar)
-            elif ar.state == State.DELETED:
-                self.backend.release(ar)
-        except Exception as exc:
-            log.warning("backend could not apply state %s of AR %s (will retry): %s",
-                        ar.state.value, ar.id, exc)
-            return False
-        return True
+    def _desired(self, ids: Iterable[int]) -> dict[int, Reservation | None]:
+        """The enforcer's question: these ARs as the backend is to enforce
+        them now, None for those gone."""
+        with self.lock:
+            return {ar_id: self.enforced(self.ars[ar_id]) if ar_id in self.ars else None
+                    for ar_id in ids}
+
+    def all_enforced(self) -> list[Reservation]:
+        """Every AR as the backend is to enforce it (the reconcile's picture)."""
+        with self.lock:
+            return [self.enforced(ar) for ar in self.ars.values()]
 
     # -- what the daemon's operations and views ask --------------------------------
 
