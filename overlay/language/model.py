@@ -232,6 +232,10 @@ class Reservation:
     pending_allocations: list[Allocation] = field(default_factory=list)
     idempotency_key: str | None = None
     granted_pe: str = ""
+    revision: int = field(default=0, compare=False)
+    """The store's revision at which it was last written: a write of this
+    AR that finds the store's row at another revision (another daemon
+    changed it) is refused as stale instead of overwriting."""
 
     @property
     def start(self) -> int:

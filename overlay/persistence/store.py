@@ -6,18 +6,29 @@ Every write runs in a transaction that first takes the store's write lock
 and re-checks node capacity against the database itself, so two daemons
 on one database, or any number of concurrent requests, can never book the
 same slots twice.
+
+Each write of ARs takes the store's next revision (a counter advanced
+under that lock, so revisions follow the commits' order), marks the rows
+it writes with it, and leaves a tombstone for an AR it removes: a daemon
+that has seen revision N asks ``changes_since(N)`` for everything after
+it (PostgreSQL also says NOTIFY plus_store with the revision, so that
+others need not poll). A write of an AR whose row is at another revision
+than the AR it was derived from is refused (``Stale``): it would overwrite
+a change it never saw.
 """
 
 from __future__ import annotations
 
 import errno
+import hashlib
 import json
 import os
 import sqlite3
 import time
 from contextlib import contextmanager
+from dataclasses import replace
 from functools import lru_cache
-from typing import Iterator, Mapping
+from typing import Iterator, Mapping, NamedTuple
 
 from sqlalchemy import (
     BigInteger,
@@ -25,6 +36,7 @@ from sqlalchemy import (
     MetaData,
     bindparam,
     event,
+    func,
     insert,
     inspect,
     make_url,
@@ -47,10 +59,29 @@ from overlay.placement.planner import MultiPlanner, inside
 from overlay.wire.codec import encode_request, stored_request
 
 _ADVISORY_LOCK = 0x504C5553  # "PLUS"
+NOTIFY_CHANNEL = "plus_store"
+"""PostgreSQL's channel on which each write of ARs says its revision (with
+the store's schema, ``channel_of``: notifications are per database)."""
+TOMBSTONE_SECONDS = 7 * 86400
+"""How long a removed AR's tombstone is kept: a daemon further behind than
+that (stopped for a week) reads every AR again."""
 
 
 class StoreError(Exception):
     """The database cannot serve as this version's store."""
+
+
+class Stale(StoreError):
+    """The AR was changed in the store since this copy of it was read."""
+
+
+class Changes(NamedTuple):
+    """What the store holds after a revision: the revision now, the ARs
+    written since (as they are now) and the ids of those removed since."""
+
+    revision: int
+    written: list[Reservation]
+    removed: list[int]
 
 
 class Conflict(ReservationError):
@@ -110,6 +141,7 @@ class ReservationRow(SQLModel, table=True):
     pending_request: str | None = None
     idempotency_key: str | None = Field(default=None, index=True)
     granted_pe: str | None = None
+    revision: int | None = Field(default=None, sa_type=BigInteger, index=True)
 
 
 class AllocationRow(SQLModel, table=True):
@@ -154,6 +186,18 @@ class ClaimRow(SQLModel, table=True):
     claimed_at: int = Field(index=True, sa_type=BigInteger)
 
 
+class RemovedRow(SQLModel, table=True):
+    """An AR removed at a revision: what daemons keeping the ARs in memory
+    drop (``Store.changes_since``). Kept for ``TOMBSTONE_SECONDS``."""
+
+    __tablename__ = "removed_reservation"
+
+    id: int | None = Field(default=None, primary_key=True)
+    revision: int = Field(sa_type=BigInteger, index=True)
+    reservation_id: int
+    removed_at: int = Field(sa_type=BigInteger, index=True)
+
+
 class CounterRow(SQLModel, table=True):
     __tablename__ = "counter"
 
@@ -178,7 +222,8 @@ def _row_values(ar: Reservation) -> dict:
         request=_encode_request(ar.request), finished_time=ar.finished_time,
         pending=ar.pending.value if ar.pending else None, pending_since=ar.pending_since,
         pending_request=_encode_request(ar.pending_request) if ar.pending_request else None,
-        idempotency_key=ar.idempotency_key, granted_pe=ar.granted_pe or None)
+        idempotency_key=ar.idempotency_key, granted_pe=ar.granted_pe or None,
+        revision=ar.revision)
 
 
 def _to_row(ar: Reservation) -> ReservationRow:
@@ -219,6 +264,14 @@ _INSIDE = select(_ALLOCATIONS.reservation_id, _ALLOCATIONS.start_time, _ALLOCATI
     _ALLOCATIONS.held, _ALLOCATIONS.reservation_id != bindparam("own"))
 """What an AR holds on a node, and the bookings inside it there (ResAccess)."""
 _INSERT_RESERVATION = insert(ReservationRow.__table__)
+_COUNTER = select(CounterRow.__table__.c.value).where(
+    CounterRow.__table__.c.name == bindparam("counter"))
+_ROW_REVISION = select(ReservationRow.__table__.c.revision).where(
+    ReservationRow.__table__.c.id == bindparam("id"))
+_REMOVED_SINCE = select(RemovedRow.__table__.c.reservation_id).where(
+    RemovedRow.__table__.c.revision > bindparam("revision"))
+_LAST_PRUNABLE = select(func.max(RemovedRow.__table__.c.revision)).where(
+    RemovedRow.__table__.c.removed_at < bindparam("before"))
 _INSERT_ALLOCATIONS = insert(AllocationRow.__table__)
 
 
@@ -240,7 +293,8 @@ def _from_rows(row: ReservationRow, allocations: list[AllocationRow]) -> Reserva
         pending_request=_decode_request(row.pending_request) if row.pending_request else None,
         pending_allocations=[Allocation(a.node, a.slots, a.within_id, a.queue or "")
                              for a in allocations if a.pending],
-        idempotency_key=row.idempotency_key, granted_pe=row.granted_pe or "")
+        idempotency_key=row.idempotency_key, granted_pe=row.granted_pe or "",
+        revision=row.revision or 0)
 
 
 def _usage_row(used: Reservation) -> UsageRow:
@@ -289,7 +343,8 @@ def _keep_private(database: str) -> None:
 
 _ADDED_COLUMNS = {("allocation", "within_id"): "INTEGER",
                   ("reservation", "idempotency_key"): "VARCHAR",
-                  ("allocation", "queue"): "VARCHAR", ("reservation", "granted_pe"): "VARCHAR"}
+                  ("allocation", "queue"): "VARCHAR", ("reservation", "granted_pe"): "VARCHAR",
+                  ("reservation", "revision"): "BIGINT"}
 """Columns added since the first stores were made, nullable: a store that
 lacks one gains it at the daemon's start."""
 
@@ -332,6 +387,15 @@ def _widen_times(connection, table, present: dict) -> None:
                 not isinstance(present[column.name]["type"], BigInteger):
             connection.execute(text(f'ALTER TABLE "{table.name}" ALTER COLUMN '
                                     f'"{column.name}" TYPE BIGINT'))
+
+
+def channel_of(url: str) -> str:
+    """The notification channel of the store at ``url``: one per schema
+    (``options=-csearch_path=...``), since a channel is the database's."""
+    options = make_url(url).query.get("options", "")
+    if not options:
+        return NOTIFY_CHANNEL
+    return f"{NOTIFY_CHANNEL}_{hashlib.sha256(str(options).encode()).hexdigest()[:16]}"
 
 
 def shown_url(url: str) -> str:
@@ -426,6 +490,7 @@ class Store:
     def __init__(self, url: str) -> None:
         self.url = url
         self.is_sqlite = url.startswith("sqlite")
+        self.channel = channel_of(url)
         with database_errors(url):
             self.engine = make_engine(url)
             if self.is_sqlite:
@@ -461,17 +526,52 @@ class Store:
                 yield session
 
     def load_all(self) -> list[Reservation]:
-        """Every AR, read as plain rows: ORM objects for 100,000 ARs and their
-        allocations took most of a daemon's start."""
-        reservations, allocations = ReservationRow.__table__, AllocationRow.__table__
+        """Every AR."""
+        return self.snapshot()[1]
+
+    def snapshot(self) -> tuple[int, list[Reservation]]:
+        """The store's revision and every AR, as one committed state."""
+        with self._read() as session:
+            return self._revision(session), self._load(session, None)
+
+    def changes_since(self, revision: int) -> Changes | None:
+        """What was written after ``revision``, as one committed state; None
+        if the tombstones it would need are gone (read everything again)."""
         with self._read() as session:
             connection = session.connection()
-            rows = connection.execute(select(reservations).order_by(reservations.c.id)).all()
-            held: dict[int, list] = {}
-            for alloc in connection.execute(select(allocations.c.reservation_id, allocations.c.node,
-                                                   allocations.c.slots, allocations.c.pending,
-                                                   allocations.c.within_id, allocations.c.queue)):
-                held.setdefault(alloc.reservation_id, []).append(alloc)
+            if (connection.execute(_COUNTER, {"counter": "pruned"}).scalar() or 0) > revision:
+                return None
+            removed = connection.execute(_REMOVED_SINCE, {"revision": revision}).scalars().all()
+            return Changes(self._revision(session), self._load(session, revision),
+                           sorted(set(removed)))
+
+    def revision(self) -> int:
+        """The store's revision now."""
+        with self._read() as session:
+            return self._revision(session)
+
+    @staticmethod
+    def _revision(session: Session) -> int:
+        return session.connection().execute(_COUNTER, {"counter": "revision"}).scalar() or 0
+
+    @staticmethod
+    def _load(session: Session, since: int | None) -> list[Reservation]:
+        """The ARs (written after revision ``since``, or all), read as plain
+        rows: ORM objects for 100,000 ARs and their allocations took most
+        of a daemon's start."""
+        reservations, allocations = ReservationRow.__table__, AllocationRow.__table__
+        connection = session.connection()
+        chosen = select(reservations).order_by(reservations.c.id)
+        held_query = select(allocations.c.reservation_id, allocations.c.node, allocations.c.slots,
+                            allocations.c.pending, allocations.c.within_id, allocations.c.queue)
+        if since is not None:
+            chosen = chosen.where(reservations.c.revision > since)
+            held_query = held_query.where(allocations.c.reservation_id.in_(
+                select(reservations.c.id).where(reservations.c.revision > since)))
+        rows = connection.execute(chosen).all()
+        held: dict[int, list] = {}
+        for alloc in connection.execute(held_query):
+            held.setdefault(alloc.reservation_id, []).append(alloc)
         return [_from_rows(row, held.get(row.id, [])) for row in rows]
 
     def get(self, ar_id: int) -> Reservation | None:
@@ -486,31 +586,79 @@ class Store:
 
     def create(self, ar: Reservation, capacity: Mapping[str, int]) -> Reservation:
         """Store a new AR under the next free id (1..9999999, wrapping,
-        skipping ids in use), after checking its slots are still free."""
+        skipping ids in use), after checking its slots are still free; it
+        gets its id and revision."""
         with self._write() as session:
             self._check_capacity(session, ar, capacity, own_id=None)
             ar.id = self._next_id(session)
+            ar.revision = self._advance(session)
             session.connection().execute(_INSERT_RESERVATION, [_row_values(ar)])
             _insert_allocations(session, ar)
         return ar
 
     def save(self, ar: Reservation, capacity: Mapping[str, int] | None = None) -> None:
-        """Replace a stored AR; with ``capacity``, re-check its slots first."""
+        """Replace a stored AR, which gets a new revision; with ``capacity``,
+        re-check its slots first. Stale if another write changed or removed
+        it since the copy ``ar`` was derived from."""
         with self._write() as session:
+            self._check_fresh(session, ar)
             if capacity is not None:
                 self._check_capacity(session, ar, capacity, own_id=ar.id)
-            session.merge(_to_row(ar))
+            revision = self._advance(session)
+            session.merge(_to_row(replace(ar, revision=revision)))
             session.exec(delete(AllocationRow).where(AllocationRow.reservation_id == ar.id))
             _insert_allocations(session, ar)
+        ar.revision = revision
 
     def remove(self, ar_id: int, used: Reservation | None = None) -> None:
-        """Forget an AR; ``used``, the part of it that counts as use, stays
-        in the usage table (in the same transaction)."""
+        """Forget an AR, leaving its tombstone; ``used``, the part of it that
+        counts as use, stays in the usage table (in the same transaction)."""
         with self._write() as session:
             session.exec(delete(AllocationRow).where(AllocationRow.reservation_id == ar_id))
             session.exec(delete(ReservationRow).where(ReservationRow.id == ar_id))
             if used is not None:
                 session.add(_usage_row(used))
+            now = int(time.time())
+            session.add(RemovedRow(revision=self._advance(session), reservation_id=ar_id,
+                                   removed_at=now))
+            self._prune_tombstones(session, now - TOMBSTONE_SECONDS)
+
+    def _advance(self, session: Session) -> int:
+        """The store's next revision, taken under the write lock (and, on
+        PostgreSQL, said on NOTIFY_CHANNEL when the transaction commits)."""
+        read, _, first, advance = _id_statements(CounterRow, ReservationRow)
+        connection = session.connection()
+        value = connection.execute(read, {"counter": "revision"}).scalar()
+        revision = (value or 0) + 1
+        connection.execute(first if value is None else advance,
+                           {"counter": "revision", "next": revision})
+        if not self.is_sqlite:
+            connection.execute(text("SELECT pg_notify(:channel, :revision)"),
+                               {"channel": self.channel, "revision": str(revision)})
+        return revision
+
+    @staticmethod
+    def _check_fresh(session: Session, ar: Reservation) -> None:
+        stored = session.connection().execute(_ROW_REVISION, {"id": ar.id}).first()
+        if stored is None:
+            raise Stale(f"AR {ar.id} was removed from the store meanwhile")
+        if (stored.revision or 0) != ar.revision:
+            raise Stale(f"AR {ar.id} was changed in the store meanwhile (revision "
+                        f"{stored.revision or 0}, not {ar.revision})")
+
+    @staticmethod
+    def _prune_tombstones(session: Session, before: int) -> None:
+        """Drop tombstones older than ``before``, noting the last revision
+        dropped: a daemon behind it must read everything again."""
+        connection = session.connection()
+        last = connection.execute(_LAST_PRUNABLE, {"before": before}).scalar()
+        if last is None:
+            return
+        connection.execute(delete(RemovedRow.__table__).where(RemovedRow.__table__.c.revision <= last))
+        read, _, first, advance = _id_statements(CounterRow, ReservationRow)
+        known = connection.execute(read, {"counter": "pruned"}).scalar()
+        connection.execute(first if known is None else advance,
+                           {"counter": "pruned", "next": last})
 
     def load_usage(self, since: int) -> list[Reservation]:
         """The kept usage of ARs that ended after ``since``, oldest end first."""

@@ -1,0 +1,82 @@
+"""The store's revisions, on SQLite and on PostgreSQL (the ``store``
+fixture of conftest.py): every write of ARs takes the next one, a daemon
+that saw revision N learns all that changed after it, a write derived from
+a copy another write has since changed is refused rather than overwriting
+it, and PostgreSQL says each revision on its notification channel."""
+
+from __future__ import annotations
+
+import select as selector
+import time
+from dataclasses import replace
+
+import psycopg
+import pytest
+from sqlalchemy import make_url
+
+from overlay.language.model import State
+from overlay.persistence.store import TOMBSTONE_SECONDS, Stale, Store, channel_of
+from test_store import CAPACITY, new_ar, snapshot
+
+
+def test_each_write_takes_the_next_revision_and_changes_since_tells_what_changed(store):
+    start = store.revision()
+    first = store.create(new_ar(), CAPACITY)
+    second = store.create(new_ar(allocations=(("n2", 4),)), CAPACITY)
+    assert (first.revision, second.revision) == (start + 1, start + 2)
+    changes = store.changes_since(start)
+    assert changes.revision == start + 2 and changes.removed == []
+    assert [ar.id for ar in changes.written] == [first.id, second.id]
+    moved = replace(first, state=State.RUNNING)
+    store.save(moved)
+    store.remove(second.id)
+    later = store.changes_since(start + 2)
+    assert later.revision == start + 4
+    assert [(ar.id, ar.state, ar.revision) for ar in later.written] == \
+        [(first.id, State.RUNNING, start + 3)]
+    assert later.removed == [second.id]
+    assert store.changes_since(later.revision) == (later.revision, [], [])
+    revision, everything = store.snapshot()
+    assert revision == later.revision and [ar.id for ar in everything] == [first.id]
+
+
+def test_a_write_from_a_copy_changed_meanwhile_is_refused_and_changes_nothing(store):
+    mine = store.create(new_ar(), CAPACITY)
+    theirs = replace(mine, message="changed at another daemon")
+    store.save(theirs)                                  # another daemon got there first
+    before = snapshot(store)
+    with pytest.raises(Stale, match=f"AR {mine.id} was changed in the store meanwhile"):
+        store.save(replace(mine, state=State.DELETED))
+    assert snapshot(store) == before
+    store.remove(mine.id)
+    with pytest.raises(Stale, match=f"AR {mine.id} was removed from the store meanwhile"):
+        store.save(theirs)
+
+
+def test_a_daemon_behind_the_kept_tombstones_is_told_to_read_everything(store, monkeypatch):
+    ar = store.create(new_ar(), CAPACITY)
+    behind = store.revision()
+    store.remove(ar.id)
+    later = time.time() + TOMBSTONE_SECONDS + 60
+    monkeypatch.setattr(time, "time", lambda: later)
+    other = store.create(new_ar(), CAPACITY)
+    store.remove(other.id)                              # a week on: the first tombstone goes
+    assert store.changes_since(behind) is None
+    assert store.changes_since(store.revision()) is not None
+
+
+def test_postgresql_says_each_revision_on_its_channel(store_url):
+    if store_url.startswith("sqlite"):
+        pytest.skip("SQLite has no notifications: one daemon per SQLite store")
+    store = Store(store_url)
+    url = make_url(store_url).set(drivername="postgresql")
+    with psycopg.connect(url.render_as_string(hide_password=False), autocommit=True) as listener:
+        listener.execute(f'LISTEN "{store.channel}"')
+        ar = store.create(new_ar(), CAPACITY)
+        heard = []
+        deadline = time.monotonic() + 60
+        while not heard and time.monotonic() < deadline:
+            selector.select([listener.fileno()], [], [], 1)
+            heard = [note.payload for note in listener.notifies(timeout=0, stop_after=1)]
+    assert heard == [str(ar.revision)]
+    assert store.channel != channel_of(store_url.partition("?")[0])      # one per schema
