@@ -610,18 +610,19 @@ class Store:
             _insert_allocations(session, ar)
         ar.revision = revision
 
-    def remove(self, ar_id: int, used: Reservation | None = None) -> None:
+    def remove(self, ar_id: int, used: Reservation | None = None) -> int:
         """Forget an AR, leaving its tombstone; ``used``, the part of it that
-        counts as use, stays in the usage table (in the same transaction)."""
+        counts as use, stays in the usage table (in the same transaction).
+        The revision of the removal."""
         with self._write() as session:
             session.exec(delete(AllocationRow).where(AllocationRow.reservation_id == ar_id))
             session.exec(delete(ReservationRow).where(ReservationRow.id == ar_id))
             if used is not None:
                 session.add(_usage_row(used))
-            now = int(time.time())
-            session.add(RemovedRow(revision=self._advance(session), reservation_id=ar_id,
-                                   removed_at=now))
+            now, revision = int(time.time()), self._advance(session)
+            session.add(RemovedRow(revision=revision, reservation_id=ar_id, removed_at=now))
             self._prune_tombstones(session, now - TOMBSTONE_SECONDS)
+        return revision
 
     def _advance(self, session: Session) -> int:
         """The store's next revision, taken under the write lock (and, on

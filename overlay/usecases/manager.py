@@ -18,6 +18,7 @@ import pwd
 import threading
 import time
 from dataclasses import dataclass, replace
+from functools import wraps
 from typing import Callable, Iterable, Iterator, NamedTuple
 
 import pluggy
@@ -51,7 +52,7 @@ from overlay.language.request import (
     window_end,
 )
 from overlay.log.ratelog import RateLimitedLog
-from overlay.persistence.store import Store
+from overlay.persistence.store import Changes, Conflict, Stale, Store
 from overlay.placement.nesting import Inside, accessible, enforced, merged
 from overlay.placement.placer import Placer, booking_keys
 from overlay.placement.planner import MultiPlanner, covered_ranges
@@ -75,6 +76,8 @@ _NO_END = 2 ** 40
 """The end of a job's holding when it has no run time limit (h_rt, walltime)."""
 _EARLIEST_TRIES = 8
 """Ranges whose first start RESQANDSET tries before it gives up."""
+_STALE_TRIES = 3
+"""Runs of a use case whose write met an AR another daemon changed meanwhile."""
 _NAME_PATTERNS = 16
 """AR name patterns one status request may hold (qrstat -ar)."""
 EVENT_LINES = 60
@@ -125,6 +128,24 @@ def _spans(ar: Reservation) -> Iterator[tuple[object, str, int, int, int, int | 
                    a.slots, a.within)
 
 
+def _retried_when_stale(use_case: Callable) -> Callable:
+    """A use case whose write meets an AR another daemon changed meanwhile
+    (Stale) takes in what changed and runs again on it, never overwriting;
+    after _STALE_TRIES, the client is told to try again."""
+    @wraps(use_case)
+    def run(self: "Manager", *args, **kwargs):
+        for _ in range(_STALE_TRIES - 1):
+            try:
+                return use_case(self, *args, **kwargs)
+            except Stale:
+                self.catch_up()
+        try:
+            return use_case(self, *args, **kwargs)
+        except Stale as exc:
+            raise Conflict(f"{exc}, again and again by other daemons; try again") from None
+    return run
+
+
 class Manager:
     """All ARs of one daemon and the operations on them; thread-safe."""
 
@@ -143,7 +164,8 @@ class Manager:
         self.events_log = RateLimitedLog(log, burst=EVENT_LINES)
         self.nodes: dict[str, Node] = {}
         self._capacity: dict[str, int] | None = None
-        self.ars: dict[int, Reservation] = {ar.id: ar for ar in store.load_all()}
+        self.seen_revision, stored = store.snapshot()  # the store's writes taken in so far
+        self.ars: dict[int, Reservation] = {ar.id: ar for ar in stored}
         self.changed: set[int] = set()      # AR ids stored or removed since the lifecycle's last look
         self.revision = time.time_ns()      # goes up with every AR stored or removed
         self._finished = {ar.id for ar in self.ars.values() if ar.state in FINISHED_STATES}
@@ -230,6 +252,7 @@ class Manager:
         self.changed.update(ar.outers)
         self.enforcer.want({ar.id, *ar.outers})
         self.revision += 1
+        self._noted(ar.revision)
         if ar.idempotency_key:
             self.by_key[ar.owner, ar.idempotency_key] = ar.id
         if ar.state in FINISHED_STATES:
@@ -281,9 +304,17 @@ class Manager:
         used = None
         if self.config.usage_history and ar.state != State.PENDING:
             used = used_part(ar, until)
-        self.store.remove(ar.id, used)
+        self._noted(self.store.remove(ar.id, used))
+        self._drop(ar)
+        if used is not None:
+            self.history.append(used)
+
+    def _drop(self, ar: Reservation) -> None:
+        """``ar`` is gone from the store: out of memory and its bookings,
+        and (by the enforcer) the backend."""
         gone = self.enforced(ar)
         del self.ars[ar.id]
+        self._unbook(ar.id)
         self.by_key.pop((ar.owner, ar.idempotency_key), None)
         self.changed.add(ar.id)
         self.changed.update(ar.outers)
@@ -291,8 +322,36 @@ class Manager:
         self.revision += 1
         self._finished.discard(ar.id)
         self.refusals.pop(ar.id, None)
-        if used is not None:
-            self.history.append(used)
+
+    def _noted(self, revision: int) -> None:
+        """This daemon wrote ``revision``: if it is the next one, memory is
+        still the store's whole state (other daemons' writes come by
+        ``catch_up``)."""
+        if revision == self.seen_revision + 1:
+            self.seen_revision = revision
+
+    def catch_up(self) -> set[int]:
+        """Take what other daemons wrote since this one last looked into
+        memory (the change feed calls it, and a use case whose write met a
+        newer revision); the ids of the ARs that changed."""
+        with self.lock:
+            changes = self.store.changes_since(self.seen_revision)
+            if changes is None:
+                revision, stored = self.store.snapshot()
+                changes = Changes(revision, stored, sorted(self.ars.keys() - {ar.id for ar in stored}))
+            changed = set()
+            for ar_id in changes.removed:
+                if ar_id in self.ars:
+                    self._drop(self.ars[ar_id])
+                    changed.add(ar_id)
+            for ar in changes.written:
+                mine = self.ars.get(ar.id)
+                if mine is None or mine.revision < ar.revision:
+                    self._keep(ar)
+                    self._book(ar)
+                    changed.add(ar.id)
+            self.seen_revision = max(self.seen_revision, changes.revision)
+            return changed
 
     @staticmethod
     def _validate_users(request: Request, owner: str) -> None:
@@ -365,6 +424,7 @@ class Manager:
 
     # -- reserve ---------------------------------------------------------------
 
+    @_retried_when_stale
     def reserve(self, caller: Caller, request: Request, transactional: bool = False,
                 idempotency_key: str | None = None, verify: bool = False,
                 start_now: bool = False) -> Reservation:
@@ -514,6 +574,7 @@ class Manager:
             log.debug("QUERY for %s: %s (%s)", caller.user, start, how)
             return (None if start is None or start >= _NO_END else start), how
 
+    @_retried_when_stale
     def reserve_earliest(self, caller: Caller, request: Request, last_start: int) -> Reservation:
         """RESQANDSET (seed 003): reserve at the earliest start up to
         ``last_start`` that start_ranges finds, under the same lock, so
@@ -555,6 +616,7 @@ class Manager:
 
     # -- modify ----------------------------------------------------------------
 
+    @_retried_when_stale
     def modify(self, caller: Caller, ar_id: int, start: int | None, end: int | None,
                duration: int | None, nodes: int | None, users: tuple[str, ...] | None,
                transactional: bool = False) -> Reservation:
@@ -666,6 +728,7 @@ class Manager:
             return [ar]
         return [ar for ar in sorted(self.ars.values(), key=lambda a: a.id) if ar.owner == owner]
 
+    @_retried_when_stale
     def cancel(self, caller: Caller, ar_id: int | None, owner: str | None,
                transactional: bool = False) -> list[Reservation]:
         with self.lock:
@@ -701,6 +764,7 @@ class Manager:
         self._event("plus_reservation_cancelled", reservation=ar)
         return ar
 
+    @_retried_when_stale
     def destroy(self, caller: Caller, ar_id: int | None, owner: str | None,
                 transactional: bool = False) -> list[Reservation]:
         with self.lock:
@@ -721,7 +785,6 @@ class Manager:
         self._remove(ar, until=None if ar.state in FINISHED_STATES else now)
         if ar.holds_resources:
             self.reporting.ar_acct(now, ar)
-        self._unbook(ar.id)
         if ar.state not in FINISHED_STATES and ar.state != State.PENDING:
             # as qrdel: an ended AR has its last record already, an uncommitted one none
             self._log(replace(ar, state=State.DELETED), EVENT_DELETED, "AR deleted")
@@ -738,6 +801,7 @@ class Manager:
             raise ReservationError(f"AR {ar_id} has no operation waiting for plus_commit or plus_abort")
         return ar
 
+    @_retried_when_stale
     def commit(self, caller: Caller, ar_id: int) -> Reservation:
         with self.lock:
             return self._commit(self._pending_ar(caller, ar_id, "commit"))
@@ -765,6 +829,7 @@ class Manager:
             ar = self._destroy_now(ar)
         return ar
 
+    @_retried_when_stale
     def abort(self, caller: Caller, ar_id: int) -> Reservation:
         with self.lock:
             return self._abort(self._pending_ar(caller, ar_id, "abort"), "aborted")
@@ -773,7 +838,6 @@ class Manager:
         log.info("AR %s: %s %s", ar.id, ar.pending.value, why)
         if ar.pending == Operation.RESERVE:
             self._remove(ar)
-            self._unbook(ar.id)
             return ar
         ar = self._stored(ar, pending=None, pending_since=None, pending_request=None,
                           pending_allocations=[])
