@@ -1,6 +1,6 @@
 """Concurrent plus_reserve calls never double-book a node, on SQLite and on
-PostgreSQL. (A second daemon on one store refuses to start:
-test_store_integrity.py.)"""
+PostgreSQL. (A second daemon on one SQLite store refuses to start:
+test_store_integrity.py; on PostgreSQL it is a standby: test_ha.py.)"""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The store as a site finds it: private files, damage found at start, one
-daemon per store, times past 2038 on both databases, and a full disk."""
+daemon per SQLite store, times past 2038 on both databases, and a full disk."""
 
 from __future__ import annotations
 
@@ -91,9 +91,9 @@ def test_a_damaged_store_stops_the_start(daemon, where):
     assert "is damaged" in line and "SELECT" not in line
 
 
-def test_a_second_daemon_on_one_store_refuses_to_start(store_url, tmp_path):
-    if store_url.startswith("sqlite"):
-        store_url = f"sqlite:///{tmp_path / 'shared.db'}"
+def test_a_second_daemon_on_one_sqlite_store_refuses_to_start(tmp_path):
+    """(On PostgreSQL it serves as a standby: test_ha.py.)"""
+    store_url = f"sqlite:///{tmp_path / 'shared.db'}"
     first, second = Daemon(store=store_url), Daemon(store=store_url)
     try:
         first.start()

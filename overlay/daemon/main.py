@@ -44,8 +44,9 @@ from overlay.log.ratelog import RateLimitedLog
 from overlay.network import oidc, reskey
 from overlay.network.http.companion import Companion
 from overlay.network.tokens import TokenRefused, Tokens
+from overlay.persistence.feed import ChangeFeed
 from overlay.persistence.store import Conflict, Store, StoreUnavailable, refuse_truncated, shown_url
-from overlay.persistence.storelease import LeaseLost, StoreLease
+from overlay.persistence.storelease import LeaseLost, StoreLease, describe
 from overlay.placement.ordering import NODE_SORT_KEYS
 from overlay.reporting.accounting import ReportingWriter
 from overlay.usecases.lifecycle import Lifecycle
@@ -156,7 +157,8 @@ class Daemon:
             refuse_truncated(config.store_url)
             self.store = Store(config.store_url)
             self.lease = StoreLease(config.store_url, self.store.engine)
-            self.lease.acquire()
+            if not self.lease.shared:
+                self.lease.acquire()            # SQLite: one daemon per store
             self.backend = plugins.build_backend(self.pm, config.backend, config,
                                                  config.backend_options(), claimed)
             self.manager = Manager(config, self.store, self.backend, self.pm,
@@ -180,6 +182,11 @@ class Daemon:
             self.pid_lock.release()
             raise
         self.server: connections.BoundedServer | None = None
+        self.feed: ChangeFeed | None = None
+        self._leading = False
+        self._leadership = threading.Lock()     # taking the lead, and stopping
+        self._stopping = threading.Event()
+        self.manager.enforcer.fence = self.lease.holds
 
     def serve(self) -> None:
         path = self.config.socket_path
@@ -198,9 +205,17 @@ class Daemon:
             bounds, exempt=lambda uid: uid in (0, self.service.daemon_uid),
             forwarder=lambda uid: uid == self.http.uid)
         os.chmod(path, 0o666)
-        self.lifecycle.start()
-        self.manager.enforcer.start()
-        self.backend.start()
+        if not self.lease.shared:
+            self._lead()
+        else:
+            self.feed = ChangeFeed(self.config.store_url, self.store.channel, self._catch_up)
+            self.feed.start()
+            if self.lease.try_take():
+                self._lead()
+            else:
+                log.info("standby: %s leads; serving users, taking the lead when it goes",
+                         describe(self.lease.leader()))
+                threading.Thread(target=self._campaign, name="plus-campaign", daemon=True).start()
         self.http.start()
         log.info("plus_scheduler %d serving %s (backend %s, store %s)", os.getpid(), path,
                  self.config.backend, shown_url(self.config.store_url))
@@ -270,8 +285,13 @@ class Daemon:
 
     def _cleanup(self) -> None:
         self.http.stop()
-        self.lifecycle.stop()
-        self.manager.enforcer.stop()
+        with self._leadership:
+            self._stopping.set()
+        if self.feed is not None:
+            self.feed.stop()
+        if self._leading:
+            self.lifecycle.stop()
+            self.manager.enforcer.stop()
         if self.server is not None:
             self.server.server_close()
         try:
@@ -283,6 +303,32 @@ class Daemon:
         self.store.close()
         self.pid_lock.release()
         log.info("plus_scheduler stopped")
+
+    def _lead(self) -> None:
+        """This daemon leads: the clock, the enforcer and the backend's own work."""
+        with self._leadership:
+            if self._stopping.is_set():
+                return
+            self.lifecycle.start()
+            self.manager.enforcer.start()
+            self.backend.start()
+            self._leading = True
+
+    def _campaign(self) -> None:
+        """A standby takes the lead as soon as the leader's lease is free."""
+        while not self._stopping.wait(1.0):
+            if self.lease.try_take():
+                log.warning("taking the lead: the store's lease was free")
+                self._catch_up()
+                self._lead()
+                return
+
+    def _catch_up(self) -> None:
+        """The change feed: take in what other daemons wrote, timing it."""
+        changed = self.manager.catch_up()
+        ars = [self.manager.ars[i] for i in changed if i in self.manager.ars]
+        if ars and self._leading:
+            self.lifecycle.notice(ars)
 
     def _check_lease(self) -> None:
         """Before each pass: stop rather than share the store with another daemon."""

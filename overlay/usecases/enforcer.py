@@ -55,6 +55,9 @@ class Enforcer:
         self._failed: set[int] = set()
         self._thread: threading.Thread | None = None
         self._stopping = False
+        self.fence: Callable[[], bool] = lambda: True
+        """Whether this daemon may drive the backend now (it leads), asked
+        before each round of calls: one that lost the lead touches nothing."""
 
     def want(self, ids: Iterable[int], gone: Reservation | None = None) -> None:
         """ARs to enforce anew (``gone``: one that left the store, as it was
@@ -89,11 +92,16 @@ class Enforcer:
                 self.settle(retry=False)
             except Exception:
                 log.exception("enforcing ARs failed; the next reconcile pass retries")
+            if self._wanted and not self.fence():    # not leading: no busy loop meanwhile
+                with self._wake:
+                    self._wake.wait(1.0)
 
     def settle(self, retry: bool = True) -> set[int]:
         """Enforce every AR wanted (and, with ``retry``, those that failed
         before) now, in the calling thread; the ids that failed."""
         with self.lock:
+            if not self.fence():
+                return set(self._failed)          # the wanted ARs wait for a leader's pass
             with self._wake:
                 ids, self._wanted = self._wanted, set()
                 if retry:
