@@ -75,3 +75,11 @@ def test_a_standby_takes_the_lead_when_the_leader_dies_or_stops(pair, how):
         leader.send(signal.SIGCONT)                  # wakes up no longer leading
         _until(lambda: leader.process.poll() is not None, "the old leader to stop")
         assert "lost the store to plus_scheduler pid" in leader.log.read_text()
+
+
+def test_a_standby_refuses_native_jobs_by_name_and_the_leader_runs_them(pair):
+    leader, standby = pair
+    refused = standby.run("plusu1", "plus_qstat")
+    assert refused.returncode == 1
+    assert "this plus_scheduler stands by while another leads" in refused.stderr
+    assert leader.run("plusu1", "plus_qstat").returncode == 0

@@ -269,6 +269,12 @@ class Backend(ABC):
         """At daemon start, after the first reconcile pass: begin background
         work (the native backend's scheduler)."""
 
+    @called(NONE, DAEMON, idempotent=True, raises="must not: the daemon stops", optional=True)
+    def stand_by(self) -> None:
+        """At daemon start, instead of ``start``: another daemon on the store
+        leads and drives the batch system; refuse what only the leader may
+        do (``start`` follows if this one takes the lead)."""
+
     @called(NONE, DAEMON, idempotent=False, optional=True,
             raises="must not: the daemon's stop ends there, its store left open")
     def close(self) -> None:

@@ -241,7 +241,11 @@ class NativeBackend(Backend):
         return service.operations(self.scheduler, ar_status)
 
     def start(self) -> None:
+        self.scheduler.standing_by = False
         self.scheduler.start()
+
+    def stand_by(self) -> None:
+        self.scheduler.standing_by = True
 
     def close(self) -> None:
         self.scheduler.stop()

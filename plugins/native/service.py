@@ -170,9 +170,20 @@ def _refuse_system_account(user: str, uid: int, min_uid: int) -> None:
                           f"min_uid {min_uid}): jobs never run as one; submit as a user")
 
 
+def _refuse_standing_by(scheduler: Scheduler) -> None:
+    """Jobs are the leading daemon's: a standby's scheduler does not run
+    (several daemons on one PostgreSQL store), so it takes no job and shows
+    none rather than a copy that would go stale."""
+    if scheduler.standing_by:
+        raise ReservationError("this plus_scheduler stands by while another leads: the native "
+                               "batch system's jobs are served by the leading daemon (its log "
+                               "says 'taking the lead'); use the commands on its host")
+
+
 def submit_claimed(scheduler: Scheduler, reservation: Reservation, job: Mapping[str, Any]) -> dict:
     """A ResKey claim's job (plus_qsub's fields), submitted into the AR as
     its owner."""
+    _refuse_standing_by(scheduler)
     if job.get("ar", reservation.id) != reservation.id:
         raise RequestError(f"job: ar {shown(repr(job.get('ar')))} is not the claimed AR "
                            f"{reservation.id}; leave it out")
@@ -230,5 +241,12 @@ def operations(scheduler: Scheduler,
             raise RequestError("give job ids or names")
         return scheduler.hold(who(caller), references, _checked("hold", "bool", args.get("hold")))
 
-    return {"job_submit": submit, "job_delete": delete, "job_status": status,
-            "queue_status": queues, "job_hold": hold}
+    def leading(operation: Callable) -> Callable:
+        def served(caller, args: dict):
+            _refuse_standing_by(scheduler)
+            return operation(caller, args)
+        return served
+
+    return {"job_submit": leading(submit), "job_delete": leading(delete),
+            "job_status": leading(status), "queue_status": leading(queues),
+            "job_hold": leading(hold)}

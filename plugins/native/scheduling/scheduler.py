@@ -92,6 +92,8 @@ class Scheduler:
         self.baseline = Baseline()             # the passes' own: one pass at a time
         self._wake = threading.Event()
         self._stop = threading.Event()
+        self.standing_by = False
+        """Another daemon on the store leads and runs the jobs: refuse them here."""
         self._thread: threading.Thread | None = None
         self._last_pass = 0.0
         self._planned: list[Planned] = []
