@@ -69,3 +69,21 @@ def test_a_daemon_whose_tombstones_were_pruned_reads_everything_again(pair, monk
     monkeypatch.setattr(second.store, "changes_since", lambda revision: None)
     assert second.catch_up() == {gone.id}                  # all read, only that one changed
     assert sorted(second.ars) == [kept.id]
+
+
+def test_the_leaders_pass_opens_a_window_the_other_daemon_changed_meanwhile(pair, monkeypatch):
+    env, first, second = pair
+    ar = first.reserve(ALICE, env.request(nodes=1))
+    env.lifecycle.tick()
+    second.catch_up()
+    changed = []
+    refresh = first.refresh_nodes
+
+    def a_write_lands_during_the_pass():
+        changed.append(second.modify(ALICE, ar.id, None, ar.end + HOUR, None, None, None))
+        return refresh()
+    monkeypatch.setattr(first, "refresh_nodes", a_write_lands_during_the_pass)
+    env.clock.now = ar.start
+    env.lifecycle.tick()                                # first's copy is the old one
+    opened = first.ars[ar.id]
+    assert opened.state == State.RUNNING and opened.end == changed[0].end

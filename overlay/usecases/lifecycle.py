@@ -29,6 +29,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 
 from overlay.language.limits import HORIZON
 from overlay.language.model import FINISHED_STATES, Reservation, State
+from overlay.persistence.store import Stale
 from overlay.usecases.manager import Manager
 
 log = logging.getLogger("plus.lifecycle")
@@ -129,6 +130,7 @@ class Lifecycle:
         slow batch system stalls no command."""
         manager = self.manager
         began, cpu = time.perf_counter(), time.thread_time()
+        manager.catch_up()                    # what other daemons wrote, should the feed lag
         moved = manager.refresh_nodes()
         with manager.lock:
             now = manager.now()
@@ -145,9 +147,7 @@ class Lifecycle:
         with manager.lock:
             self._keep_health(checked, found)
             for ar_id in sorted(looked):
-                ar = manager.ars.get(ar_id)
-                if ar is not None:
-                    self._advance(ar, now, self._problems.get(ar_id))
+                self._advance_fresh(ar_id, now)
             self._expire(now, looked)
             self._absorb()
             for ar_id in looked - self._changed:     # due and unchanged: due again later
@@ -195,6 +195,21 @@ class Lifecycle:
                 self._problems[ar_id] = found[ar_id]
             else:
                 self._problems.pop(ar_id, None)
+
+    def _advance_fresh(self, ar_id: int, now: int) -> None:
+        """One AR's transition; if another daemon changed the AR meanwhile,
+        on the copy it wrote."""
+        for _ in range(2):
+            ar = self.manager.ars.get(ar_id)
+            if ar is None:
+                return
+            try:
+                self._advance(ar, now, self._problems.get(ar_id))
+                return
+            except Stale:
+                self.manager.catch_up()
+        log.warning("AR %s changed at other daemons during two passes at it; the next pass "
+                    "tries again", ar_id)
 
     def _advance(self, ar: Reservation, now: int, reason: str | None) -> None:
         """One AR's transition, if the clock or its nodes' health call for one."""
