@@ -83,3 +83,19 @@ def test_a_standby_refuses_native_jobs_by_name_and_the_leader_runs_them(pair):
     assert refused.returncode == 1
     assert "this plus_scheduler stands by while another leads" in refused.stderr
     assert leader.run("plusu1", "plus_qstat").returncode == 0
+
+
+def test_plus_scheduler_status_names_the_leader_and_each_daemons_lag(pair):
+    leader, standby = pair
+
+    def shown(daemon: Daemon) -> tuple[list[str], dict[str, list[str]]]:
+        lines = daemon.ok("plusu1", "plus_scheduler", "--status").splitlines()
+        return lines, {line.split()[0].rpartition(":")[2]: line.split() for line in lines[3:]}
+    _until(lambda: len(shown(standby)[1]) == 2, "both daemons to be listed")
+    lines, rows = shown(standby)
+    assert lines[0].startswith("this daemon (") and " stands by; leading: " in lines[0]
+    assert f":{leader.process.pid} since " in lines[0]
+    assert lines[1].startswith("store revision ")
+    assert rows[str(leader.process.pid)][1] == "leader"
+    assert rows[str(standby.process.pid)][1] == "standby"
+    assert shown(leader)[0][0].endswith(") leads")

@@ -221,3 +221,14 @@ def test_the_database_password_never_reaches_the_log_or_the_terminal(store_url):
     finally:
         daemon.cleanup()
         wrong.cleanup()
+
+
+def test_plus_scheduler_status_on_a_sqlite_store_and_without_a_daemon(daemon):
+    absent = daemon.run("plusu1", "plus_scheduler", "--status")
+    assert absent.returncode == 3 and "cannot reach plus_scheduler" in absent.stderr
+    daemon.start()
+    lines = daemon.ok("plusu1", "plus_scheduler", "--status").splitlines()
+    assert lines[0].endswith(") leads")
+    assert lines[1].endswith("(SQLite: one daemon per store)")
+    assert lines[3].split()[1] == "leader" and lines[3].split()[0].endswith(
+        f":{daemon.process.pid}")

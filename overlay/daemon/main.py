@@ -23,7 +23,7 @@ import pluggy
 from overlay.contract import plugins
 from overlay.contract.backend import Backend
 from overlay.daemon import config as config_module
-from overlay.daemon import connections, reconfigure
+from overlay.daemon import connections, reconfigure, status
 from overlay.daemon.config import Config, ConfigError
 from overlay.daemon.services.base import CLIENT_LINES
 from overlay.daemon.services.service import Service
@@ -45,6 +45,7 @@ from overlay.network import oidc, reskey
 from overlay.network.http.companion import Companion
 from overlay.network.tokens import TokenRefused, Tokens
 from overlay.persistence.feed import ChangeFeed
+from overlay.persistence.members import Members
 from overlay.persistence.store import Conflict, Store, StoreUnavailable, refuse_truncated, shown_url
 from overlay.persistence.storelease import LeaseLost, StoreLease, describe
 from overlay.placement.ordering import NODE_SORT_KEYS
@@ -168,8 +169,10 @@ class Daemon:
             secret = statefile.secret_key(os.path.join(config.state_path, "reskey.key"),
                                           "ResKey secret")
             provider = oidc.Provider(config.http.oidc) if config.http.oidc else None
+            self.members = Members(self.store)
             self.service = Service(self.manager, self.lifecycle.notice, self.stop,
-                                   Tokens(config.state_path), reskey.ResKeys(secret), provider)
+                                   Tokens(config.state_path), reskey.ResKeys(secret), provider,
+                                   daemons=self.daemons)
             self.http = Companion(config.http, config.socket_path)
             self.http.listen()
         except Exception:
@@ -314,6 +317,7 @@ class Daemon:
             self.manager.enforcer.start()
             self.backend.start()
             self._leading = True
+        self.members.report(True, self.manager.seen_revision, force=True)
 
     def _campaign(self) -> None:
         """A standby takes the lead as soon as the leader's lease is free."""
@@ -330,6 +334,15 @@ class Daemon:
         ars = [self.manager.ars[i] for i in changed if i in self.manager.ars]
         if ars and self._leading:
             self.lifecycle.notice(ars)
+        self.members.report(self._leading, self.manager.seen_revision)
+
+    def daemons(self) -> dict:
+        """plus_scheduler --status: who leads, since when, and every daemon
+        serving the store with how far it is behind."""
+        self.members.report(self._leading, self.manager.seen_revision)
+        return {"this": self.members.name, "leading": self._leading, "shared": self.lease.shared,
+                "leader": self.lease.leader(), "revision": self.store.revision(),
+                "daemons": self.members.listed()}
 
     def _check_lease(self) -> None:
         """Before each pass: stop rather than share the store with another daemon."""
@@ -360,6 +373,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("-sgeq", metavar="qNames", help="reserve only nodes of these queues "
                         "(comma list); overrides 'sge_queues'")
     parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING or ERROR")
+    parser.add_argument("--status", action="store_true", help="do not start: ask the running "
+                        "daemon (PLUS_CONF's) which daemon leads, since when, and how far "
+                        "each daemon serving the store is behind it")
     return parser
 
 
@@ -380,6 +396,8 @@ def _overrides(args: argparse.Namespace) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.status:
+        return status.show(args.c or protocol.conf_path())
     level = getattr(logging, args.log_level.upper(), logging.INFO)
     logging.basicConfig(level=level, format=logsetup.FORMAT)
     logging.getLogger("apscheduler").setLevel(logging.WARNING)

@@ -35,6 +35,8 @@ class Context:
     client_log: RateLimitedLog
     reported: ReportingFollower
     daemon_uid: int
+    daemons: Callable[[], dict] | None = None
+    """Who serves the store and who leads (plus_scheduler --status)."""
 
     @property
     def config(self) -> Config:

@@ -1,4 +1,5 @@
-"""The daemon itself: plus_schedkill stops it."""
+"""The daemon itself: plus_schedkill stops it, plus_scheduler --status asks
+who serves the store."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import os
 import threading
 
 from overlay.daemon.services.base import Context, Operation
-from overlay.language.model import PermissionDenied
+from overlay.language.model import InvalidRequest, PermissionDenied
 from overlay.usecases.manager import Caller
 from overlay.wire import codec
 
@@ -19,4 +20,12 @@ def shutdown(context: Context, caller: Caller, args: codec.Arguments) -> dict:
     return {"stopping": os.getpid()}
 
 
-OPERATIONS: dict[str, Operation] = {"shutdown": shutdown}
+def daemons(context: Context, caller: Caller, args: codec.Arguments) -> dict:
+    """plus_scheduler --status: anyone may ask who serves the store."""
+    args.done()
+    if context.daemons is None:
+        raise InvalidRequest("this daemon keeps no list of the daemons serving its store")
+    return context.daemons()
+
+
+OPERATIONS: dict[str, Operation] = {"shutdown": shutdown, "daemons": daemons}

@@ -53,10 +53,12 @@ class Service:
     def __init__(self, manager: Manager, on_change: Callable[[list[Reservation]], None],
                  on_shutdown: Callable[[], None], tokens: Tokens | None = None,
                  reskeys: reskey.ResKeys | None = None,
-                 provider: oidc.Provider | None = None) -> None:
+                 provider: oidc.Provider | None = None,
+                 daemons: Callable[[], dict] | None = None) -> None:
         self.context = Context(manager, on_change, on_shutdown, tokens, reskeys, provider,
                                RateLimitedLog(log, burst=CLIENT_LINES),
-                               ReportingFollower(manager.config.accounting_path), os.getuid())
+                               ReportingFollower(manager.config.accounting_path), os.getuid(),
+                               daemons)
         self.turns = connections.UserTurns(manager.config.http.max_requests_per_user)
         self.plugin_operations: dict[str, Callable[[Caller, dict], Any]] = {}
         for offered in manager.plugin_operations():
