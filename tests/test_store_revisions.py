@@ -34,7 +34,7 @@ def test_each_write_takes_the_next_revision_and_changes_since_tells_what_changed
     assert later.revision == start + 4
     assert [(ar.id, ar.state, ar.revision) for ar in later.written] == \
         [(first.id, State.RUNNING, start + 3)]
-    assert later.removed == [second.id]
+    assert later.removed == [(second.id, start + 4)]
     assert store.changes_since(later.revision) == (later.revision, [], [])
     revision, everything = store.snapshot()
     assert revision == later.revision and [ar.id for ar in everything] == [first.id]

@@ -219,6 +219,7 @@ class Daemon:
                 log.info("standby: %s leads; serving users, taking the lead when it goes",
                          describe(self.lease.leader()))
                 self.backend.stand_by()
+                self.manager.enforcer.stand_by()
                 threading.Thread(target=self._campaign, name="plus-campaign", daemon=True).start()
         self.http.start()
         log.info("plus_scheduler %d serving %s (backend %s, store %s)", os.getpid(), path,

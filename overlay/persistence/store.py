@@ -77,11 +77,12 @@ class Stale(StoreError):
 
 class Changes(NamedTuple):
     """What the store holds after a revision: the revision now, the ARs
-    written since (as they are now) and the ids of those removed since."""
+    written since (as they are now), and those removed since, as
+    (id, the revision of the removal)."""
 
     revision: int
     written: list[Reservation]
-    removed: list[int]
+    removed: list[tuple[int, int]]
 
 
 class Conflict(ReservationError):
@@ -268,7 +269,7 @@ _COUNTER = select(CounterRow.__table__.c.value).where(
     CounterRow.__table__.c.name == bindparam("counter"))
 _ROW_REVISION = select(ReservationRow.__table__.c.revision).where(
     ReservationRow.__table__.c.id == bindparam("id"))
-_REMOVED_SINCE = select(RemovedRow.__table__.c.reservation_id).where(
+_REMOVED_SINCE = select(RemovedRow.__table__.c.reservation_id, RemovedRow.__table__.c.revision).where(
     RemovedRow.__table__.c.revision > bindparam("revision"))
 _LAST_PRUNABLE = select(func.max(RemovedRow.__table__.c.revision)).where(
     RemovedRow.__table__.c.removed_at < bindparam("before"))
@@ -541,9 +542,9 @@ class Store:
             connection = session.connection()
             if (connection.execute(_COUNTER, {"counter": "pruned"}).scalar() or 0) > revision:
                 return None
-            removed = connection.execute(_REMOVED_SINCE, {"revision": revision}).scalars().all()
+            removed = connection.execute(_REMOVED_SINCE, {"revision": revision}).all()
             return Changes(self._revision(session), self._load(session, revision),
-                           sorted(set(removed)))
+                           sorted((row.reservation_id, row.revision) for row in removed))
 
     def revision(self) -> int:
         """The store's revision now."""

@@ -55,21 +55,30 @@ class Enforcer:
         self._failed: set[int] = set()
         self._thread: threading.Thread | None = None
         self._stopping = False
+        self._standing_by = False
         self.fence: Callable[[], bool] = lambda: True
         """Whether this daemon may drive the backend now (it leads), asked
         before each round of calls: one that lost the lead touches nothing."""
 
     def want(self, ids: Iterable[int], gone: Reservation | None = None) -> None:
         """ARs to enforce anew (``gone``: one that left the store, as it was
-        enforced, should nothing of it have been applied here yet)."""
+        enforced, should nothing of it have been applied here yet). A
+        standby keeps nothing: the pass that makes it leader looks at all."""
+        if self._standing_by:
+            return
         with self._wake:
             if gone is not None:
                 self._gone[gone.id] = gone
             self._wanted.update(ids)
             self._wake.notify()
 
+    def stand_by(self) -> None:
+        """Another daemon leads: keep no wish until ``start``."""
+        self._standing_by = True
+
     def start(self) -> None:
         """Enforce in a thread of its own from now on."""
+        self._standing_by = False
         self._thread = threading.Thread(target=self._run, name="plus-enforcer", daemon=True)
         self._thread.start()
 

@@ -333,16 +333,20 @@ class Manager:
     def catch_up(self) -> set[int]:
         """Take what other daemons wrote since this one last looked into
         memory (the change feed calls it, and a use case whose write met a
-        newer revision); the ids of the ARs that changed."""
+        newer revision); the ids of the ARs that changed. The store is read
+        outside the lock; only a copy newer than memory's replaces it."""
+        changes = self.store.changes_since(self.seen_revision)
+        if changes is None:
+            revision, stored = self.store.snapshot()
+            with self.lock:
+                gone = [(ar_id, revision) for ar_id in self.ars.keys() - {a.id for a in stored}]
+            changes = Changes(revision, stored, gone)
+        changed = set()
         with self.lock:
-            changes = self.store.changes_since(self.seen_revision)
-            if changes is None:
-                revision, stored = self.store.snapshot()
-                changes = Changes(revision, stored, sorted(self.ars.keys() - {ar.id for ar in stored}))
-            changed = set()
-            for ar_id in changes.removed:
-                if ar_id in self.ars:
-                    self._drop(self.ars[ar_id])
+            for ar_id, removed_at in changes.removed:
+                mine = self.ars.get(ar_id)
+                if mine is not None and mine.revision < removed_at:
+                    self._drop(mine)
                     changed.add(ar_id)
             for ar in changes.written:
                 mine = self.ars.get(ar.id)
@@ -351,7 +355,7 @@ class Manager:
                     self._book(ar)
                     changed.add(ar.id)
             self.seen_revision = max(self.seen_revision, changes.revision)
-            return changed
+        return changed
 
     @staticmethod
     def _validate_users(request: Request, owner: str) -> None:
