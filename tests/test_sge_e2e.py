@@ -106,8 +106,9 @@ def test_avoid_refuses_hosts_whose_jobs_would_outlast_the_start(daemon):
 def test_cancel_and_destroy(daemon):
     view = reserve(daemon, "-s", "now+1h", "-D", "1h", "-n", "1")
     queue = f"R{view['id']}"
+    wait_for(lambda: queue in names("-sql"), 30, "the enforcer to make the AR's queue")
     daemon.ok("plusu1", "plus_cancel", "-r", str(view["id"]))
-    config = sh("qconf", "-sq", queue, check=True).stdout
-    assert re.search(r"^hostlist +NONE$", config, re.MULTILINE)
+    wait_for(lambda: re.search(r"^hostlist +NONE$", sh("qconf", "-sq", queue).stdout,
+                               re.MULTILINE), 30, "the enforcer to release the hosts")
     daemon.ok("plusu1", "plus_destroy", "-r", str(view["id"]))
-    assert queue not in names("-sql")
+    wait_for(lambda: queue not in names("-sql"), 30, "the enforcer to delete the queue")

@@ -60,6 +60,12 @@ def job(double, job_id: str) -> dict:
     return double.state()["jobs"].get(job_id, {"state": "gone", "hold": "", "exec_host": None})
 
 
+def made(double, queue: str) -> None:
+    """Wait for the enforcer to make the AR's queue (plus_reserve answers
+    once the AR is stored, before the backend follows)."""
+    wait_for(lambda: queue in double.state()["queues"], 30, f"the enforcer to make {queue}")
+
+
 def on_node(double, node: str) -> set[str]:
     return {j["id"] for j in double.state()["jobs"].values()
             if j["state"] == "R" and (j["exec_host"] or "").startswith(node + "/")}
@@ -72,6 +78,7 @@ def test_an_ar_window_on_torque_from_grant_to_end(double, daemon):
     view = daemon.reserve("plusu1", "-s", "now+6s", "-D", "25s", "-n", "1")
     ar_id, queue = view["id"], f"R{view['id']}"
     assert [a["node"] for a in view["allocations"]] == ["n1"]
+    made(double, queue)
     state = double.state()
     assert state["queues"][queue]["started"] == "False" and queue in state["nodes"]["n1"]["properties"]
     detail = daemon.ok("plusu1", "plus_status", "-r", str(ar_id))
@@ -112,7 +119,8 @@ def test_an_ar_window_on_torque_from_grant_to_end(double, daemon):
 def test_a_daemon_killed_during_the_window_converges_after_a_restart(double, daemon):
     view = daemon.reserve("plusu1", "-s", "now+3s", "-D", "10s", "-n", "2")
     queue = f"R{view['id']}"
-    wait_for(lambda: double.state()["queues"][queue]["started"] == "True", 10, "the window to open")
+    wait_for(lambda: double.state()["queues"].get(queue, {}).get("started") == "True", 10,
+             "the window to open")
     daemon.kill9()
     time.sleep(max(0, view["end"] - time.time()) + 1)
     assert queue in double.state()["queues"]                           # nobody cleaned up yet
@@ -126,12 +134,13 @@ def test_a_daemon_killed_during_the_window_converges_after_a_restart(double, dae
 def test_cancel_and_destroy(double, daemon):
     view = daemon.reserve("plusu1", "-s", "now+1h", "-D", "1h", "-n", "1")
     queue = f"R{view['id']}"
+    made(double, queue)
     daemon.ok("plusu1", "plus_cancel", "-r", str(view["id"]))
-    state = double.state()
-    assert state["queues"][queue]["enabled"] == "False"
-    assert all(queue not in n["properties"] for n in state["nodes"].values())
+    wait_for(lambda: double.state()["queues"][queue]["enabled"] == "False", 30,
+             "the enforcer to disable the queue")
+    assert all(queue not in n["properties"] for n in double.state()["nodes"].values())
     daemon.ok("plusu1", "plus_destroy", "-r", str(view["id"]))
-    assert queue not in double.state()["queues"]
+    wait_for(lambda: queue not in double.state()["queues"], 30, "the enforcer to delete the queue")
 
 
 def test_a_node_going_down_puts_the_ar_in_warning(double, daemon):
@@ -152,6 +161,7 @@ def test_a_long_epilogue_delays_the_window_and_plus_status_says_why(double, daem
     view = daemon.reserve("plusu1", "-s", "now+3s", "-D", "30s", "-n", "1")
     queue = f"R{view['id']}"
     assert [a["node"] for a in view["allocations"]] == ["n1"]
+    made(double, queue)
     ar_job = submitted(double, "plusu1", "-q", queue, "-l", f"nodes=1:{queue}")
     wait_for(lambda: double.state()["queues"][queue]["started"] == "True", 8, "the window to open")
     detail = daemon.ok("plusu1", "plus_status", "-r", str(view["id"]))

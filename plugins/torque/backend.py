@@ -466,8 +466,9 @@ class TorqueBackend(QueueBackend):
     def remove(self, ar_id: int) -> None:
         """Stop the queue, delete its jobs, delete it (retrying while TORQUE
         still counts a job), then the property off the nodes, then the held
-        and deferred foreign jobs released."""
-        self._close_window(ar_id)
+        foreign jobs released, and only then the window closed (the jobs
+        the filter deferred to its end queued, pbs_sched run): the jobs
+        requeued from its nodes were there first and get them back first."""
         queue = queue_name(ar_id)
         self._close_queue(queue)
         self._delete_queue(queue)
@@ -475,6 +476,7 @@ class TorqueBackend(QueueBackend):
         self._untag_all(ar_id)
         self._forget_notes(ar_id)
         self._release_jobs(self.ledger.unhold(ar_id))
+        self._close_window(ar_id)
 
     def _close_queue(self, queue: str) -> None:
         current = self.torque.queues().get(queue)
