@@ -15,7 +15,7 @@ import pytest
 from daemon_harness import Daemon
 from sge_cluster import clean, names, require, wait_for
 
-DELAY = 3
+DELAY = 2
 """Seconds every Grid Engine command takes here."""
 COMMANDS = ("qconf", "qstat", "qhost", "qmod", "qsub", "qdel", "qalter", "qresub", "qhold",
             "qrls")
