@@ -131,11 +131,18 @@ def failover(leader: Node, standby: Node, how: str, starts: list[int]) -> tuple[
 
 
 def rate(nodes: list[Node], clients: int, count: int, first: int) -> float:
-    """ARs per second made by ``clients`` clients spread over ``nodes``."""
+    """ARs per second made by ``clients`` clients spread over ``nodes``;
+    a refused call ends the benchmark (a thread would end silently)."""
+    refused: list[str] = []
+
     def work(node: Node, offset: int) -> None:
         for i in range(count):
             start = first + (offset * count + i) * 60
-            node.call("reserve", {"start": start, "end": start + 60, "nodes": 1})
+            reply = protocol.call(node.socket, "reserve",
+                                  {"start": start, "end": start + 3600, "nodes": 1})
+            if not reply.get("ok"):
+                refused.append(str(reply.get("error")))
+                return
     threads = [threading.Thread(target=work, args=(nodes[c % len(nodes)], c))
                for c in range(clients)]
     began = time.perf_counter()
@@ -143,6 +150,8 @@ def rate(nodes: list[Node], clients: int, count: int, first: int) -> float:
         thread.start()
     for thread in threads:
         thread.join()
+    if refused:
+        raise SystemExit(f"bench_ha: a reserve was refused: {refused[0]}")
     return clients * count / (time.perf_counter() - began)
 
 
