@@ -7,11 +7,13 @@ overwriting it."""
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 
 from overlay.contract import plugins
 from overlay.language.model import State
-from overlay.persistence.store import Store
+from overlay.persistence.store import Stale, Store
 from overlay.reporting.accounting import ReportingWriter
 from overlay.usecases.manager import Manager
 from test_manager import ALICE, BOB, HOUR, Env
@@ -87,3 +89,19 @@ def test_the_leaders_pass_opens_a_window_the_other_daemon_changed_meanwhile(pair
     env.lifecycle.tick()                                # first's copy is the old one
     opened = first.ars[ar.id]
     assert opened.state == State.RUNNING and opened.end == changed[0].end
+
+
+def test_an_ar_that_other_daemons_keep_changing_is_told_once_a_minute(pair, monkeypatch, caplog):
+    env, first, second = pair
+    ars = [first.reserve(ALICE, env.request(nodes=1)) for _ in range(3)]
+    env.lifecycle.tick()
+
+    def always_changed_meanwhile(ar, now, reason):
+        raise Stale(f"AR {ar.id} was changed in the store meanwhile")
+    monkeypatch.setattr(env.lifecycle, "_advance", always_changed_meanwhile)
+    env.clock.now = ars[0].start
+    with caplog.at_level(logging.WARNING, logger="plus.lifecycle"):
+        for _ in range(3):
+            env.lifecycle.tick()
+    told = [r.getMessage() for r in caplog.records if "changed at other daemons" in r.getMessage()]
+    assert len(told) == 1 and "the next pass tries again" in told[0]

@@ -29,10 +29,14 @@ from apscheduler.schedulers.background import BackgroundScheduler
 
 from overlay.language.limits import HORIZON
 from overlay.language.model import FINISHED_STATES, Reservation, State
+from overlay.log.ratelog import RateLimitedLog
 from overlay.persistence.store import Stale
 from overlay.usecases.manager import Manager
 
 log = logging.getLogger("plus.lifecycle")
+# Clients at other daemons cause these (by changing ARs as fast as they
+# can): one line a minute, whichever AR it is about, with a count.
+_CONTENDED = RateLimitedLog(log)
 
 _NEXT_JOB = "next-transition"
 _RECONCILE_JOB = "reconcile"
@@ -208,8 +212,8 @@ class Lifecycle:
                 return
             except Stale:
                 self.manager.catch_up()
-        log.warning("AR %s changed at other daemons during two passes at it; the next pass "
-                    "tries again", ar_id)
+        _CONTENDED.warning("contended", "AR %s changed at other daemons during two passes at "
+                           "it; the next pass tries again", ar_id)
 
     def _advance(self, ar: Reservation, now: int, reason: str | None) -> None:
         """One AR's transition, if the clock or its nodes' health call for one."""
