@@ -11,8 +11,9 @@ Prints, after the machine's speed:
   window lateness  an AR due to start during the failover: how late the new
                    leader opened it (seen through its socket)
   feed             an AR made at one daemon -> shown by the other's socket
-  creation rate    ARs per second through the sockets, 4 clients, with one
-                   daemon and with two (two clients at each)
+  creation rate    ARs per second through the sockets, 6 clients, with one
+                   daemon, with two (three clients at each) and with three
+                   (two at each)
   status p99       plus_status at the standby while the leader takes ARs
 """
 
@@ -168,7 +169,7 @@ def main() -> None:
         hide_password=False)
     work = Path(tempfile.mkdtemp(prefix="plus-bench-ha-"))
     os.chmod(work, 0o755)
-    first, second = Node(work / "a", store), Node(work / "b", store)
+    first, second, third = Node(work / "a", store), Node(work / "b", store), Node(work / "c", store)
     try:
         first.start()
         second.start()
@@ -191,7 +192,8 @@ def main() -> None:
             feed.append(until(lambda ar=ar: standby.state_of(ar) is not None, 60,
                               "the AR at the other daemon") - began)
         far = int(time.time()) + 30 * 86400
-        one = rate([leader], 4, 100, far)
+        clients, each = 6, 60
+        one = rate([leader], clients, each, far)
         statuses: list[float] = []
         busy = threading.Event()
 
@@ -202,22 +204,25 @@ def main() -> None:
                 statuses.append(time.perf_counter() - began)
         watcher = threading.Thread(target=watch)
         watcher.start()
-        two = rate([leader, standby], 4, 100, far + 400 * 60)
+        two = rate([leader, standby], clients, each, far + clients * each * 60)
         busy.set()
         watcher.join()
-        print("two daemons on one PostgreSQL store, native backend, 100 nodes")
+        third.start()
+        until(lambda: third.said("standby:") > 0, 60, "the third daemon to stand by")
+        three = rate([leader, standby, third], clients, each, far + 2 * clients * each * 60)
+        print("daemons on one PostgreSQL store, native backend, 100 nodes")
         print(f"  failover, kill -9   {summary(times['kill'])}")
         if times["stop"]:
             print(f"  failover, SIGSTOP   {summary(times['stop'])}")
         print(f"  window lateness     {summary(lateness)}")
         print(f"  feed                {summary([f * 1000 for f in feed], 'ms')}")
-        print(f"  creation rate       one daemon {one:6.1f} ARs/s   two daemons {two:6.1f} ARs/s"
-              f"   (ratio {two / one:4.2f})")
+        print(f"  creation rate       one daemon {one:6.1f} ARs/s   two {two:6.1f} ARs/s   "
+              f"three {three:6.1f} ARs/s   (ratios {two / one:4.2f}, {three / one:4.2f})")
         print(f"  status p99 at the standby while both take ARs: "
               f"{summary([s * 1000 for s in statuses], 'ms')}")
     finally:
-        first.stop()
-        second.stop()
+        for node in (first, second, third):
+            node.stop()
         with psycopg.connect(admin, autocommit=True) as connection:
             connection.execute(f'DROP SCHEMA "{schema}" CASCADE')
 
