@@ -60,10 +60,19 @@ def job(double, job_id: str) -> dict:
     return double.state()["jobs"].get(job_id, {"state": "gone", "hold": "", "exec_host": None})
 
 
-def made(double, queue: str) -> None:
-    """Wait for the enforcer to make the AR's queue (plus_reserve answers
-    once the AR is stored, before the backend follows)."""
-    wait_for(lambda: queue in double.state()["queues"], 30, f"the enforcer to make {queue}")
+def made(double, view: dict) -> str:
+    """Wait for the enforcer to make the AR's queue and mark its nodes
+    (plus_reserve answers once the AR is stored, before the backend
+    follows, and those are separate qmgr calls); the queue's name."""
+    queue = f"R{view['id']}"
+    nodes = [a["node"] for a in view["allocations"]]
+
+    def prepared() -> bool:
+        state = double.state()
+        return queue in state["queues"] and all(queue in state["nodes"][n]["properties"]
+                                                for n in nodes)
+    wait_for(prepared, 30, f"the enforcer to make {queue} on {nodes}")
+    return queue
 
 
 def on_node(double, node: str) -> set[str]:
@@ -78,9 +87,8 @@ def test_an_ar_window_on_torque_from_grant_to_end(double, daemon):
     view = daemon.reserve("plusu1", "-s", "now+6s", "-D", "25s", "-n", "1")
     ar_id, queue = view["id"], f"R{view['id']}"
     assert [a["node"] for a in view["allocations"]] == ["n1"]
-    made(double, queue)
-    state = double.state()
-    assert state["queues"][queue]["started"] == "False" and queue in state["nodes"]["n1"]["properties"]
+    made(double, view)
+    assert double.state()["queues"][queue]["started"] == "False"
     detail = daemon.ok("plusu1", "plus_status", "-r", str(ar_id))
     assert re.search(rf"submit: +qsub -q {queue} -l nodes=1:{queue} job\.sh", detail)
 
@@ -133,12 +141,14 @@ def test_a_daemon_killed_during_the_window_converges_after_a_restart(double, dae
 
 def test_cancel_and_destroy(double, daemon):
     view = daemon.reserve("plusu1", "-s", "now+1h", "-D", "1h", "-n", "1")
-    queue = f"R{view['id']}"
-    made(double, queue)
+    queue = made(double, view)
     daemon.ok("plusu1", "plus_cancel", "-r", str(view["id"]))
-    wait_for(lambda: double.state()["queues"][queue]["enabled"] == "False", 30,
-             "the enforcer to disable the queue")
-    assert all(queue not in n["properties"] for n in double.state()["nodes"].values())
+
+    def released() -> bool:
+        state = double.state()
+        return (state["queues"][queue]["enabled"] == "False"
+                and all(queue not in n["properties"] for n in state["nodes"].values()))
+    wait_for(released, 30, "the enforcer to disable the queue and unmark the nodes")
     daemon.ok("plusu1", "plus_destroy", "-r", str(view["id"]))
     wait_for(lambda: queue not in double.state()["queues"], 30, "the enforcer to delete the queue")
 
@@ -161,7 +171,7 @@ def test_a_long_epilogue_delays_the_window_and_plus_status_says_why(double, daem
     view = daemon.reserve("plusu1", "-s", "now+3s", "-D", "30s", "-n", "1")
     queue = f"R{view['id']}"
     assert [a["node"] for a in view["allocations"]] == ["n1"]
-    made(double, queue)
+    made(double, view)
     ar_job = submitted(double, "plusu1", "-q", queue, "-l", f"nodes=1:{queue}")
     wait_for(lambda: double.state()["queues"][queue]["started"] == "True", 8, "the window to open")
     detail = daemon.ok("plusu1", "plus_status", "-r", str(view["id"]))
