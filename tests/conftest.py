@@ -45,6 +45,25 @@ def _plugins_from_source() -> None:
 
 _plugins_from_source()
 
+# Test files that use a service of which the machine has one and that they
+# change: the Grid Engine qmaster and its hosts, and the test sshd (which
+# test_remote restarts). Run in parallel (scripts/test.sh: pytest-xdist),
+# these share one worker, one after the other; every other file is a group
+# of its own, so its module fixtures (a daemon, a cluster) are made once.
+ONE_AT_A_TIME = "grid-engine-and-sshd"
+SHARED_SERVICE_FILES = {
+    "test_sge.py", "test_sge_e2e.py", "test_slow_batch_system.py", "test_qrsub_differential.py",
+    "test_torque.py", "test_remote.py", "test_native_daemon.py", "test_native_execution.py",
+    "test_native_cluster.py",
+}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        name = item.path.name
+        group = ONE_AT_A_TIME if name in SHARED_SERVICE_FILES else name
+        item.add_marker(pytest.mark.xdist_group(group))
+
 
 def _pg_admin_connect(url: str):
     """A plain psycopg connection (autocommit) to the database of ``url``."""
