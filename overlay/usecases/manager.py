@@ -274,7 +274,15 @@ class Manager:
             self.inside.unbook(key)
 
     def _get(self, ar_id: int) -> Reservation:
+        """The AR; one memory lacks is looked for in the store first (made
+        at another daemon a moment ago, the change feed not heard yet, or
+        not at all while the feed is cut off): never "does not exist" for
+        an AR that does, and a store that cannot be reached refuses the
+        command saying so."""
         ar = self.ars.get(ar_id)
+        if ar is None:
+            self.catch_up()
+            ar = self.ars.get(ar_id)
         if ar is None:
             raise UnknownReservation(f"AR {ar_id} does not exist")
         return ar
