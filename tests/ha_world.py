@@ -1,5 +1,5 @@
-"""Two daemons on a PostgreSQL server of their own, each on an isolated
-host (a network namespace) of its own, with a backend that writes down
+"""Daemons (two, or more) on a PostgreSQL server of their own, each on an
+isolated host (a network namespace) of its own, with a backend that writes down
 every call: what the fault tests (tests/test_ha_faults.py) and
 scripts/ha_chaos.py do their worst to."""
 
@@ -74,10 +74,11 @@ class Member:
 
 
 class World:
-    """The server, two hosts and their daemons; ``members[0]`` started first (it leads)."""
+    """The server, ``count`` hosts and their daemons; ``members[0]`` started
+    first (it leads)."""
 
-    def __init__(self, settings: str = "") -> None:
-        self.hosts = [IsolatedHost(0), IsolatedHost(1)]
+    def __init__(self, settings: str = "", count: int = 2) -> None:
+        self.hosts = [IsolatedHost(i) for i in range(count)]
         self.server = PrivatePostgres(tuple(host.here for host in self.hosts),
                                       tuple(host.there for host in self.hosts))
         self.counting_log = Path(tempfile.mkdtemp(prefix="plus-calls-")) / "calls"
@@ -88,7 +89,8 @@ class World:
         self.server.start()
         for member in self.members:
             member.start()
-        wait_for(lambda: self.members[1].said("standby:"), "the second daemon to stand by")
+        wait_for(lambda: all(m.said("standby:") for m in self.members[1:]),
+                 "the other daemons to stand by")
 
     def leader(self, timeout: float = 120) -> Member:
         """The one member that says it leads (waits for exactly one)."""
@@ -101,7 +103,8 @@ class World:
             time.sleep(0.05)
 
     def other(self, member: Member) -> Member:
-        return self.members[1 - member.index]
+        """The next member after ``member`` (the other one, of two)."""
+        return self.members[(member.index + 1) % len(self.members)]
 
     def calls(self) -> list[tuple[int, str, list[int]]]:
         return calls(str(self.counting_log))

@@ -212,8 +212,10 @@ def _iso(epoch: int) -> str:
 class Load:
     """Threads running commands as the test users until stopped."""
 
-    def __init__(self, daemons: list[Daemon], base: int) -> None:
+    def __init__(self, daemons: list[Daemon], base: int, prefix: str = "k") -> None:
+        """``prefix`` starts the ARs' names (a later load's differ from an earlier one's)."""
         self.daemons = daemons
+        self.prefix = prefix
         self.base = base
         self.stop = threading.Event()
         self.lock = threading.Lock()
@@ -242,7 +244,7 @@ class Load:
         while not self.stop.is_set():
             live = [tracked for tracked in mine if tracked.alive()]
             if not live or rng.random() < 0.35:
-                tracked = Tracked(f"k{index}x{len(mine)}", user, rng.choice((None, None, 1, 2, 4)))
+                tracked = Tracked(f"{self.prefix}{index}x{len(mine)}", user, rng.choice((None, None, 1, 2, 4)))
                 mine.append(tracked)
                 with self.lock:
                     self.tracked.append(tracked)
