@@ -143,6 +143,7 @@ def _retried_when_stale(use_case: Callable) -> Callable:
     @wraps(use_case)
     def run(self: "Manager", *args, **kwargs):
         for attempt in range(1, _STALE_TRIES + 1):
+            seen = self.seen_revision       # the change feed may take changes in meanwhile
             try:
                 return use_case(self, *args, **kwargs)
             except Stale as exc:
@@ -152,7 +153,10 @@ def _retried_when_stale(use_case: Callable) -> Callable:
             except _FIXED_REFUSALS:
                 raise
             except ReservationError:
-                if attempt == _STALE_TRIES or not self.catch_up():
+                if attempt == _STALE_TRIES:
+                    raise
+                self.catch_up()
+                if self.seen_revision == seen:
                     raise
     return run
 
