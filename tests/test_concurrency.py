@@ -1,6 +1,7 @@
 """Concurrent plus_reserve calls never double-book a node, on SQLite and on
-PostgreSQL. (A second daemon on one SQLite store refuses to start:
-test_store_integrity.py; on PostgreSQL it is a standby: test_ha.py.)"""
+PostgreSQL, where two daemons take them at once. (A second daemon on one
+SQLite store refuses to start: test_store_integrity.py; on PostgreSQL it
+is a standby that serves users: test_ha.py.)"""
 
 from __future__ import annotations
 
@@ -45,17 +46,26 @@ def _booked_nodes(granted: list[dict]) -> list[str]:
     return [a["node"] for view in granted for a in view["allocations"]]
 
 
-def test_one_daemon_under_concurrent_reserves(store_url):
-    daemon = Daemon(store=store_url).start()
+def test_concurrent_reserves_book_each_node_once(store_url):
+    """One daemon on SQLite; on PostgreSQL two (issue 30's HA mode), the
+    requests spread over both: each re-checks capacity under the
+    database's lock, so exactly one request wins each node."""
+    daemons = [Daemon(store=store_url).start()
+               for _ in range(1 if store_url.startswith("sqlite") else 2)]
     try:
-        granted = _race([daemon], 24)
+        granted = _race(daemons, 24)
         nodes = _booked_nodes(granted)
         assert len(granted) == CLUSTER_NODES and sorted(nodes) == sorted(set(nodes))
         assert len({view["id"] for view in granted}) == CLUSTER_NODES
         assert {view["owner"] for view in granted} <= set(USERS)
-        assert len(daemon.status()) == CLUSTER_NODES
+        for daemon in daemons:
+            deadline = time.monotonic() + 60       # a standby hears of the other's ARs
+            while len(daemon.status()) != CLUSTER_NODES:
+                assert time.monotonic() < deadline, daemon.status()
+                time.sleep(0.05)
     finally:
-        daemon.cleanup()
+        for daemon in daemons:
+            daemon.cleanup()
 
 
 @pytest.mark.parametrize("slots, expected", [(2, 2 * 4 + 8), (3, 4 + 5)])

@@ -2,7 +2,7 @@
 users, one leads (the clock, the backend), a change made at one shows at
 the other through the change feed, and when the leader is killed or
 stopped a standby takes the lead and the windows go on opening; a stopped
-leader that wakes up touches nothing and stops."""
+leader that wakes up touches nothing and stands by."""
 
 from __future__ import annotations
 
@@ -88,5 +88,7 @@ def test_a_standby_takes_the_lead_when_the_leader_dies_or_stops(pair, how):
     _until(lambda: _state(standby, made["id"]) == "r", "the new leader to open the window")
     if how == "stop":
         leader.send(signal.SIGCONT)                  # wakes up no longer leading
-        _until(lambda: leader.process.poll() is not None, "the old leader to stop")
-        assert "lost the store to plus_scheduler pid" in leader.log.read_text()
+        _until(lambda: "standing by: lost the store to plus_scheduler pid" in
+               leader.log.read_text(), "the old leader to stand by")
+        assert leader.process.poll() is None
+        assert _state(leader, made["id"]) == "r"     # and serves users still

@@ -40,6 +40,30 @@ def test_an_ar_made_at_one_daemon_is_shown_and_respected_at_the_other(pair):
     assert second.catch_up() == set()                  # nothing new: nothing changes
 
 
+def test_an_ar_made_at_one_daemon_a_moment_ago_is_found_at_the_other(pair):
+    """Before the change feed told the other daemon (or while it cannot):
+    a command naming the AR there finds it in the store."""
+    env, first, second = pair
+    ar = first.reserve(ALICE, env.request(nodes=1))
+    [cancelled] = second.cancel(ALICE, ar.id, None)
+    assert cancelled.state == State.DELETED
+    with pytest.raises(Exception, match="AR 99 does not exist"):
+        second.cancel(ALICE, 99, None)
+
+
+def test_a_refusal_is_decided_again_on_what_the_other_daemon_stored(pair):
+    """A -T modify at one daemon, then plus_commit at the other before its
+    feed told it: committed, not "no operation waiting"."""
+    env, first, second = pair
+    ar = first.reserve(ALICE, env.request(nodes=1))
+    second.catch_up()
+    first.modify(ALICE, ar.id, None, ar.end + HOUR, None, None, None, transactional=True)
+    committed = second.commit(ALICE, ar.id)
+    assert committed.pending is None and committed.end == ar.end + HOUR
+    with pytest.raises(Exception, match="no operation waiting"):
+        second.commit(ALICE, ar.id)
+
+
 def test_a_write_from_a_copy_the_other_changed_runs_again_on_the_fresh_copy(pair):
     env, first, second = pair
     ar = first.reserve(ALICE, env.request(nodes=1))

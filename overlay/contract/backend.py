@@ -264,16 +264,18 @@ class Backend(ABC):
         on a host down, one message each in 8.1.9's qmaster's words."""
         return problems_on(reservations, {node.name: node for node in self.nodes()})
 
-    @called(NONE, DAEMON, idempotent=False, raises="must not: the daemon stops", optional=True)
+    @called(NONE, DAEMON, idempotent=True, raises="must not: the daemon stops", optional=True)
     def start(self) -> None:
-        """At daemon start, after the first reconcile pass: begin background
-        work (the native backend's scheduler)."""
+        """At daemon start, after the first reconcile pass, and whenever this
+        daemon takes the lead: begin (or resume) background work (the
+        native backend's scheduler)."""
 
     @called(NONE, DAEMON, idempotent=True, raises="must not: the daemon stops", optional=True)
     def stand_by(self) -> None:
-        """At daemon start, instead of ``start``: another daemon on the store
-        leads and drives the batch system; refuse what only the leader may
-        do (``start`` follows if this one takes the lead)."""
+        """At daemon start instead of ``start``, or after ``start`` when this
+        daemon lost the lead: another daemon on the store leads and drives
+        the batch system; refuse what only the leader may do and start
+        nothing (``start`` follows if this one takes the lead again)."""
 
     @called(NONE, DAEMON, idempotent=False, optional=True,
             raises="must not: the daemon's stop ends there, its store left open")

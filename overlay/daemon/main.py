@@ -62,6 +62,7 @@ SWITCH_INTERVAL = 0.001
 default 5 ms): a short request waiting behind a user's listings of a
 thousand ARs waited that long for each of its turns."""
 _FAILURES = RateLimitedLog(log, burst=CLIENT_LINES)
+_OUTAGE = RateLimitedLog(log, burst=1)
 
 
 def _reply_to(service: Service, sock: socket.socket, peer: connections.Peer,
@@ -190,6 +191,7 @@ class Daemon:
         self._leadership = threading.Lock()     # taking the lead, and stopping
         self._stopping = threading.Event()
         self.manager.enforcer.fence = self.lease.holds
+        self.lease.on_lost = self._lost_lead
 
     def serve(self) -> None:
         path = self.config.socket_path
@@ -220,7 +222,7 @@ class Daemon:
                          describe(self.lease.leader()))
                 self.backend.stand_by()
                 self.manager.enforcer.stand_by()
-                threading.Thread(target=self._campaign, name="plus-campaign", daemon=True).start()
+                self._start_campaign()
         self.http.start()
         log.info("plus_scheduler %d serving %s (backend %s, store %s)", os.getpid(), path,
                  self.config.backend, shown_url(self.config.store_url))
@@ -294,9 +296,8 @@ class Daemon:
             self._stopping.set()
         if self.feed is not None:
             self.feed.stop()
-        if self._leading:
-            self.lifecycle.stop()
-            self.manager.enforcer.stop()
+        self.lifecycle.stop()                 # if it ever led
+        self.manager.enforcer.stop()
         if self.server is not None:
             self.server.server_close()
         try:
@@ -314,20 +315,66 @@ class Daemon:
         with self._leadership:
             if self._stopping.is_set():
                 return
-            self.lifecycle.start()
-            self.manager.enforcer.start()
-            self.backend.start()
             self._leading = True
+            self.manager.enforcer.lead()          # the first pass wants every AR, and applies it
+            self.lifecycle.start()
+            self.manager.enforcer.start()         # after it: each AR applied once
+            self.backend.start()
         self.members.report(True, self.manager.seen_revision, force=True)
 
+    def _start_campaign(self) -> None:
+        threading.Thread(target=self._campaign, name="plus-campaign", daemon=True).start()
+
     def _campaign(self) -> None:
-        """A standby takes the lead as soon as the leader's lease is free."""
+        """A standby takes the lead as soon as the leader's lease is free
+        (a store that cannot be reached meanwhile is tried again)."""
+        unreachable = False
         while not self._stopping.wait(1.0):
-            if self.lease.try_take():
+            try:
+                taken = self.lease.try_take()
+            except Exception as exc:
+                if not unreachable:
+                    log.warning("standby: cannot reach the store to take the lead (%s); "
+                                "trying every second", exc)
+                unreachable = True
+                continue
+            unreachable = False
+            if taken:
                 log.warning("taking the lead: the store's lease was free")
                 self._catch_up()
                 self._lead()
                 return
+
+    def _lost_lead(self) -> None:
+        """The lease's heartbeat found its session gone (the connection
+        cut, PostgreSQL restarted, this daemon woken after a stop): lead
+        again if the lease is free, else stand by. Meanwhile the fence
+        keeps the backend untouched."""
+        try:
+            self.lease.check()
+        except LeaseLost as exc:
+            self._stand_down(str(exc))
+            return
+        except Exception as exc:
+            _OUTAGE.warning("lost", "the lead's connection to the store is gone and the store "
+                            "cannot be reached (%s); touching nothing until it can", exc)
+            return
+        log.warning("the lead's connection to the store was lost; the lease was free and is "
+                    "taken again")
+
+    def _stand_down(self, why: str) -> None:
+        """Another daemon took the lead: stop enforcing, go on serving users."""
+        with self._leadership:
+            if not self._leading or self._stopping.is_set():
+                return
+            self._leading = False
+            self.lease.stand_down()
+            self.lifecycle.pause()
+            self.manager.enforcer.stand_by()
+            self.backend.stand_by()
+        log.warning("standing by: %s; serving users, taking the lead when it goes", why)
+        self.members.report(False, self.manager.seen_revision, force=True)
+        self._start_campaign()
 
     def _catch_up(self) -> None:
         """The change feed: take in what other daemons wrote, timing it."""
@@ -345,14 +392,11 @@ class Daemon:
                 "leader": self.lease.leader(), "revision": self.store.revision(),
                 "daemons": self.members.listed()}
 
-    def _check_lease(self) -> None:
-        """Before each pass: stop rather than share the store with another daemon."""
-        try:
-            self.lease.check()
-        except LeaseLost as exc:
-            log.critical("%s; stopping, so that two daemons never act on one store", exc)
-            self.stop()
-            raise
+    def _check_lease(self) -> bool:
+        """Before each pass: whether this daemon leads now (a pass of one
+        that lost the lead is skipped; its heartbeat takes the lease again
+        or stands it down)."""
+        return self._leading and self.lease.holds()
 
 
 def _parser() -> argparse.ArgumentParser:

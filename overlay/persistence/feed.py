@@ -21,6 +21,8 @@ from typing import Callable
 import psycopg
 from sqlalchemy import make_url
 
+from overlay.persistence.store import CUT_OFF
+
 log = logging.getLogger("plus.feed")
 
 
@@ -56,7 +58,7 @@ class ChangeFeed:
         pause = 0.1
         while not self._stopping.is_set():
             try:
-                with psycopg.connect(self.url, autocommit=True, connect_timeout=10) as connection:
+                with psycopg.connect(self.url, autocommit=True, **CUT_OFF) as connection:
                     connection.execute(f'LISTEN "{self.channel}"')
                     pause = 0.1
                     self._take()                      # whatever came while not listening

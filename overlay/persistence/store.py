@@ -312,13 +312,24 @@ def _from_usage_row(row: UsageRow) -> Reservation:
                        submission_time=0, allocations=allocations, finished_time=row.end_time)
 
 
+CUT_OFF = {"connect_timeout": 5, "tcp_user_timeout": 5000, "keepalives": 1,
+           "keepalives_idle": 5, "keepalives_interval": 2, "keepalives_count": 2}
+"""libpq's bounds on a PostgreSQL server that stopped answering (its
+host or the network gone; a URL's own values win): without them a
+request, or the lead's heartbeat, waited for TCP's retransmissions, about
+15 minutes, instead of failing (and being refused) in seconds."""
+
+
 def make_engine(url: str) -> Engine:
     """An engine on the store's database: SQLite in WAL mode, every
     transaction taking the write lock at once (BEGIN IMMEDIATE), so that
     writers queue instead of failing; PostgreSQL with dead connections
-    replaced. Plugins keeping tables of their own in the store use it too."""
+    replaced and a server cut off found out in seconds (``CUT_OFF``).
+    Plugins keeping tables of their own in the store use it too."""
     if not url.startswith("sqlite"):
-        return create_engine(url, pool_pre_ping=True)
+        given = make_url(url).query
+        return create_engine(url, pool_pre_ping=True, connect_args={
+            name: value for name, value in CUT_OFF.items() if name not in given})
     database = make_url(url).database
     if database and database != ":memory:":
         os.makedirs(os.path.dirname(os.path.abspath(database)), exist_ok=True)

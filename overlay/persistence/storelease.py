@@ -11,7 +11,10 @@ session of a leader that was stopped (SIGSTOP), hangs, or lost its host or
 its network, which frees the lock for a standby (trying every second) to
 take. Before each enforcement step the leader checks that its session
 still holds the lock (``holds``: fencing), so one that wakes up after
-another took over touches nothing.
+another took over touches nothing. When the heartbeat finds the lock's
+session gone (the connection cut, PostgreSQL restarted, the leader woken
+after a stop) it calls ``on_lost``: the daemon takes the lease again if
+it is free, or stands by.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import os
 import socket
 import threading
 import time
+from typing import Callable
 
 from sqlalchemy import Connection, Engine, make_url, text
 
@@ -61,9 +65,13 @@ class StoreLease:
         self.is_sqlite = url.startswith("sqlite")
         self.since: float | None = None
         self._file = None
+        self._closed = False
         self._connection: Connection | None = None
         self._using = threading.Lock()       # the lock connection, one statement at a time
         self._heartbeat: threading.Thread | None = None
+        self.on_lost: Callable[[], None] = lambda: None
+        """Called by the heartbeat (in its thread) while this daemon should
+        lead but its lock's session is gone."""
 
     @property
     def shared(self) -> bool:
@@ -100,10 +108,10 @@ class StoreLease:
         return self._read_holder()
 
     def _beat(self) -> None:
-        while self._connection is not None or self.since is not None:
+        while not self._closed:
             time.sleep(LEASE / 3)
-            if self._connection is not None:
-                self.holds()
+            if self.since is not None and not self.holds():
+                self.on_lost()
 
     def acquire(self) -> None:
         """Take the lease, or raise StoreError naming the daemon that has it."""
@@ -123,7 +131,14 @@ class StoreLease:
         if not self._try():
             raise LeaseLost(f"lost the store to {describe(self._read_holder())}")
 
+    def stand_down(self) -> None:
+        """Stop leading: the lock's session (if any is left) ends, freeing it."""
+        self.since = None
+        with self._using:
+            self._close_connection()
+
     def release(self) -> None:
+        self._closed = True
         self.since = None
         if self._file is not None:
             self._file.close()

@@ -73,14 +73,26 @@ class Enforcer:
             self._wake.notify()
 
     def stand_by(self) -> None:
-        """Another daemon leads: keep no wish until ``start``."""
+        """Another daemon leads: keep no wish until ``start``, and forget
+        what was applied (the leader changes the backend meanwhile; the
+        pass that makes this daemon lead again reconciles everything)."""
         self._standing_by = True
+        with self.lock, self._wake:
+            self._wanted, self._gone, self._failed = set(), {}, set()
+            self._applied = {}
+
+    def lead(self) -> None:
+        """This daemon leads: keep wishes again (before the pass that takes
+        the lead, which wants every AR and applies them itself)."""
+        self._standing_by = False
 
     def start(self) -> None:
-        """Enforce in a thread of its own from now on."""
-        self._standing_by = False
-        self._thread = threading.Thread(target=self._run, name="plus-enforcer", daemon=True)
-        self._thread.start()
+        """Enforce in a thread of its own from now on (the same thread
+        when this daemon takes the lead again)."""
+        self.lead()
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="plus-enforcer", daemon=True)
+            self._thread.start()
 
     def stop(self) -> None:
         """Finish the call under way and stop the thread."""

@@ -46,8 +46,9 @@ class Lifecycle:
     """The clock's side of every AR, and the timers that run it."""
 
     def __init__(self, manager: Manager, interval: int,
-                 before_pass: Callable[[], None] | None = None) -> None:
-        """``before_pass`` runs before every pass; if it raises, the pass is skipped."""
+                 before_pass: Callable[[], bool] | None = None) -> None:
+        """``before_pass`` runs before every pass; if it says False (this
+        daemon does not lead now), the pass is skipped."""
         self.manager = manager
         self.interval = interval
         self.before_pass = before_pass
@@ -64,17 +65,28 @@ class Lifecycle:
         self._primed = False
 
     def start(self) -> None:
+        """Run the timers, and a pass now; after ``pause``, the pass looks at
+        every AR (what others did while this daemon stood by)."""
+        if self.scheduler.running:
+            self.scheduler.resume()
+            self.look_at_all()
+            return
         self.scheduler.add_job(self.run, "interval", seconds=self.interval, id=_RECONCILE_JOB,
                                max_instances=1, coalesce=True)
         self.scheduler.start()
         self.run()
+
+    def pause(self) -> None:
+        """Another daemon leads: no pass until ``start``."""
+        self.scheduler.pause()
 
     def stop(self) -> None:
         """Wait for a pass under way; APScheduler's shutdown holds the lock
         that add_job takes, so a pass must not aim the date job any more."""
         with self._aim_lock:
             self._stopping = True
-        self.scheduler.shutdown(wait=True)
+        if self.scheduler.running:
+            self.scheduler.shutdown(wait=True)
 
     def look_at_all(self) -> None:
         """A pass now over every AR, timing each anew (commit_timeout,
@@ -87,8 +99,8 @@ class Lifecycle:
         """One reconcile pass, then aim the date job at the next transition."""
         with self._run_lock:
             try:
-                if self.before_pass is not None:
-                    self.before_pass()
+                if self.before_pass is not None and not self.before_pass():
+                    return
                 self.tick()
             except Exception:
                 log.exception("reconcile pass failed; the periodic reconcile retries")

@@ -128,21 +128,36 @@ def _spans(ar: Reservation) -> Iterator[tuple[object, str, int, int, int, int | 
                    a.slots, a.within)
 
 
+_FIXED_REFUSALS = (InvalidRequest, PermissionDenied, LimitExceeded)
+"""Refusals that no AR's state decides, so no other daemon's write changes them."""
+
+
 def _retried_when_stale(use_case: Callable) -> Callable:
     """A use case whose write meets an AR another daemon changed meanwhile
     (Stale) takes in what changed and runs again on it, never overwriting;
-    after _STALE_TRIES, the client is told to try again."""
+    after _STALE_TRIES, the client is told to try again. A refusal decided
+    on memory (no such operation pending, one pending, no capacity) is
+    made again if other daemons changed the store since memory last took
+    it in: a client that asked one daemon and then another is answered
+    from what the first one stored, never from what the second had heard."""
     @wraps(use_case)
     def run(self: "Manager", *args, **kwargs):
-        for _ in range(_STALE_TRIES - 1):
+        for attempt in range(1, _STALE_TRIES + 1):
+            seen = self.seen_revision       # the change feed may take changes in meanwhile
             try:
                 return use_case(self, *args, **kwargs)
-            except Stale:
+            except Stale as exc:
+                if attempt == _STALE_TRIES:
+                    raise Conflict(f"{exc}, again and again by other daemons; try again") from None
                 self.catch_up()
-        try:
-            return use_case(self, *args, **kwargs)
-        except Stale as exc:
-            raise Conflict(f"{exc}, again and again by other daemons; try again") from None
+            except _FIXED_REFUSALS:
+                raise
+            except ReservationError:
+                if attempt == _STALE_TRIES:
+                    raise
+                self.catch_up()
+                if self.seen_revision == seen:
+                    raise
     return run
 
 
@@ -274,7 +289,15 @@ class Manager:
             self.inside.unbook(key)
 
     def _get(self, ar_id: int) -> Reservation:
+        """The AR; one memory lacks is looked for in the store first (made
+        at another daemon a moment ago, the change feed not heard yet, or
+        not at all while the feed is cut off): never "does not exist" for
+        an AR that does, and a store that cannot be reached refuses the
+        command saying so."""
         ar = self.ars.get(ar_id)
+        if ar is None:
+            self.catch_up()
+            ar = self.ars.get(ar_id)
         if ar is None:
             raise UnknownReservation(f"AR {ar_id} does not exist")
         return ar

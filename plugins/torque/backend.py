@@ -94,6 +94,8 @@ class TorqueBackend(QueueBackend):
         return cls(torque, ledger, chosen, config.duration_offset, scheduler, published)
 
     def start(self) -> None:
+        if self._started:
+            return              # this daemon takes the lead again: all runs already
         if self.scheduler is not None:
             self.scheduler.start()
         with self.lock:

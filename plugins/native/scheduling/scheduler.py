@@ -123,6 +123,9 @@ class Scheduler:
     # -- the thread ------------------------------------------------------------------------
 
     def start(self) -> None:
+        """Run passes from now on (again, after standing by: one thread)."""
+        if self._thread is not None and self._thread.is_alive():
+            return
         self._thread = threading.Thread(target=self._loop, name="native-scheduler", daemon=True)
         self._thread.start()
 
@@ -148,7 +151,9 @@ class Scheduler:
                 time.sleep(FLUSH_DELAY)    # let a burst of submissions arrive
                 self._wake.clear()
             try:
-                if woken or time.monotonic() >= due:
+                if self.standing_by:
+                    self.poll()            # another daemon leads: account what ends, start none
+                elif woken or time.monotonic() >= due:
                     self.run_pass()
                 elif self.poll():
                     self.run_pass()        # a job ended: its resources are free now
