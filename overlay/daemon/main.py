@@ -189,7 +189,7 @@ class Daemon:
         self._leading = False
         self._leadership = threading.Lock()     # taking the lead, and stopping
         self._stopping = threading.Event()
-        self.manager.enforcer.fence = self.lease.holds
+        self.manager.enforcer.fence = self.backend.fence = self.lease.holds
 
     def serve(self) -> None:
         path = self.config.socket_path

@@ -1,6 +1,10 @@
 """Persistence of the native batch system's jobs, in the daemon's store
 database (SQLite or PostgreSQL), so that a restart loses no job: pending
 jobs wait on, and running ones are found again in their hosts' spools.
+Several daemons on one PostgreSQL store share the jobs: the leader's
+scheduler writes them, a standby reads them (plus_qstat) and leaves the
+job commands it is given in ``native_request`` for the leader to carry
+out (``overlay_native.relay``).
 
 The tables have a registry of their own (not the core's), so they exist
 only where the native backend runs; ids run from 1 to 9,999,999 and wrap,
@@ -48,6 +52,20 @@ class JobCounterRow(_Base, table=True):
 
     name: str = Field(primary_key=True)
     value: int
+
+
+class JobRequestRow(_Base, table=True):
+    """A job command given at a standby, until its caller has the leader's answer."""
+
+    __tablename__ = "native_request"
+
+    id: int | None = Field(default=None, primary_key=True)
+    op: str
+    caller: str                  # JSON: uid, user, groups, is_manager
+    args: str                    # JSON
+    created: int
+    state: str = Field(default="new", index=True)    # new, taken, done
+    reply: str | None = None     # JSON: {"data": ...} or {"error": kind, "message": ...}
 
 
 @dataclass(frozen=True)

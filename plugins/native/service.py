@@ -26,6 +26,7 @@ from overlay.api.plugin import (
     system_account,
 )
 from overlay_native.jobs import PENDING_STATES, Job, JobState, Submission
+from overlay_native.relay import Relay, Relayed
 from overlay_native.scheduling.scheduler import Scheduler, Submitter
 from overlay_native.submit import SubmitError
 
@@ -36,6 +37,10 @@ _TYPES = {"command": "words", "script": "text?", "script_path": "text", "name": 
           "reserve": "bool", "ar": "int?", "priority": "int", "now": "bool",
           "start_after": "int?", "hold_jids": "strings", "hold": "bool", "verify": "text",
           "account": "text", "submit_host": "text"}
+CHANGING = frozenset({"job_submit", "job_delete", "job_hold"})
+"""The operations that change jobs: the leader's to carry out."""
+_CLAIMED = "job_claimed"
+"""A ResKey claim's job, relayed from a standby (not a client's operation)."""
 
 
 def _checked(key: str, kind: str, value: Any) -> Any:
@@ -170,20 +175,26 @@ def _refuse_system_account(user: str, uid: int, min_uid: int) -> None:
                           f"min_uid {min_uid}): jobs never run as one; submit as a user")
 
 
-def _refuse_standing_by(scheduler: Scheduler) -> None:
-    """Jobs are the leading daemon's: a standby's scheduler does not run
-    (several daemons on one PostgreSQL store), so it takes no job and shows
-    none rather than a copy that would go stale."""
-    if scheduler.standing_by:
-        raise ReservationError("this plus_scheduler stands by while another leads: the native "
-                               "batch system's jobs are served by the leading daemon (its log "
-                               "says 'taking the lead'); use the commands on its host")
+def _refuse_fenced(scheduler: Scheduler) -> None:
+    """A daemon that lost the lead (stopped, then woken) changes no job:
+    it stops at its next pass."""
+    if not scheduler.fence():
+        raise ReservationError("this plus_scheduler no longer leads and is stopping: use the "
+                               "commands at the leading daemon")
 
 
-def submit_claimed(scheduler: Scheduler, reservation: Reservation, job: Mapping[str, Any]) -> dict:
+def submit_claimed(scheduler: Scheduler, relay: Relay, reservation: Reservation,
+                   job: Mapping[str, Any]) -> dict:
     """A ResKey claim's job (plus_qsub's fields), submitted into the AR as
-    its owner."""
-    _refuse_standing_by(scheduler)
+    its owner; at a standby, by the leader."""
+    if scheduler.standing_by:
+        owner = Relayed(-1, reservation.owner, (), False)
+        return relay.ask(_CLAIMED, owner, {"ar": reservation.id, "job": dict(job)})
+    _refuse_fenced(scheduler)
+    return _claimed(scheduler, reservation, job)
+
+
+def _claimed(scheduler: Scheduler, reservation: Reservation, job: Mapping[str, Any]) -> dict:
     if job.get("ar", reservation.id) != reservation.id:
         raise RequestError(f"job: ar {shown(repr(job.get('ar')))} is not the claimed AR "
                            f"{reservation.id}; leave it out")
@@ -201,10 +212,30 @@ def submit_claimed(scheduler: Scheduler, reservation: Reservation, job: Mapping[
     return {**reply, "message": f'Your job {reply["id"]} ("{reply["name"]}") has been submitted'}
 
 
-def operations(scheduler: Scheduler,
+def operations(scheduler: Scheduler, relay: Relay,
                ar_status: Callable[[int], list[Reservation]]) -> dict[str, Callable]:
     """The operations the native commands call, by name; ``ar_status`` is
-    the core's AR query (plus_status -r)."""
+    the core's AR query (plus_status -r). The job-changing ones are the
+    leader's: a standby has the leader carry them out (``relay``); qstat
+    answers at every daemon from the jobs the store holds."""
+    local = carried_out(scheduler, ar_status)
+
+    def served(name: str) -> Callable:
+        def serve(caller, args: dict):
+            if name in CHANGING:
+                if scheduler.standing_by:
+                    return relay.ask(name, caller, args)
+                _refuse_fenced(scheduler)
+            return local[name](caller, args)
+        return serve
+
+    return {name: served(name) for name in local if name != _CLAIMED}
+
+
+def carried_out(scheduler: Scheduler,
+                ar_status: Callable[[int], list[Reservation]]) -> dict[str, Callable]:
+    """The operations as the leading daemon carries them out, by name (a
+    ResKey claim's job too, which no client may call by name)."""
     def who(caller) -> Submitter:
         return Submitter(caller.user, tuple(caller.groups), caller.is_manager)
 
@@ -241,12 +272,9 @@ def operations(scheduler: Scheduler,
             raise RequestError("give job ids or names")
         return scheduler.hold(who(caller), references, _checked("hold", "bool", args.get("hold")))
 
-    def leading(operation: Callable) -> Callable:
-        def served(caller, args: dict):
-            _refuse_standing_by(scheduler)
-            return operation(caller, args)
-        return served
+    def claimed(caller, args: dict) -> dict:
+        (reservation,) = ar_status(args["ar"])
+        return _claimed(scheduler, reservation, args["job"])
 
-    return {"job_submit": leading(submit), "job_delete": leading(delete),
-            "job_status": leading(status), "queue_status": leading(queues),
-            "job_hold": leading(hold)}
+    return {"job_submit": submit, "job_delete": delete, "job_status": status,
+            "queue_status": queues, "job_hold": hold, _CLAIMED: claimed}

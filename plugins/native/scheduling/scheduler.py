@@ -13,7 +13,11 @@ deletion or a job's end (Grid Engine's flush_submit_sec and
 flush_finish_sec); hosts are polled every few seconds in between.
 
 The store is the truth for jobs, the hosts' spools for what runs: after a
-restart, jobs that were running are found again (or found ended) there.
+restart, jobs that were running are found again (or found ended) there,
+and so they are by a standby daemon that takes the lead (``reload``). A
+standby's scheduler runs nothing: what it shows it reads from the store.
+The leader asks ``fence`` before it polls, starts or kills, so that one
+that lost the lead (stopped, then woken) touches no job.
 """
 
 from __future__ import annotations
@@ -93,14 +97,35 @@ class Scheduler:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self.standing_by = False
-        """Another daemon on the store leads and runs the jobs: refuse them here."""
+        """Another daemon on the store leads and runs the jobs: read them from the store."""
+        self.fence: Callable[[], bool] = lambda: True
+        """Whether this daemon still leads (its lease), asked before acting on jobs."""
         self._thread: threading.Thread | None = None
         self._last_pass = 0.0
         self._planned: list[Planned] = []
-        config = cluster.config()
-        hosts.sync(config)
-        for stored in store.load():
-            self.jobs[stored.id] = self._restored(stored, config)
+        hosts.sync(cluster.config())
+        self.reload()
+
+    def reload(self) -> None:
+        """Take the jobs as the store holds them (at the start, and when a
+        standby takes the lead); running ones are found again in their
+        hosts' spools at the first poll."""
+        stored = self._stored()
+        with self.lock:
+            self.jobs = {job.id: job for job in stored}
+
+    def lead(self, fence: Callable[[], bool]) -> None:
+        """This daemon leads (``fence`` says until when): a standby until now
+        takes the jobs as the store holds them."""
+        with self.lock:
+            self.fence = fence
+            if self.standing_by:
+                self.reload()
+                self.standing_by = False
+
+    def _stored(self) -> list[Job]:
+        config = self.cluster.config()
+        return [self._restored(stored, config) for stored in self.store.load()]
 
     def _restored(self, stored: StoredJob, config: ClusterConfig) -> Job:
         """A stored job, checked again and its requests parsed against
@@ -160,6 +185,8 @@ class Scheduler:
     def poll(self) -> bool:
         """Ask the hosts what ended; True if some job did."""
         with self._passing:
+            if not self.fence():
+                return False
             result = self.hosts.poll()
             with self.lock:
                 return self._take(result)
@@ -363,9 +390,10 @@ class Scheduler:
         self.jobs.pop(job.id, None)
 
     def _kill(self, jobs: Iterable[Job]) -> None:
+        jobs = [job for job in jobs if job.placement is not None]
+        if not jobs or not self.fence():
+            return
         for job in jobs:
-            if job.placement is None:
-                continue
             try:
                 self.hosts.kill(job.placement.master[1], str(job.id))
             except ExecutionError as error:
@@ -376,15 +404,20 @@ class Scheduler:
 
     def ars_with_jobs(self) -> set[int]:
         """The ARs some job is still in, pending, running or being ended."""
-        with self.lock:
-            return {job.ar for job in self.jobs.values() if job.ar is not None}
+        return {job.ar for job in self._current() if job.ar is not None}
 
     def running_jobs(self) -> list[Job]:
         """Copies of the jobs that hold slots now (started or being started),
         for readers outside the scheduler's lock."""
+        return [job for job in self._current() if job.placement
+                and job.state in (JobState.RUNNING, JobState.TRANSFERRING)]
+
+    def _current(self) -> list[Job]:
+        """Copies of every job: the store's at a standby, where no scheduler runs."""
+        if self.standing_by:
+            return self._stored()
         with self.lock:
-            return [copy.copy(job) for job in self.jobs.values() if job.placement
-                    and job.state in (JobState.RUNNING, JobState.TRANSFERRING)]
+            return [copy.copy(job) for job in self.jobs.values()]
 
     def planned(self) -> list[Planned]:
         """The resource reservations (-R y) the last pass planned: start and
@@ -394,9 +427,7 @@ class Scheduler:
 
     def jobs_by_priority(self) -> list[Job]:
         """Copies of every job, highest priority first (qstat's order)."""
-        with self.lock:
-            return [copy.copy(job) for job in
-                    sorted(self.jobs.values(), key=lambda j: (-j.priority, j.id))]
+        return sorted(self._current(), key=lambda j: (-j.priority, j.id))
 
     def reserved_slots(self, now: int) -> dict[str, int]:
         """Slots held on each host by the ARs whose window is open at ``now``."""
@@ -454,11 +485,15 @@ class Scheduler:
 
     def run_pass(self) -> None:
         with self._passing:
+            if not self.fence():
+                return
             began, cpu = time.perf_counter(), time.thread_time()
             result = self.hosts.poll()
             with self.lock:
                 self._take(result)
                 starts = self._decide()
+            if starts and not self.fence():
+                return
             self._start(starts)
             self._last_pass = time.monotonic()
             log.debug("scheduling pass: %d jobs, %d ARs, %.1f ms CPU, %.1f ms wall", len(self.jobs),
