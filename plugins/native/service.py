@@ -98,7 +98,7 @@ def _slots(job: Job) -> int:
     return job.placement.slots if job.placement else job.slots
 
 
-def job_view(job: Job, scheduler: Scheduler, detail: bool = False) -> dict:
+def job_view(job: Job, detail: bool = False) -> dict:
     """A job as plus_qstat prints it (with ``detail``, as qstat -j)."""
     placement = job.placement
     view = {"id": job.id, "priority": job.priority, "name": job.name, "owner": job.owner,
@@ -110,7 +110,6 @@ def job_view(job: Job, scheduler: Scheduler, detail: bool = False) -> dict:
     if not detail:
         return view
     spec = job.submission
-    priority = scheduler.priority.get(job.id)
     view.update(
         group=job.group, uid=_id(pwd.getpwnam, job.owner, "pw_uid"),
         gid=_id(grp.getgrnam, job.group, "gr_gid"), hard=spec.hard, soft=spec.soft, queues=list(spec.queues),
@@ -121,7 +120,7 @@ def job_view(job: Job, scheduler: Scheduler, detail: bool = False) -> dict:
         start_after=spec.start_after, hold_jids=list(spec.hold_jids),
         pe=spec.pe, pe_range=format_pe_range(spec.pe_range) if spec.pe else None,
         env=dict(spec.env), reasons=list(job.reasons), error=job.error,
-        urgency=priority.urgency if priority else None,
+        urgency=job.urgency,
         granted=[list(task) for task in placement.tasks] if placement else [],
         granted_pe=placement.pe if placement else None,
         h_rt_limit=placement.h_rt if placement else None)
@@ -133,7 +132,8 @@ def queue_view(scheduler: Scheduler) -> list[dict]:
     and total slots, load, arch, states (d disabled, s suspended, u unknown),
     and the jobs in it."""
     config, now = scheduler.cluster.config(), scheduler.now()
-    jobs, reserved = scheduler.running_jobs(), scheduler.reserved_slots(now)
+    jobs, hosts = scheduler.running_jobs(), scheduler.hosts_shown()
+    reserved = hosts.reserved(now)
     instances = []
     for queue in sorted(config.queues.values(), key=lambda q: q.name):    # as qstat -f
         for host, total in sorted(queue.slots.items()):
@@ -142,8 +142,8 @@ def queue_view(scheduler: Scheduler) -> list[dict]:
             states = ("d" if host in queue.disabled else "") + \
                 ("s" if host in queue.suspended else "") + \
                 ("u" if not config.hosts[host].alive or not scheduler.hosts.runs_jobs(host)
-                 or host in scheduler.unreachable else "")
-            load = scheduler.reports.get(host, {}).get("load_avg", config.hosts[host].load)
+                 or host in hosts.unreachable else "")
+            load = hosts.reports.get(host, {}).get("load_avg", config.hosts[host].load)
             instances.append({
                 "name": f"{queue.name}@{host}",
                 "qtype": ("B" if "BATCH" in queue.qtype else "") +
@@ -152,7 +152,7 @@ def queue_view(scheduler: Scheduler) -> list[dict]:
                 "reserved": min(reserved.get(host, 0), total), "used": sum(n for _, n in used),
                 "total": total, "load": None if load is None or math.isnan(load) else load,
                 "arch": config.hosts[host].arch, "states": states,
-                "jobs": [dict(job_view(j, scheduler), slots=n) for j, n in used]})
+                "jobs": [dict(job_view(j), slots=n) for j, n in used]})
     return instances
 
 
@@ -260,8 +260,8 @@ def carried_out(scheduler: Scheduler,
         if detail is not None:    # qstat -j: the jobs named, or every pending one
             chosen = [j for j in jobs if str(j.id) in detail or j.name in detail] if detail \
                 else [j for j in jobs if j.state in PENDING_STATES]
-            return [job_view(j, scheduler, detail=True) for j in chosen]
-        return [job_view(j, scheduler) for j in jobs if "*" in users or j.owner in users]
+            return [job_view(j, detail=True) for j in chosen]
+        return [job_view(j) for j in jobs if "*" in users or j.owner in users]
 
     def queues(caller, args: dict) -> list[dict]:
         return queue_view(scheduler)
