@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from daemon_harness import DAEMON_SETTINGS, Daemon
+from http_harness import secret_file
 
 pytestmark = pytest.mark.parametrize("store_url", ["postgresql"], indirect=True)
 
@@ -121,8 +122,8 @@ def job_pair(store_url):
     shutil.rmtree(spool, ignore_errors=True)
 
 
-def _submit(daemon: Daemon, work: Path, *command: str) -> str:
-    output = daemon.ok("plusu1", "plus_qsub", "-b", "y", "-wd", str(work), *command)
+def _submit(daemon: Daemon, work: Path, *command: str, user: str = "plusu1") -> str:
+    output = daemon.ok(user, "plus_qsub", "-b", "y", "-wd", str(work), *command)
     match = re.match(r'Your job (\d+) \(".*"\) has been submitted', output)
     assert match, output
     return match.group(1)
@@ -183,3 +184,34 @@ def test_jobs_go_on_across_a_failover(job_pair, work):
     assert record[11] == "0" and int(record[10]) - int(record[9]) >= 4    # failed 0, ran it all
     assert len(_accounted(job_pair, waiting)) == 1
     assert _jobs(standby) == {}
+
+
+def test_qstat_is_byte_for_byte_the_same_at_both_and_a_claim_at_the_standby_runs(job_pair, work):
+    """What the leader's passes find (priorities, reasons, the AR's reserved
+    slot, loads) shows at the standby too; a ResKey claim's job given at
+    the standby runs in the AR (the cluster's one slot), as its owner."""
+    leader, standby = job_pair
+    success, key, other = standby.ok("plusu1", "plus_setres", "plusu1", "1h", "now",
+                                     "nodes=1").split()
+    assert success == "true"
+    _until(lambda: _state(leader, int(other.removeprefix("R"))) == "r", "the AR to open")
+    claim = secret_file(work / "reskey", key, "plusu3")
+    claimed = _submit(standby, work, "--reskey", claim, "sleep", "600", user="plusu3")
+    waiting = _submit(standby, work, "true")
+    held = _submit(leader, work, "-h", "true")
+    expected = {claimed: "r", waiting: "qw", held: "hqw"}
+    _until(lambda: _jobs(leader) == expected, "the jobs to run, wait and be held")
+    views = [(), ("-f",), ("-u", "*"), ("-j", waiting), ("-j", claimed)]
+
+    def shown(daemon: Daemon) -> list[str]:
+        return [daemon.ok("plusu1", "plus_qstat", *view) for view in views]
+
+    _until(lambda: shown(leader) == shown(standby), "plus_qstat to show the same at both")
+    table, full, everyone, detail, claimed_detail = shown(standby)
+    lines = {line.split()[0]: line.split() for line in everyone.splitlines()[2:]}
+    assert lines[claimed][3] == "plusu1"                        # the AR's owner, not plusu3
+    assert float(lines[waiting][1]) > 0 and float(lines[held][1]) == 0
+    assert re.search(r"all\.q@local1 +BI +1/1/1 ", full)         # the AR's slot, in use
+    assert "scheduling info:" in detail and "ar_id:" in claimed_detail
+    standby.ok("root", "plus_qdel", "-u", "plusu1")
+    _until(lambda: _jobs(leader) == _jobs(standby) == {}, "the jobs to end")
