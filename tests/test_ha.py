@@ -2,16 +2,25 @@
 users, one leads (the clock, the backend), a change made at one shows at
 the other through the change feed, and when the leader is killed or
 stopped a standby takes the lead and the windows go on opening; a stopped
-leader that wakes up touches nothing and stands by."""
+leader that wakes up touches nothing and stands by. Native jobs: the job
+commands work at either daemon (the leader carries them out), plus_qstat
+shows the same at both, and jobs go on across a failover."""
 
 from __future__ import annotations
 
+import json
+import os
+import re
+import shutil
 import signal
+import tempfile
 import time
+from pathlib import Path
 
 import pytest
 
-from daemon_harness import Daemon
+from daemon_harness import DAEMON_SETTINGS, Daemon
+from http_harness import secret_file
 
 pytestmark = pytest.mark.parametrize("store_url", ["postgresql"], indirect=True)
 
@@ -58,10 +67,6 @@ def test_both_daemons_serve_and_the_leader_enforces_what_either_recorded(pair):
     _until(lambda: _state(standby, soon["id"]) == "r", "the window to open, seen at the standby")
     assert _state(leader, soon["id"]) == "r"
 
-    refused = standby.run("plusu1", "plus_qstat")          # jobs are the leader's
-    assert refused.returncode == 1
-    assert "this plus_scheduler stands by while another leads" in refused.stderr
-    assert leader.run("plusu1", "plus_qstat").returncode == 0
 
     def shown(daemon: Daemon) -> tuple[list[str], dict[str, list[str]]]:
         lines = daemon.ok("plusu1", "plus_scheduler", "--status").splitlines()
@@ -92,3 +97,123 @@ def test_a_standby_takes_the_lead_when_the_leader_dies_or_stops(pair, how):
                leader.log.read_text(), "the old leader to stand by")
         assert leader.process.poll() is None
         assert _state(leader, made["id"]) == "r"     # and serves users still
+
+
+JOB_CLUSTER = """\
+nodes:
+  - {name: local1, slots: 1, ncpus: 1, exec: local}
+scheduler: {schedule_interval: 1}
+"""
+"""One slot that really runs jobs: a second job waits for the first."""
+
+
+@pytest.fixture
+def job_pair(store_url):
+    """A leader and a standby of the native backend on one store and one spool."""
+    spool = tempfile.mkdtemp(prefix="plus-spool-")
+    os.chmod(spool, 0o755)
+    settings = f"native: {{cluster: cluster.yaml, local_host: false, spool_dir: {spool}}}\n"
+    daemons = [Daemon(settings, store=store_url, cluster=JOB_CLUSTER, base=DAEMON_SETTINGS)
+               for _ in range(2)]
+    for daemon in daemons:
+        daemon.start()
+    _until(lambda: "standby:" in daemons[1].log.read_text(), "the second daemon to stand by")
+    yield daemons
+    for daemon in daemons:
+        daemon.cleanup()
+    shutil.rmtree(spool, ignore_errors=True)
+
+
+def _submit(daemon: Daemon, work: Path, *command: str, user: str = "plusu1") -> str:
+    output = daemon.ok(user, "plus_qsub", "-b", "y", "-wd", str(work), *command)
+    match = re.match(r'Your job (\d+) \(".*"\) has been submitted', output)
+    assert match, output
+    return match.group(1)
+
+
+def _jobs(daemon: Daemon) -> dict[str, str]:
+    """Job id -> state, as plus_qstat shows them."""
+    return {str(job["id"]): job["state"]
+            for job in json.loads(daemon.ok("plusu1", "plus_qstat", "--json") or "[]")}
+
+
+def _accounted(daemons: list[Daemon], job: str) -> list[list[str]]:
+    """The job's accounting records in every daemon's accounting file."""
+    records = []
+    for daemon in daemons:
+        path = daemon.dir / "state" / "accounting"
+        lines = path.read_text().splitlines() if path.exists() else []
+        records += [fields for fields in (line.split(":") for line in lines)
+                    if len(fields) > 12 and fields[5] == job]
+    return records
+
+
+def test_job_commands_at_the_standby_are_the_leaders_and_qstat_is_the_same_at_both(
+        job_pair, work):
+    leader, standby = job_pair
+    long = _submit(standby, work, "sleep", "600")
+    _until(lambda: _jobs(standby).get(long) == "r", "the standby's job to run")
+    assert _jobs(leader) == _jobs(standby)
+    waiting = _submit(leader, work, "true")
+    _until(lambda: _jobs(standby).get(waiting) == "qw", "the leader's job to show at the standby")
+    assert _jobs(leader) == _jobs(standby)
+    assert "modified hold" in standby.ok("plusu1", "plus_qhold", waiting)
+    _until(lambda: _jobs(leader).get(waiting) == "hqw", "the hold to show at the leader")
+    refused = standby.run("plusu2", "plus_qdel", long)          # checked by the leader
+    assert "you do not have the necessary privileges" in refused.stdout + refused.stderr
+    assert "registered the job" in standby.ok("plusu1", "plus_qdel", long)
+    _until(lambda: _accounted(job_pair, long), "the deleted job to end")
+    standby.ok("plusu1", "plus_qrls", waiting)
+    _until(lambda: _accounted(job_pair, waiting), "the released job to run")
+    assert [len(_accounted(job_pair, job)) for job in (long, waiting)] == [1, 1]
+    assert _accounted(job_pair, waiting)[0][11] == "0"          # failed: 0
+    assert _jobs(standby) == _jobs(leader) == {}
+
+
+def test_jobs_go_on_across_a_failover(job_pair, work):
+    """The running job keeps running and is accounted once, by the new
+    leader; the job waiting for its slot starts under the new leader."""
+    leader, standby = job_pair
+    running = _submit(standby, work, "sleep", "4")
+    _until(lambda: _jobs(leader).get(running) == "r", "the first job to run")
+    waiting = _submit(standby, work, "true")
+    assert _jobs(leader)[waiting] == "qw"
+    leader.kill9()
+    _until(lambda: "taking the lead" in standby.log.read_text(), "the standby to take the lead")
+    _until(lambda: _accounted([standby], waiting), "the waiting job to run under the new leader")
+    (record,) = _accounted(job_pair, running)
+    assert record in _accounted([standby], running)
+    assert record[11] == "0" and int(record[10]) - int(record[9]) >= 4    # failed 0, ran it all
+    assert len(_accounted(job_pair, waiting)) == 1
+    assert _jobs(standby) == {}
+
+
+def test_qstat_is_byte_for_byte_the_same_at_both_and_a_claim_at_the_standby_runs(job_pair, work):
+    """What the leader's passes find (priorities, reasons, the AR's reserved
+    slot, loads) shows at the standby too; a ResKey claim's job given at
+    the standby runs in the AR (the cluster's one slot), as its owner."""
+    leader, standby = job_pair
+    success, key, other = standby.ok("plusu1", "plus_setres", "plusu1", "1h", "now",
+                                     "nodes=1").split()
+    assert success == "true"
+    _until(lambda: _state(leader, int(other.removeprefix("R"))) == "r", "the AR to open")
+    claim = secret_file(work / "reskey", key, "plusu3")
+    claimed = _submit(standby, work, "--reskey", claim, "sleep", "600", user="plusu3")
+    waiting = _submit(standby, work, "true")
+    held = _submit(leader, work, "-h", "true")
+    expected = {claimed: "r", waiting: "qw", held: "hqw"}
+    _until(lambda: _jobs(leader) == expected, "the jobs to run, wait and be held")
+    views = [(), ("-f",), ("-u", "*"), ("-j", waiting), ("-j", claimed)]
+
+    def shown(daemon: Daemon) -> list[str]:
+        return [daemon.ok("plusu1", "plus_qstat", *view) for view in views]
+
+    _until(lambda: shown(leader) == shown(standby), "plus_qstat to show the same at both")
+    table, full, everyone, detail, claimed_detail = shown(standby)
+    lines = {line.split()[0]: line.split() for line in everyone.splitlines()[2:]}
+    assert lines[claimed][3] == "plusu1"                        # the AR's owner, not plusu3
+    assert float(lines[waiting][1]) > 0 and float(lines[held][1]) == 0
+    assert re.search(r"all\.q@local1 +BI +1/1/1 ", full)         # the AR's slot, in use
+    assert "scheduling info:" in detail and "ar_id:" in claimed_detail
+    standby.ok("root", "plus_qdel", "-u", "plusu1")
+    _until(lambda: _jobs(leader) == _jobs(standby) == {}, "the jobs to end")

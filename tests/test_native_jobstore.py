@@ -6,8 +6,10 @@ import math
 
 import pytest
 
+from overlay_native import jobstore
 from overlay_native.jobs import Job, JobState, Placement, Submission
-from overlay_native.jobstore import JobCounterRow, JobStore
+from overlay_native.jobstore import Fenced, JobCounterRow, JobStore, StoredJob
+from overlay_native.jobview import JobView
 
 
 def job(**changes) -> Job:
@@ -52,3 +54,60 @@ def test_ids_wrap_and_skip_ids_in_use(jobs):
         session.merge(JobCounterRow(name="jobseqnum", value=9_999_998))
     assert jobs.create(job()).id == 9_999_999
     assert jobs.create(job()).id == 2                      # wrapped, 1 is in use
+
+
+class Restored:
+    """A view's restore, counting the jobs it is given (what a read costs)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def __call__(self, stored: list[StoredJob]) -> list[Job]:
+        self.count += len(stored)
+        return [job(id=s.id, owner=s.owner, state=s.state) for s in stored]
+
+
+def test_a_view_reads_only_what_changed_since_its_last_read(jobs):
+    restored = Restored()
+    view = JobView(jobs, restored)
+    for _ in range(5):
+        jobs.create(job())
+    assert [j.id for j in view.read()] == [1, 2, 3, 4, 5] and restored.count == 5
+    assert len(view.read()) == 5 and restored.count == 5         # nothing changed: nothing read
+    changed = job(id=2, state=JobState.RUNNING)
+    jobs.save(changed)
+    jobs.remove(4)
+    jobs.publish("hosts", "[1]")
+    assert {j.id: j.state for j in view.read()} == {1: JobState.QUEUED, 2: JobState.RUNNING,
+                                                    3: JobState.QUEUED, 5: JobState.QUEUED}
+    assert restored.count == 6 and view.published == {"hosts": "[1]"}
+
+
+def test_a_view_too_far_behind_for_the_tombstones_reads_everything_again(jobs, monkeypatch):
+    restored = Restored()
+    view = JobView(jobs, restored)
+    jobs.create(job())
+    jobs.create(job())
+    view.read()
+    monkeypatch.setattr(jobstore, "TOMBSTONE_SECONDS", -1)    # every tombstone is old at once
+    jobs.remove(1)
+    assert [j.id for j in view.read()] == [2] and restored.count == 3
+
+
+def test_a_leader_that_another_took_over_from_writes_no_job(jobs, store_url):
+    jobs.take_epoch()
+    stored = jobs.create(job())
+    successor = JobStore(store_url)
+    try:
+        successor.take_epoch()
+        stored.state = JobState.RUNNING
+        for write in (lambda: jobs.save(stored), lambda: jobs.create(job()),
+                      lambda: jobs.remove(stored.id), lambda: jobs.show([stored]),
+                      lambda: jobs.publish("hosts", "[]")):
+            with pytest.raises(Fenced):
+                write()
+        assert [(j.id, j.state) for j in successor.load()] == [(1, JobState.QUEUED)]
+        successor.save(stored)
+        assert [j.state for j in successor.load()] == [JobState.RUNNING]
+    finally:
+        successor.close()

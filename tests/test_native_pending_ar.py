@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 
 from overlay.language.model import Allocation, Request, Reservation, ReservationError, State
-from overlay_native.service import operations
+from overlay_native.service import carried_out
 from overlay_native.submit import SubmitError
 from test_native_scheduler import SMALL, T, World
 
@@ -29,7 +29,7 @@ def core(state: State):
 
 def test_a_pending_ar_takes_no_jobs_until_committed(tmp_path):
     world = World(tmp_path, SMALL)
-    submit = operations(world.scheduler, core(State.PENDING))["job_submit"]
+    submit = carried_out(world.scheduler, core(State.PENDING))["job_submit"]
     with pytest.raises(SubmitError, match=r"^AR 5 is pending: it takes jobs once plus_commit -r 5 "
                                           r"commits it$"):
         submit(CALLER, JOB)
@@ -39,9 +39,9 @@ def test_a_pending_ar_takes_no_jobs_until_committed(tmp_path):
 def test_other_ars_are_left_to_the_scheduler(tmp_path):
     world = World(tmp_path, SMALL)
     for state in (State.WAITING, State.RUNNING):
-        submit = operations(world.scheduler, core(state))["job_submit"]
+        submit = carried_out(world.scheduler, core(state))["job_submit"]
         with pytest.raises(SubmitError, match="advance reservation 5 does not exist"):
             submit(CALLER, JOB)    # the scheduler holds no window for it in this test
-    submit = operations(world.scheduler, core(State.PENDING))["job_submit"]
+    submit = carried_out(world.scheduler, core(State.PENDING))["job_submit"]
     with pytest.raises(SubmitError, match="advance reservation 6 does not exist"):
         submit(CALLER, {**JOB, "ar": 6})

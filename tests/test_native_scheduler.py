@@ -39,10 +39,15 @@ class World:
         self.scheduler = self.new_scheduler()
 
     def new_scheduler(self) -> Scheduler:
+        """A scheduler leading on the store (it takes the stored jobs, as after a restart)."""
         self.store = JobStore(self.url)
-        return Scheduler(Cluster(str(self.dir / "cluster.yaml"), False, duration_offset=self.offset),
-                         self.store, self.hosts, acct.AccountingWriter(str(self.dir / "accounting")),
-                         str(self.dir / "schedule"), self.offset, self.clock)
+        scheduler = Scheduler(Cluster(str(self.dir / "cluster.yaml"), False,
+                                      duration_offset=self.offset),
+                              self.store, self.hosts,
+                              acct.AccountingWriter(str(self.dir / "accounting")),
+                              str(self.dir / "schedule"), self.offset, self.clock)
+        scheduler.lead(lambda: True)
+        return scheduler
 
     def submit(self, who=ALICE, *command, **options) -> int:
         return self.scheduler.submit(who, Submission(command or ("sleeper.sh", "20"), **options))["id"]

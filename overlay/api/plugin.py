@@ -39,6 +39,7 @@ from overlay.language.model import (
                             InvalidRequest,
                             NoCapacity,
                             Node,
+                            PermissionDenied,
                             Request,
                             Reservation,
                             ReservationError,
@@ -53,7 +54,15 @@ from overlay.language.request import (
                             valid_name,
 )
 from overlay.language.timespec import DURATION_FORMS, TimeSpecError, format_ctime, parse_duration
-from overlay.persistence.store import StoreError, create_tables, make_engine, next_id
+from overlay.persistence.feed import ChangeFeed
+from overlay.persistence.store import (
+                            StoreError,
+                            advance_counter,
+                            channel_of,
+                            create_tables,
+                            make_engine,
+                            next_id,
+)
 from overlay.placement.ordering import (
                             DEFAULT_JOB_ORDER,
                             ORDER_SETTINGS,
@@ -77,6 +86,7 @@ __all__ = [
     "LocalRunner", "Result", "Runner", "SshSettings", "parse_ssh", "runner_from_options",
     "DEFAULT_ACCOUNT", "MAX_SLOTS", "RequestError", "format_pe_range", "parse_memory_mb",
     "valid_name", "save_state", "StoreError", "create_tables", "make_engine", "next_id",
+    "ChangeFeed", "channel_of", "PermissionDenied", "advance_counter",
     "DURATION_FORMS", "TimeSpecError", "format_ctime", "parse_duration", "DEFAULT_UID_MIN",
     "groups_of", "system_account", "with_members", "FLAG", "Check", "choice", "read_section",
 ]

@@ -122,6 +122,11 @@ class Backend(ABC):
     #: through ``nodes()``, so after the first pass a pass looks only at the
     #: ARs that changed, fell due, or hold hosts whose liveness changed.
     watches_drift = True
+    #: Whether this daemon leads now: the daemon sets it to its store
+    #: lease's check. Work a backend runs on its own (the native scheduler)
+    #: asks it before acting, so that a daemon that lost the lead touches
+    #: nothing.
+    fence: Callable[[], bool] = staticmethod(lambda: True)
 
     @called(ENFORCER, PASS, DAEMON, idempotent=True, raises=PASS_SKIPPED)
     @abstractmethod

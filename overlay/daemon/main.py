@@ -190,7 +190,7 @@ class Daemon:
         self._leading = False
         self._leadership = threading.Lock()     # taking the lead, and stopping
         self._stopping = threading.Event()
-        self.manager.enforcer.fence = self.lease.holds
+        self.manager.enforcer.fence = self.backend.fence = self.lease.holds
         self.lease.on_lost = self._lost_lead
 
     def serve(self) -> None:

@@ -361,11 +361,14 @@ _ADDED_COLUMNS = {("allocation", "within_id"): "INTEGER",
 lacks one gains it at the daemon's start."""
 
 
-def create_tables(engine: Engine, url: str, metadata: MetaData) -> None:
+def create_tables(engine: Engine, url: str, metadata: MetaData,
+                  added: Mapping[tuple[str, str], str] | None = None) -> None:
     """Create the tables that do not exist yet, and refuse a database whose
-    tables lack columns (a store made by another version). Under the write
-    lock: daemons starting together on a fresh PostgreSQL database would
-    otherwise race to create the same types."""
+    tables lack columns (a store made by another version) other than those
+    added since (``added``: a plugin's own, by table and column, with their
+    SQL type). Under the write lock: daemons starting together on a fresh
+    PostgreSQL database would otherwise race to create the same types."""
+    added_columns = {**_ADDED_COLUMNS, **(added or {})}
     with engine.begin() as connection:
         if not url.startswith("sqlite"):
             connection.execute(text(f"SELECT pg_advisory_xact_lock({_ADVISORY_LOCK})"))
@@ -374,11 +377,11 @@ def create_tables(engine: Engine, url: str, metadata: MetaData) -> None:
         for table in metadata.sorted_tables:
             present = {column["name"]: column for column in inspector.get_columns(table.name)}
             missing = [column.name for column in table.columns if column.name not in present]
-            added = [column for column in missing if (table.name, column) in _ADDED_COLUMNS]
+            added = [column for column in missing if (table.name, column) in added_columns]
             if missing == added:
                 for column in added:
                     connection.execute(text(f"ALTER TABLE {table.name} ADD COLUMN {column} "
-                                            f"{_ADDED_COLUMNS[table.name, column]}"))
+                                            f"{added_columns[table.name, column]}"))
                 missing = []
             if missing:
                 raise StoreError(
@@ -434,16 +437,36 @@ def next_id(session: Session, counters: type, name: str, rows: type, maximum: in
     return None
 
 
+def advance_counter(session: Session, counters: type, name: str, to: int | None = None) -> int:
+    """Set the counter ``name`` of ``counters`` (rows of name and value) to
+    ``to``, or one past its value (1 for a new counter), in the session's
+    transaction; the value set. Callers hold their write lock."""
+    read, first, advance = _counter_statements(counters)
+    connection = session.connection()
+    value = connection.execute(read, {"counter": name}).scalar()
+    set_to = (value or 0) + 1 if to is None else to
+    connection.execute(first if value is None else advance, {"counter": name, "next": set_to})
+    return set_to
+
+
 @lru_cache(maxsize=None)
-def _id_statements(counters: type, rows: type) -> tuple:
-    """next_id's statements, built once: SQLAlchemy works out a statement's
-    cache key on each execution of a new one (a tenth of a creation)."""
-    counter, taken = counters.__table__, rows.__table__.c.id
+def _counter_statements(counters: type) -> tuple:
+    """A counter's statements (read, first write, later writes), built once:
+    SQLAlchemy works out a statement's cache key on each execution of a new
+    one (a tenth of a creation)."""
+    counter = counters.__table__
     return (select(counter.c.value).where(counter.c.name == bindparam("counter")),
-            select(taken).where(taken == bindparam("candidate")),
             insert(counter).values(name=bindparam("counter"), value=bindparam("next")),
             update(counter).where(counter.c.name == bindparam("counter"))
             .values(value=bindparam("next")))
+
+
+@lru_cache(maxsize=None)
+def _id_statements(counters: type, rows: type) -> tuple:
+    """next_id's statements: the counter's, and the probe of an id in use."""
+    read, first, advance = _counter_statements(counters)
+    taken = rows.__table__.c.id
+    return read, select(taken).where(taken == bindparam("candidate")), first, advance
 
 
 def refuse_truncated(url: str) -> None:
@@ -639,14 +662,9 @@ class Store:
     def _advance(self, session: Session) -> int:
         """The store's next revision, taken under the write lock (and, on
         PostgreSQL, said on NOTIFY_CHANNEL when the transaction commits)."""
-        read, _, first, advance = _id_statements(CounterRow, ReservationRow)
-        connection = session.connection()
-        value = connection.execute(read, {"counter": "revision"}).scalar()
-        revision = (value or 0) + 1
-        connection.execute(first if value is None else advance,
-                           {"counter": "revision", "next": revision})
+        revision = advance_counter(session, CounterRow, "revision")
         if not self.is_sqlite:
-            connection.execute(text("SELECT pg_notify(:channel, :revision)"),
+            session.connection().execute(text("SELECT pg_notify(:channel, :revision)"),
                                {"channel": self.channel, "revision": str(revision)})
         return revision
 
@@ -668,10 +686,7 @@ class Store:
         if last is None:
             return
         connection.execute(delete(RemovedRow.__table__).where(RemovedRow.__table__.c.revision <= last))
-        read, _, first, advance = _id_statements(CounterRow, ReservationRow)
-        known = connection.execute(read, {"counter": "pruned"}).scalar()
-        connection.execute(first if known is None else advance,
-                           {"counter": "pruned", "next": last})
+        advance_counter(session, CounterRow, "pruned", last)
 
     def load_usage(self, since: int) -> list[Reservation]:
         """The kept usage of ARs that ended after ``since``, oldest end first."""

@@ -30,6 +30,7 @@ from overlay_native import acct, arplace, service
 from overlay_native.execution.hosts import ExecutionHosts
 from overlay_native.jobs import JobState
 from overlay_native.jobstore import JobStore
+from overlay_native.relay import Relay
 from overlay_native.resources.cluster import Cluster, Containers
 from overlay_native.resources.timeline import Baseline, ClusterResources
 from overlay_native.resources.window import ReservedWindow
@@ -69,6 +70,8 @@ class NativeBackend(Backend):
 
     def __init__(self, cluster: Cluster, scheduler: Scheduler) -> None:
         self.cluster, self.scheduler = cluster, scheduler
+        self.relay = Relay(scheduler.store)     # job commands given at a standby
+        self._carried_out: dict[str, Callable] = {}
         self._placing = Baseline()       # qrsub placements', under the scheduler's lock
         self._containers: tuple[object, Containers] | None = None
 
@@ -191,24 +194,24 @@ class NativeBackend(Backend):
                 config.host_slots(host) - held < request.slots_on(config.node(host))}
 
     def prepare(self, reservation: Reservation) -> None:
-        self.scheduler.set_windows([self.window(reservation)])
+        self._leading().set_windows([self.window(reservation)])
 
     def activate(self, reservation: Reservation) -> None:
-        self.scheduler.set_windows([self.window(reservation)])
+        self._leading().set_windows([self.window(reservation)])
 
     def teardown(self, reservation: Reservation) -> None:
-        self.scheduler.reservation_over(reservation.id)
+        self._leading().reservation_over(reservation.id)
 
     def release(self, reservation: Reservation) -> None:
-        self.scheduler.reservation_over(reservation.id)
+        self._leading().reservation_over(reservation.id)
 
     def modify(self, before: Reservation, after: Reservation) -> None:
         """The AR's window takes its new hosts, times and users; its jobs
         stay (releasing it first, as the other backends do, ended them)."""
-        self.scheduler.set_windows([self.window(after)])
+        self._leading().set_windows([self.window(after)])
 
     def reconcile(self, reservations: list[Reservation]) -> None:
-        self.scheduler.set_windows([self.window(ar) for ar in reservations if ar.holds_resources],
+        self._leading().set_windows([self.window(ar) for ar in reservations if ar.holds_resources],
                                    complete=True)
 
     def health(self, reservations: list[Reservation]) -> dict[int, str]:
@@ -233,20 +236,31 @@ class NativeBackend(Backend):
         return f"plus_qsub -ar {reservation.id} job.sh"
 
     def submit_claimed(self, reservation: Reservation, job: Mapping[str, Any]) -> dict:
-        return service.submit_claimed(self.scheduler, reservation, job)
+        return service.submit_claimed(self.scheduler, self.relay, reservation, job)
 
     def operations(self, ar_status: Callable[[int], list[Reservation]]) -> dict[str, Callable]:
         """The native commands' operations; ``ar_status`` is the core's AR
         query (the truth on ARs the scheduler does not hold yet)."""
-        return service.operations(self.scheduler, ar_status)
+        self._carried_out = service.carried_out(self.scheduler, ar_status)
+        return service.operations(self.scheduler, self.relay, ar_status)
 
     def start(self) -> None:
-        self.scheduler.standing_by = False
-        self.scheduler.start()
+        """Run the jobs, and from now on carry out the job commands that
+        standbys relay."""
+        self._leading().start()
+        self.relay.serve(self._carried_out, self.fence)
 
     def stand_by(self) -> None:
-        self.scheduler.standing_by = True
+        self.scheduler.stand_by()
+
+    def _leading(self) -> Scheduler:
+        """The scheduler, leading: a standby that took the lead takes the
+        jobs from the store at the first call the leader makes (the first
+        reconcile pass comes before ``start``)."""
+        self.scheduler.lead(self.fence)
+        return self.scheduler
 
     def close(self) -> None:
+        self.relay.stop()
         self.scheduler.stop()
         self.scheduler.store.close()

@@ -146,7 +146,7 @@ class Job:
     error: str = ""                           # why it is in Eqw
     deleting: bool = False                    # plus_qdel asked; killing under way
     priority: float = 0.0                     # Grid Engine's, from the last pass
-    urgency: float = 0.0
+    urgency: float | None = None              # from the last pass's priorities (qstat -j)
     reasons: tuple[str, ...] = ()             # why it did not start in the last pass
     users: tuple[tuple[str, tuple[str, ...]], ...] = ()   # set: an AR being placed, its access list
     alloc: Any = None                         # qrsub -alloc: the ParallelEnvironment it stands for

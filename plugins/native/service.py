@@ -26,6 +26,7 @@ from overlay.api.plugin import (
     system_account,
 )
 from overlay_native.jobs import PENDING_STATES, Job, JobState, Submission
+from overlay_native.relay import Relay, Relayed
 from overlay_native.scheduling.scheduler import Scheduler, Submitter
 from overlay_native.submit import SubmitError
 
@@ -36,6 +37,10 @@ _TYPES = {"command": "words", "script": "text?", "script_path": "text", "name": 
           "reserve": "bool", "ar": "int?", "priority": "int", "now": "bool",
           "start_after": "int?", "hold_jids": "strings", "hold": "bool", "verify": "text",
           "account": "text", "submit_host": "text"}
+CHANGING = frozenset({"job_submit", "job_delete", "job_hold"})
+"""The operations that change jobs: the leader's to carry out."""
+_CLAIMED = "job_claimed"
+"""A ResKey claim's job, relayed from a standby (not a client's operation)."""
 
 
 def _checked(key: str, kind: str, value: Any) -> Any:
@@ -93,7 +98,7 @@ def _slots(job: Job) -> int:
     return job.placement.slots if job.placement else job.slots
 
 
-def job_view(job: Job, scheduler: Scheduler, detail: bool = False) -> dict:
+def job_view(job: Job, detail: bool = False) -> dict:
     """A job as plus_qstat prints it (with ``detail``, as qstat -j)."""
     placement = job.placement
     view = {"id": job.id, "priority": job.priority, "name": job.name, "owner": job.owner,
@@ -105,7 +110,6 @@ def job_view(job: Job, scheduler: Scheduler, detail: bool = False) -> dict:
     if not detail:
         return view
     spec = job.submission
-    priority = scheduler.priority.get(job.id)
     view.update(
         group=job.group, uid=_id(pwd.getpwnam, job.owner, "pw_uid"),
         gid=_id(grp.getgrnam, job.group, "gr_gid"), hard=spec.hard, soft=spec.soft, queues=list(spec.queues),
@@ -116,7 +120,7 @@ def job_view(job: Job, scheduler: Scheduler, detail: bool = False) -> dict:
         start_after=spec.start_after, hold_jids=list(spec.hold_jids),
         pe=spec.pe, pe_range=format_pe_range(spec.pe_range) if spec.pe else None,
         env=dict(spec.env), reasons=list(job.reasons), error=job.error,
-        urgency=priority.urgency if priority else None,
+        urgency=job.urgency,
         granted=[list(task) for task in placement.tasks] if placement else [],
         granted_pe=placement.pe if placement else None,
         h_rt_limit=placement.h_rt if placement else None)
@@ -128,7 +132,8 @@ def queue_view(scheduler: Scheduler) -> list[dict]:
     and total slots, load, arch, states (d disabled, s suspended, u unknown),
     and the jobs in it."""
     config, now = scheduler.cluster.config(), scheduler.now()
-    jobs, reserved = scheduler.running_jobs(), scheduler.reserved_slots(now)
+    jobs, hosts = scheduler.running_jobs(), scheduler.hosts_shown()
+    reserved = hosts.reserved(now)
     instances = []
     for queue in sorted(config.queues.values(), key=lambda q: q.name):    # as qstat -f
         for host, total in sorted(queue.slots.items()):
@@ -137,8 +142,8 @@ def queue_view(scheduler: Scheduler) -> list[dict]:
             states = ("d" if host in queue.disabled else "") + \
                 ("s" if host in queue.suspended else "") + \
                 ("u" if not config.hosts[host].alive or not scheduler.hosts.runs_jobs(host)
-                 or host in scheduler.unreachable else "")
-            load = scheduler.reports.get(host, {}).get("load_avg", config.hosts[host].load)
+                 or host in hosts.unreachable else "")
+            load = hosts.reports.get(host, {}).get("load_avg", config.hosts[host].load)
             instances.append({
                 "name": f"{queue.name}@{host}",
                 "qtype": ("B" if "BATCH" in queue.qtype else "") +
@@ -147,7 +152,7 @@ def queue_view(scheduler: Scheduler) -> list[dict]:
                 "reserved": min(reserved.get(host, 0), total), "used": sum(n for _, n in used),
                 "total": total, "load": None if load is None or math.isnan(load) else load,
                 "arch": config.hosts[host].arch, "states": states,
-                "jobs": [dict(job_view(j, scheduler), slots=n) for j, n in used]})
+                "jobs": [dict(job_view(j), slots=n) for j, n in used]})
     return instances
 
 
@@ -170,20 +175,26 @@ def _refuse_system_account(user: str, uid: int, min_uid: int) -> None:
                           f"min_uid {min_uid}): jobs never run as one; submit as a user")
 
 
-def _refuse_standing_by(scheduler: Scheduler) -> None:
-    """Jobs are the leading daemon's: a standby's scheduler does not run
-    (several daemons on one PostgreSQL store), so it takes no job and shows
-    none rather than a copy that would go stale."""
-    if scheduler.standing_by:
-        raise ReservationError("this plus_scheduler stands by while another leads: the native "
-                               "batch system's jobs are served by the leading daemon (its log "
-                               "says 'taking the lead'); use the commands on its host")
+def _refuse_fenced(scheduler: Scheduler) -> None:
+    """A daemon that lost the lead (stopped, then woken) changes no job:
+    it stops at its next pass."""
+    if not scheduler.fence():
+        raise ReservationError("this plus_scheduler no longer leads and is stopping: use the "
+                               "commands at the leading daemon")
 
 
-def submit_claimed(scheduler: Scheduler, reservation: Reservation, job: Mapping[str, Any]) -> dict:
+def submit_claimed(scheduler: Scheduler, relay: Relay, reservation: Reservation,
+                   job: Mapping[str, Any]) -> dict:
     """A ResKey claim's job (plus_qsub's fields), submitted into the AR as
-    its owner."""
-    _refuse_standing_by(scheduler)
+    its owner; at a standby, by the leader."""
+    if scheduler.standing_by:
+        owner = Relayed(-1, reservation.owner, (), False)
+        return relay.ask(_CLAIMED, owner, {"ar": reservation.id, "job": dict(job)})
+    _refuse_fenced(scheduler)
+    return _claimed(scheduler, reservation, job)
+
+
+def _claimed(scheduler: Scheduler, reservation: Reservation, job: Mapping[str, Any]) -> dict:
     if job.get("ar", reservation.id) != reservation.id:
         raise RequestError(f"job: ar {shown(repr(job.get('ar')))} is not the claimed AR "
                            f"{reservation.id}; leave it out")
@@ -201,10 +212,30 @@ def submit_claimed(scheduler: Scheduler, reservation: Reservation, job: Mapping[
     return {**reply, "message": f'Your job {reply["id"]} ("{reply["name"]}") has been submitted'}
 
 
-def operations(scheduler: Scheduler,
+def operations(scheduler: Scheduler, relay: Relay,
                ar_status: Callable[[int], list[Reservation]]) -> dict[str, Callable]:
     """The operations the native commands call, by name; ``ar_status`` is
-    the core's AR query (plus_status -r)."""
+    the core's AR query (plus_status -r). The job-changing ones are the
+    leader's: a standby has the leader carry them out (``relay``); qstat
+    answers at every daemon from the jobs the store holds."""
+    local = carried_out(scheduler, ar_status)
+
+    def served(name: str) -> Callable:
+        def serve(caller, args: dict):
+            if name in CHANGING:
+                if scheduler.standing_by:
+                    return relay.ask(name, caller, args)
+                _refuse_fenced(scheduler)
+            return local[name](caller, args)
+        return serve
+
+    return {name: served(name) for name in local if name != _CLAIMED}
+
+
+def carried_out(scheduler: Scheduler,
+                ar_status: Callable[[int], list[Reservation]]) -> dict[str, Callable]:
+    """The operations as the leading daemon carries them out, by name (a
+    ResKey claim's job too, which no client may call by name)."""
     def who(caller) -> Submitter:
         return Submitter(caller.user, tuple(caller.groups), caller.is_manager)
 
@@ -229,8 +260,8 @@ def operations(scheduler: Scheduler,
         if detail is not None:    # qstat -j: the jobs named, or every pending one
             chosen = [j for j in jobs if str(j.id) in detail or j.name in detail] if detail \
                 else [j for j in jobs if j.state in PENDING_STATES]
-            return [job_view(j, scheduler, detail=True) for j in chosen]
-        return [job_view(j, scheduler) for j in jobs if "*" in users or j.owner in users]
+            return [job_view(j, detail=True) for j in chosen]
+        return [job_view(j) for j in jobs if "*" in users or j.owner in users]
 
     def queues(caller, args: dict) -> list[dict]:
         return queue_view(scheduler)
@@ -241,12 +272,9 @@ def operations(scheduler: Scheduler,
             raise RequestError("give job ids or names")
         return scheduler.hold(who(caller), references, _checked("hold", "bool", args.get("hold")))
 
-    def leading(operation: Callable) -> Callable:
-        def served(caller, args: dict):
-            _refuse_standing_by(scheduler)
-            return operation(caller, args)
-        return served
+    def claimed(caller, args: dict) -> dict:
+        (reservation,) = ar_status(args["ar"])
+        return _claimed(scheduler, reservation, args["job"])
 
-    return {"job_submit": leading(submit), "job_delete": leading(delete),
-            "job_status": leading(status), "queue_status": leading(queues),
-            "job_hold": leading(hold)}
+    return {"job_submit": submit, "job_delete": delete, "job_status": status,
+            "queue_status": queues, "job_hold": hold, _CLAIMED: claimed}

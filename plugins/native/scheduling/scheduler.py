@@ -13,12 +13,20 @@ deletion or a job's end (Grid Engine's flush_submit_sec and
 flush_finish_sec); hosts are polled every few seconds in between.
 
 The store is the truth for jobs, the hosts' spools for what runs: after a
-restart, jobs that were running are found again (or found ended) there.
+restart, jobs that were running are found again (or found ended) there,
+and so they are by a standby daemon that takes the lead (``lead``: the
+jobs are read then, not before). A standby's scheduler runs nothing: what
+it shows it reads from the store (``overlay_native.jobview``), where the
+leader's passes publish what plus_qstat shows beside the jobs. The leader
+asks ``fence`` before it polls, starts or kills, so that one that lost the
+lead (stopped, then woken) touches no job, and its writes of jobs are
+fenced in the store itself (``overlay_native.jobstore``).
 """
 
 from __future__ import annotations
 
 import copy
+import json
 import logging
 import math
 import threading
@@ -37,7 +45,8 @@ from overlay_native import acct
 from overlay_native.execution.hosts import ExecutionHosts, Poll
 from overlay_native.execution.runners import ExecutionError, Finished, JobSpec
 from overlay_native.jobs import PENDING_STATES, Job, JobState, Placement
-from overlay_native.jobstore import JobStore, StoredJob
+from overlay_native.jobstore import JobStore, StoredJob, shown_of
+from overlay_native.jobview import JobView
 from overlay_native.resources.cluster import Cluster, ClusterConfig, ClusterQueue
 from overlay_native.resources.complexes import parse_value
 from overlay_native.resources.matching import RESOURCE_LIMITS
@@ -72,6 +81,29 @@ class Planned(NamedTuple):
     placement: Placement
 
 
+class HostsShown(NamedTuple):
+    """What plus_qstat -f shows beside the jobs, as the leader's passes
+    found it: the hosts' load reports, those it cannot reach, and the
+    started ARs' windows (start, end, slots per host)."""
+
+    reports: dict[str, dict[str, float]]
+    unreachable: dict[str, str]
+    started: list[tuple[int, int, dict[str, int]]]
+
+    def reserved(self, now: int) -> dict[str, int]:
+        """Slots held on each host by the ARs whose window is open at ``now``."""
+        reserved: dict[str, int] = {}
+        for start, end, slots in self.started:
+            if start <= now < end:
+                for host, count in slots.items():
+                    reserved[host] = reserved.get(host, 0) + count
+        return reserved
+
+
+_HOSTS = "hosts"
+"""The name HostsShown is published under."""
+
+
 class Scheduler:
     def __init__(self, cluster: Cluster, store: JobStore, hosts: ExecutionHosts,
                  accounting: acct.AccountingWriter, schedule_file: str, duration_offset: int,
@@ -93,14 +125,46 @@ class Scheduler:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self.standing_by = False
-        """Another daemon on the store leads and runs the jobs: refuse them here."""
+        """Another daemon on the store leads and runs the jobs: read them from the store."""
+        self.fence: Callable[[], bool] = lambda: True
+        """Whether this daemon still leads (its lease), asked before acting on jobs."""
+        self.view: JobView | None = JobView(store, self._restored_all)
+        """The jobs as the store holds them, until this scheduler leads."""
         self._thread: threading.Thread | None = None
         self._last_pass = 0.0
         self._planned: list[Planned] = []
-        config = cluster.config()
-        hosts.sync(config)
-        for stored in store.load():
-            self.jobs[stored.id] = self._restored(stored, config)
+        self._published: dict[object, str] = {}    # what the store shows, by job id and _HOSTS
+        hosts.sync(cluster.config())
+
+    def lead(self, fence: Callable[[], bool]) -> None:
+        """This daemon leads (``fence`` says until when). The first time, it
+        takes the jobs as the store holds them (after taking the store's
+        next epoch, which fences off any daemon that led before); running
+        ones are found again in their hosts' spools at the first poll."""
+        with self.lock:
+            self.fence = fence
+            if self.view is None:
+                return
+            if self.store.shared:
+                self.store.take_epoch()
+            self.jobs = {job.id: job for job in self.view.read()}
+            self._published = {job.id: shown_of(job) for job in self.jobs.values()}
+            self._published[_HOSTS] = self.view.published.get(_HOSTS, "")
+            self.view, self.standing_by = None, False
+
+    def stand_by(self) -> None:
+        """Another daemon leads (from the start, or since this one lost its
+        lease): read the jobs from the store again, keep none of its own;
+        taking the lead later reads them afresh under a new epoch."""
+        with self.lock:
+            self.standing_by = True
+            if self.view is None:
+                self.view = JobView(self.store, self._restored_all)
+                self.jobs = {}
+
+    def _restored_all(self, stored: list[StoredJob]) -> list[Job]:
+        config = self.cluster.config()
+        return [self._restored(job, config) for job in stored]
 
     def _restored(self, stored: StoredJob, config: ClusterConfig) -> Job:
         """A stored job, checked again and its requests parsed against
@@ -115,6 +179,9 @@ class Scheduler:
                        JobState.ERROR, error=acct.one_line(f"after a restart: {_why(error)}"))
         job.state, job.placement, job.start_time = stored.state, stored.placement, stored.start_time
         job.error, job.deleting = stored.error, stored.deleting
+        if stored.shown:
+            job.priority, job.urgency = stored.shown["priority"], stored.shown["urgency"]
+            job.reasons = tuple(stored.shown["reasons"])
         return job
 
     def now(self) -> int:
@@ -165,9 +232,13 @@ class Scheduler:
     def poll(self) -> bool:
         """Ask the hosts what ended; True if some job did."""
         with self._passing:
+            if not self.fence():
+                return False
             result = self.hosts.poll()
             with self.lock:
-                return self._take(result)
+                ended = self._take(result)
+                self._publish_hosts()
+                return ended
 
     def _take(self, result: Poll) -> bool:
         now = self.now()
@@ -368,9 +439,10 @@ class Scheduler:
         self.jobs.pop(job.id, None)
 
     def _kill(self, jobs: Iterable[Job]) -> None:
+        jobs = [job for job in jobs if job.placement is not None]
+        if not jobs or not self.fence():
+            return
         for job in jobs:
-            if job.placement is None:
-                continue
             try:
                 self.hosts.kill(job.placement.master[1], str(job.id))
             except ExecutionError as error:
@@ -381,15 +453,21 @@ class Scheduler:
 
     def ars_with_jobs(self) -> set[int]:
         """The ARs some job is still in, pending, running or being ended."""
-        with self.lock:
-            return {job.ar for job in self.jobs.values() if job.ar is not None}
+        return {job.ar for job in self._current() if job.ar is not None}
 
     def running_jobs(self) -> list[Job]:
         """Copies of the jobs that hold slots now (started or being started),
         for readers outside the scheduler's lock."""
+        return [job for job in self._current() if job.placement
+                and job.state in (JobState.RUNNING, JobState.TRANSFERRING)]
+
+    def _current(self) -> list[Job]:
+        """Copies of every job: the store's until this scheduler leads (at a
+        standby, where no scheduler runs)."""
+        if self.view is not None:
+            return self.view.read()
         with self.lock:
-            return [copy.copy(job) for job in self.jobs.values() if job.placement
-                    and job.state in (JobState.RUNNING, JobState.TRANSFERRING)]
+            return [copy.copy(job) for job in self.jobs.values()]
 
     def planned(self) -> list[Planned]:
         """The resource reservations (-R y) the last pass planned: start and
@@ -399,19 +477,41 @@ class Scheduler:
 
     def jobs_by_priority(self) -> list[Job]:
         """Copies of every job, highest priority first (qstat's order)."""
-        with self.lock:
-            return [copy.copy(job) for job in
-                    sorted(self.jobs.values(), key=lambda j: (-j.priority, j.id))]
+        return sorted(self._current(), key=lambda j: (-j.priority, j.id))
 
-    def reserved_slots(self, now: int) -> dict[str, int]:
-        """Slots held on each host by the ARs whose window is open at ``now``."""
-        reserved: dict[str, int] = {}
+    def hosts_shown(self) -> HostsShown:
+        """What plus_qstat -f shows beside the jobs: the leader's own figures,
+        or at a standby what the leader last published."""
+        if self.view is not None:
+            self.view.read()
+            published = self.view.published.get(_HOSTS)
+            return HostsShown(*json.loads(published)) if published else HostsShown({}, {}, [])
         with self.lock:
-            for window in self.windows.started():
-                if window.start <= now < window.end:
-                    for host, slots in window.slots.items():
-                        reserved[host] = reserved.get(host, 0) + slots
-        return reserved
+            return self._hosts()
+
+    def _hosts(self) -> HostsShown:
+        return HostsShown(dict(self.reports), dict(self.unreachable),
+                          [(w.start, w.end, dict(w.slots)) for w in self.windows.started()])
+
+    def _publish_hosts(self) -> None:
+        """Publish what plus_qstat -f shows beside the jobs, where it changed
+        (on a shared store only: on SQLite no other daemon reads it)."""
+        encoded = json.dumps(self._hosts())
+        if self.store.shared and self._published.get(_HOSTS) != encoded:
+            self.store.publish(_HOSTS, encoded)
+            self._published[_HOSTS] = encoded
+
+    def _publish_jobs(self) -> None:
+        """Publish what the pass found of each job (priority, urgency,
+        reasons) where it changed, in one write."""
+        if not self.store.shared:
+            return
+        shown = {job.id: shown_of(job) for job in self.jobs.values()}
+        changed = [self.jobs[job_id] for job_id, value in shown.items()
+                   if self._published.get(job_id) != value]
+        if changed:
+            self.store.show(changed)
+        self._published = {**shown, _HOSTS: self._published.get(_HOSTS, "")}
 
     # -- advance reservations ------------------------------------------------------------------
 
@@ -427,6 +527,8 @@ class Scheduler:
             else:
                 changed, gone = self.windows.put_all(windows), []
             wanted = changed and any(j.state == JobState.QUEUED for j in self.jobs.values())
+            if changed:
+                self._publish_hosts()
         if gone:
             self._delete_jobs(gone, "its advance reservation is gone")
         if wanted:
@@ -436,7 +538,8 @@ class Scheduler:
         """An AR ended, was cancelled or destroyed: all its jobs, pending or
         running, are deleted (seed 000, 5.2.2.3)."""
         with self.lock:
-            self.windows.remove(ar_id)
+            if self.windows.remove(ar_id):
+                self._publish_hosts()
             jobs = [j for j in self.jobs.values() if j.ar == ar_id]
         self._delete_jobs(jobs, f"advance reservation {ar_id} ended")
 
@@ -459,11 +562,17 @@ class Scheduler:
 
     def run_pass(self) -> None:
         with self._passing:
+            if not self.fence():
+                return
             began, cpu = time.perf_counter(), time.thread_time()
             result = self.hosts.poll()
             with self.lock:
                 self._take(result)
                 starts = self._decide()
+                self._publish_jobs()
+                self._publish_hosts()
+            if starts and not self.fence():
+                return
             self._start(starts)
             self._last_pass = time.monotonic()
             log.debug("scheduling pass: %d jobs, %d ARs, %.1f ms CPU, %.1f ms wall", len(self.jobs),
@@ -484,8 +593,11 @@ class Scheduler:
             job.reasons = _state_reason(job, now)
         eligible = [j for j in waiting if not j.reasons]
         self.priority = priorities(eligible, config.table, config.scheduler, now)
-        for job in eligible:
-            job.priority = self.priority[job.id].prio
+        for job in self.jobs.values():
+            found = self.priority.get(job.id)
+            job.urgency = found.urgency if found else None
+            if found:
+                job.priority = found.prio
         ordered = order_jobs(eligible, config.scheduler.job_order)
         resources = ClusterResources(config, now, self.offset, self.reports, self._unavailable(config),
                                      self.windows, self.baseline)
