@@ -60,6 +60,7 @@ from overlay.persistence.store import (
                             advance_counter,
                             channel_of,
                             create_tables,
+                            database_errors,
                             make_engine,
                             next_id,
 )
@@ -85,7 +86,7 @@ __all__ = [
     "PolicyContext", "OPEN_STATES", "QueueBackend", "USER_PATTERN", "CommandError",
     "LocalRunner", "Result", "Runner", "SshSettings", "parse_ssh", "runner_from_options",
     "DEFAULT_ACCOUNT", "MAX_SLOTS", "RequestError", "format_pe_range", "parse_memory_mb",
-    "valid_name", "save_state", "StoreError", "create_tables", "make_engine", "next_id",
+    "valid_name", "save_state", "StoreError", "create_tables", "database_errors", "make_engine", "next_id",
     "ChangeFeed", "channel_of", "PermissionDenied", "advance_counter",
     "DURATION_FORMS", "TimeSpecError", "format_ctime", "parse_duration", "DEFAULT_UID_MIN",
     "groups_of", "system_account", "with_members", "FLAG", "Check", "choice", "read_section",

@@ -41,7 +41,14 @@ from sqlalchemy import BigInteger, func, text, update
 from sqlalchemy.orm import registry
 from sqlmodel import Field, Session, SQLModel, delete, select
 
-from overlay.api.plugin import StoreError, advance_counter, create_tables, make_engine, next_id
+from overlay.api.plugin import (
+    StoreError,
+    advance_counter,
+    create_tables,
+    database_errors,
+    make_engine,
+    next_id,
+)
 from overlay_native.acct import one_line
 from overlay_native.jobs import MAX_JOB_ID, Job, JobState, Placement, Submission
 
@@ -175,7 +182,7 @@ class JobStore:
         need are gone (then ``removed`` is None: every job not in ``jobs`` is gone)."""
         engine = self.engine.execution_options(isolation_level="REPEATABLE READ") \
             if self.shared else self.engine
-        with Session(engine) as session, session.begin():
+        with database_errors(self.url), Session(engine) as session, session.begin():
             connection = session.connection()
             now = _counter(connection, "revision")
             if revision is not None and _counter(connection, "pruned") > revision:
@@ -242,7 +249,7 @@ class JobStore:
     def _write(self, fenced: bool = True) -> Iterator[Session]:
         """A transaction holding the jobs' write lock; with ``fenced``, refused
         if another daemon took the lead since this one did."""
-        with Session(self.engine) as session, session.begin():
+        with database_errors(self.url), Session(self.engine) as session, session.begin():
             connection = session.connection()
             if self.shared:    # SQLite: BEGIN IMMEDIATE locks already
                 connection.execute(text(f"SELECT pg_advisory_xact_lock({_WRITE_LOCK})"))

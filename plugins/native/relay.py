@@ -31,6 +31,7 @@ from overlay.api.plugin import (
     ReservationError,
     StoreError,
     channel_of,
+    database_errors,
 )
 from overlay_native.jobstore import JobRequestRow, JobStore
 from overlay_native.submit import SubmitError
@@ -98,7 +99,7 @@ class Relay:
     def _record(self, op: str, caller: Any, args: dict) -> int:
         who = {"uid": caller.uid, "user": caller.user, "groups": list(caller.groups),
                "is_manager": caller.is_manager}
-        with Session(self.engine) as session, session.begin():
+        with database_errors(self.url), Session(self.engine) as session, session.begin():
             row = JobRequestRow(op=op, caller=json.dumps(who), args=json.dumps(args),
                                 created=int(time.time()))
             session.add(row)
@@ -109,7 +110,7 @@ class Relay:
             return row.id
 
     def _look(self, request: int) -> tuple[str | None, str | None]:
-        with Session(self.engine) as session:
+        with database_errors(self.url), Session(self.engine) as session:
             row = session.get(JobRequestRow, request)
             return (row.state, row.reply) if row else (None, None)
 
@@ -122,7 +123,7 @@ class Relay:
         self._change(delete(JobRequestRow).where(JobRequestRow.id == request))
 
     def _change(self, statement) -> bool:
-        with Session(self.engine) as session, session.begin():
+        with database_errors(self.url), Session(self.engine) as session, session.begin():
             return session.exec(statement).rowcount == 1
 
     # -- at the leader ---------------------------------------------------------------------------
@@ -142,7 +143,7 @@ class Relay:
     def take(self) -> None:
         """Carry out each new request once: it is claimed before it runs, so
         one its standby withdrew meanwhile never runs."""
-        with Session(self.engine) as session:
+        with database_errors(self.url), Session(self.engine) as session:
             requests = session.exec(select(JobRequestRow).where(JobRequestRow.state == "new")
                                     .order_by(JobRequestRow.id)).all()
         for request in requests:
