@@ -12,9 +12,8 @@ import pytest
 from overlay.contract import plugins
 from overlay.language.model import State
 from overlay.persistence.store import Store
-from overlay.reporting.accounting import ReportingWriter
 from overlay.usecases.manager import Manager
-from test_manager import ALICE, BOB, HOUR, Env
+from test_manager import ALICE, BOB, HOUR, Env, drained_at_once
 
 
 @pytest.fixture
@@ -23,8 +22,9 @@ def pair(tmp_path):
     env = Env(tmp_path)
     backend = plugins.build_backend(env.pm, "native", env.config, env.config.backend_options(),
                                     env.claimed)
-    other = Manager(env.config, Store(env.config.store_url), backend, env.pm,
-                    ReportingWriter(env.config.accounting_path), clock=env.clock)
+    store = Store(env.config.store_url)
+    other = Manager(env.config, store, backend, env.pm, drained_at_once(store, env.config),
+                    clock=env.clock)
     return env, env.manager, other
 
 

@@ -46,10 +46,11 @@ from overlay.network.http.companion import Companion
 from overlay.network.tokens import TokenRefused, Tokens
 from overlay.persistence.feed import ChangeFeed
 from overlay.persistence.members import Members
+from overlay.persistence.outbox import Outbox
 from overlay.persistence.store import Conflict, Store, StoreUnavailable, refuse_truncated, shown_url
 from overlay.persistence.storelease import LeaseLost, StoreLease, describe
 from overlay.placement.ordering import NODE_SORT_KEYS
-from overlay.reporting.accounting import ReportingWriter
+from overlay.reporting.drain import ReportingDrain
 from overlay.usecases.lifecycle import Lifecycle
 from overlay.usecases.manager import Manager
 from overlay.wire import codec, protocol
@@ -162,10 +163,11 @@ class Daemon:
                 self.lease.acquire()            # SQLite: one daemon per store
             self.backend = plugins.build_backend(self.pm, config.backend, config,
                                                  config.backend_options(), claimed)
-            self.manager = Manager(config, self.store, self.backend, self.pm,
-                                   ReportingWriter(config.accounting_path))
+            self.drain = ReportingDrain(Outbox(self.store.engine, config.store_url),
+                                        config.accounting_path, fence=self.lease.holds)
+            self.manager = Manager(config, self.store, self.backend, self.pm, self.drain.wake)
             self.lifecycle = Lifecycle(self.manager, config.reconcile_interval,
-                                       before_pass=self._check_lease)
+                                       before_pass=self._before_pass)
             secret = statefile.secret_key(os.path.join(config.state_path, "reskey.key"),
                                           "ResKey secret")
             provider = oidc.Provider(config.http.oidc) if config.http.oidc else None
@@ -297,6 +299,7 @@ class Daemon:
         if self._leading:
             self.lifecycle.stop()
             self.manager.enforcer.stop()
+            self.drain.stop()
         if self.server is not None:
             self.server.server_close()
         try:
@@ -316,6 +319,7 @@ class Daemon:
                 return
             self.lifecycle.start()
             self.manager.enforcer.start()
+            self.drain.start()
             self.backend.start()
             self._leading = True
         self.members.report(True, self.manager.seen_revision, force=True)
@@ -333,8 +337,10 @@ class Daemon:
         """The change feed: take in what other daemons wrote, timing it."""
         changed = self.manager.catch_up()
         ars = [self.manager.ars[i] for i in changed if i in self.manager.ars]
-        if ars and self._leading:
-            self.lifecycle.notice(ars)
+        if self._leading:
+            self.drain.wake()                     # others' records, in the outbox
+            if ars:
+                self.lifecycle.notice(ars)
         self.members.report(self._leading, self.manager.seen_revision)
 
     def daemons(self) -> dict:
@@ -345,8 +351,10 @@ class Daemon:
                 "leader": self.lease.leader(), "revision": self.store.revision(),
                 "daemons": self.members.listed()}
 
-    def _check_lease(self) -> None:
-        """Before each pass: stop rather than share the store with another daemon."""
+    def _before_pass(self) -> None:
+        """Before each pass: stop rather than share the store with another
+        daemon, and drain the reporting outbox."""
+        self.drain.wake()
         try:
             self.lease.check()
         except LeaseLost as exc:
