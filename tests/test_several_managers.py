@@ -87,3 +87,21 @@ def test_the_leaders_pass_opens_a_window_the_other_daemon_changed_meanwhile(pair
     env.lifecycle.tick()                                # first's copy is the old one
     opened = first.ars[ar.id]
     assert opened.state == State.RUNNING and opened.end == changed[0].end
+
+
+def _records_of(env: Env, ar_id: int) -> list[str]:
+    """The types of the AR's records in the reporting file, in order."""
+    records = [line.split(":") for line in env.reporting().splitlines()]
+    return [r[1] for r in records if r[3 if r[1] == "new_ar" else 4] == str(ar_id)]
+
+
+def test_a_retried_or_refused_use_case_reports_only_what_committed(pair):
+    env, first, second = pair
+    ar = first.reserve(ALICE, env.request(nodes=1))
+    second.catch_up()
+    first.modify(ALICE, ar.id, None, ar.end + HOUR, None, None, None)
+    with pytest.raises(Exception, match="requested nodes"):
+        first.modify(ALICE, ar.id, None, None, None, 9, None)        # refused: no record
+    second.cancel(ALICE, ar.id, None)       # its first attempt meets Stale, the second commits
+    assert _records_of(env, ar.id) == ["new_ar", "ar_attribute", "ar_attribute", "ar_log",
+                                       "ar_acct", "ar_log"]
