@@ -37,7 +37,6 @@ from overlay.contract import plugins
 from overlay.daemon import config as config_module
 from overlay.language.model import Request, ReservationError
 from overlay.persistence.store import Store
-from overlay.reporting.accounting import ReportingWriter
 from overlay.usecases.manager import Caller, Manager
 from overlay_native.simulation.simhosts import Clock
 
@@ -102,8 +101,7 @@ def manager(work: Path, section: str, existing: int) -> Manager:
     config = config_module.load(str(work / "plus.yaml"))
     pm = plugins.plugin_manager()
     backend = plugins.build_backend(pm, "native", config, config.backend_options())
-    result = Manager(config, Store(config.store_url), backend, pm,
-                     ReportingWriter(config.accounting_path), clock=clock)
+    result = Manager(config, Store(config.store_url), backend, pm, lambda: None, clock=clock)
     rng = random.Random(1)
     for index in range(existing):
         owner = Caller(uid=6000 + index % 50, user=f"user{index % 50}", groups=("staff",),

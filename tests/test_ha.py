@@ -41,10 +41,32 @@ def _state(daemon: Daemon, ar_id: int) -> str | None:
     return shown[0]["state"] if shown else None
 
 
+def _records(daemon: Daemon) -> list[list[str]]:
+    """The shared reporting file's records, split into fields."""
+    path = daemon.reporting
+    return [line.split(":") for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def _logged(daemon: Daemon, ar_id: int, event: str) -> bool:
+    return any(r[1] == "ar_log" and r[4] == str(ar_id) and r[6] == event
+               for r in _records(daemon))
+
+
+def _each_once(daemon: Daemon, ar_ids: set[int]) -> None:
+    """Every record of the shared reporting file is there once, and each AR's new_ar."""
+    lines = daemon.reporting.read_text().splitlines()
+    assert len(lines) == len(set(lines)), "a record written twice"
+    assert sorted(int(r[3]) for r in _records(daemon) if r[1] == "new_ar") == sorted(ar_ids)
+
+
 @pytest.fixture
-def pair(store_url):
-    """A leader and a standby on one store (the leader started first)."""
-    leader, standby = Daemon(store=store_url), Daemon(store=store_url)
+def pair(store_url, tmp_path):
+    """A leader and a standby on one store (the leader started first),
+    with one reporting file, on storage both write (as a shared spool)."""
+    shared = f"accounting_file: {tmp_path / 'reporting'}\n"
+    leader, standby = (Daemon(shared, store=store_url), Daemon(shared, store=store_url))
+    for daemon in (leader, standby):
+        daemon.reporting = tmp_path / "reporting"
     leader.start()
     standby.start()
     _until(lambda: "standby:" in standby.log.read_text(), "the second daemon to stand by")
@@ -66,6 +88,11 @@ def test_both_daemons_serve_and_the_leader_enforces_what_either_recorded(pair):
     soon = standby.reserve("plusu1", "-s", "now+3s", "-D", "1h", "-n", "1")
     _until(lambda: _state(standby, soon["id"]) == "r", "the window to open, seen at the standby")
     assert _state(leader, soon["id"]) == "r"
+    _until(lambda: _logged(leader, soon["id"], "START TIME REACHED"),
+           "the leader to write the records of ARs made at both daemons")
+    _each_once(leader, {made["id"], soon["id"]})
+    assert [r[1] for r in _records(leader) if r[3 if r[1] == "new_ar" else 4] == str(made["id"])
+            ] == ["new_ar", "ar_attribute"] + ["ar_acct"] * 5 + ["ar_log"]
 
 
     def shown(daemon: Daemon) -> tuple[list[str], dict[str, list[str]]]:
@@ -91,12 +118,15 @@ def test_a_standby_takes_the_lead_when_the_leader_dies_or_stops(pair, how):
         leader.send(signal.SIGSTOP)
     _until(lambda: "taking the lead" in standby.log.read_text(), "the standby to take the lead")
     _until(lambda: _state(standby, made["id"]) == "r", "the new leader to open the window")
+    _until(lambda: _logged(standby, made["id"], "START TIME REACHED"),
+           "the new leader to write the window's record")
     if how == "stop":
         leader.send(signal.SIGCONT)                  # wakes up no longer leading
         _until(lambda: "standing by: lost the store to plus_scheduler pid" in
                leader.log.read_text(), "the old leader to stand by")
         assert leader.process.poll() is None
         assert _state(leader, made["id"]) == "r"     # and serves users still
+    _each_once(standby, {made["id"]})
 
 
 JOB_CLUSTER = """\

@@ -18,9 +18,9 @@ from overlay.contract import plugins
 from overlay.daemon import config as config_module
 from overlay.language.model import Request, State
 from overlay.persistence.store import Store
-from overlay.reporting.accounting import ReportingWriter
 from overlay.usecases.lifecycle import Lifecycle
 from overlay.usecases.manager import Caller, Manager
+from test_manager import drained_at_once
 
 T0 = 1_800_000_000
 HOUR = 3600
@@ -93,7 +93,7 @@ class Env:
         self.store = Store(config.store_url)
         self.now = T0
         self.manager = Manager(config, self.store, backend, self.pm,
-                               ReportingWriter(config.accounting_path), clock=lambda: self.now)
+                               drained_at_once(self.store, config), clock=lambda: self.now)
         self.lifecycle = Lifecycle(self.manager, config.reconcile_interval)
         self.notifier = self.pm.get_plugin("mail-notifier")
 

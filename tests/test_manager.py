@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import textwrap
+from typing import Callable
 
 import pytest
 
@@ -18,8 +19,9 @@ from overlay.language.model import (
     State,
 )
 from overlay.language.request import RequestError
+from overlay.persistence.outbox import Outbox
 from overlay.persistence.store import Store
-from overlay.reporting.accounting import ReportingWriter
+from overlay.reporting.drain import ReportingDrain
 from overlay.usecases.lifecycle import Lifecycle
 from overlay.usecases.manager import Caller, Manager
 from overlay_native.simulation.simhosts import Clock
@@ -37,6 +39,12 @@ nodes:
   - {name: big, slots: 16, memory: 256G, ncpus: 32, arch: lx-amd64, queues: [all.q, big.q],
      properties: {gpu: "yes"}}
 """
+
+
+def drained_at_once(store: Store, config) -> Callable[[], int]:
+    """What a manager tells of its records in these tests: they are drained
+    into the reporting file at once (the daemon's drain runs on a thread)."""
+    return ReportingDrain(Outbox(store.engine, store.url), config.accounting_path).drain
 
 
 class Env:
@@ -66,7 +74,7 @@ class Env:
                                              self.config.backend_options(), self.claimed)
         self.store = Store(self.config.store_url)
         self.manager = Manager(self.config, self.store, self.backend, self.pm,
-                               ReportingWriter(self.config.accounting_path), clock=self.clock)
+                               drained_at_once(self.store, self.config), clock=self.clock)
         self.lifecycle = Lifecycle(self.manager, self.config.reconcile_interval)
         return self.manager
 

@@ -318,8 +318,13 @@ def test_reporting_records_are_grid_engines(daemon):
                  "-a", at(), "-d", "1:0:0")
     plain = granted(daemon, "-q", "all.q", "-l", "lic=1,h_rt=3600", "-a", at(), "-d", "0:10:0")
     daemon.ok("plusu1", "plus_qrdel", str(pe["id"]), str(plain["id"]))
-    records = [line.split(":")[1:] for line in
-               (daemon.dir / "state" / "reporting").read_text().splitlines()]
+    path = daemon.dir / "state" / "reporting"
+    deadline = time.monotonic() + 60               # the leader appends them on its own thread
+    while not any(line.split(":")[1] == "ar_acct" and line.split(":")[4] == str(plain["id"])
+                  for line in path.read_text().splitlines()):
+        assert time.monotonic() < deadline, "the qrdel's records never reached the file"
+        time.sleep(0.1)
+    records = [line.split(":")[1:] for line in path.read_text().splitlines()]
 
     def fields(kind: str, ar: dict) -> list[list[str]]:
         return [r[1:] for r in records if r[0] == kind and r[3] == str(ar["id"])]

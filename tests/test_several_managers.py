@@ -14,9 +14,8 @@ import pytest
 from overlay.contract import plugins
 from overlay.language.model import State
 from overlay.persistence.store import Stale, Store
-from overlay.reporting.accounting import ReportingWriter
 from overlay.usecases.manager import Manager
-from test_manager import ALICE, BOB, HOUR, Env
+from test_manager import ALICE, BOB, HOUR, Env, drained_at_once
 
 
 @pytest.fixture
@@ -25,8 +24,9 @@ def pair(tmp_path):
     env = Env(tmp_path)
     backend = plugins.build_backend(env.pm, "native", env.config, env.config.backend_options(),
                                     env.claimed)
-    other = Manager(env.config, Store(env.config.store_url), backend, env.pm,
-                    ReportingWriter(env.config.accounting_path), clock=env.clock)
+    store = Store(env.config.store_url)
+    other = Manager(env.config, store, backend, env.pm, drained_at_once(store, env.config),
+                    clock=env.clock)
     return env, env.manager, other
 
 
@@ -129,3 +129,21 @@ def test_an_ar_that_other_daemons_keep_changing_is_told_once_a_minute(pair, monk
             env.lifecycle.tick()
     told = [r.getMessage() for r in caplog.records if "changed at other daemons" in r.getMessage()]
     assert len(told) == 1 and "the next pass tries again" in told[0]
+
+
+def _records_of(env: Env, ar_id: int) -> list[str]:
+    """The types of the AR's records in the reporting file, in order."""
+    records = [line.split(":") for line in env.reporting().splitlines()]
+    return [r[1] for r in records if r[3 if r[1] == "new_ar" else 4] == str(ar_id)]
+
+
+def test_a_retried_or_refused_use_case_reports_only_what_committed(pair):
+    env, first, second = pair
+    ar = first.reserve(ALICE, env.request(nodes=1))
+    second.catch_up()
+    first.modify(ALICE, ar.id, None, ar.end + HOUR, None, None, None)
+    with pytest.raises(Exception, match="requested nodes"):
+        first.modify(ALICE, ar.id, None, None, None, 9, None)        # refused: no record
+    second.cancel(ALICE, ar.id, None)       # its first attempt meets Stale, the second commits
+    assert _records_of(env, ar.id) == ["new_ar", "ar_attribute", "ar_attribute", "ar_log",
+                                       "ar_acct", "ar_log"]

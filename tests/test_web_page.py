@@ -394,6 +394,9 @@ def test_the_usage_chart_shows_reserved_and_used_node_hours(job_site, browser, w
     job = submit(daemon, work, "-ar", str(ar["id"]), "-b", "y", "sleep", "3")
     wallclock = int(re.match(r"\d+", accounting(daemon, job)["ru_wallclock"]).group(0))
     daemon.ok("plusu1", "plus_cancel", "-r", str(ar["id"]))
+    wait_for(lambda: any(line.split(":")[1:5:3] == ["ar_acct", str(ar["id"])] for line in
+                         (daemon.dir / "state" / "reporting").read_text().splitlines()),
+             "the cancel's records in the reporting file (the leader appends them)")
     listed = daemon.ok("plusu1", "plus_account", "-l", "-d", "1")
     held = re.search(rf"^\s*{ar['id']} .* (\d+):(\d+):(\d+)\s+[\d.]+ web\d$", listed, re.M)
     reserved = int(held.group(1)) * 3600 + int(held.group(2)) * 60 + int(held.group(3))

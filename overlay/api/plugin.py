@@ -55,6 +55,7 @@ from overlay.language.request import (
 )
 from overlay.language.timespec import DURATION_FORMS, TimeSpecError, format_ctime, parse_duration
 from overlay.persistence.feed import ChangeFeed
+from overlay.persistence.outbox import Outbox
 from overlay.persistence.store import (
                             StoreError,
                             advance_counter,
@@ -74,10 +75,10 @@ from overlay.placement.ordering import (
                             sort_nodes,
 )
 from overlay.placement.planner import INFINITY, Planner
-from overlay.reporting.accounting import ReportingWriter
+from overlay.reporting.accounting import record_line
 
 __all__ = [
-    "queuekit", "settings", "ReportingWriter", "Backend", "Holding", "Job", "JobBar",
+    "queuekit", "settings", "Outbox", "record_line", "Backend", "Holding", "Job", "JobBar",
     "batch_job", "qsub_words", "read_yaml", "hookimpl", "HORIZON", "MAX_ARGUMENT", "MAX_COUNT",
     "MAX_ENVIRONMENT", "MAX_ITEMS", "MAX_NAME", "MAX_PATTERN", "MAX_SCRIPT", "MAX_WORDS", "shown",
     "wildcard_match", "Allocation", "InvalidRequest", "NoCapacity", "Node", "Request",

@@ -46,10 +46,11 @@ from overlay.network.http.companion import Companion
 from overlay.network.tokens import TokenRefused, Tokens
 from overlay.persistence.feed import ChangeFeed
 from overlay.persistence.members import Members
+from overlay.persistence.outbox import Outbox
 from overlay.persistence.store import Conflict, Store, StoreUnavailable, refuse_truncated, shown_url
 from overlay.persistence.storelease import LeaseLost, StoreLease, describe
 from overlay.placement.ordering import NODE_SORT_KEYS
-from overlay.reporting.accounting import ReportingWriter
+from overlay.reporting.drain import ReportingDrain
 from overlay.usecases.lifecycle import Lifecycle
 from overlay.usecases.manager import Manager
 from overlay.wire import codec, protocol
@@ -163,10 +164,11 @@ class Daemon:
                 self.lease.acquire()            # SQLite: one daemon per store
             self.backend = plugins.build_backend(self.pm, config.backend, config,
                                                  config.backend_options(), claimed)
-            self.manager = Manager(config, self.store, self.backend, self.pm,
-                                   ReportingWriter(config.accounting_path))
+            self.drain = ReportingDrain(Outbox(self.store.engine, config.store_url),
+                                        config.accounting_path, fence=self.lease.holds)
+            self.manager = Manager(config, self.store, self.backend, self.pm, self.drain.wake)
             self.lifecycle = Lifecycle(self.manager, config.reconcile_interval,
-                                       before_pass=self._check_lease)
+                                       before_pass=self._before_pass)
             secret = statefile.secret_key(os.path.join(config.state_path, "reskey.key"),
                                           "ResKey secret")
             provider = oidc.Provider(config.http.oidc) if config.http.oidc else None
@@ -298,6 +300,7 @@ class Daemon:
             self.feed.stop()
         self.lifecycle.stop()                 # if it ever led
         self.manager.enforcer.stop()
+        self.drain.stop()                     # after a last drain, if it leads
         if self.server is not None:
             self.server.server_close()
         try:
@@ -319,6 +322,7 @@ class Daemon:
             self.manager.enforcer.lead()          # the first pass wants every AR, and applies it
             self.lifecycle.start()
             self.manager.enforcer.start()         # after it: each AR applied once
+            self.drain.start()
             self.backend.start()
         self.members.report(True, self.manager.seen_revision, force=True)
 
@@ -380,8 +384,10 @@ class Daemon:
         """The change feed: take in what other daemons wrote, timing it."""
         changed = self.manager.catch_up()
         ars = [self.manager.ars[i] for i in changed if i in self.manager.ars]
-        if ars and self._leading:
-            self.lifecycle.notice(ars)
+        if self._leading:
+            self.drain.wake()                     # others' records, in the outbox
+            if ars:
+                self.lifecycle.notice(ars)
         self.members.report(self._leading, self.manager.seen_revision)
 
     def daemons(self) -> dict:
@@ -392,11 +398,14 @@ class Daemon:
                 "leader": self.lease.leader(), "revision": self.store.revision(),
                 "daemons": self.members.listed()}
 
-    def _check_lease(self) -> bool:
+    def _before_pass(self) -> bool:
         """Before each pass: whether this daemon leads now (a pass of one
         that lost the lead is skipped; its heartbeat takes the lease again
-        or stands it down)."""
-        return self._leading and self.lease.holds()
+        or stands it down), and the reporting outbox drained."""
+        if not (self._leading and self.lease.holds()):
+            return False
+        self.drain.wake()
+        return True
 
 
 def _parser() -> argparse.ArgumentParser:

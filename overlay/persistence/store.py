@@ -15,6 +15,11 @@ it (PostgreSQL also says NOTIFY plus_store with the revision, so that
 others need not poll). A write of an AR whose row is at another revision
 than the AR it was derived from is refused (``Stale``): it would overwrite
 a change it never saw.
+
+The reporting records a change causes go into the outbox table in the same
+transaction (``reports``): the leader appends them to the reporting file
+(overlay.persistence.outbox, overlay.reporting.drain), so a change and its
+records are committed together or not at all.
 """
 
 from __future__ import annotations
@@ -25,14 +30,15 @@ import json
 import os
 import sqlite3
 import time
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import replace
 from functools import lru_cache
-from typing import Iterator, Mapping, NamedTuple
+from typing import Callable, Iterable, Iterator, Mapping, NamedTuple
 
 from sqlalchemy import (
     BigInteger,
     Engine,
+    Integer,
     MetaData,
     bindparam,
     event,
@@ -199,6 +205,33 @@ class RemovedRow(SQLModel, table=True):
     removed_at: int = Field(sa_type=BigInteger, index=True)
 
 
+class ReportRow(SQLModel, table=True):
+    """A reporting record waiting in the outbox for the leader to append it
+    to the reporting file (overlay.persistence.outbox), inserted in the
+    transaction of the change it records. Every insert takes the store's
+    write lock, so records commit in ``seq`` order."""
+
+    __tablename__ = "report_outbox"
+
+    seq: int | None = Field(default=None, primary_key=True,
+                            sa_type=BigInteger().with_variant(Integer, "sqlite"))
+    line: str
+
+
+class ReportMarkRow(SQLModel, table=True):
+    """The batch of the outbox being appended (at most one row): the file
+    and offset it goes to, its length, digest and last ``seq``."""
+
+    __tablename__ = "report_mark"
+
+    id: int = Field(default=1, primary_key=True)
+    file: str
+    offset: int = Field(sa_type=BigInteger)
+    length: int = Field(sa_type=BigInteger)
+    last: int = Field(sa_type=BigInteger)
+    digest: str
+
+
 class CounterRow(SQLModel, table=True):
     __tablename__ = "counter"
 
@@ -274,6 +307,15 @@ _REMOVED_SINCE = select(RemovedRow.__table__.c.reservation_id, RemovedRow.__tabl
 _LAST_PRUNABLE = select(func.max(RemovedRow.__table__.c.revision)).where(
     RemovedRow.__table__.c.removed_at < bindparam("before"))
 _INSERT_ALLOCATIONS = insert(AllocationRow.__table__)
+_INSERT_REPORTS = insert(ReportRow.__table__)
+
+
+def put_reports(session: Session, lines: Iterable[str]) -> None:
+    """Put reporting records into the outbox, in the transaction (holding
+    the write lock) of the change they record."""
+    rows = [{"line": line} for line in lines]
+    if rows:
+        session.connection().execute(_INSERT_REPORTS, rows)
 
 
 def _insert_allocations(session: Session, ar: Reservation) -> None:
@@ -519,6 +561,18 @@ def _sqlite_begin(connection) -> None:
     connection.exec_driver_sql("BEGIN IMMEDIATE")
 
 
+@contextmanager
+def locked_write(engine: Engine, url: str) -> Iterator[Session]:
+    """A transaction holding the store's write lock until it ends (SQLite:
+    BEGIN IMMEDIATE, make_engine's; PostgreSQL: a transaction-level
+    advisory lock): writes of the store, in whichever process, one at a time."""
+    with database_errors(url), Session(engine, expire_on_commit=False) as session:
+        with session.begin():
+            if not url.startswith("sqlite"):
+                session.exec(text(f"SELECT pg_advisory_xact_lock({_ADVISORY_LOCK})"))
+            yield session
+
+
 class Store:
     """ARs in a database; one instance per daemon."""
 
@@ -535,14 +589,8 @@ class Store:
     def _create_tables(self) -> None:
         create_tables(self.engine, self.url, SQLModel.metadata)
 
-    @contextmanager
-    def _write(self) -> Iterator[Session]:
-        """A transaction holding the store's write lock until it ends."""
-        with database_errors(self.url), Session(self.engine, expire_on_commit=False) as session:
-            with session.begin():
-                if not self.is_sqlite:
-                    session.exec(text(f"SELECT pg_advisory_xact_lock({_ADVISORY_LOCK})"))
-                yield session
+    def _write(self) -> AbstractContextManager[Session]:
+        return locked_write(self.engine, self.url)
 
     def close(self) -> None:
         self.engine.dispose()
@@ -619,22 +667,29 @@ class Store:
 
     # -- writing ---------------------------------------------------------------
 
-    def create(self, ar: Reservation, capacity: Mapping[str, int]) -> Reservation:
+    def create(self, ar: Reservation, capacity: Mapping[str, int],
+               reports: Callable[[Reservation], Iterable[str]] | None = None) -> Reservation:
         """Store a new AR under the next free id (1..9999999, wrapping,
         skipping ids in use), after checking its slots are still free; it
-        gets its id and revision."""
+        gets its id and revision. ``reports``: the reporting records of its
+        creation, made once it has its id, into the outbox in the same
+        transaction."""
         with self._write() as session:
             self._check_capacity(session, ar, capacity, own_id=None)
             ar.id = self._next_id(session)
             ar.revision = self._advance(session)
             session.connection().execute(_INSERT_RESERVATION, [_row_values(ar)])
             _insert_allocations(session, ar)
+            if reports is not None:
+                put_reports(session, reports(ar))
         return ar
 
-    def save(self, ar: Reservation, capacity: Mapping[str, int] | None = None) -> None:
+    def save(self, ar: Reservation, capacity: Mapping[str, int] | None = None,
+             reports: Iterable[str] = ()) -> None:
         """Replace a stored AR, which gets a new revision; with ``capacity``,
         re-check its slots first. Stale if another write changed or removed
-        it since the copy ``ar`` was derived from."""
+        it since the copy ``ar`` was derived from. ``reports`` go into the
+        outbox in the same transaction: committed with the change, or not at all."""
         with self._write() as session:
             self._check_fresh(session, ar)
             if capacity is not None:
@@ -643,12 +698,14 @@ class Store:
             session.merge(_to_row(replace(ar, revision=revision)))
             session.exec(delete(AllocationRow).where(AllocationRow.reservation_id == ar.id))
             _insert_allocations(session, ar)
+            put_reports(session, reports)
         ar.revision = revision
 
-    def remove(self, ar_id: int, used: Reservation | None = None) -> int:
+    def remove(self, ar_id: int, used: Reservation | None = None,
+               reports: Iterable[str] = ()) -> int:
         """Forget an AR, leaving its tombstone; ``used``, the part of it that
-        counts as use, stays in the usage table (in the same transaction).
-        The revision of the removal."""
+        counts as use, stays in the usage table, and ``reports`` go into the
+        outbox (in the same transaction). The revision of the removal."""
         with self._write() as session:
             session.exec(delete(AllocationRow).where(AllocationRow.reservation_id == ar_id))
             session.exec(delete(ReservationRow).where(ReservationRow.id == ar_id))
@@ -657,6 +714,7 @@ class Store:
             now, revision = int(time.time()), self._advance(session)
             session.add(RemovedRow(revision=revision, reservation_id=ar_id, removed_at=now))
             self._prune_tombstones(session, now - TOMBSTONE_SECONDS)
+            put_reports(session, reports)
         return revision
 
     def _advance(self, session: Session) -> int:

@@ -26,7 +26,7 @@ import logging
 import os
 import threading
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Iterator
+from typing import BinaryIO, Callable, Iterable, Iterator
 
 from overlay.language.limits import shown
 from overlay.language.request import DEFAULT_ACCOUNT
@@ -72,46 +72,83 @@ def _field(value: object) -> str:
     return text if text.isprintable() else "".join(c if c.isprintable() else " " for c in text)
 
 
+def record_line(time: int, record_type: str, *fields: object) -> str:
+    """One record as the reporting file holds it, newline and all."""
+    return ":".join([str(int(time)), record_type] + [_field(f) for f in fields]) + "\n"
+
+
+def new_ar_records(time: int, ar) -> list[str]:
+    return [record_line(time, "new_ar", ar.submission_time, ar.id, ar.owner)]
+
+
+def ar_attribute_records(time: int, ar) -> list[str]:
+    if ar.request.by_slots:
+        pe = ar.granted_pe
+        resources = ar.request.resource_list
+    else:
+        pe = NODE_AR_PE
+        resources = ",".join(f"{a.node}={a.slots}" for a in ar.allocations)
+    return [record_line(time, "ar_attribute", time, ar.submission_time, ar.id, ar.name,
+                        ar.account or DEFAULT_ACCOUNT, ar.start, ar.end, pe, resources)]
+
+
+def ar_log_records(time: int, ar, event: str, message: str) -> list[str]:
+    return [record_line(time, "ar_log", time, ar.submission_time, ar.id, ar.state.value, event,
+                        message)]
+
+
+def ar_acct_records(time: int, ar) -> list[str]:
+    """One ar_acct per host (per queue instance of a qrsub AR) the AR held."""
+    return [record_line(time, "ar_acct", time, ar.submission_time, ar.id,
+                        allocation.queue or f"R{ar.id}", allocation.node, allocation.slots)
+            for allocation in ar.allocations]
+
+
 class ReportingWriter:
-    """Appends records to the reporting file, one whole line per write."""
+    """Appends records to the reporting file, a batch of whole lines per
+    write. The daemon's records reach it through the store's outbox
+    (overlay.reporting.drain); the record methods write at once, for tools
+    and tests that make a reporting file without a store."""
 
     def __init__(self, path: str) -> None:
         self.path = path
         self._lock = threading.Lock()
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
 
+    def append(self, data: bytes, before: Callable[[BinaryIO], None] | None = None) -> None:
+        """Append ``data`` (whole lines) and fsync it; ``before`` is given the
+        open file first (its end is where the data will land). OSError if
+        the file cannot be written."""
+        with self._lock, open(self.path, "ab") as handle:
+            if before is not None:
+                before(handle)
+            written = 0
+            while written < len(data):
+                written += os.write(handle.fileno(), data[written:])
+            os.fsync(handle.fileno())
+
     def write(self, time: int, record_type: str, *fields: object) -> None:
-        """Append one record. Records follow changes the store has committed,
-        so a failure (a full disk) is logged and the record lost, never
-        reported as the failure of the change itself."""
-        line = ":".join([str(int(time)), record_type] + [_field(f) for f in fields]) + "\n"
+        """Append one record; a failure (a full disk) is logged and the record lost."""
+        self._append_or_log([record_line(time, record_type, *fields)])
+
+    def _append_or_log(self, lines: list[str]) -> None:
         try:
-            with self._lock, open(self.path, "a", encoding="utf-8") as handle:
-                handle.write(line)
+            self.append("".join(lines).encode("utf-8"))
         except OSError as exc:
             log.error("cannot write the reporting file %s (%s); record lost: %s",
-                      self.path, exc.strerror, line.rstrip())
+                      self.path, exc.strerror, "".join(lines).rstrip())
 
     def new_ar(self, time: int, ar) -> None:
-        self.write(time, "new_ar", ar.submission_time, ar.id, ar.owner)
+        self._append_or_log(new_ar_records(time, ar))
 
     def ar_attribute(self, time: int, ar) -> None:
-        if ar.request.by_slots:
-            pe = ar.granted_pe
-            resources = ar.request.resource_list
-        else:
-            pe = NODE_AR_PE
-            resources = ",".join(f"{a.node}={a.slots}" for a in ar.allocations)
-        self.write(time, "ar_attribute", time, ar.submission_time, ar.id, ar.name,
-                   ar.account or DEFAULT_ACCOUNT, ar.start, ar.end, pe, resources)
+        self._append_or_log(ar_attribute_records(time, ar))
 
     def ar_log(self, time: int, ar, event: str, message: str) -> None:
-        self.write(time, "ar_log", time, ar.submission_time, ar.id, ar.state.value, event, message)
+        self._append_or_log(ar_log_records(time, ar, event, message))
 
     def ar_acct(self, time: int, ar) -> None:
-        for allocation in ar.allocations:
-            self.write(time, "ar_acct", time, ar.submission_time, ar.id,
-                       allocation.queue or f"R{ar.id}", allocation.node, allocation.slots)
+        self._append_or_log(ar_acct_records(time, ar))
 
 
 @dataclass(slots=True)

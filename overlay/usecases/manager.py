@@ -63,7 +63,10 @@ from overlay.reporting.accounting import (
     EVENT_START,
     EVENT_TERMINATED,
     EVENT_UNSATISFIED,
-    ReportingWriter,
+    ar_acct_records,
+    ar_attribute_records,
+    ar_log_records,
+    new_ar_records,
 )
 from overlay.usecases.activity import Activity
 from overlay.usecases.enforcer import Enforcer
@@ -93,6 +96,43 @@ class Caller:
     user: str
     groups: tuple[str, ...]
     is_manager: bool
+
+
+class Told(NamedTuple):
+    """An ar_log event of a change, in 8.1.9's words; ``why`` goes to the
+    daemon's log only."""
+
+    event: str
+    message: str
+    why: str = ""
+
+
+@dataclass(frozen=True)
+class Report:
+    """The reporting records of one change, in 8.1.9's order: new_ar and
+    ar_attribute at a grant, ar_attribute at a modification, ar_acct when
+    it frees its hosts, then its ar_log events. They go into the store's
+    outbox in the change's own transaction (the leader appends them to the
+    reporting file), so a refused or retried attempt leaves none."""
+
+    granted: bool = False
+    attribute: bool = False
+    acct: bool = False
+    events: tuple[Told, ...] = ()
+
+    def lines(self, now: int, ar: Reservation) -> list[str]:
+        lines = new_ar_records(now, ar) if self.granted else []
+        if self.granted or self.attribute:
+            lines += ar_attribute_records(now, ar)
+        if self.acct:
+            lines += ar_acct_records(now, ar)
+        for told in self.events:
+            lines += ar_log_records(now, ar, told.event, told.message)
+        return lines
+
+
+_MODIFIED = Report(attribute=True, events=(Told(EVENT_MODIFIED, "AR modified"),))
+"""The records of a modification: the new attributes, and the event."""
 
 
 class RefusedChange(NamedTuple):
@@ -139,7 +179,10 @@ def _retried_when_stale(use_case: Callable) -> Callable:
     on memory (no such operation pending, one pending, no capacity) is
     made again if other daemons changed the store since memory last took
     it in: a client that asked one daemon and then another is answered
-    from what the first one stored, never from what the second had heard."""
+    from what the first one stored, never from what the second had heard.
+    Each attempt's records travel with its writes (Report), so a refused
+    write's went with its rolled-back transaction: only the attempt that
+    commits reports."""
     @wraps(use_case)
     def run(self: "Manager", *args, **kwargs):
         for attempt in range(1, _STALE_TRIES + 1):
@@ -165,13 +208,15 @@ class Manager:
     """All ARs of one daemon and the operations on them; thread-safe."""
 
     def __init__(self, config: Config, store: Store, backend: Backend,
-                 plugin_manager: pluggy.PluginManager, reporting: ReportingWriter,
+                 plugin_manager: pluggy.PluginManager, reported: Callable[[], object],
                  clock: Callable[[], float] = time.time) -> None:
+        """``reported`` is told after a change put reporting records into
+        the store's outbox (the daemon wakes its drain)."""
         self.config = config
         self.store = store
         self.backend = backend
         self.pm = plugin_manager
-        self.reporting = reporting
+        self.reported = reported
         self.clock = clock
         self.lock = threading.RLock()
         self.planner = MultiPlanner()
@@ -251,13 +296,27 @@ class Manager:
                 self.inside.book(key, node, within, start, end, slots)
 
     def _stored(self, ar: Reservation, capacity: dict[str, int] | None = None,
-                **changes) -> Reservation:
-        """``ar`` with ``changes``, saved, and only then in memory: a write the
-        store refuses (a full disk, a lost race) leaves memory as it was."""
+                report: Report | None = None, **changes) -> Reservation:
+        """``ar`` with ``changes``, saved with its ``report``, and only then in
+        memory: a write the store refuses (a full disk, a lost race) leaves
+        memory and the outbox as they were."""
         updated = replace(ar, **changes)
-        self.store.save(updated, capacity)
+        now = self.now()
+        self.store.save(updated, capacity, report.lines(now, updated) if report else ())
         self._keep(updated)
+        self._told(updated, report)
         return updated
+
+    def _told(self, ar: Reservation, report: Report | None) -> None:
+        """A change and its records were committed: its events in the
+        daemon's log, and the drain woken."""
+        if report is None:
+            return
+        for told in report.events:
+            self.events_log.info(ar.owner, "AR %d (%s, state %s): %s: %s%s", ar.id, ar.owner,
+                                 ar.state.value, told.event, told.message,
+                                 f" ({told.why})" if told.why else "")
+        self.reported()
 
     def _keep(self, ar: Reservation) -> None:
         """Hold ``ar`` in memory (after the store has it) and note the change
@@ -320,17 +379,22 @@ class Manager:
         return context_for(self.now(), tuple(self.nodes.values()), self.ars.values(),
                            self.history, ignoring)
 
-    def _remove(self, ar: Reservation, until: int | None = None) -> None:
+    def _remove(self, ar: Reservation, until: int | None = None, report: Report | None = None,
+                shown: Reservation | None = None) -> None:
         """Forget ``ar`` in the store and in memory, keeping for the policies
         the part of it that was used (up to ``until`` if it is still open)
-        for ``usage_history`` seconds."""
+        for ``usage_history`` seconds; with ``report``, the records of ``ar``
+        as it is ``shown`` in them."""
         used = None
         if self.config.usage_history and ar.state != State.PENDING:
             used = used_part(ar, until)
-        self._noted(self.store.remove(ar.id, used))
+        shown = shown or ar
+        lines = report.lines(self.now(), shown) if report else ()
+        self._noted(self.store.remove(ar.id, used, lines))
         self._drop(ar)
         if used is not None:
             self.history.append(used)
+        self._told(shown, report)
 
     def _drop(self, ar: Reservation) -> None:
         """``ar`` is gone from the store: out of memory and its bookings,
@@ -442,13 +506,6 @@ class Manager:
                             owner.is_manager)
         return self.placer.nodes(owner, request, context, outers, ignore, prefer)
 
-    def _log(self, ar: Reservation, event: str, message: str, why: str = "") -> None:
-        """An ar_log record in 8.1.9's words, and the same line in the
-        daemon's log, with ``why`` the record does not say."""
-        self.events_log.info(ar.owner, "AR %d (%s, state %s): %s: %s%s", ar.id, ar.owner,
-                             ar.state.value, event, message, f" ({why})" if why else "")
-        self.reporting.ar_log(self.now(), ar, event, message)
-
     # -- reserve ---------------------------------------------------------------
 
     @_retried_when_stale
@@ -500,9 +557,12 @@ class Manager:
                 granted_pe=granted_pe)
             if verify:
                 return ar
-            self.store.create(ar, self.capacity())
+            report = None if transactional else Report(granted=True)
+            self.store.create(ar, self.capacity(),
+                              report and (lambda made: report.lines(now, made)))
             self._keep(ar)
             self._book(ar)
+            self._told(ar, report)
             if not transactional:
                 ar = self._granted(ar)
             return ar
@@ -622,13 +682,12 @@ class Manager:
             raise refusal
 
     def _granted(self, ar: Reservation) -> Reservation:
-        """A reservation became real: report it, and put it in W (or E) at
-        once if a reserved instance was last seen unusable (Grid Engine
-        grants ARs on disabled, suspended and unknown instances). The AR as
-        it is now; the enforcer prepares the backend."""
+        """A reservation became real (its records went with it): tell the
+        plugins, and put it in W (or E) at once if a reserved instance was
+        last seen unusable (Grid Engine grants ARs on disabled, suspended
+        and unknown instances). The AR as it is now; the enforcer prepares
+        the backend."""
         now = self.now()
-        self.reporting.new_ar(now, ar)
-        self.reporting.ar_attribute(now, ar)
         self._event("plus_reservation_granted", reservation=ar)
         problem = self._problem(ar) if ar.state in (State.WAITING, State.RUNNING) else None
         if problem:
@@ -688,7 +747,7 @@ class Manager:
                 return ar
             updated = replace(ar, request=request, allocations=allocations,
                               acl=access_list(ar.owner, request.users), granted_pe=granted_pe)
-            self.store.save(updated, self.capacity())
+            self.store.save(updated, self.capacity(), _MODIFIED.lines(now, updated))
             self._replace(ar, updated)
             return updated
 
@@ -725,16 +784,10 @@ class Manager:
         return replace(request, users=access_list(owner, request.users))
 
     def _replace(self, before: Reservation, after: Reservation) -> None:
-        """Memory and backend follow a stored modification."""
-        now = self.now()
-        after.pending = None
-        after.pending_since = None
-        after.pending_request = None
-        after.pending_allocations = []
+        """Memory and backend follow a modification stored with _MODIFIED's records."""
         self._keep(after)
         self._book(after)
-        self.reporting.ar_attribute(now, after)
-        self._log(after, EVENT_MODIFIED, "AR modified")
+        self._told(after, _MODIFIED)
 
     # -- cancel, destroy -------------------------------------------------------
 
@@ -783,11 +836,10 @@ class Manager:
     def _cancel_now(self, ar: Reservation, message: str = "cancelled") -> Reservation:
         self._cancel_inner(ar)
         now = self.now()
-        ar = self._stored(ar, state=State.DELETED, finished_time=now, message=message,
+        ar = self._stored(ar, report=Report(acct=True, events=(Told(EVENT_DELETED, "AR deleted"),)),
+                          state=State.DELETED, finished_time=now, message=message,
                           pending=None, pending_since=None)
         self._unbook(ar.id)
-        self.reporting.ar_acct(now, ar)
-        self._log(ar, EVENT_DELETED, "AR deleted")
         self._event("plus_reservation_cancelled", reservation=ar)
         return ar
 
@@ -809,12 +861,12 @@ class Manager:
     def _destroy_now(self, ar: Reservation) -> Reservation:
         self._cancel_inner(ar)
         now = self.now()
-        self._remove(ar, until=None if ar.state in FINISHED_STATES else now)
-        if ar.holds_resources:
-            self.reporting.ar_acct(now, ar)
-        if ar.state not in FINISHED_STATES and ar.state != State.PENDING:
-            # as qrdel: an ended AR has its last record already, an uncommitted one none
-            self._log(replace(ar, state=State.DELETED), EVENT_DELETED, "AR deleted")
+        # as qrdel: an ended AR has its last record already, an uncommitted one none
+        logged = ar.state not in FINISHED_STATES and ar.state != State.PENDING
+        report = Report(acct=ar.holds_resources,
+                        events=(Told(EVENT_DELETED, "AR deleted"),) if logged else ())
+        self._remove(ar, until=None if ar.state in FINISHED_STATES else now, report=report,
+                     shown=replace(ar, state=State.DELETED) if logged else ar)
         if ar.state not in FINISHED_STATES:
             self._event("plus_reservation_cancelled", reservation=ar)
         return ar
@@ -837,7 +889,8 @@ class Manager:
         operation = ar.pending
         if operation == Operation.RESERVE:
             state = ar.window_state(self.now())
-            ar = self._stored(ar, pending=None, pending_since=None, state=state,
+            ar = self._stored(ar, report=Report(granted=True), pending=None, pending_since=None,
+                              state=state,
                               # a short window that ended while pending
                               finished_time=self.now() if state == State.EXITED else None)
             self._book(ar)
@@ -847,7 +900,7 @@ class Manager:
                               acl=access_list(ar.owner, ar.pending_request.users))
             updated.pending = updated.pending_since = updated.pending_request = None
             updated.pending_allocations = []
-            self.store.save(updated)
+            self.store.save(updated, reports=_MODIFIED.lines(self.now(), updated))
             self._replace(ar, updated)
             ar = updated
         elif operation == Operation.CANCEL:
@@ -945,25 +998,29 @@ class Manager:
     def end(self, ar: Reservation) -> None:
         """The AR's end time has come: it exits and frees its nodes."""
         now = self.now()
-        ar = self._stored(ar, state=State.EXITED, finished_time=now, message="")
+        ar = self._stored(ar, report=Report(acct=True, events=(
+            Told(EVENT_TERMINATED, "end time of AR reached"),)),
+            state=State.EXITED, finished_time=now, message="")
         self._unbook(ar.id)
-        self.reporting.ar_acct(now, ar)
-        self._log(ar, EVENT_TERMINATED, "end time of AR reached")
         self._event("plus_reservation_ended", reservation=ar)
 
     def change_state(self, ar: Reservation, target: State, reason: str | None) -> None:
         """The window opened, or the backend's health changed: the AR goes to
         ``target`` (with ``reason`` if it is in error), with its records and events."""
         before = ar.state
-        ar = self._stored(ar, state=target, message=reason or "")
-        if before in (State.WAITING, State.WARNING) and target in (State.RUNNING, State.ERROR):
-            self._log(ar, EVENT_START, "start time of AR reached")
+        started = before in (State.WAITING, State.WARNING) and target in (State.RUNNING,
+                                                                          State.ERROR)
+        unsatisfied = bool(reason) and before not in (State.WARNING, State.ERROR)
+        satisfied = not reason and before in (State.WARNING, State.ERROR)
+        events = ((Told(EVENT_START, "start time of AR reached"),) if started else ()) + (
+            (Told(EVENT_UNSATISFIED, "AR resources unsatisfied", reason),) if unsatisfied else
+            (Told(EVENT_SATISFIED, "AR resources satisfied"),) if satisfied else ())
+        ar = self._stored(ar, report=Report(events=events), state=target, message=reason or "")
+        if started:
             self._event("plus_reservation_started", reservation=ar)
-        if reason and before not in (State.WARNING, State.ERROR):
-            self._log(ar, EVENT_UNSATISFIED, "AR resources unsatisfied", reason)
+        if unsatisfied:
             self._event("plus_reservation_error", reservation=ar, reason=reason)
-        elif not reason and before in (State.WARNING, State.ERROR):
-            self._log(ar, EVENT_SATISFIED, "AR resources satisfied")
+        elif satisfied:
             self._event("plus_reservation_error", reservation=ar, reason=None)
 
     def time_out(self, ar: Reservation) -> Reservation:

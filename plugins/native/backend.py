@@ -22,6 +22,7 @@ from overlay.api.plugin import (
     Job,
     JobBar,
     Node,
+    Outbox,
     Request,
     Reservation,
     settings,
@@ -123,15 +124,16 @@ class NativeBackend(Backend):
                           values.get("local_host", True), values.get("ssh", {}),
                           config.duration_offset)
         accounting = os.path.join(config.state_path, values.get("accounting_file", "accounting"))
-        store = JobStore(config.store_url)
+        store, reporting = JobStore(config.store_url), Outbox.at(config.store_url)
         try:
             scheduler = Scheduler(cluster, store, ExecutionHosts(
                 values.get("spool_dir", DEFAULT_SPOOL), values.get("python", "python3")),
                 acct.AccountingWriter(accounting),
                 os.path.join(config.state_path, "schedule"), config.duration_offset,
-                reporting_file=config.accounting_path, min_uid=config.min_uid)
+                reporting=reporting, min_uid=config.min_uid)
         except Exception:
             store.close()
+            reporting.close()
             raise
         return cls(cluster, scheduler)
 
@@ -264,3 +266,4 @@ class NativeBackend(Backend):
         self.relay.stop()
         self.scheduler.stop()
         self.scheduler.store.close()
+        self.scheduler.reporting.close()

@@ -36,9 +36,10 @@ from typing import Callable, Iterable, NamedTuple
 
 from overlay.api.plugin import (
     DEFAULT_UID_MIN,
-    ReportingWriter,
+    Outbox,
     format_pe_range,
     order_jobs,
+    record_line,
     wildcard_match,
 )
 from overlay_native import acct
@@ -108,11 +109,11 @@ class Scheduler:
     def __init__(self, cluster: Cluster, store: JobStore, hosts: ExecutionHosts,
                  accounting: acct.AccountingWriter, schedule_file: str, duration_offset: int,
                  clock: Callable[[], float] = time.time,
-                 reporting_file: str | None = None, min_uid: int = DEFAULT_UID_MIN) -> None:
+                 reporting: Outbox | None = None, min_uid: int = DEFAULT_UID_MIN) -> None:
         self.cluster, self.store, self.hosts = cluster, store, hosts
         self.min_uid = min_uid              # no job runs as an account below it, nor as root
         self.accounting, self.schedule_file = accounting, schedule_file
-        self.reporting = ReportingWriter(reporting_file) if reporting_file else None
+        self.reporting = reporting              # the store's reporting outbox
         self.offset, self.clock = duration_offset, clock
         self.lock = threading.RLock()           # the jobs, for passes and commands
         self._passing = threading.Lock()        # one pass (or poll) at a time
@@ -277,11 +278,12 @@ class Scheduler:
         """Accounting for a job that ran (or failed to start); a job that
         could not be started stays in error state (Eqw) until deleted. The
         reporting file gets the record too (reporting(5)'s acct: time, type,
-        the accounting fields), for plus_dbwriter."""
+        the accounting fields), for plus_dbwriter, through the store's
+        outbox, which the leader drains into it."""
         record = self._record(job, finished, now)
         self.accounting.write(record)
         if self.reporting is not None:
-            self.reporting.write(now, "acct", *record.line().split(":"))
+            self.reporting.add([record_line(now, "acct", *record.line().split(":"))])
         if finished.failed and not job.deleting:
             host = job.placement.master[1] if job.placement else "?"
             job.error = acct.one_line(f"{time.strftime('%m/%d/%Y %H:%M:%S', time.localtime(now))} "

@@ -1,0 +1,105 @@
+"""The reporting outbox: reporting records wait in the store (its
+``report_outbox`` table, ``Store.create/save/remove``'s ``reports``)
+until the leader has appended them to the reporting file
+(overlay.reporting.drain).
+
+A record goes in with the change it records, in one transaction, so a
+change that is refused or rolled back leaves none, and one that commits
+cannot lose its records to a crash. Every insert takes the store's write
+lock, so records commit in ``seq`` order and the outbox is read in it.
+The drain takes records out a batch at a time, noting first where the
+batch goes in the file (``report_mark``): the note is how a later leader
+knows whether a batch a crashed one was appending is in the file.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, NamedTuple
+
+from sqlalchemy import Engine, delete, insert, select
+from sqlmodel import Session
+
+from overlay.persistence.store import (
+    ReportMarkRow,
+    ReportRow,
+    database_errors,
+    locked_write,
+    make_engine,
+    put_reports,
+)
+
+BATCH = 1000
+"""Records appended in one write."""
+
+_ROWS = ReportRow.__table__
+_MARK = ReportMarkRow.__table__
+
+
+class Mark(NamedTuple):
+    """A batch being appended: the file (device:inode) and its length
+    before the append, the batch's length in bytes, its last ``seq`` and
+    the sha256 of its bytes."""
+
+    file: str
+    offset: int
+    length: int
+    last: int
+    digest: str
+
+
+class Outbox:
+    """The outbox of the store at ``url``."""
+
+    def __init__(self, engine: Engine, url: str) -> None:
+        self.engine, self.url = engine, url
+
+    @classmethod
+    def at(cls, url: str) -> "Outbox":
+        """An outbox on an engine of its own (a plugin's, as the native
+        scheduler's job records); ``close`` it."""
+        return cls(make_engine(url), url)
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    def add(self, lines: Iterable[str]) -> None:
+        """Put records into the outbox, in a transaction of their own."""
+        with locked_write(self.engine, self.url) as session:
+            put_reports(session, lines)
+
+    def look(self) -> tuple[Mark | None, list[tuple[int, str]]]:
+        """The batch being appended, if one is noted, and the first BATCH
+        records waiting, as (seq, line) in order: two small reads, whatever
+        the file or the outbox has held before."""
+        with database_errors(self.url), Session(self.engine) as session, session.begin():
+            connection = session.connection()
+            noted = connection.execute(select(_MARK)).first()
+            rows = connection.execute(select(_ROWS.c.seq, _ROWS.c.line)
+                                      .order_by(_ROWS.c.seq).limit(BATCH)).all()
+        mark = None if noted is None else Mark(noted.file, noted.offset, noted.length,
+                                               noted.last, noted.digest)
+        return mark, [(row.seq, row.line) for row in rows]
+
+    def through(self, last: int) -> list[str]:
+        """The records up to ``last``: a noted batch (records leave the
+        outbox only once their batch is in the file)."""
+        with database_errors(self.url), self.engine.connect() as connection:
+            return [row.line for row in connection.execute(
+                select(_ROWS.c.line).where(_ROWS.c.seq <= last).order_by(_ROWS.c.seq))]
+
+    def note(self, mark: Mark) -> None:
+        """Note the batch about to be appended."""
+        with database_errors(self.url), self.engine.begin() as connection:
+            connection.execute(delete(_MARK))
+            connection.execute(insert(_MARK).values(id=1, **mark._asdict()))
+
+    def done(self, mark: Mark) -> None:
+        """The noted batch is in the file: its records and the note go."""
+        with database_errors(self.url), self.engine.begin() as connection:
+            connection.execute(delete(_ROWS).where(_ROWS.c.seq <= mark.last))
+            connection.execute(delete(_MARK))
+
+    def forget(self) -> None:
+        """The noted batch is not in the file: its records wait on."""
+        with database_errors(self.url), self.engine.begin() as connection:
+            connection.execute(delete(_MARK))

@@ -1,0 +1,179 @@
+"""The reporting outbox (issue 30, item 4), on SQLite and on PostgreSQL
+(the ``store`` fixture of conftest.py): records go into the store with the
+change that causes them, or not at all; the leader's drain appends them to
+the reporting file in order, each once, also when a leader crashed
+between appending a batch and taking it out of the outbox, before the
+append, or inside it; a daemon that does not lead writes nothing."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from overlay.language.model import State
+from overlay.persistence import outbox as outbox_module
+from overlay.persistence.outbox import Outbox
+from overlay.persistence.store import Conflict, Stale
+from overlay.reporting.accounting import (
+    ReportingWriter,
+    ar_acct_records,
+    new_ar_records,
+    record_line,
+)
+from overlay.reporting.drain import ReportingDrain
+from test_store import CAPACITY, new_ar
+
+
+class Crash(Exception):
+    """The daemon died here."""
+
+
+@pytest.fixture
+def outbox(store):
+    return Outbox(store.engine, store.url)
+
+
+@pytest.fixture
+def path(tmp_path):
+    return tmp_path / "reporting"
+
+
+def _drain(outbox: Outbox, path, fence=lambda: True) -> ReportingDrain:
+    """A daemon's drain (a new one: the next leader's)."""
+    return ReportingDrain(outbox, str(path), fence)
+
+
+def _lines(path) -> list[str]:
+    return path.read_text().splitlines(keepends=True) if path.exists() else []
+
+
+def _records(outbox: Outbox, count: int, first: int = 0) -> list[str]:
+    lines = [record_line(1000 + i, "acct", f"job{i}") for i in range(first, first + count)]
+    outbox.add(lines)
+    return lines
+
+
+def test_records_go_with_their_change_and_are_written_once_in_order(store, outbox, path):
+    made = store.create(new_ar(), CAPACITY, lambda ar: new_ar_records(600, ar))
+    ended = replace(made, state=State.EXITED)
+    store.save(ended, reports=ar_acct_records(700, ended))
+    store.remove(made.id, reports=[record_line(800, "ar_log", "gone")])
+    drain = _drain(outbox, path)
+    assert drain.drain() == 3
+    assert _lines(path) == (new_ar_records(600, made) + ar_acct_records(700, ended)
+                            + [record_line(800, "ar_log", "gone")])
+    assert new_ar_records(600, made) == [f"600:new_ar:500:{made.id}:alice\n"]
+    assert drain.drain() == 0 and len(_lines(path)) == 3
+    assert outbox.look() == (None, [])
+
+
+def test_a_refused_change_leaves_no_record(store, outbox, path):
+    mine = store.create(new_ar(), CAPACITY)
+    with pytest.raises(Conflict):                  # the node is full: refused under the lock
+        store.create(new_ar(), CAPACITY, lambda ar: new_ar_records(600, ar))
+    store.save(replace(mine, message="changed at another daemon"))
+    with pytest.raises(Stale):
+        store.save(replace(mine, state=State.DELETED), reports=ar_acct_records(700, mine))
+    with pytest.raises(Stale):
+        store.save(replace(mine, id=mine.id + 1), reports=["never\n"])
+    assert outbox.look() == (None, [])
+    assert _drain(outbox, path).drain() == 0 and _lines(path) == []
+
+
+def test_batches_follow_each_other_in_order(outbox, path, monkeypatch):
+    monkeypatch.setattr(outbox_module, "BATCH", 3)
+    monkeypatch.setattr("overlay.reporting.drain.BATCH", 3)
+    lines = _records(outbox, 7)
+    assert _drain(outbox, path).drain() == 7
+    assert _lines(path) == lines
+
+
+def test_a_crash_between_append_and_delete_writes_nothing_twice(outbox, path, monkeypatch):
+    first = _records(outbox, 3)
+    monkeypatch.setattr(outbox, "done", _crash)     # appended and fsynced, then killed
+    with pytest.raises(Crash):
+        _drain(outbox, path)._drain()
+    assert _lines(path) == first
+    monkeypatch.undo()
+    later = _records(outbox, 2, first=3)
+    assert _drain(outbox, path).drain() == 2       # the next leader
+    assert _lines(path) == first + later
+    assert outbox.look() == (None, [])
+
+
+def test_a_crash_before_the_append_loses_nothing(outbox, path, monkeypatch):
+    path.write_text("0:acct:earlier\n")
+    first = _records(outbox, 3)
+
+    def noted_then_killed(writer, data, before=None):
+        with open(writer.path, "ab") as handle:
+            before(handle)
+        raise Crash
+
+    monkeypatch.setattr(ReportingWriter, "append", noted_then_killed)
+    with pytest.raises(Crash):
+        _drain(outbox, path)._drain()
+    assert outbox.look()[0] is not None and _lines(path) == ["0:acct:earlier\n"]
+    monkeypatch.undo()
+    assert _drain(outbox, path).drain() == 3
+    assert _lines(path) == ["0:acct:earlier\n"] + first
+
+
+def test_a_crash_inside_the_write_is_completed(outbox, path, monkeypatch):
+    first = _records(outbox, 3)
+
+    def half_then_killed(writer, data, before=None):
+        with open(writer.path, "ab") as handle:
+            before(handle)
+            handle.write(data[:len(data) // 2 + 3])
+        raise Crash
+
+    monkeypatch.setattr(ReportingWriter, "append", half_then_killed)
+    with pytest.raises(Crash):
+        _drain(outbox, path)._drain()
+    monkeypatch.undo()
+    _drain(outbox, path).drain()
+    assert _lines(path) == first
+
+
+def test_a_file_replaced_meanwhile_gets_the_batch_again_with_a_warning(outbox, path, monkeypatch,
+                                                                       caplog):
+    first = _records(outbox, 2)
+    monkeypatch.setattr(outbox, "done", _crash)
+    with pytest.raises(Crash):
+        _drain(outbox, path)._drain()
+    monkeypatch.undo()
+    path.rename(path.with_name("reporting.old"))    # rotated before the next leader came
+    _drain(outbox, path).drain()
+    assert _lines(path) == first
+    assert "was replaced or truncated" in caplog.text
+
+
+def test_a_daemon_that_does_not_lead_writes_nothing(outbox, path):
+    lines = _records(outbox, 2)
+    standby = _drain(outbox, path, fence=lambda: False)
+    assert standby.drain() == 0 and not path.exists()
+    assert [line for _, line in outbox.look()[1]] == lines
+
+
+def test_a_leader_that_loses_the_lease_between_note_and_append_writes_nothing(outbox, path):
+    lines = _records(outbox, 2)
+    answers = iter([True, False])                   # leads at the look, not at the append
+    assert _drain(outbox, path, fence=lambda: next(answers)).drain() == 0
+    assert _lines(path) == []
+    assert _drain(outbox, path).drain() == 2 and _lines(path) == lines
+
+
+def test_a_plugins_records_take_the_same_way(store, outbox, path):
+    plugins_own = Outbox.at(store.url)               # the native scheduler's, engine and all
+    try:
+        plugins_own.add([record_line(900, "acct", "job")])
+    finally:
+        plugins_own.close()
+    _drain(outbox, path).drain()
+    assert _lines(path) == ["900:acct:job\n"]
+
+
+def _crash(*_args) -> None:
+    raise Crash
