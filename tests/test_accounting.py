@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from overlay.cli import account
+from overlay.language.limits import shown
 from overlay.language.model import Allocation, Request, Reservation, State
 from overlay.reporting.accounting import (
     EVENT_DELETED,
@@ -584,7 +585,7 @@ def test_malformed_record_is_ignored_with_a_warning(capsys, tmp_path, bad, fragm
     writer.ar_attribute(T0, ar)
     assert account.main(["-f", str(path), "-s", iso(T0), "-e", iso(T0 + H)]) == 0
     out, err = capsys.readouterr()
-    assert err.startswith(f"plus_account: {path}: ignoring line 2: ")
+    assert err.startswith(f"plus_account: {shown(path)}: ignoring line 2: ")  # a long path cut
     assert fragment in err and len(err.splitlines()) == 1
     assert rows(out.splitlines())["TOTAL"][0] == "1"
 
