@@ -62,6 +62,9 @@ def test_both_daemons_serve_and_the_leader_enforces_what_either_recorded(pair):
     assert refused.returncode == 1
     assert "this plus_scheduler stands by while another leads" in refused.stderr
     assert leader.run("plusu1", "plus_qstat").returncode == 0
+    # the standby never observes jobs: it answers QUERY from the leader's inventory
+    how = standby.ok("plusu2", "plus_query", "plusu2", "30m", "nodes=1").split(" ", 1)[1]
+    assert how.startswith("estimated from the run time limits of 0 running job(s) (observed ")
 
     def shown(daemon: Daemon) -> tuple[list[str], dict[str, list[str]]]:
         lines = daemon.ok("plusu1", "plus_scheduler", "--status").splitlines()

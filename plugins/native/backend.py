@@ -142,14 +142,18 @@ class NativeBackend(Backend):
 
     def running_jobs(self) -> list[Job]:
         return [Job(str(j.id), j.owner, tuple(j.placement.hosts), j.ar,
-                    None if j.placement.h_rt is None else int(j.start_time + j.placement.h_rt))
+                    None if j.placement.h_rt is None else int(j.start_time + j.placement.h_rt),
+                    int(j.start_time))
                 for j in self.scheduler.running_jobs()]
 
     def job_holdings(self, now: int, inventory: Inventory) -> tuple[list[Holding], str]:
         """The scheduler's own plan, in this process (``inventory`` is not
         needed): running jobs' slots until their planned end (h_rt and the
         duration offset), and the resource reservations (-R y) of the jobs
-        ahead as its last pass placed them."""
+        ahead as its last pass placed them. At a standby the jobs are the
+        leader's: the inventory it published."""
+        if self.scheduler.standing_by:
+            return super().job_holdings(now, inventory)
         running, planned = self.scheduler.running_jobs(), self.scheduler.planned()
         holdings = [Holding(host, slots, now, _planned_end(job.start_time, job.placement))
                     for job in running if job.ar is None
@@ -162,7 +166,10 @@ class NativeBackend(Backend):
 
     def job_bars(self, now: int, inventory: Inventory) -> list[JobBar]:
         """Running jobs until their planned end (for ever without h_rt) and
-        the resource reservations (-R y) of the jobs ahead, as planned."""
+        the resource reservations (-R y) of the jobs ahead, as planned; at a
+        standby, the running jobs of the leader's inventory."""
+        if self.scheduler.standing_by:
+            return super().job_bars(now, inventory)
         bars = [JobBar(str(job.id), job.owner, "running", int(job.start_time),
                        _planned_end(int(job.start_time), job.placement),
                        tuple(job.placement.hosts)) for job in self.scheduler.running_jobs()]
