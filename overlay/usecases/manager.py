@@ -178,7 +178,7 @@ class Manager:
         self.jobs = JobInventory(store)
         self.jobs.take()
         self.placer = Placer(config, lambda: self.backend, self.planner, self.inside,
-                             lambda: self.pm, self.now, lambda: self.jobs.current)
+                             lambda: self.pm, self.now, lambda: self.inventory)
         self.enforcer = Enforcer(lambda: self.backend, self._desired)
         self.refresh_nodes()
         spans = [span for ar in self.ars.values() for span in _spans(ar)]
