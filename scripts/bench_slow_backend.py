@@ -4,11 +4,13 @@ scripts/sge-hosts.sh up), every Grid Engine command taking DELAY seconds
 (a wrapper on PATH sleeps, then runs the real one), as a qmaster under
 load or a command over a slow link does.
 
-Run as root: PLUS_VENV=/opt/plus-venv /opt/plus-venv/bin/python scripts/bench_slow_backend.py [delay] [rounds]
+Run as root: PLUS_VENV=/opt/plus-venv /opt/plus-venv/bin/python scripts/bench_slow_backend.py [delay] [rounds] [conflict]
 
 Each round, one user reserves a node (which the backend must then prepare:
 several commands, each DELAY s), and another user runs plus_status,
-plus_reserve and plus_cancel at once. Prints each command's latency
+plus_reserve, plus_cancel and plus_query (QUERY) at once. ``conflict``
+(requeue by default) is the sge.conflict policy: with ``avoid`` a reserve
+and QUERY need the running jobs (the inventory since issue 30). Prints each command's latency
 (median, p99 and worst over the rounds, in milliseconds) and how long the
 backend took to make the first user's queue. Point PLUS_VENV at an install
 of an earlier commit for the figures before a change.
@@ -70,19 +72,21 @@ def summary(values: list[float]) -> str:
 def main() -> None:
     delay = float(sys.argv[1]) if len(sys.argv) > 1 else 5
     rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 5
+    conflict = sys.argv[3] if len(sys.argv) > 3 else "requeue"
     print(python_speed())
     folder = Path(tempfile.mkdtemp(prefix="plus-bench-slow-"))
     os.chmod(folder, 0o755)
     conf = folder / "plus.yaml"
     conf.write_text("state_dir: state\nbackend: sge\narusers: ['@plusgrp']\n"
-                    "reconcile_interval: 30\nhttp: {address: 'off'}\n")
+                    f"reconcile_interval: 30\nhttp: {{address: 'off'}}\n"
+                    f"sge: {{conflict: {conflict}}}\n")
     slow = slow_commands(folder / "slow-bin", delay)
     daemon = subprocess.Popen([str(VENV / "bin" / "plus_scheduler")],
                               env={**ENV, "PLUS_CONF": str(conf),
                                    "PATH": f"{slow}:{os.environ['PATH']}"},
                               stdout=subprocess.DEVNULL, stderr=open(folder / "daemon.log", "w"))
     taken: dict[str, list[float]] = {"plus_reserve (first user)": [], "plus_status": [],
-                                     "plus_reserve": [], "plus_cancel": []}
+                                     "plus_reserve": [], "plus_cancel": [], "plus_query": []}
     made: list[float] = []
     ids: list[int] = []
     try:
@@ -109,12 +113,15 @@ def main() -> None:
             ids.append(json.loads(out)["id"])
             ms, _ = command(conf, "plusu2", "plus_cancel", "-r", str(ids[-1]))
             taken["plus_cancel"].append(ms)
+            ms, _ = command(conf, "plusu2", "plus_query", "plusu2", "30m", "nodes=1")
+            taken["plus_query"].append(ms)
             while queue not in queues():
                 if time.time() > returned + 60 * delay:
                     raise SystemExit(f"bench_slow_backend: {queue} never made")
                 time.sleep(0.1)
             made.append(time.time() - returned)
-        print(f"Grid Engine commands slowed to {delay:g} s each; {rounds} rounds; milliseconds")
+        print(f"Grid Engine commands slowed to {delay:g} s each; conflict: {conflict}; "
+              f"{rounds} rounds; milliseconds")
         for name, values in taken.items():
             print(f"  {name:<27} {summary(values)}")
         print(f"  first user's queue made, s  {summary(made)}")

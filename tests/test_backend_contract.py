@@ -1,14 +1,37 @@
 """The Backend contract holds: every method states how the core calls it,
-the required ones are abstract and the optional ones have a default, and
-the core calls each one under the lock its contract names."""
+the required ones are abstract and the optional ones have a default, the
+core calls each one under the lock its contract names, and the queue
+backends run no batch-system command in a call the contract says does not
+ask (the use cases' calls under the Manager's lock read the inventory)."""
 
 from __future__ import annotations
 
 import inspect
+import time
 
-from overlay.contract.backend import CONTRACT, ENFORCER, MANAGER, NONE, Backend, Held
+from overlay.contract.backend import (
+    CONTRACT,
+    ENFORCER,
+    MANAGER,
+    NONE,
+    SERVICE,
+    Backend,
+    Held,
+    Inventory,
+    Job,
+)
 from overlay.daemon.main import Service
-from overlay.language.model import State
+from overlay.kit.remote import CommandError, Runner
+from overlay.language.model import Request, State
+from overlay_sge import settings as sge_settings
+from overlay_sge.backend import SgeBackend
+from overlay_sge.gridengine import GridEngine
+from overlay_sge.ledger import Ledger as SgeLedger
+from overlay_torque import settings as torque_settings
+from overlay_torque.backend import TorqueBackend
+from overlay_torque.ledger import Ledger as TorqueLedger
+from overlay_torque.torque import Torque
+from sge_cluster import reservation
 from test_manager import ALICE, HOUR, T0, Env
 
 
@@ -19,6 +42,94 @@ def _methods() -> set[str]:
 
 def test_every_backend_method_states_its_contract():
     assert set(CONTRACT) == _methods()
+
+
+def test_no_call_of_a_use_case_may_ask_the_batch_system():
+    """A call under the Manager's lock holds up every command: it reads
+    what the backend keeps or the inventory, and runs no command."""
+    assert [name for name, contract in CONTRACT.items()
+            if contract.held is MANAGER and contract.asks] == []
+    assert {name for name, contract in CONTRACT.items() if contract.asks} == {
+        name for name, contract in CONTRACT.items() if contract.held is ENFORCER} | {
+        "submit_claimed", "start"}
+
+
+class Refusing(Runner):
+    """A batch system that answers nothing: each command is noted and fails."""
+
+    where = "nowhere"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.commands: list[tuple[str, ...]] = []
+
+    def run(self, argv, *, as_user=None, stdin=None, timeout=None):
+        self.commands.append(tuple(argv))
+        raise CommandError(f"{argv[0]}: not to be run here")
+
+    def upload(self, content):
+        raise CommandError("nothing is uploaded here")
+
+    @property
+    def privileged(self) -> bool:
+        return True
+
+
+def _queue_backends(tmp_path, runner: Runner) -> list[Backend]:
+    return [SgeBackend(GridEngine(runner), SgeLedger(str(tmp_path / "sge.json")),
+                       sge_settings.load({"conflict": "avoid"}), 60),
+            TorqueBackend(Torque(runner), TorqueLedger(str(tmp_path / "torque.json")),
+                          torque_settings.load({"conflict": "avoid"}), 60)]
+
+
+NOW = int(time.time())
+SEEN = Inventory((Job("7", "bob", ("n1",), None, NOW + 2 * HOUR, NOW - 60),
+                  Job("8", "bob", ("n2",)), Job("9", "carol", ("n3",), 4, None, NOW)), NOW - 5)
+LATER = Request(NOW + HOUR, NOW + 2 * HOUR, 1)
+CALLS = {"blocked_nodes": (LATER, SEEN), "canonical": (LATER,),
+         "place_slots": (LATER, ("alice", ()), []), "job_holdings": (NOW, SEEN),
+         "job_bars": (NOW, SEEN), "submit_hint": (reservation(5, ("n1",)),), "lingering": (),
+         "delays": (reservation(5, ("n1",)),)}
+"""Each call the contract says asks nothing that a use case (under the
+Manager's lock) or the service makes, with its arguments."""
+
+
+def _commands_run(backend: Backend, runner: Refusing) -> tuple[list[tuple[str, ...]], set[str]]:
+    """The commands ``backend`` ran in CALLS, and the calls that failed."""
+    runner.commands.clear()
+    failed = set()
+    for name, arguments in CALLS.items():
+        try:
+            getattr(backend, name)(*arguments)
+        except Exception:
+            failed.add(name)
+    return list(runner.commands), failed
+
+
+def test_the_queue_backends_answer_the_use_cases_from_the_inventory(tmp_path):
+    """No command runs in any call that asks nothing, and ``conflict:
+    avoid`` still names the job in the way, from the inventory."""
+    assert set(CALLS) == {name for name, contract in CONTRACT.items() if not contract.asks and
+                          (contract.held is MANAGER or SERVICE in contract.by)}
+    runner = Refusing()
+    for backend in _queue_backends(tmp_path, runner):
+        assert _commands_run(backend, runner) == ([], {"place_slots"})   # node ARs only
+        blocked = backend.blocked_nodes(LATER, SEEN)
+        assert set(blocked) == {"n1", "n2"}
+        assert blocked["n1"].endswith("busy: job 7 of bob runs past the start")
+        holdings, how = backend.job_holdings(NOW, SEEN)
+        assert {held.node for held in holdings} == {"n1", "n2"} and "observed 5 s ago" in how
+        assert [bar.start for bar in backend.job_bars(NOW, SEEN)] == [NOW - 60, NOW, NOW]
+
+
+def test_a_call_that_asks_the_batch_system_under_the_managers_lock_is_caught(tmp_path):
+    """The check above can fail: Grid Engine's blocked_nodes as it was, with
+    a fresh qstat."""
+    runner = Refusing()
+    backend = _queue_backends(tmp_path, runner)[0]
+    backend.blocked_nodes = lambda request, inventory: backend.observe(fresh=True)
+    commands, failed = _commands_run(backend, runner)
+    assert commands and commands[0][0].endswith("qstat") and "blocked_nodes" in failed
 
 
 def test_the_required_methods_are_abstract_and_the_optional_ones_have_a_default():

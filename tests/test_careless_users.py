@@ -40,7 +40,7 @@ def test_a_stored_control_character_is_printed_escaped(tmp_path):
 def test_a_busy_node_counts_as_matching_but_not_free(tmp_path, monkeypatch):
     env = Env(tmp_path)
     monkeypatch.setattr(env.backend, "blocked_nodes",
-                        lambda request: {"n01": "host busy: job 7 of bob has no h_rt"})
+                        lambda request, inventory: {"n01": "host busy: job 7 of bob has no h_rt"})
     with pytest.raises(ReservationError) as refused:
         env.reserve(nodes=5)
     assert str(refused.value) == (

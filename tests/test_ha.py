@@ -94,6 +94,9 @@ def test_both_daemons_serve_and_the_leader_enforces_what_either_recorded(pair):
     assert [r[1] for r in _records(leader) if r[3 if r[1] == "new_ar" else 4] == str(made["id"])
             ] == ["new_ar", "ar_attribute"] + ["ar_acct"] * 5 + ["ar_log"]
 
+    # the standby never observes jobs: it answers QUERY from the leader's inventory
+    how = standby.ok("plusu2", "plus_query", "plusu2", "30m", "nodes=1").split(" ", 1)[1]
+    assert how.startswith("estimated from the run time limits of 0 running job(s) (observed ")
 
     def shown(daemon: Daemon) -> tuple[list[str], dict[str, list[str]]]:
         lines = daemon.ok("plusu1", "plus_scheduler", "--status").splitlines()

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from overlay.contract.backend import Backend, Holding, Job
+from overlay.contract.backend import Backend, Holding, Inventory, Job
 from overlay.language.model import NoCapacity, Request
 from test_manager import ALICE, BOB, HOUR, T0, Env
 from test_resquery import CLUSTER, MINUTE
@@ -21,7 +21,7 @@ GPU = {"g01", "g02"}
 
 
 def holding_jobs(env: Env, holdings: list[Holding]) -> None:
-    env.manager.backend.job_holdings = lambda now: (holdings, "test holdings")
+    env.manager.backend.job_holdings = lambda now, inventory: (holdings, "test holdings")
 
 
 def free(node: str, need: int | None, start: int, end: int, spans: list[tuple]) -> bool:
@@ -94,8 +94,8 @@ def test_a_backend_without_a_plan_counts_running_jobs_until_their_limit():
     whole until h_rt or walltime ends; queued jobs are not known."""
     jobs = [Job("1", "bob", ("n01", "n02"), None, T0 + HOUR), Job("2", "bob", ("n03",)),
             Job("3", "bob", ("n04",), reservation=7, runtime_limit_end=T0 + HOUR)]
-    holdings, how = Backend.job_holdings(SimpleNamespace(running_jobs=lambda: jobs), T0)
+    holdings, how = Backend.job_holdings(SimpleNamespace(), T0, Inventory(tuple(jobs), T0 - 5))
     assert holdings == [Holding("n01", None, T0, T0 + HOUR), Holding("n02", None, T0, T0 + HOUR),
                         Holding("n03", None, T0, None)]
-    assert how == ("estimated from the run time limits of 2 running job(s) and the ARs; queued "
-                   "jobs are not counted")
+    assert how == ("estimated from the run time limits of 2 running job(s) (observed 5 s ago) "
+                   "and the ARs; queued jobs are not counted")

@@ -105,9 +105,9 @@ def test_the_leaders_pass_opens_a_window_the_other_daemon_changed_meanwhile(pair
     changed = []
     refresh = first.refresh_nodes
 
-    def a_write_lands_during_the_pass():
+    def a_write_lands_during_the_pass(publish=False):
         changed.append(second.modify(ALICE, ar.id, None, ar.end + HOUR, None, None, None))
-        return refresh()
+        return refresh(publish)
     monkeypatch.setattr(first, "refresh_nodes", a_write_lands_during_the_pass)
     env.clock.now = ar.start
     env.lifecycle.tick()                                # first's copy is the old one

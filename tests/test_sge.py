@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from crashing_runner import CrashingRunner
+from overlay.contract.backend import Inventory
 from overlay.kit.remote import CommandError
 from overlay.kit.ssh import SshRunner
 from overlay.language.model import Request, State
@@ -227,11 +228,12 @@ def test_avoid_blocks_hosts_whose_jobs_outlast_the_start(tmp_path):
              SCHEDULE, "both jobs to run")
     def starting_in(seconds: int) -> Request:
         return Request(start=int(time.time()) + seconds, end=int(time.time()) + seconds + 60, nodes=1)
-    later = sge.blocked_nodes(starting_in(3600))
+    seen = Inventory(tuple(sge.running_jobs()), int(time.time()))
+    later = sge.blocked_nodes(starting_in(3600), seen)
     assert set(later) == {"node1"} and "has no h_rt" in later["node1"]
-    soon = sge.blocked_nodes(starting_in(30))
+    soon = sge.blocked_nodes(starting_in(30), seen)
     assert set(soon) == {"node1", "node2"} and "runs past the start" in soon["node2"]
-    assert backend(tmp_path).blocked_nodes(starting_in(30)) == {}   # requeue: nothing blocked
+    assert backend(tmp_path).blocked_nodes(starting_in(30), seen) == {}   # requeue: nothing blocked
 
 
 def test_avoid_keeps_jobs_that_would_overrun_the_window_off_its_hosts(tmp_path):

@@ -14,7 +14,10 @@ import psycopg
 import pytest
 from sqlalchemy import make_url
 
+from overlay.contract.backend import Inventory, Job
 from overlay.language.model import State
+from overlay.persistence import inventory
+from overlay.persistence.inventory import JobInventory
 from overlay.persistence.store import TOMBSTONE_SECONDS, Stale, Store, channel_of
 from test_store import CAPACITY, new_ar, snapshot
 
@@ -80,3 +83,39 @@ def test_postgresql_says_each_revision_on_its_channel(store_url):
             heard = [note.payload for note in listener.notifies(timeout=0, stop_after=1)]
     assert heard == [str(ar.revision)]
     assert store.channel != channel_of(store_url.partition("?")[0])      # one per schema
+
+
+def test_the_leaders_inventory_is_written_where_it_changed_and_taken_in_by_the_others(
+        store_url, monkeypatch):
+    """Only the jobs that came, changed or went are written, each write the
+    inventory's next revision; another daemon reads only those rows, and a
+    daemon behind the pruned tombstones reads every row again. On SQLite
+    (one daemon) nothing is written."""
+    if store_url.startswith("sqlite"):
+        store = Store(store_url)
+        JobInventory(store).publish([Job("1", "bob", ("n1",))], 100)
+        assert JobInventory(store).take() is False
+        return
+    leader, other = JobInventory(Store(store_url)), JobInventory(Store(store_url))
+    one, two = Job("1", "bob", ("n1", "n2"), None, 500, 90), Job("2", "carol", ("n3",))
+    leader.publish([one, two], 100)
+    assert other.take() and set(other.current.jobs) == {one, two}
+    assert other.current.observed_at == 100 and other.revision == leader.revision == 1
+    written = []
+    real = JobInventory._prune
+    monkeypatch.setattr(JobInventory, "_prune",
+                        staticmethod(lambda *args: written.append(args[1]) or real(*args)))
+    leader.publish([two, one], 130)                    # the same jobs: only the time is new
+    assert written == [] and leader.revision == 1
+    assert other.take() and other.current.observed_at == 130 and other.take() is False
+    moved = replace(one, runtime_limit_end=900)
+    leader.publish([moved], 160)
+    assert written == [2] and other.take() and other.current.jobs == (moved,)
+    assert other.revision == 2
+    monkeypatch.setattr(inventory, "TOMBSTONES", 1)
+    leader.publish([], 190)                            # gone; its older tombstone pruned
+    leader.publish([two], 200)
+    behind = JobInventory(Store(store_url))
+    behind.revision = 1                                # as a daemon stopped since revision 1
+    behind.current = Inventory((one,), 100)
+    assert behind.take() and behind.current == Inventory((two,), 200)

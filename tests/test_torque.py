@@ -15,6 +15,7 @@ import time
 import pytest
 
 from crashing_runner import CrashingRunner
+from overlay.contract.backend import Inventory
 from overlay.daemon.config import Config
 from overlay.kit.remote import CommandError, LocalRunner
 from overlay.kit.ssh import SshRunner
@@ -299,10 +300,11 @@ def test_avoid_refuses_nodes_whose_jobs_would_outlast_the_start(double, tmp_path
     qsub(double, "plusu2", "-l", "nodes=n1,walltime=02:00:00")
     qsub(double, "plusu2", "-l", "nodes=n2,walltime=00:10:00")
     soon = reservation(13, ("n1",), start_in=3600).request
-    blocked = plugin.blocked_nodes(soon)
+    seen = Inventory(tuple(plugin.running_jobs()), int(time.time()))
+    blocked = plugin.blocked_nodes(soon, seen)
     assert set(blocked) == {"n1"} and "runs past the start" in blocked["n1"]
-    assert plugin.blocked_nodes(reservation(13, ("n1",), start_in=3 * 3600).request) == {}
-    assert backend(double, tmp_path / "x", conflict="requeue").blocked_nodes(soon) == {}
+    assert plugin.blocked_nodes(reservation(13, ("n1",), start_in=3 * 3600).request, seen) == {}
+    assert backend(double, tmp_path / "x", conflict="requeue").blocked_nodes(soon, seen) == {}
 
 
 def test_teardown_retries_a_queue_torque_still_counts_jobs_in(double, tmp_path):

@@ -1,14 +1,14 @@
 """What a plugin may use inside plus_scheduler (see overlay.api)."""
 
 from overlay.contract import settings
-from overlay.contract.backend import Backend, Holding, Job, JobBar
+from overlay.contract.backend import Backend, Holding, Inventory, Job, JobBar
 from overlay.contract.batchjob import batch_job, qsub_words
 from overlay.contract.hookspecs import hookimpl
 from overlay.contract.policy import PolicyContext
 from overlay.contract.settings import FLAG, Check, choice, read_section
 from overlay.daemon.config import read_yaml
 from overlay.kit import queuekit
-from overlay.kit.queuekit import OPEN_STATES, QueueBackend
+from overlay.kit.queuekit import OPEN_STATES, QueueBackend, busy_hosts
 from overlay.kit.remote import (
                             USER_PATTERN,
                             CommandError,
@@ -78,13 +78,14 @@ from overlay.placement.planner import INFINITY, Planner
 from overlay.reporting.accounting import record_line
 
 __all__ = [
-    "queuekit", "settings", "Outbox", "record_line", "Backend", "Holding", "Job", "JobBar",
+    "queuekit", "settings", "Outbox", "record_line", "Backend", "Holding", "Inventory", "Job",
+    "JobBar",
     "batch_job", "qsub_words", "read_yaml", "hookimpl", "HORIZON", "MAX_ARGUMENT", "MAX_COUNT",
     "MAX_ENVIRONMENT", "MAX_ITEMS", "MAX_NAME", "MAX_PATTERN", "MAX_SCRIPT", "MAX_WORDS", "shown",
     "wildcard_match", "Allocation", "InvalidRequest", "NoCapacity", "Node", "Request",
     "Reservation", "ReservationError", "State", "DEFAULT_JOB_ORDER", "ORDER_SETTINGS", "JobOrder",
     "OrderError", "order_jobs", "read_orders", "sort_nodes", "INFINITY", "Planner",
-    "PolicyContext", "OPEN_STATES", "QueueBackend", "USER_PATTERN", "CommandError",
+    "PolicyContext", "OPEN_STATES", "QueueBackend", "busy_hosts", "USER_PATTERN", "CommandError",
     "LocalRunner", "Result", "Runner", "SshSettings", "parse_ssh", "runner_from_options",
     "DEFAULT_ACCOUNT", "MAX_SLOTS", "RequestError", "format_pe_range", "parse_memory_mb",
     "valid_name", "save_state", "StoreError", "create_tables", "database_errors", "make_engine", "next_id",

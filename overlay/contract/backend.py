@@ -12,10 +12,13 @@ while commands go on: every call that asks or changes the batch system;
 ``MANAGER``: the Manager's, which every use case holds, so no command runs
 meanwhile: answers read from what the backend keeps, without asking the
 batch system; ``NONE``: none, so the call may run beside a command, a pass
-or itself), from where, whether it must converge when called again, and
-what an error does. Methods marked ``optional``
-have a default here; the others are abstract. ``CONTRACT`` lists them all.
-Backends that keep a queue per AR start from overlay.kit.queuekit.
+or itself), from where, whether it must converge when called again, what
+an error does, and whether it may run a batch-system command (``asks``:
+only the ENFORCER's calls and a few of the service's may; a use case reads
+the ``Inventory`` the leader's pass published instead). Methods marked
+``optional`` have a default here; the others are abstract. ``CONTRACT``
+lists them all. Backends that keep a queue per AR start from
+overlay.kit.queuekit.
 """
 
 from __future__ import annotations
@@ -37,6 +40,25 @@ class Job:
     nodes: tuple[str, ...]
     reservation: int | None = None
     runtime_limit_end: int | None = None
+    start: int | None = None
+
+
+@dataclass(frozen=True)
+class Inventory:
+    """The batch system's running jobs as the leader's lifecycle pass last
+    observed them (``Backend.running_jobs``), published in the store for
+    every daemon: what a use case reads instead of asking the batch system
+    under the Manager's lock, the same at every daemon. ``observed_at``
+    None: not observed yet."""
+
+    jobs: tuple[Job, ...] = ()
+    observed_at: int | None = None
+
+    def age(self, now: int) -> str:
+        """How old it is, as an answer says it."""
+        if self.observed_at is None:
+            return "not observed yet"
+        return f"observed {max(0, now - self.observed_at)} s ago"
 
 
 @dataclass(frozen=True)
@@ -94,6 +116,7 @@ class Contract:
     idempotent: bool
     raises: str
     optional: bool
+    asks: bool
 
 
 _Method = TypeVar("_Method", bound=Callable)
@@ -102,11 +125,13 @@ CONTRACT: dict[str, Contract] = {}
 
 
 def called(held: Held, *by: str, idempotent: bool, raises: str,
-           optional: bool = False) -> Callable[[_Method], _Method]:
-    """State how the core calls the method below (kept in ``CONTRACT``)."""
+           optional: bool = False, asks: bool | None = None) -> Callable[[_Method], _Method]:
+    """State how the core calls the method below (kept in ``CONTRACT``);
+    ``asks``, whether it may run a batch-system command, is by default
+    whether it is called under the ENFORCER's lock."""
     def mark(method: _Method) -> _Method:
         CONTRACT[method.__name__] = Contract(method.__name__, held, by, idempotent, raises,
-                                             optional)
+                                             optional, held is ENFORCER if asks is None else asks)
         return method
     return mark
 
@@ -170,10 +195,13 @@ class Backend(ABC):
         self.prepare(after)
 
     @called(MANAGER, COMMAND, idempotent=True, raises=FAILS_COMMAND, optional=True)
-    def blocked_nodes(self, request: Request) -> dict[str, str]:
+    def blocked_nodes(self, request: Request, inventory: Inventory) -> dict[str, str]:
         """Nodes an AR for ``request`` must not get, with the reason: for a
         backend that never preempts, hosts whose running jobs would still
-        hold what the AR needs at its start (Grid Engine 6.2's rule)."""
+        hold what the AR needs at its start (Grid Engine 6.2's rule), as
+        ``inventory`` lists them. A job started since the inventory was
+        observed is not seen here: the site's conflict policy still acts
+        at the AR's start, as for a job started after the grant."""
         return {}
 
     @called(MANAGER, COMMAND, idempotent=True, raises=FAILS_COMMAND, optional=True)
@@ -212,31 +240,33 @@ class Backend(ABC):
         such traces)."""
 
     @called(MANAGER, COMMAND, idempotent=True, raises=FAILS_COMMAND, optional=True)
-    def job_holdings(self, now: int) -> tuple[list[Holding], str]:
+    def job_holdings(self, now: int, inventory: Inventory) -> tuple[list[Holding], str]:
         """What jobs outside ARs hold or are planned to hold, for QUERY (seed
         003: when would a job start if submitted now), and how that was
-        found (its OtherInfo). Here: each running job holds its nodes whole
-        until its run time limit (h_rt, walltime) ends, or for ever without
-        one; queued jobs are not known."""
-        running = [job for job in self.running_jobs() if job.reservation is None]
+        found (its OtherInfo). Here: each running job of ``inventory``
+        holds its nodes whole until its run time limit (h_rt, walltime)
+        ends, or for ever without one; queued jobs are not known."""
+        running = [job for job in inventory.jobs if job.reservation is None]
         holdings = [Holding(node, None, now, job.runtime_limit_end)
                     for job in running for node in job.nodes]
         return holdings, (f"estimated from the run time limits of {len(running)} running "
-                          f"job(s) and the ARs; queued jobs are not counted")
+                          f"job(s) ({inventory.age(now)}) and the ARs; queued jobs are not "
+                          f"counted")
 
     @called(NONE, SERVICE, idempotent=True, raises=FAILS_COMMAND, optional=True)
-    def job_bars(self, now: int) -> list[JobBar]:
-        """The jobs a calendar shows beside the ARs. Here: the running jobs,
-        from now (their start is not known) to their run time limit."""
-        return [JobBar(job.id, job.owner, "running", now, job.runtime_limit_end, job.nodes)
-                for job in self.running_jobs()]
+    def job_bars(self, now: int, inventory: Inventory) -> list[JobBar]:
+        """The jobs a calendar shows beside the ARs. Here: the running jobs
+        of ``inventory``, from their start (now if not known) to their run
+        time limit."""
+        return [JobBar(job.id, job.owner, "running", now if job.start is None else job.start,
+                       job.runtime_limit_end, job.nodes) for job in inventory.jobs]
 
     @called(NONE, SERVICE, idempotent=True, raises=FAILS_COMMAND, optional=True)
     def submit_hint(self, reservation: Reservation) -> str | None:
         """How users submit jobs into the AR, for plus_status -r."""
         return None
 
-    @called(NONE, SERVICE, idempotent=False, optional=True,
+    @called(NONE, SERVICE, idempotent=False, optional=True, asks=True,
             raises="ReservationError or InvalidRequest: the batch system's refusal, for the "
                    "claimant")
     def submit_claimed(self, reservation: Reservation, job: Mapping[str, Any]) -> dict:
@@ -269,7 +299,8 @@ class Backend(ABC):
         on a host down, one message each in 8.1.9's qmaster's words."""
         return problems_on(reservations, {node.name: node for node in self.nodes()})
 
-    @called(NONE, DAEMON, idempotent=True, raises="must not: the daemon stops", optional=True)
+    @called(NONE, DAEMON, idempotent=True, raises="must not: the daemon stops", optional=True,
+            asks=True)
     def start(self) -> None:
         """At daemon start, after the first reconcile pass, and whenever this
         daemon takes the lead: begin (or resume) background work (the

@@ -381,7 +381,9 @@ class Daemon:
         self._start_campaign()
 
     def _catch_up(self) -> None:
-        """The change feed: take in what other daemons wrote, timing it."""
+        """The change feed: take in what other daemons wrote (the leader's
+        inventory too), timing it."""
+        self.manager.jobs.take()
         changed = self.manager.catch_up()
         ars = [self.manager.ars[i] for i in changed if i in self.manager.ars]
         if self._leading:

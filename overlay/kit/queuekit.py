@@ -43,7 +43,9 @@ queue opened: a scheduling cycle now), ``window_granted(ar)``,
 ``window_dropped(ar_id)`` and ``reconciled(ars)`` (windows ahead kept
 clear, the backend's own pass), and implements, as every backend does,
 ``nodes()`` and the optional methods of overlay.contract.backend it needs
-(``running_jobs``, ``health``, ``blocked_nodes``, ``submit_hint``, ...).
+(``running_jobs``, ``health``, ``blocked_nodes``, ``submit_hint``, ...);
+``busy_hosts`` is ``blocked_nodes`` for ``conflict: avoid``, read from the
+inventory the core gives it.
 Grid Engine (overlay_sge.backend) and TORQUE (overlay_torque.backend) are
 its users.
 """
@@ -54,7 +56,7 @@ import threading
 from abc import abstractmethod
 from typing import Any
 
-from overlay.contract.backend import Backend
+from overlay.contract.backend import Backend, Inventory
 from overlay.kit import statefile
 from overlay.language.model import Reservation, State
 
@@ -68,6 +70,26 @@ def kept_shut(ar: Reservation) -> bool:
     """Whether the AR's queue stays shut while its window is open: it is
     in error and asked for a hard error (qrsub -he y)."""
     return ar.state == State.ERROR and ar.request.hard_error
+
+
+def busy_hosts(inventory: Inventory, start: int, busy: str, limit: str) -> dict[str, str]:
+    """For ``conflict: avoid`` (Grid Engine 6.2's rule): the hosts of the
+    inventory's jobs outside ARs that have no run time limit or one that
+    ends after ``start``, with the reason in the batch system's words
+    (``busy``: "host busy"; ``limit``: "h_rt"). Read from the inventory,
+    never the batch system: the use cases ask it under their lock."""
+    blocked = {}
+    for job in inventory.jobs:
+        if job.reservation is not None:
+            continue
+        if job.runtime_limit_end is None:
+            why = f"{busy}: job {job.id} of {job.owner} has no {limit}"
+        elif job.runtime_limit_end > start:
+            why = f"{busy}: job {job.id} of {job.owner} runs past the start"
+        else:
+            continue
+        blocked.update(dict.fromkeys(job.nodes, why))
+    return blocked
 
 
 class Ledger:

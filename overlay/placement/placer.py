@@ -11,7 +11,7 @@ from typing import Callable, Iterable, Mapping, Protocol, Sequence
 import pluggy
 
 from overlay.contract import plugins
-from overlay.contract.backend import Backend
+from overlay.contract.backend import Backend, Inventory
 from overlay.contract.policy import PolicyContext
 from overlay.daemon.config import Config
 from overlay.kit.users import account
@@ -46,12 +46,14 @@ def booking_keys(ar_id: int) -> tuple[object, object]:
 class Placer:
     """Which nodes or slots an AR gets. ``backend`` and ``hooks`` give the
     Manager's backend and plugin manager as they are now (a SIGHUP replaces
-    the plugin manager)."""
+    the plugin manager), ``inventory`` the running jobs last observed."""
 
     def __init__(self, config: Config, backend: Callable[[], Backend], planner: MultiPlanner,
                  inside: Inside, hooks: Callable[[], pluggy.PluginManager],
-                 clock: Callable[[], int], policy: str = DEFAULT_POLICY) -> None:
+                 clock: Callable[[], int], inventory: Callable[[], Inventory],
+                 policy: str = DEFAULT_POLICY) -> None:
         self.backend = backend
+        self.inventory = inventory
         self.planner = planner
         self.inside = inside
         self.hooks = hooks
@@ -90,7 +92,7 @@ class Placer:
         hook = plugins.PolicyHook(hooks, "plus_node_reservable", request=request,
                                   owner=owner.user, groups=owner.groups, context=context)
         wants_allocated = hook.wants("allocated")
-        blocked = self.backend().blocked_nodes(request)
+        blocked = self.backend().blocked_nodes(request, self.inventory())
         skip = frozenset(ignore)
 
         def offer(node: Node) -> Allocation | None:

@@ -147,7 +147,7 @@ class Lifecycle:
         manager = self.manager
         began, cpu = time.perf_counter(), time.thread_time()
         manager.catch_up()                    # what other daemons wrote, should the feed lag
-        moved = manager.refresh_nodes()
+        moved = manager.refresh_nodes(publish=True)  # the inventory every daemon reads
         with manager.lock:
             now = manager.now()
             self._absorb()

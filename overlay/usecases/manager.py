@@ -24,7 +24,7 @@ from typing import Callable, Iterable, Iterator, NamedTuple
 import pluggy
 
 from overlay.contract import plugins
-from overlay.contract.backend import Backend, JobBar, problems_on
+from overlay.contract.backend import Backend, Inventory, JobBar, problems_on
 from overlay.contract.policy import PolicyContext, context_for, used_part
 from overlay.daemon.config import Config
 from overlay.kit.users import groups_of, listed, system_account
@@ -52,6 +52,7 @@ from overlay.language.request import (
     window_end,
 )
 from overlay.log.ratelog import RateLimitedLog
+from overlay.persistence.inventory import JobInventory
 from overlay.persistence.store import Changes, Conflict, Stale, Store
 from overlay.placement.nesting import Inside, accessible, enforced, merged
 from overlay.placement.placer import Placer, booking_keys
@@ -234,8 +235,10 @@ class Manager:
         self.by_key: dict[tuple[str, str], int] = {
             (ar.owner, ar.idempotency_key): ar.id for ar in self.ars.values() if ar.idempotency_key}
         self.inside = Inside()
+        self.jobs = JobInventory(store)
+        self.jobs.take()
         self.placer = Placer(config, lambda: self.backend, self.planner, self.inside,
-                             lambda: self.pm, self.now)
+                             lambda: self.pm, self.now, lambda: self.inventory)
         self.enforcer = Enforcer(lambda: self.backend, self._desired)
         self.refresh_nodes()
         spans = [span for ar in self.ars.values() for span in _spans(ar)]
@@ -249,12 +252,22 @@ class Manager:
     def now(self) -> int:
         return int(self.clock())
 
-    def refresh_nodes(self) -> set[str]:
+    @property
+    def inventory(self) -> Inventory:
+        """The running jobs as the leader last observed them (every daemon's
+        the same): what the use cases read instead of asking the backend."""
+        return self.jobs.current
+
+    def refresh_nodes(self, publish: bool = False) -> set[str]:
         """Take the backend's current nodes, with their running jobs counted,
         into the planner; the names of nodes that came, went, died or revived,
-        or whose queue instances were disabled, suspended or taken back."""
+        or whose queue instances were disabled, suspended or taken back.
+        ``publish`` (the leader's pass): the running jobs become the
+        inventory, in the store first."""
         with self.enforcer.lock:          # the backend, asked outside the use cases' lock
             seen, running = self.backend.nodes(), self.backend.running_jobs()
+        if publish:
+            self.jobs.publish(running, self.now())
         with self.lock:
             nodes = self.activity.apply(seen, running, self.now())
             before, self.nodes = self.nodes, {node.name: node for node in nodes}
@@ -587,7 +600,7 @@ class Manager:
             self._validate_request(caller, request, "reserve", context)
             if last_start < first:
                 return []
-            blocked = self.backend.blocked_nodes(request)
+            blocked = self.backend.blocked_nodes(request, self.inventory)
             hook = plugins.PolicyHook(self.pm, "plus_node_reservable", request=request,
                                       owner=caller.user, groups=caller.groups, context=context)
             outers = accessible(self.ars, request.res_access, caller.user, caller.groups,
@@ -640,7 +653,7 @@ class Manager:
             if len(names) < request.nodes:
                 raise NoCapacity(f"only {len(names)} node(s) match the request; it needs "
                                  f"{request.nodes}")
-            holdings, how = self.backend.job_holdings(now)
+            holdings, how = self.backend.job_holdings(now, self.inventory)
             eligible, booked = set(names), []
             try:
                 for index, held in enumerate(holdings):
@@ -1096,7 +1109,7 @@ class Manager:
 
     def job_bars(self, now: int) -> list[JobBar]:
         """The backend's jobs, as the calendar shows them beside the ARs."""
-        return self.backend.job_bars(now)
+        return self.backend.job_bars(now, self.inventory)
 
     def accept_claim(self, nonce: str, ar_id: int, at: int, forget_before: int) -> int | None:
         """Record a ResKey claim's nonce: None, or the AR of the claim that

@@ -19,6 +19,7 @@ from overlay.api.plugin import (
     Allocation,
     Backend,
     Holding,
+    Inventory,
     Job,
     JobBar,
     Node,
@@ -146,13 +147,18 @@ class NativeBackend(Backend):
 
     def running_jobs(self) -> list[Job]:
         return [Job(str(j.id), j.owner, tuple(j.placement.hosts), j.ar,
-                    None if j.placement.h_rt is None else int(j.start_time + j.placement.h_rt))
+                    None if j.placement.h_rt is None else int(j.start_time + j.placement.h_rt),
+                    int(j.start_time))
                 for j in self.scheduler.running_jobs()]
 
-    def job_holdings(self, now: int) -> tuple[list[Holding], str]:
-        """The scheduler's own plan: running jobs' slots until their planned
-        end (h_rt and the duration offset), and the resource reservations
-        (-R y) of the jobs ahead as its last pass placed them."""
+    def job_holdings(self, now: int, inventory: Inventory) -> tuple[list[Holding], str]:
+        """The scheduler's own plan, in this process (``inventory`` is not
+        needed): running jobs' slots until their planned end (h_rt and the
+        duration offset), and the resource reservations (-R y) of the jobs
+        ahead as its last pass placed them. At a standby the jobs are the
+        leader's: the inventory it published."""
+        if self.scheduler.standing_by:
+            return super().job_holdings(now, inventory)
         running, planned = self.scheduler.running_jobs(), self.scheduler.planned()
         holdings = [Holding(host, slots, now, _planned_end(job.start_time, job.placement))
                     for job in running if job.ar is None
@@ -163,9 +169,12 @@ class NativeBackend(Backend):
                           f"their h_rt, {len(planned)} resource reservation(s) (-R y) of jobs "
                           "ahead, and the ARs")
 
-    def job_bars(self, now: int) -> list[JobBar]:
+    def job_bars(self, now: int, inventory: Inventory) -> list[JobBar]:
         """Running jobs until their planned end (for ever without h_rt) and
-        the resource reservations (-R y) of the jobs ahead, as planned."""
+        the resource reservations (-R y) of the jobs ahead, as planned; at a
+        standby, the running jobs of the leader's inventory."""
+        if self.scheduler.standing_by:
+            return super().job_bars(now, inventory)
         bars = [JobBar(str(job.id), job.owner, "running", int(job.start_time),
                        _planned_end(int(job.start_time), job.placement),
                        tuple(job.placement.hosts)) for job in self.scheduler.running_jobs()]
@@ -174,10 +183,12 @@ class NativeBackend(Backend):
                  for plan in self.scheduler.planned()]
         return bars
 
-    def blocked_nodes(self, request: Request) -> dict[str, str]:
+    def blocked_nodes(self, request: Request, inventory: Inventory) -> dict[str, str]:
         """Hosts whose running jobs (outside ARs) still hold, at the AR's
         start, slots the AR needs: jobs without h_rt hold them for ever
-        (Grid Engine 6.2: no preemption, no conflicts)."""
+        (Grid Engine 6.2: no preemption, no conflicts). Asked of the
+        scheduler in this process, which knows each job's slots
+        (``inventory`` does not)."""
         busy: dict[str, tuple[int, str]] = {}
         offset = self.scheduler.offset
         for job in self.scheduler.running_jobs():
