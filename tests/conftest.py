@@ -58,6 +58,17 @@ SHARED_SERVICE_FILES = {
 }
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    """Captured output and logs with undecodable bytes (tests feed them on
+    purpose) escaped, as the daemon's own log does: a pytest-xdist worker
+    sends reports as UTF-8 and stops on a lone surrogate."""
+    outcome = yield
+    report = outcome.get_result()
+    report.sections = [(title, text.encode("utf-8", "backslashreplace").decode("utf-8"))
+                       for title, text in report.sections]
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         name = item.path.name
