@@ -301,6 +301,29 @@ def test_jobs_outside_the_ar_keep_off_its_slots(tmp_path):
                                        'offers only qc:slots=0.000000 due to a reservation')
 
 
+def test_a_job_without_h_rt_takes_the_slots_an_ar_leaves_on_its_host(tmp_path):
+    """Grid Engine 8.1.9 on a 2-slot all.q@node3 with a 1-slot AR: a job
+    without h_rt runs on the other slot, before and beside the AR's job;
+    only the AR's slot is out of its way for good."""
+    config = cluster(tmp_path, AR_HOSTS)
+    before = model(config, now=50, reservations=[ar(slots={"h1": 1})])
+    endless = job(config, 1, hard="h=h1")
+    placement = before.start_now(endless, 50)
+    assert placement.master == ("all.q", "h1")
+    before.book(endless, placement, 50)
+    assert before.start_now(job(config, 2, hard="h=h1"), 50) is None
+    assert '(-l hostname=h1) cannot run in queue "all.q@h1" because it offers only ' \
+        'qc:slots=0.000000 due to a reservation' in before.reasons[2]
+    during = model(config, now=120, offset=10, reservations=[ar("r", slots={"h1": 1})])
+    inside = job(config, 3, ar=7)
+    during.book_running([(inside, during.start_now(inside, 120), 120)])
+    assert during.start_now(job(config, 4, hard="h=h1"), 120).master == ("all.q", "h1")
+    assert verify(config, job(config, 5, hard="h=h1"), 50, 0, {7: ar(slots={"h1": 1})}) == []
+    assert '(-l hostname=h1) cannot run in queue "all.q@h1" because it offers only ' \
+        'qc:slots=0.000000 due to a reservation' in verify(config, job(config, 6, hard="h=h1"),
+                                                          50, 0, {7: ar()})
+
+
 def test_ar_jobs_run_only_inside_their_ar(tmp_path):
     config = cluster(tmp_path, AR_HOSTS)
     waiting = model(config, now=50, offset=10, reservations=[ar("w")])

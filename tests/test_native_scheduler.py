@@ -233,6 +233,28 @@ def test_ar_jobs_run_in_their_window_and_go_with_it(tmp_path):
     assert (record.arid, record.ar_sub_time, record.category) == (7, T - 10, "-ar 7")
 
 
+@pytest.mark.parametrize("ar_job_state", [JobState.TRANSFERRING, JobState.RUNNING])
+@pytest.mark.parametrize("qrsub", [False, True])
+def test_the_slot_an_ar_leaves_free_is_free_for_jobs_outside_it(tmp_path, ar_job_state, qrsub):
+    """A 2-slot host, a 1-slot AR with its job starting (t) or running (r):
+    a job outside the AR, with or without h_rt, takes the other slot, as in
+    Grid Engine 8.1.9; the AR's job is counted on the AR's slot only."""
+    world = World(tmp_path, "nodes: [{name: a, ncpus: 2}]\n", offset=5)
+    held = {"instances": {("all.q", "a"): 1}, "debits": (("queue all.q@a", "slots", 1.0),)} \
+        if qrsub else {}
+    world.scheduler.set_windows([ReservedWindow(7, T, T + 1000, {"a": 1}, ("alice",), "r", **held)])
+    inside = world.submit(ALICE, "x", "1000", ar=7)
+    world.at(T + 1)
+    world.scheduler.jobs[inside].state = ar_job_state
+    endless = world.submit(ALICE, "x", "1000")
+    world.at(T + 2)
+    assert world.state(endless) == "r", world.scheduler.jobs[endless].reasons
+    assert world.scheduler.jobs[endless].placement.master == ("all.q", "a")
+    third = world.submit(ALICE, "x", "10", hard="h_rt=10")
+    world.at(T + 3)
+    assert world.state(third) == "qw"                   # the AR's job is on the AR's slot
+
+
 def test_an_ar_change_asks_for_a_pass_only_while_jobs_wait(tmp_path):
     world = World(tmp_path, SMALL)
     scheduler = world.scheduler

@@ -101,7 +101,3 @@ class Reservations(Mapping[int, ReservedWindow]):
     def open_hosts(self) -> set[str]:
         """Hosts of the ARs whose jobs may be dispatched now."""
         return {host for window in self._started.values() if window.open for host in window.slots}
-
-    def reserved_hosts(self, now: int) -> set[str]:
-        """Hosts on which some AR holds slots at or after ``now``."""
-        return {host for host, planner in self.held.items() if planner.last_end() > now}

@@ -10,7 +10,8 @@ rest. Besides the complexes, three diagrams per pass:
 
 - per host, the slots of non-AR jobs plus the slots ARs hold there (the
   AR guard): a job outside an AR never uses reserved slots, and a job
-  without h_rt never goes to a host with an AR at all (Grid Engine 6.2);
+  without h_rt (held for ever) none that an AR holds at any later time,
+  but the host's other slots are its to take (Grid Engine 8.1.9);
 - per AR and host, the slots its own jobs use, up to what it reserved;
 - per parallel environment, its slots.
 
@@ -145,7 +146,6 @@ class ClusterResources:
                       else Planner(config.host_slots(host)) for host in config.hosts}
         self.ar_use: dict[tuple[int, str], Planner] = {}
         self.pe_use = {name: Planner(pe.slots) for name, pe in config.pes.items()}
-        self.reserved_hosts = reservations.reserved_hosts(now) & config.hosts.keys()
         self._open_hosts = reservations.open_hosts()
         self.order = self._instance_order(reports or {})
         self.reasons: dict[object, list[str]] = {}
@@ -316,9 +316,6 @@ class ClusterResources:
                        f'reservation {job.ar}'
             if not ar.admits(job.owner, job.groups):
                 return f"has no permission for advance reservation {job.ar}"
-        elif host in self.reserved_hosts and job.limit("h_rt") is None and not job.users:
-            return f'{self.label(job)} cannot run in queue "{where}" because it offers only ' \
-                   'qc:slots=0.000000 due to a reservation'
         reason = self._static_mismatch(job, (queue_name, host))
         return f"{self.label(job)} {reason}" if reason else None
 
@@ -637,6 +634,8 @@ class ClusterResources:
             return []
         category = self._category(job)
         reasons = list(category.reasons) + self._held_reasons(job, category, start)
+        if job.ar is None:        # the slots that the ARs in its way hold (seed 000, 5.2.2.1.3)
+            reasons += self._instance_reasons(job, category, self._window_for(job, start)[0])
         if category.pes:
             reasons.append("parallel job requires more slots than available")
         return reasons or ["no suitable queues"]
@@ -756,9 +755,8 @@ class ClusterResources:
     # -- reasons ---------------------------------------------------------------------------
 
     def _dynamic_reasons(self, job: Job, category: _Category) -> list[str]:
-        """Why the eligible instances did not take the job now, in Grid
-        Engine's words; 'due to a reservation' where it would fit at this
-        instant but not for its whole run."""
+        """Why the eligible instances and PEs did not take the job now, in
+        Grid Engine's words."""
         self._weigh(job)
         if job.ar is not None:
             reason = self._ar_reason(job)
@@ -767,8 +765,20 @@ class ClusterResources:
         window = self._window_for(job, self.now)
         if window is None:
             return []
+        reasons = self._instance_reasons(job, category, window[0])
+        for pe in category.pes:
+            self._set_window(self.now, self.now + window[0])
+            used = self.pe_use.get(pe.name)
+            offered = pe.slots - (self._peak(used) if used is not None else 0)
+            reasons.append(f'cannot run in PE "{pe.name}" because it only offers {int(offered)} slots')
+        return reasons
+
+    def _instance_reasons(self, job: Job, category: _Category, held: float) -> list[str]:
+        """Why each eligible instance cannot take the job now for ``held``
+        seconds; 'due to a reservation' where it would fit at this instant
+        but not for the whole run."""
         reasons = []
-        instant, whole = (self.now, self.now + 1), (self.now, self.now + window[0])
+        instant, whole = (self.now, self.now + 1), (self.now, self.now + held)
         for instance in category.instances:
             queue, host = instance
             container = self.containers.instances[instance]
@@ -788,11 +798,6 @@ class ClusterResources:
                 self._set_window(*instant)
                 suffix = " due to a reservation" if mismatch(job.hard, container) is None else ""
                 reasons.append(f"{self.label(job)} {why}{suffix}")
-        for pe in category.pes:
-            self._set_window(*whole)
-            used = self.pe_use.get(pe.name)
-            offered = pe.slots - (self._peak(used) if used is not None else 0)
-            reasons.append(f'cannot run in PE "{pe.name}" because it only offers {int(offered)} slots')
         return reasons
 
 
