@@ -118,6 +118,13 @@ def test_a_retried_request_with_its_idempotency_key_makes_one_ar(api):
     bad = httpx.post(url + "/reservations", headers={**mine, "Idempotency-Key": "short"},
                      json=body)
     assert bad.status_code == 400 and "idempotency key 'short' is invalid" in bad.json()["error"]
+    listed = httpx.get(url + "/reservations", headers=mine,
+                       params={"idempotency_key": "try-0001-site-a"})
+    assert [ar["id"] for ar in listed.json()] == [made[0].json()["id"]]
+    unknown = httpx.get(url + "/reservations", headers=mine,
+                        params={"idempotency_key": "never-used-0001"})
+    assert unknown.status_code == 200 and unknown.json() == []     # a page, with none on it
+    assert unknown.headers["X-Total-Count"] == "0"
     aborted = httpx.post(url + f"/reservations/{made[0].json()['id']}/abort", headers=mine)
     assert aborted.status_code == 200
 

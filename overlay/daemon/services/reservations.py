@@ -115,10 +115,9 @@ def status(context: Context, caller: Caller, args: codec.Arguments) -> list | di
     manager = context.manager
     if key is not None:      # the caller's AR made with that key, if any
         ar_id = manager.made_with_key(caller.user, key)
-        if ar_id is None:
-            return []
-    ars = manager.status(ar_id=ar_id, owner=owner, start=start, end=end, expired=expired,
-                         owners=owners, refs=refs, lingering=manager.lingering())
+    ars = [] if key is not None and ar_id is None else manager.status(
+        ar_id=ar_id, owner=owner, start=start, end=end, expired=expired, owners=owners,
+        refs=refs, lingering=manager.lingering())
     total = len(ars)
     if limit is not None:
         ars = ars[offset:offset + limit]
