@@ -19,8 +19,8 @@ lint=0
 "$PLUS_VENV/bin/ruff" check --no-cache . || lint=$?
 # Two workers (pytest-xdist): most tests wait on daemons and subprocesses, so
 # two at once nearly halve the run on two cores. Files that change a service
-# the machine has one of share a worker (tests/conftest.py's groups).
-"$PLUS_VENV/bin/python" -m pytest -n "${PLUS_TEST_WORKERS:-2}" --dist loadgroup "$@" || status=$?
+# the machine has one of go to one worker (tests/conftest.py's scheduler).
+"$PLUS_VENV/bin/python" -m pytest -n "${PLUS_TEST_WORKERS:-2}" "$@" || status=$?
 if ((status == 0 && lint != 0)); then
     echo "test.sh: FAILED: ruff check found problems (above)" >&2
     status=1

@@ -48,8 +48,8 @@ _plugins_from_source()
 # Test files that use a service of which the machine has one and that they
 # change: the Grid Engine qmaster and its hosts, and the test sshd (which
 # test_remote restarts). Run in parallel (scripts/test.sh: pytest-xdist),
-# these share one worker, one after the other; every other file is a group
-# of its own, so its module fixtures (a daemon, a cluster) are made once.
+# these go to one worker, one after the other; every other file goes whole
+# to a worker, so its module fixtures (a daemon, a cluster) are made once.
 ONE_AT_A_TIME = "grid-engine-and-sshd"
 SHARED_SERVICE_FILES = {
     "test_sge.py", "test_sge_e2e.py", "test_slow_batch_system.py", "test_qrsub_differential.py",
@@ -69,11 +69,19 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
                        for title, text in report.sections]
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        name = item.path.name
-        group = ONE_AT_A_TIME if name in SHARED_SERVICE_FILES else name
-        item.add_marker(pytest.mark.xdist_group(group))
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """pytest-xdist's scheduler by scope (a scope goes whole to one worker),
+    each test file a scope and the files of SHARED_SERVICE_FILES one scope
+    together (the biggest, so it starts first)."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SharedServicesTogether(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            file = nodeid.split("::", 1)[0]
+            return ONE_AT_A_TIME if Path(file).name in SHARED_SERVICE_FILES else file
+
+    return SharedServicesTogether(config, log)
 
 
 def _pg_admin_connect(url: str):

@@ -29,6 +29,7 @@ from overlay.coalloc import sites as sites_file
 from overlay.coalloc.coordinator import Coordinator, intersect
 from overlay.coalloc.log import Log
 from overlay.coalloc.sites import Site
+from overlay.language.limits import shown
 from overlay.language.request import RequestError
 
 SITES = ("A", "B", "C")
@@ -412,18 +413,18 @@ def test_a_sites_file_that_would_give_the_token_away_is_refused(tmp_path):
     two_lines = secret_file(tmp_path / "two-lines.token", "a-token\nX-Injected: yes", USER)
     for entry, message in (
             *(({"url": "https://x", "token_file": path},
-               f"token_file {path}: the token is open to others (mode {mode:04o}); like ssh "
-               f"with a private key, it is used only when its owner alone may read it: "
-               f"chmod 600 {path}") for mode, path in opened.items()),
+               f"token_file {shown(path)}: the token is open to others (mode {mode:04o}); "
+               f"like ssh with a private key, it is used only when its owner alone may read "
+               f"it: chmod 600 {shown(path)}") for mode, path in opened.items()),
             ({"url": "https://x", "token_file": two_lines},
-             f"token_file {two_lines} holds no token (one line of printable characters"),
+             f"token_file {shown(two_lines)} holds no token (one line of printable characters"),
             ({"url": "http://a.example.org:6830", "token_file": token_file},
              "url 'http://a.example.org:6830' would send the token in clear off this host; "
              "accepted: https://, or http:// to loopback (127.0.0.0/8, ::1, localhost)"),
             ({"url": "https://x", "token_file": token_file, "ca_cert": "/nonexistent"},
              "cannot read ca_cert /nonexistent (No such file or directory)"),
             ({"url": "https://x", "token_file": token_file, "ca_cert": token_file},
-             f"ca_cert {token_file} holds no PEM certificate")):
+             f"ca_cert {shown(token_file)} holds no PEM certificate")):
         (tmp_path / "sites.yaml").write_text(json.dumps({"sites": {"A": entry}}))
         with pytest.raises(RequestError) as refused:
             sites_file.load(str(tmp_path / "sites.yaml"))

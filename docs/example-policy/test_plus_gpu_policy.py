@@ -8,7 +8,6 @@ from overlay.contract import plugins
 from overlay.daemon import config
 from overlay.language.model import Node, Request, ReservationError
 from overlay.persistence.store import Store
-from overlay.reporting.accounting import ReportingWriter
 from overlay.usecases.manager import Caller, Manager
 
 GPU = Node("g1", properties={"gpu": "yes"})
@@ -33,7 +32,7 @@ def test_installed_through_its_entry_point(tmp_path):
     claimed = plugins.configure(pm, settings)
     backend = plugins.build_backend(pm, "native", settings, settings.backend_options(), claimed)
     manager = Manager(settings, Store(settings.store_url), backend, pm,
-                      ReportingWriter(settings.accounting_path), clock=lambda: 1_800_000_000)
+                      lambda: None, clock=lambda: 1_800_000_000)   # no reporting drain here
     two_nodes = Request(start=1_800_003_600, end=1_800_007_200, nodes=2)
     with pytest.raises(ReservationError, match="policy gpu-policy: GPU nodes are for members"):
         manager.reserve(Caller(1001, "alice", ("staff",), False), two_nodes)
