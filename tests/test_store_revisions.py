@@ -17,7 +17,7 @@ from sqlalchemy import make_url
 from overlay.contract.backend import Inventory, Job
 from overlay.language.model import Node, State
 from overlay.persistence import inventory
-from overlay.persistence.inventory import PublishedInventory
+from overlay.persistence.inventory import NodesUnknown, PublishedInventory
 from overlay.persistence.store import TOMBSTONE_SECONDS, Stale, Store, channel_of
 from test_store import CAPACITY, new_ar, snapshot
 
@@ -104,10 +104,13 @@ def test_the_leaders_inventory_is_written_where_it_changed_and_taken_in_by_the_o
         return
     leader, other = PublishedInventory(Store(store_url)), PublishedInventory(Store(store_url))
     one, two = Job("1", "bob", ("n1", "n2"), None, 500, 90), Job("2", "carol", ("n3",))
+    with pytest.raises(NodesUnknown, match="nodes are not known at this daemon yet: no leader"):
+        other.nodes_known()                            # before any leader published
     leader.publish([n1, n2], [one, two], 100)
     assert other.take() and set(other.current.jobs) == {one, two}
     assert _by_name(other.current.nodes) == [n1, n2]
     assert other.current.observed_at == 100 and other.revision == leader.revision == 1
+    other.nodes_known()
     written = []
     real = PublishedInventory._prune
     monkeypatch.setattr(PublishedInventory, "_prune",
