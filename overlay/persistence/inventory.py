@@ -118,7 +118,8 @@ def _node_kept(stored: Node, observed: Node) -> bool:
     and job count, is not stored)."""
     moved = abs(observed.load - stored.load)
     return ((moved < LOAD_STEP or moved < LOAD_SHARE * stored.load)
-            and _node_row(stored) == _node_row(replace(observed, load=stored.load)))
+            and stored == replace(observed, load=stored.load, idle_since=stored.idle_since,
+                                  running_jobs=stored.running_jobs))
 
 
 _JOBS = _Kind(InventoryJobRow.__table__, lambda job: job.id, _job_row, _job,
