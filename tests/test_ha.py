@@ -250,3 +250,50 @@ def test_qstat_is_byte_for_byte_the_same_at_both_and_a_claim_at_the_standby_runs
     assert "scheduling info:" in detail and "ar_id:" in claimed_detail
     standby.ok("root", "plus_qdel", "-u", "plusu1")
     _until(lambda: _jobs(leader) == _jobs(standby) == {}, "the jobs to end")
+
+
+def _available(daemon: Daemon, start: str, end: str) -> list[str]:
+    return json.loads(daemon.ok("plusu1", "plus_availnodes", "--json", "-s", start, "-e", end)
+                      )["nodes"]
+
+
+def test_a_standby_that_cannot_reach_its_batch_system_serves_the_leaders_nodes(
+        store_url, tmp_path):
+    """The standby's backend is a Grid Engine whose every command fails (no
+    such cell): it starts all the same, and places, finds problems and
+    answers plus_availnodes from the nodes the leader published. A node the
+    leader's batch system takes down (and one it adds) shows there; the
+    standby places no AR on it, and commits an AR holding it in W."""
+    leader = Daemon(store=store_url)
+    standby = Daemon("backend: sge\nsge: {sge_cell: no-such-cell}\n", store=store_url)
+    try:
+        leader.start()
+        standby.start()
+        _until(lambda: "standby:" in standby.log.read_text(), "the second daemon to stand by")
+        later = ("now+3h", "now+4h")
+        assert _available(standby, *later) == ["big", "n01", "n02", "n03", "n04"]
+        pending = standby.reserve("plusu1", "-T", "-s", "now+1h", "-D", "1h", "-n", "5")
+
+        cluster = leader.dir / "cluster.yaml"            # the native batch system's own file
+        cluster.write_text(cluster.read_text().replace(
+            '- {name: "n[01-04]",', '- {name: n01, slots: 4, alive: false}\n'
+            '  - {name: "n[02-05]",'))
+        os.utime(cluster, ns=(1, 1))                     # seen as changed, whatever the clock
+        _until(lambda: _available(standby, *later) == ["big", "n02", "n03", "n04", "n05"],
+               "the standby to see n01 down and n05 added")
+        placed = standby.reserve("plusu1", "-s", later[0], "-e", later[1], "-n", "5")
+        assert sorted(a["node"] for a in placed["allocations"]) == ["big", "n02", "n03", "n04",
+                                                                  "n05"]
+        refused = standby.run("plusu2", "plus_reserve", "-s", later[0], "-e", later[1], "-n", "1")
+        assert refused.returncode == 1 and "requested nodes" in refused.stderr
+
+        standby.ok("plusu1", "plus_commit", "-r", str(pending["id"]))
+        told = f"AR {pending['id']} (plusu1, state W): "   # the standby decided it, at once
+        assert told in standby.log.read_text()
+        [committed] = [ar for ar in standby.status() if ar["id"] == pending["id"]]
+        assert committed["message"] == "reserved host(s) down: n01"
+        _until(lambda: _state(leader, pending["id"]) == "W", "the leader to see it")
+        assert "qhost" not in standby.log.read_text()     # its batch system never asked
+    finally:
+        leader.cleanup()
+        standby.cleanup()

@@ -15,9 +15,9 @@ import pytest
 from sqlalchemy import make_url
 
 from overlay.contract.backend import Inventory, Job
-from overlay.language.model import State
+from overlay.language.model import Node, State
 from overlay.persistence import inventory
-from overlay.persistence.inventory import JobInventory
+from overlay.persistence.inventory import NodesUnknown, PublishedInventory
 from overlay.persistence.store import TOMBSTONE_SECONDS, Stale, Store, channel_of
 from test_store import CAPACITY, new_ar, snapshot
 
@@ -85,37 +85,54 @@ def test_postgresql_says_each_revision_on_its_channel(store_url):
     assert store.channel != channel_of(store_url.partition("?")[0])      # one per schema
 
 
+def _by_name(nodes) -> list[Node]:
+    return sorted(nodes, key=lambda node: node.name)
+
+
 def test_the_leaders_inventory_is_written_where_it_changed_and_taken_in_by_the_others(
         store_url, monkeypatch):
-    """Only the jobs that came, changed or went are written, each write the
-    inventory's next revision; another daemon reads only those rows, and a
-    daemon behind the pruned tombstones reads every row again. On SQLite
-    (one daemon) nothing is written."""
+    """Only the nodes and jobs that came, changed or went are written, each
+    write the inventory's next revision (a node's load alone only past its
+    step); another daemon reads only those rows, and a daemon behind the
+    pruned tombstones reads every row again. On SQLite (one daemon) nothing
+    is written."""
+    n1, n2 = Node("n1", 4, properties={"gpu": "yes"}, queues=("all.q",)), Node("n2", 2)
     if store_url.startswith("sqlite"):
         store = Store(store_url)
-        JobInventory(store).publish([Job("1", "bob", ("n1",))], 100)
-        assert JobInventory(store).take() is False
+        PublishedInventory(store).publish([n1], [Job("1", "bob", ("n1",))], 100)
+        assert PublishedInventory(store).take() is False
         return
-    leader, other = JobInventory(Store(store_url)), JobInventory(Store(store_url))
+    leader, other = PublishedInventory(Store(store_url)), PublishedInventory(Store(store_url))
     one, two = Job("1", "bob", ("n1", "n2"), None, 500, 90), Job("2", "carol", ("n3",))
-    leader.publish([one, two], 100)
+    with pytest.raises(NodesUnknown, match="nodes are not known at this daemon yet: no leader"):
+        other.nodes_known()                            # before any leader published
+    leader.publish([n1, n2], [one, two], 100)
     assert other.take() and set(other.current.jobs) == {one, two}
+    assert _by_name(other.current.nodes) == [n1, n2]
     assert other.current.observed_at == 100 and other.revision == leader.revision == 1
+    other.nodes_known()
     written = []
-    real = JobInventory._prune
-    monkeypatch.setattr(JobInventory, "_prune",
+    real = PublishedInventory._prune
+    monkeypatch.setattr(PublishedInventory, "_prune",
                         staticmethod(lambda *args: written.append(args[1]) or real(*args)))
-    leader.publish([two, one], 130)                    # the same jobs: only the time is new
+    loaded = replace(n1, load=0.4)                     # the load moved, within its step
+    leader.publish([n2, loaded], [two, one], 130)      # the same: only the time is new
     assert written == [] and leader.revision == 1
     assert other.take() and other.current.observed_at == 130 and other.take() is False
+    assert leader.current.nodes == (n2, loaded)        # the leader holds what it observed
+    down = replace(n1, alive=False, queue_states=(("all.q", "disabled"),), load=0.45)
+    leader.publish([down, n2], [one, two], 140)        # n1 went down: its row alone
+    assert written == [2] and other.take() and _by_name(other.current.nodes) == [down, n2]
+    leader.publish([down, replace(n2, load=0.6)], [one, two], 150)  # past the step: written
+    assert written == [2, 3] and other.take() and replace(n2, load=0.6) in other.current.nodes
     moved = replace(one, runtime_limit_end=900)
-    leader.publish([moved], 160)
-    assert written == [2] and other.take() and other.current.jobs == (moved,)
-    assert other.revision == 2
+    leader.publish([down], [moved], 160)               # n2 gone, a job gone, one changed
+    assert written == [2, 3, 4] and other.take() and other.current.jobs == (moved,)
+    assert other.current.nodes == (down,) and other.revision == 4
     monkeypatch.setattr(inventory, "TOMBSTONES", 1)
-    leader.publish([], 190)                            # gone; its older tombstone pruned
-    leader.publish([two], 200)
-    behind = JobInventory(Store(store_url))
+    leader.publish([down], [], 190)                    # gone; its older tombstone pruned
+    leader.publish([n2], [two], 200)
+    behind = PublishedInventory(Store(store_url))
     behind.revision = 1                                # as a daemon stopped since revision 1
     behind.current = Inventory((one,), 100)
-    assert behind.take() and behind.current == Inventory((two,), 200)
+    assert behind.take() and behind.current == Inventory((two,), 200, (n2,))

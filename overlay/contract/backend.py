@@ -45,14 +45,16 @@ class Job:
 
 @dataclass(frozen=True)
 class Inventory:
-    """The batch system's running jobs as the leader's lifecycle pass last
-    observed them (``Backend.running_jobs``), published in the store for
-    every daemon: what a use case reads instead of asking the batch system
-    under the Manager's lock, the same at every daemon. ``observed_at``
-    None: not observed yet."""
+    """The batch system's nodes and running jobs as the leader's lifecycle
+    pass last observed them (``Backend.nodes``, ``Backend.running_jobs``),
+    published in the store for every daemon: what a use case reads instead
+    of asking the batch system under the Manager's lock, the same at every
+    daemon (a node's load within overlay.persistence.inventory's step).
+    ``observed_at`` None: not observed yet."""
 
     jobs: tuple[Job, ...] = ()
     observed_at: int | None = None
+    nodes: tuple[Node, ...] = ()
 
     def age(self, now: int) -> str:
         """How old it is, as an answer says it."""
@@ -103,7 +105,8 @@ DAEMON = "the daemon, at its start or stop"
 RETRIED = "logged; the enforcer calls it again at the lifecycle's next pass"
 FAILS_COMMAND = "fails the command, whose client gets the error"
 PASS_SKIPPED = ("in a pass: the pass is logged and skipped, the next one retries; at the "
-                "Manager's creation: the daemon does not start")
+                "Manager's creation on SQLite: the daemon does not start (on a shared store "
+                "a daemon starts from the nodes the leader published, asking nothing)")
 
 
 @dataclass(frozen=True)

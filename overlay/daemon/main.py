@@ -383,7 +383,7 @@ class Daemon:
     def _catch_up(self) -> None:
         """The change feed: take in what other daemons wrote (the leader's
         inventory too), timing it."""
-        self.manager.jobs.take()
+        self.manager.take_published()
         changed = self.manager.catch_up()
         ars = [self.manager.ars[i] for i in changed if i in self.manager.ars]
         if self._leading:

@@ -24,7 +24,7 @@ from typing import Callable, Iterable, Iterator, NamedTuple
 import pluggy
 
 from overlay.contract import plugins
-from overlay.contract.backend import Backend, Inventory, JobBar, problems_on
+from overlay.contract.backend import Backend, Inventory, Job, JobBar, problems_on
 from overlay.contract.policy import PolicyContext, context_for, used_part
 from overlay.daemon.config import Config
 from overlay.kit.users import groups_of, listed, system_account
@@ -52,7 +52,7 @@ from overlay.language.request import (
     window_end,
 )
 from overlay.log.ratelog import RateLimitedLog
-from overlay.persistence.inventory import JobInventory
+from overlay.persistence.inventory import PublishedInventory
 from overlay.persistence.store import Changes, Conflict, Stale, Store
 from overlay.placement.nesting import Inside, accessible, enforced, merged
 from overlay.placement.placer import Placer, booking_keys
@@ -235,12 +235,14 @@ class Manager:
         self.by_key: dict[tuple[str, str], int] = {
             (ar.owner, ar.idempotency_key): ar.id for ar in self.ars.values() if ar.idempotency_key}
         self.inside = Inside()
-        self.jobs = JobInventory(store)
-        self.jobs.take()
+        self.observed = PublishedInventory(store)
         self.placer = Placer(config, lambda: self.backend, self.planner, self.inside,
                              lambda: self.pm, self.now, lambda: self.inventory)
         self.enforcer = Enforcer(lambda: self.backend, self._desired)
-        self.refresh_nodes()
+        if store.is_sqlite:                 # one daemon, which leads: it asks the backend
+            self.refresh_nodes(publish=True)
+        else:                               # it may stand by: what the leader published
+            self.take_published()
         spans = [span for ar in self.ars.values() for span in _spans(ar)]
         self.planner.book_many(span[:5] for span in spans if span[5] is None)
         for key, node, start, end, slots, within in spans:
@@ -254,20 +256,40 @@ class Manager:
 
     @property
     def inventory(self) -> Inventory:
-        """The running jobs as the leader last observed them (every daemon's
-        the same): what the use cases read instead of asking the backend."""
-        return self.jobs.current
+        """The nodes and running jobs as the leader last observed them
+        (every daemon's the same): what the use cases read instead of
+        asking the backend."""
+        return self.observed.current
 
     def refresh_nodes(self, publish: bool = False) -> set[str]:
         """Take the backend's current nodes, with their running jobs counted,
         into the planner; the names of nodes that came, went, died or revived,
         or whose queue instances were disabled, suspended or taken back.
-        ``publish`` (the leader's pass): the running jobs become the
-        inventory, in the store first."""
+        ``publish`` (the leader's pass): the nodes and running jobs become
+        the inventory, in the store first."""
         with self.enforcer.lock:          # the backend, asked outside the use cases' lock
             seen, running = self.backend.nodes(), self.backend.running_jobs()
         if publish:
-            self.jobs.publish(running, self.now())
+            self.observed.publish(seen, running, self.now())
+        return self._take_nodes(seen, running)
+
+    def take_published(self) -> bool:
+        """Take in the inventory the leader published since the last look
+        (the change feed's word, and a standby's start): its nodes, with
+        their running jobs counted, into the planner when they or the jobs
+        changed (placement, problems_on and availnodes answer from the
+        leader's view); whether they did."""
+        taken = self.observed.revision
+        self.observed.take()
+        if self.observed.revision == taken:
+            return False
+        inventory = self.inventory
+        self._take_nodes(inventory.nodes, inventory.jobs)
+        return True
+
+    def _take_nodes(self, seen: Iterable[Node], running: Iterable[Job]) -> set[str]:
+        """``seen`` become the nodes the use cases place on; the names of
+        those that came, went or changed their liveness or queue states."""
         with self.lock:
             nodes = self.activity.apply(seen, running, self.now())
             before, self.nodes = self.nodes, {node.name: node for node in nodes}
@@ -388,7 +410,9 @@ class Manager:
         return caller.is_manager or listed(self.config.arusers, caller.user, caller.groups)
 
     def _context(self, ignoring: int | None = None) -> PolicyContext:
-        """What the policies of one request see (``ignoring`` the AR a modify changes)."""
+        """What the policies of one request see (``ignoring`` the AR a modify
+        changes); NodesUnknown before any leader observed the nodes."""
+        self.observed.nodes_known()
         return context_for(self.now(), tuple(self.nodes.values()), self.ars.values(),
                            self.history, ignoring)
 
@@ -649,6 +673,7 @@ class Manager:
             now = self.now()
             if request.nodes < 1:
                 raise InvalidRequest(f"nodes: at least 1, got {request.nodes}")
+            self.observed.nodes_known()
             names = [node.name for node in self.placer.eligible(request)]
             if len(names) < request.nodes:
                 raise NoCapacity(f"only {len(names)} node(s) match the request; it needs "
@@ -1004,6 +1029,7 @@ class Manager:
         if end <= start:
             raise InvalidRequest("the end time must be later than the start time")
         with self.lock:
+            self.observed.nodes_known()
             return self.planner.free_nodes([n.name for n in self.placer.reservable()], None, start, end)
 
     # -- what the clock changes (the lifecycle decides when) ----------------------
