@@ -568,9 +568,15 @@ def locked_write(engine: Engine, url: str) -> Iterator[Session]:
     advisory lock): writes of the store, in whichever process, one at a time."""
     with database_errors(url), Session(engine, expire_on_commit=False) as session:
         with session.begin():
-            if not url.startswith("sqlite"):
-                session.exec(text(f"SELECT pg_advisory_xact_lock({_ADVISORY_LOCK})"))
+            hold_write_lock(session, url)
             yield session
+
+
+def hold_write_lock(session: Session, url: str) -> None:
+    """Take the store's write lock in ``session``'s transaction until it
+    ends (SQLite: its BEGIN IMMEDIATE holds it already)."""
+    if not url.startswith("sqlite"):
+        session.exec(text(f"SELECT pg_advisory_xact_lock({_ADVISORY_LOCK})"))
 
 
 class Store:
