@@ -628,11 +628,19 @@ class Store:
         if the tombstones it would need are gone (read everything again)."""
         with self._read() as session:
             connection = session.connection()
+            now = self._revision(session)
+            if now == revision:      # nothing written since (nor pruned: pruning writes)
+                return Changes(now, [], [])
             if (connection.execute(_COUNTER, {"counter": "pruned"}).scalar() or 0) > revision:
                 return None
             removed = connection.execute(_REMOVED_SINCE, {"revision": revision}).all()
-            return Changes(self._revision(session), self._load(session, revision),
+            return Changes(now, self._load(session, revision),
                            sorted((row.reservation_id, row.revision) for row in removed))
+
+    def holds(self, ar_id: int) -> bool:
+        """Whether the store holds AR ``ar_id`` (one lookup by primary key)."""
+        with self._read() as session:
+            return session.connection().execute(_ROW_REVISION, {"id": ar_id}).first() is not None
 
     def revision(self) -> int:
         """The store's revision now."""
