@@ -97,6 +97,28 @@ def test_one_user_cannot_hold_every_connection(daemon):
     assert "limit per user (max_connections_per_user)" in daemon.log.read_text()
 
 
+def test_a_flood_of_requests_for_unknown_ars_leaves_the_others_served(daemon):
+    """A user asking for ids no AR has, as fast as four connections go:
+    each costs one lookup by key in the store; the others are served meanwhile."""
+    flood = subprocess.Popen(["runuser", "-u", "plusu1", "--", str(BIN / "python"),
+                              _client(daemon), str(daemon.socket), "flood", "4"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        flood.stdin.write(json.dumps({"op": "cancel", "args": {"id": 424242}}) + "\n")
+        flood.stdin.flush()
+        assert flood.stdout.readline() == "flooding\n"
+        made = daemon.reserve("plusu2", "-s", "now+1h", "-D", "1h", "-n", "1")
+        assert [ar["id"] for ar in daemon.status()] == [made["id"]]
+        daemon.ok("plusu2", "plus_cancel", "-r", str(made["id"]))
+    finally:
+        replies, _ = flood.communicate("")
+    counted = json.loads(replies)
+    assert counted.get("AR 424242 does not exist", 0) > 0
+    assert set(counted) <= {"AR 424242 does not exist", "plus_scheduler is busy: you have 4 "
+                            "connections open, the limit per user; try again when your other "
+                            "commands finish"}
+
+
 def test_a_flood_of_idle_connections_from_many_users_leaves_root_served_and_no_spin():
     """With 200 open files the daemon keeps its connections at 16 (raising
     the limit is impossible: the hard limit is 200 too), refuses the rest,

@@ -4,12 +4,16 @@ liveness changed."""
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 
 import pytest
+from apscheduler.events import EVENT_JOB_MAX_INSTANCES
 
 from overlay.language.model import State
+from overlay.log.ratelog import RateLimitFilter
+from overlay.usecases import lifecycle as lifecycle_module
 from overlay.usecases.lifecycle import Lifecycle
 from test_manager import ALICE, CLUSTER, HOUR, T0, Env, _with_alive
 
@@ -17,8 +21,8 @@ from test_manager import ALICE, CLUSTER, HOUR, T0, Env, _with_alive
 class SlowLifecycle(Lifecycle):
     """A lifecycle whose second pass waits until the test lets it go."""
 
-    def __init__(self) -> None:
-        super().__init__(manager=None, interval=1)
+    def __init__(self, interval: float = 1) -> None:
+        super().__init__(manager=None, interval=interval)
         self.passes = 0
         self.inside = threading.Event()
         self.release = threading.Event()
@@ -46,6 +50,27 @@ def test_stop_during_a_pass_waits_for_it_and_returns():
     lifecycle.release.set()
     stopper.join(60)
     assert not stopper.is_alive(), "stop() deadlocked with the pass it waited for"
+
+
+def test_a_hung_pass_gets_one_line_of_skipped_timers_not_one_a_second(caplog, monkeypatch):
+    """A pass stuck on a store cut off: the timers falling due meanwhile
+    are skipped, and APScheduler's line saying so comes once, not at each."""
+    (timers,) = lifecycle_module._TIMERS_LOG.filters
+    monkeypatch.setattr(timers, "limit", RateLimitFilter(burst=1).limit)   # not an earlier test's minute
+    lifecycle = SlowLifecycle(interval=0.1)
+    skipped = threading.Semaphore(0)
+    lifecycle.scheduler.add_listener(lambda _event: skipped.release(), EVENT_JOB_MAX_INSTANCES)
+    caplog.set_level(logging.WARNING, "apscheduler")
+    lifecycle.start()
+    try:
+        assert lifecycle.inside.wait(60), "the periodic pass did not run"
+        for _ in range(5):
+            assert skipped.acquire(timeout=60), "no timer fell due during the hung pass"
+    finally:
+        lifecycle.release.set()
+        lifecycle.stop()
+    lines = [r for r in caplog.records if "maximum number of running instances" in r.getMessage()]
+    assert len(lines) == 1
 
 
 # -- passes look at what changed ---------------------------------------------------------

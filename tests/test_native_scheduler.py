@@ -29,13 +29,14 @@ BOB = Submitter("bob", ("bob",), False)
 class World:
     """A scheduler on a cluster file, its clock, hosts, store and files."""
 
-    def __init__(self, tmp_path, cluster: str, now: int = T, offset: int = 0) -> None:
+    def __init__(self, tmp_path, cluster: str, now: int = T, offset: int = 0,
+                 url: str | None = None, reporting: bool = False) -> None:
         self.dir = tmp_path
         (tmp_path / "cluster.yaml").write_text(textwrap.dedent(cluster))
         self.clock = Clock(now)
         self.hosts = SimulatedHosts(self.clock)
-        self.url = f"sqlite:///{tmp_path / 'plus.db'}"
-        self.offset = offset
+        self.url = url or f"sqlite:///{tmp_path / 'plus.db'}"
+        self.offset, self.reporting = offset, reporting
         self.scheduler = self.new_scheduler()
 
     def new_scheduler(self) -> Scheduler:
@@ -45,7 +46,8 @@ class World:
                                       duration_offset=self.offset),
                               self.store, self.hosts,
                               acct.AccountingWriter(str(self.dir / "accounting")),
-                              str(self.dir / "schedule"), self.offset, self.clock)
+                              str(self.dir / "schedule"), self.offset, self.clock,
+                              reporting=self.reporting)
         scheduler.lead(lambda: True)
         return scheduler
 

@@ -22,6 +22,9 @@ from overlay.reporting.accounting import (
     record_line,
 )
 from overlay.reporting.drain import ReportingDrain
+from overlay_native import jobstore
+from overlay_native.jobstore import JobStore
+from test_native_scheduler import ALICE, SMALL, T, World
 from test_store import CAPACITY, new_ar
 
 
@@ -165,14 +168,33 @@ def test_a_leader_that_loses_the_lease_between_note_and_append_writes_nothing(ou
     assert _drain(outbox, path).drain() == 2 and _lines(path) == lines
 
 
-def test_a_plugins_records_take_the_same_way(store, outbox, path):
-    plugins_own = Outbox.at(store.url)               # the native scheduler's, engine and all
-    try:
-        plugins_own.add([record_line(900, "acct", "job")])
-    finally:
-        plugins_own.close()
+@pytest.mark.parametrize("crash", ["inside the job's write", "after it"])
+def test_a_native_jobs_end_and_its_acct_record_commit_together(store, outbox, path, tmp_path,
+                                                                 monkeypatch, crash):
+    """The native scheduler's leader dies while ending a job: inside the
+    write that removes the job and puts its acct record (neither
+    commits: the next leader accounts the job), or right after it (both
+    did: the next leader finds no job to account). Either way the reporting
+    file gets one record."""
+    world = World(tmp_path, SMALL, url=store.url, reporting=True)
+    job = world.submit(ALICE, "x", "10")
+    world.at(T)
+    world.clock.now = T + 10
+    if crash == "after it":
+        remove = JobStore.remove
+        monkeypatch.setattr(JobStore, "remove", lambda *args: (remove(*args), _crash()))
+    else:
+        add = jobstore.add_reports_within
+        monkeypatch.setattr(jobstore, "add_reports_within", lambda *args: (add(*args), _crash()))
+    with pytest.raises(Crash):
+        world.scheduler.poll()
+    monkeypatch.undo()
+    world.store.close()
+    world.scheduler = world.new_scheduler()        # the next leader, under a new epoch
+    world.scheduler.poll()
+    world.store.close()
     _drain(outbox, path).drain()
-    assert _lines(path) == ["900:acct:job\n"]
+    assert [line.split(":")[7] for line in _lines(path)] == [str(job)]     # job_number
 
 
 def _crash(*_args) -> None:

@@ -27,7 +27,7 @@ from overlay_torque.backend import TorqueBackend
 from overlay_torque.ledger import Ledger
 from overlay_torque.selfsched import SelfScheduler, Window
 from overlay_torque.torque import Torque, TorqueError
-from sge_cluster import reservation
+from sge_cluster import reservation, wait_for
 from torque_cleanup import leftovers, scrub
 from torque_double import install
 from torque_double.simulate import RERUN_STEP, SUBMIT_CYCLE_DELAY
@@ -606,6 +606,28 @@ def test_a_cancelled_ar_frees_its_nodes_for_the_self_scheduler_at_once(double, t
     ar.state = State.DELETED
     plugin.release(ar)
     assert dict(plugin.scheduler.run_pass(int(time.time()))) == {endless: ("n1",)}
+
+
+def test_the_self_scheduler_starts_no_job_while_another_daemon_leads(double, tmp_path):
+    """Issue 30: a standby's self-scheduler starts no job (nor asks TORQUE
+    anything), a leader whose lease goes during a pass starts no more, and
+    one that leads again starts them on its own thread."""
+    qmgr(double, "set server scheduling=false")
+    plugin = backend(double, tmp_path, scheduler="plus")
+    plugin.stand_by()
+    first, second = (qsub(double, "plusu2", "-l", "nodes=1") for _ in range(2))
+    since = len(double.command_log())
+    assert plugin.scheduler.run_pass(int(time.time())) == [] and commands(double, since) == []
+    leads = iter([True, True, False])           # at the pass's start, at each qrun
+    plugin.scheduler.lead(lambda: next(leads))
+    assert [job for job, _ in plugin.scheduler.run_pass(int(time.time()))] == [first]
+    assert jobs(double)[second]["state"] == "Q"
+    plugin.fence = lambda: True                 # the daemon's lease, leading again
+    plugin.start()
+    try:
+        wait_for(lambda: jobs(double)[second]["state"] == "R", what="the second job started")
+    finally:
+        plugin.close()
 
 
 def test_what_a_stopped_daemon_left_live_is_scrubbed_after_the_test(double, tmp_path):

@@ -10,6 +10,8 @@ lock, so records commit in ``seq`` order and the outbox is read in it.
 The drain takes records out a batch at a time, noting first where the
 batch goes in the file (``report_mark``): the note is how a later leader
 knows whether a batch a crashed one was appending is in the file.
+A plugin's change in tables of its own puts its records in with
+``add_within``.
 """
 
 from __future__ import annotations
@@ -23,8 +25,8 @@ from overlay.persistence.store import (
     ReportMarkRow,
     ReportRow,
     database_errors,
+    hold_write_lock,
     locked_write,
-    make_engine,
     put_reports,
 )
 
@@ -47,20 +49,24 @@ class Mark(NamedTuple):
     digest: str
 
 
+def add_within(session: Session, url: str, lines: Iterable[str]) -> None:
+    """Put records into the outbox in the transaction of a change a plugin
+    writes to tables of its own in the store's database (the native
+    scheduler's job that ended, with its acct record), so that both commit
+    or neither: the store's write lock is taken there, after the plugin's
+    own lock (always in that order), so records still commit in ``seq``
+    order. Without records, no lock is taken."""
+    lines = list(lines)
+    if lines:
+        hold_write_lock(session, url)
+        put_reports(session, lines)
+
+
 class Outbox:
     """The outbox of the store at ``url``."""
 
     def __init__(self, engine: Engine, url: str) -> None:
         self.engine, self.url = engine, url
-
-    @classmethod
-    def at(cls, url: str) -> "Outbox":
-        """An outbox on an engine of its own (a plugin's, as the native
-        scheduler's job records); ``close`` it."""
-        return cls(make_engine(url), url)
-
-    def close(self) -> None:
-        self.engine.dispose()
 
     def add(self, lines: Iterable[str]) -> None:
         """Put records into the outbox, in a transaction of their own."""

@@ -568,9 +568,15 @@ def locked_write(engine: Engine, url: str) -> Iterator[Session]:
     advisory lock): writes of the store, in whichever process, one at a time."""
     with database_errors(url), Session(engine, expire_on_commit=False) as session:
         with session.begin():
-            if not url.startswith("sqlite"):
-                session.exec(text(f"SELECT pg_advisory_xact_lock({_ADVISORY_LOCK})"))
+            hold_write_lock(session, url)
             yield session
+
+
+def hold_write_lock(session: Session, url: str) -> None:
+    """Take the store's write lock in ``session``'s transaction until it
+    ends (SQLite: its BEGIN IMMEDIATE holds it already)."""
+    if not url.startswith("sqlite"):
+        session.exec(text(f"SELECT pg_advisory_xact_lock({_ADVISORY_LOCK})"))
 
 
 class Store:
@@ -622,11 +628,19 @@ class Store:
         if the tombstones it would need are gone (read everything again)."""
         with self._read() as session:
             connection = session.connection()
+            now = self._revision(session)
+            if now == revision:      # nothing written since (nor pruned: pruning writes)
+                return Changes(now, [], [])
             if (connection.execute(_COUNTER, {"counter": "pruned"}).scalar() or 0) > revision:
                 return None
             removed = connection.execute(_REMOVED_SINCE, {"revision": revision}).all()
-            return Changes(self._revision(session), self._load(session, revision),
+            return Changes(now, self._load(session, revision),
                            sorted((row.reservation_id, row.revision) for row in removed))
+
+    def holds(self, ar_id: int) -> bool:
+        """Whether the store holds AR ``ar_id`` (one lookup by primary key)."""
+        with self._read() as session:
+            return session.connection().execute(_ROW_REVISION, {"id": ar_id}).first() is not None
 
     def revision(self) -> int:
         """The store's revision now."""

@@ -29,7 +29,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 
 from overlay.language.limits import HORIZON
 from overlay.language.model import FINISHED_STATES, Reservation, State
-from overlay.log.ratelog import RateLimitedLog
+from overlay.log.ratelog import RateLimitedLog, RateLimitFilter
 from overlay.persistence.store import Stale
 from overlay.usecases.manager import Manager
 
@@ -37,6 +37,15 @@ log = logging.getLogger("plus.lifecycle")
 # Clients at other daemons cause these (by changing ARs as fast as they
 # can): one line a minute, whichever AR it is about, with a count.
 _CONTENDED = RateLimitedLog(log)
+
+# APScheduler's own lines about the timers: while a pass hangs (on a store
+# cut off, for seconds), each timer that falls due says "maximum number of
+# running instances reached", every interval and at every date job aimed
+# by a command. The line says a pass is stuck, worth once a minute with a
+# count; skipping the timers ourselves instead (coalesce already keeps one
+# run) would also hide that.
+_TIMERS_LOG = logging.getLogger("apscheduler.scheduler.lifecycle")
+_TIMERS_LOG.addFilter(RateLimitFilter(burst=1))
 
 _NEXT_JOB = "next-transition"
 _RECONCILE_JOB = "reconcile"
@@ -52,7 +61,7 @@ class Lifecycle:
         self.manager = manager
         self.interval = interval
         self.before_pass = before_pass
-        self.scheduler = BackgroundScheduler(timezone=dt.timezone.utc)
+        self.scheduler = BackgroundScheduler(timezone=dt.timezone.utc, logger=_TIMERS_LOG)
         self._run_lock = threading.Lock()
         self._aim_lock = threading.RLock()
         self._aimed: int | None = None

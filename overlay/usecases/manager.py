@@ -169,8 +169,9 @@ def _spans(ar: Reservation) -> Iterator[tuple[object, str, int, int, int, int | 
                    a.slots, a.within)
 
 
-_FIXED_REFUSALS = (InvalidRequest, PermissionDenied, LimitExceeded)
-"""Refusals that no AR's state decides, so no other daemon's write changes them."""
+_FIXED_REFUSALS = (InvalidRequest, PermissionDenied, LimitExceeded, UnknownReservation)
+"""Refusals that no AR's state decides, so no other daemon's write changes
+them, or decided on the store already (an AR not there, ``Manager._get``)."""
 
 
 def _retried_when_stale(use_case: Callable) -> Callable:
@@ -387,9 +388,10 @@ class Manager:
         at another daemon a moment ago, the change feed not heard yet, or
         not at all while the feed is cut off): never "does not exist" for
         an AR that does, and a store that cannot be reached refuses the
-        command saying so."""
+        command saying so. A client may name ids at will: an id the store
+        lacks costs one lookup by primary key, and only one it holds a catch-up."""
         ar = self.ars.get(ar_id)
-        if ar is None:
+        if ar is None and self.store.holds(ar_id):
             self.catch_up()
             ar = self.ars.get(ar_id)
         if ar is None:

@@ -23,7 +23,6 @@ from overlay.api.plugin import (
     Job,
     JobBar,
     Node,
-    Outbox,
     Request,
     Reservation,
     settings,
@@ -125,16 +124,15 @@ class NativeBackend(Backend):
                           values.get("local_host", True), values.get("ssh", {}),
                           config.duration_offset)
         accounting = os.path.join(config.state_path, values.get("accounting_file", "accounting"))
-        store, reporting = JobStore(config.store_url), Outbox.at(config.store_url)
+        store = JobStore(config.store_url)
         try:
             scheduler = Scheduler(cluster, store, ExecutionHosts(
                 values.get("spool_dir", DEFAULT_SPOOL), values.get("python", "python3")),
                 acct.AccountingWriter(accounting),
                 os.path.join(config.state_path, "schedule"), config.duration_offset,
-                reporting=reporting, min_uid=config.min_uid)
+                reporting=True, min_uid=config.min_uid)
         except Exception:
             store.close()
-            reporting.close()
             raise
         return cls(cluster, scheduler)
 
@@ -277,4 +275,3 @@ class NativeBackend(Backend):
         self.relay.stop()
         self.scheduler.stop()
         self.scheduler.store.close()
-        self.scheduler.reporting.close()

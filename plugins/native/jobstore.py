@@ -20,8 +20,11 @@ under the same write lock, before it reads the jobs. Every write checks
 under that lock that the epoch is still its own, so a leader that was
 stopped and woke up after another took over writes nothing (``Fenced``):
 whatever it wrote before the new leader's epoch, the new leader reads.
-What remains outside the store: a start or kill on a host, and the
-accounting file, are guarded only by the lease's check just before them.
+A job's end and its acct record for the reporting file (the store's
+outbox) commit in one transaction, so a crash leaves both or neither, and
+a fenced leader leaves neither. What remains outside the store: a start
+or kill on a host, and the accounting file, are guarded only by the
+lease's check just before them.
 
 The tables have a registry of their own (not the core's), so they exist
 only where the native backend runs; ids run from 1 to 9,999,999 and wrap,
@@ -43,6 +46,7 @@ from sqlmodel import Field, Session, SQLModel, delete, select
 
 from overlay.api.plugin import (
     StoreError,
+    add_reports_within,
     advance_counter,
     create_tables,
     database_errors,
@@ -215,13 +219,17 @@ class JobStore:
             session.add(_row(job, self._advance(session)))
         return job
 
-    def save(self, job: Job) -> None:
-        with self._write() as session:
+    def save(self, job: Job, reports: Iterable[str] = ()) -> None:
+        """Store the job as it is now, and ``reports`` (reporting records of
+        the change, as a job's end's acct) into the store's outbox in the
+        same transaction."""
+        with self._write(reports=reports) as session:
             session.merge(_row(job, self._advance(session)))
 
-    def remove(self, job_id: int) -> None:
-        """Forget a job, leaving its tombstone (and dropping those older than TOMBSTONE_SECONDS)."""
-        with self._write() as session:
+    def remove(self, job_id: int, reports: Iterable[str] = ()) -> None:
+        """Forget a job, leaving its tombstone (and dropping those older than
+        TOMBSTONE_SECONDS); ``reports`` go into the outbox with it, as with ``save``."""
+        with self._write(reports=reports) as session:
             session.exec(delete(JobRow).where(JobRow.id == job_id))
             now, revision = int(time.time()), self._advance(session)
             session.add(JobRemovedRow(revision=revision, job_id=job_id, removed_at=now))
@@ -246,9 +254,10 @@ class JobStore:
             session.merge(PublishedRow(name=name, value=value, revision=self._advance(session)))
 
     @contextmanager
-    def _write(self, fenced: bool = True) -> Iterator[Session]:
+    def _write(self, fenced: bool = True, reports: Iterable[str] = ()) -> Iterator[Session]:
         """A transaction holding the jobs' write lock; with ``fenced``, refused
-        if another daemon took the lead since this one did."""
+        if another daemon took the lead since this one did; ``reports`` are
+        put into the store's outbox last, committed with the write or not at all."""
         with database_errors(self.url), Session(self.engine) as session, session.begin():
             connection = session.connection()
             if self.shared:    # SQLite: BEGIN IMMEDIATE locks already
@@ -257,6 +266,7 @@ class JobStore:
                 raise Fenced("another plus_scheduler took the lead: this one no longer writes "
                              "jobs")
             yield session
+            add_reports_within(session, self.url, reports)
 
     @staticmethod
     def _advance(session: Session) -> int:

@@ -96,6 +96,8 @@ class TorqueBackend(QueueBackend):
         return cls(torque, ledger, chosen, config.duration_offset, scheduler, published)
 
     def start(self) -> None:
+        if self.scheduler is not None:
+            self.scheduler.lead(self.fence)
         if self._started:
             return              # this daemon takes the lead again: all runs already
         if self.scheduler is not None:
@@ -103,6 +105,11 @@ class TorqueBackend(QueueBackend):
         with self.lock:
             self._started = True
             self._watch_departures()
+
+    def stand_by(self) -> None:
+        """Another daemon leads: the self-scheduler starts no job here."""
+        if self.scheduler is not None:
+            self.scheduler.stand_by()
 
     def close(self) -> None:
         self._closing.set()

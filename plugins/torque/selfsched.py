@@ -79,7 +79,10 @@ def _read(path: str) -> tuple[str, str]:
 
 
 class SelfScheduler:
-    """One pass every ``interval`` seconds, and at once when woken."""
+    """One pass every ``interval`` seconds, and at once when woken, while
+    this daemon leads: a daemon that stands by (another leads, or this one
+    lost the lease) starts no job, and the lease (``fence``) is asked
+    again before every ``qrun``."""
 
     def __init__(self, torque: Torque, ledger: Ledger, order: JobOrder,
                  node_order: tuple[str, ...], interval: int) -> None:
@@ -94,6 +97,19 @@ class SelfScheduler:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._warned = False
+        self.standing_by = False
+        """Another daemon on the store leads and schedules: no pass here."""
+        self.fence: Callable[[], bool] = lambda: True
+        """Whether this daemon still leads (its lease)."""
+
+    def lead(self, fence: Callable[[], bool]) -> None:
+        """This daemon leads (``fence`` says until when): passes run again."""
+        self.fence, self.standing_by = fence, False
+        self.wake()
+
+    def stand_by(self) -> None:
+        """Another daemon leads: start nothing until ``lead``."""
+        self.standing_by = True
 
     def put_window(self, window: Window) -> None:
         with self.lock:
@@ -108,6 +124,9 @@ class SelfScheduler:
             self._windows = {w.ar_id: w for w in windows}
 
     def start(self) -> None:
+        """Run passes from now on (one thread, however often called)."""
+        if self._thread is not None and self._thread.is_alive():
+            return
         self._thread = threading.Thread(target=self._loop, name="torque-scheduler", daemon=True)
         self._thread.start()
 
@@ -130,7 +149,10 @@ class SelfScheduler:
             self._wake.clear()
 
     def run_pass(self, now: int) -> list[tuple[str, tuple[str, ...]]]:
-        """Start what can start now; the (job, hosts) started, in order."""
+        """Start what can start now; the (job, hosts) started, in order.
+        Nothing while standing by, and nothing more once the lease is lost."""
+        if self.standing_by or not self.fence():
+            return []
         printed = self.torque.print_server()
         queues = parse_queues(printed)
         if parse_server(printed).get("scheduling") == "True" and not self._warned:
@@ -152,6 +174,9 @@ class SelfScheduler:
             hosts = self._place(job, nodes, free, windows, now)
             if hosts is None:
                 continue
+            if not self.fence():
+                log.warning("lost the lead during a scheduling pass: no more jobs started")
+                break
             slots = _slots_per_host(job)
             self.torque.start(job.id, [f"{host}:ppn={used}" if used > 1 else host
                                        for host, used in zip(hosts, slots, strict=True)])

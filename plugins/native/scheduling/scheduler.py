@@ -36,7 +36,6 @@ from typing import Callable, Iterable, NamedTuple
 
 from overlay.api.plugin import (
     DEFAULT_UID_MIN,
-    Outbox,
     format_pe_range,
     order_jobs,
     record_line,
@@ -109,11 +108,11 @@ class Scheduler:
     def __init__(self, cluster: Cluster, store: JobStore, hosts: ExecutionHosts,
                  accounting: acct.AccountingWriter, schedule_file: str, duration_offset: int,
                  clock: Callable[[], float] = time.time,
-                 reporting: Outbox | None = None, min_uid: int = DEFAULT_UID_MIN) -> None:
+                 reporting: bool = False, min_uid: int = DEFAULT_UID_MIN) -> None:
         self.cluster, self.store, self.hosts = cluster, store, hosts
         self.min_uid = min_uid              # no job runs as an account below it, nor as root
         self.accounting, self.schedule_file = accounting, schedule_file
-        self.reporting = reporting              # the store's reporting outbox
+        self.reporting = reporting              # acct records into the store's reporting outbox
         self.offset, self.clock = duration_offset, clock
         self.lock = threading.RLock()           # the jobs, for passes and commands
         self._passing = threading.Lock()        # one pass (or poll) at a time
@@ -279,19 +278,20 @@ class Scheduler:
         could not be started stays in error state (Eqw) until deleted. The
         reporting file gets the record too (reporting(5)'s acct: time, type,
         the accounting fields), for plus_dbwriter, through the store's
-        outbox, which the leader drains into it."""
+        outbox, which the leader drains into it: put there in the job's own
+        write, so a crash leaves the job ended and its record, or neither
+        (and the next leader accounts it)."""
         record = self._record(job, finished, now)
         self.accounting.write(record)
-        if self.reporting is not None:
-            self.reporting.add([record_line(now, "acct", *record.line().split(":"))])
+        reports = [record_line(now, "acct", *record.line().split(":"))] if self.reporting else []
         if finished.failed and not job.deleting:
             host = job.placement.master[1] if job.placement else "?"
             job.error = acct.one_line(f"{time.strftime('%m/%d/%Y %H:%M:%S', time.localtime(now))} "
                                       f"[{host}]: {finished.reason}")
             job.state, job.placement, job.start_time = JobState.ERROR, None, None
-            self.store.save(job)
+            self.store.save(job, reports)
             return
-        self.store.remove(job.id)
+        self.store.remove(job.id, reports)
         self.jobs.pop(job.id, None)
 
     def _record(self, job: Job, finished: Finished, now: int) -> acct.JobRecord:
