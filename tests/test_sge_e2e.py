@@ -96,6 +96,9 @@ def test_a_daemon_killed_during_the_window_converges_after_a_restart(daemon):
 def test_avoid_refuses_hosts_whose_jobs_would_outlast_the_start(daemon):
     endless = submit("plusu2", "-l", "h=node1", "sleep", "600")
     wait_for(lambda: job_states().get(endless, ("",))[0] == "r", 20, "the job to run")
+    # reserve reads the running jobs the leader's last pass observed, never qstat
+    wait_for(lambda: " 1 running job(s) " in daemon.ok("plusu1", "plus_query", "plusu1", "30m",
+                                                       "nodes=1"), 60, "a pass to observe the job")
     result = daemon.run("plusu1", "plus_reserve", "-s", "now+1h", "-D", "1h", "-n", "4")
     assert result.returncode == 1
     assert f"host busy: job {endless} of plusu2 has no h_rt" in result.stderr
