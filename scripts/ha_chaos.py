@@ -180,11 +180,11 @@ def _stored(world: World) -> list:
 
 
 def _outbox_empty(world: World) -> bool:
-    outbox = Outbox.at(world.server.url())
+    store = Store(world.server.url())
     try:
-        mark, waiting = outbox.look()
+        mark, waiting = Outbox(store.engine, store.url).look()
     finally:
-        outbox.close()
+        store.close()
     return mark is None and not waiting
 
 
