@@ -36,6 +36,8 @@ from pgschema import bench_store
 VENV = Path(os.environ.get("PLUS_VENV", "/opt/plus-venv"))
 CLUSTER = 'nodes:\n  - {name: "n[001-100]", slots: 4, queues: [all.q]}\n'
 POLL = 0.01
+STOOD_DOWN = "standing by: lost the store to"
+"""What a leader that woke up to find another leading logs (it serves on, as a standby)."""
 
 
 class Node:
@@ -118,11 +120,13 @@ def failover(leader: Node, standby: Node, how: str, starts: list[int]) -> tuple[
     taken = until(lambda: standby.said("taking the lead") > led, 120, "a standby to lead")
     until(lambda: standby.state_of(ar) == "r", 120, "the window to open")
     late = max(0.0, time.time() - start)
-    if how == "stop":
+    if how == "stop":                                # it wakes up and stands by
+        stood = leader.said(STOOD_DOWN)
         leader.process.send_signal(signal.SIGCONT)
-        leader.process.wait(timeout=120)
-    leader.start()                                   # back, as a standby
-    until(lambda: leader.said("standby:") > 0, 60, "the old leader to stand by")
+        until(lambda: leader.said(STOOD_DOWN) > stood, 120, "the woken leader to stand by")
+    else:
+        leader.start()                               # back, as a standby
+        until(lambda: leader.said("standby:") > 0, 60, "the old leader to stand by")
     return taken - began, late
 
 
