@@ -27,6 +27,10 @@ HOST = "{name: local1, slots: 4, ncpus: 4, exec: local, queues: [jobs.q]}"
 (``sge_queues: [all.q]``), so jobs never wait for a window."""
 SECONDS = (1, 6)
 """How long a job sleeps."""
+SLACK = 1
+"""Seconds the acct record's run may fall short of the sleep: whole seconds,
+and the shepherd notes the start once the job runs (on a loaded machine,
+a moment later); exit 0 of the sleep is what says it ran to its end."""
 SUBMITTED = re.compile(r'Your job (\d+) \(".*"\) has been submitted')
 SCRIPT = """#!/bin/sh
 echo start >> {runs}/"$1"
@@ -165,7 +169,7 @@ def job_problems(jobs: list[Job], records: list[Acct], folder: JobFolder,
         (record,) = accounted
         if job.id is not None and record.id != job.id:
             problems.append(f"job {job.name}: acknowledged as {job.id}, accounted as {record.id}")
-        if record.failed or record.exit_status or record.end - record.start < job.seconds:
+        if record.failed or record.exit_status or record.end - record.start < job.seconds - SLACK:
             problems.append(f"job {job.name} ({record.id}): failed {record.failed}, exit "
                             f"{record.exit_status}, ran {record.end - record.start} of "
                             f"{job.seconds} s")
