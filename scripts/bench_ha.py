@@ -27,20 +27,17 @@ import sys
 import tempfile
 import threading
 import time
-import uuid
 from pathlib import Path
-
-import psycopg
-from sqlalchemy import make_url
 
 from calibration import python_speed
 from overlay.wire import protocol
+from pgschema import bench_store
 
 VENV = Path(os.environ.get("PLUS_VENV", "/opt/plus-venv"))
-PG_URL = os.environ.get("PLUS_TEST_PG_URL",
-                        "postgresql+psycopg://plus:plus@127.0.0.1:5432/plus_test")
 CLUSTER = 'nodes:\n  - {name: "n[001-100]", slots: 4, queues: [all.q]}\n'
 POLL = 0.01
+STOOD_DOWN = "standing by: lost the store to"
+"""What a leader that woke up to find another leading logs (it serves on, as a standby)."""
 
 
 class Node:
@@ -123,11 +120,13 @@ def failover(leader: Node, standby: Node, how: str, starts: list[int]) -> tuple[
     taken = until(lambda: standby.said("taking the lead") > led, 120, "a standby to lead")
     until(lambda: standby.state_of(ar) == "r", 120, "the window to open")
     late = max(0.0, time.time() - start)
-    if how == "stop":
+    if how == "stop":                                # it wakes up and stands by
+        stood = leader.said(STOOD_DOWN)
         leader.process.send_signal(signal.SIGCONT)
-        leader.process.wait(timeout=120)
-    leader.start()                                   # back, as a standby
-    until(lambda: leader.said("standby:") > 0, 60, "the old leader to stand by")
+        until(lambda: leader.said(STOOD_DOWN) > stood, 120, "the woken leader to stand by")
+    else:
+        leader.start()                               # back, as a standby
+        until(lambda: leader.said("standby:") > 0, 60, "the old leader to stand by")
     return taken - began, late
 
 
@@ -160,13 +159,11 @@ def main() -> None:
     kills = int(sys.argv[1]) if len(sys.argv) > 1 else 10
     stops = int(sys.argv[2]) if len(sys.argv) > 2 else 5
     print(python_speed())
-    schema = f"plus_bench_{uuid.uuid4().hex[:8]}"
-    base = make_url(PG_URL)
-    admin = base.set(drivername="postgresql").render_as_string(hide_password=False)
-    with psycopg.connect(admin, autocommit=True) as connection:
-        connection.execute(f'CREATE SCHEMA "{schema}"')
-    store = base.update_query_dict({"options": f"-csearch_path={schema}"}).render_as_string(
-        hide_password=False)
+    with bench_store() as store:
+        measure(store, kills, stops)
+
+
+def measure(store: str, kills: int, stops: int) -> None:
     work = Path(tempfile.mkdtemp(prefix="plus-bench-ha-"))
     os.chmod(work, 0o755)
     first, second, third = Node(work / "a", store), Node(work / "b", store), Node(work / "c", store)
@@ -223,8 +220,6 @@ def main() -> None:
     finally:
         for node in (first, second, third):
             node.stop()
-        with psycopg.connect(admin, autocommit=True) as connection:
-            connection.execute(f'DROP SCHEMA "{schema}" CASCADE')
 
 
 if __name__ == "__main__":

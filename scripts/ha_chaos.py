@@ -8,31 +8,44 @@ server of its own: the shared one is never touched):
 
 Each round, clients spread over the daemons reserve, modify, cancel,
 destroy, commit and abort (with -T too) as the kill -9 loop test's load
-does, and a few short ARs open and close; then one fault, in turn: the
-leader killed (kill -9), stopped (SIGSTOP, then woken), or cut off (its
-host's link down, then up), a standby cut off, PostgreSQL restarted. Once
-one daemon leads again and every daemon answers, the round is checked:
-every AR the commands acknowledged is in the store as their outcomes
-allow (tests/test_kill_loop.py's model), no node booked twice in any
-instant, and no window opened or closed twice (the daemons' reporting
-files: one ar_log record per AR and state). A line per round, then a
-summary; the exit status is 1 if any round failed.
+does, others submit short native jobs (plus_qsub -b y, at any daemon: a
+standby relays them) to a host that really runs them, and a few short ARs
+open and close; then one fault, in turn: the leader killed (kill -9),
+stopped (SIGSTOP, then woken), or cut off (its host's link down, then
+up), a standby cut off, PostgreSQL restarted. Once one daemon leads again
+and every daemon answers, and the round's jobs and windows have ended
+and the outbox is drained, the round is checked: every AR the commands
+acknowledged is in the store as their outcomes allow
+(tests/test_kill_loop.py's model), no node booked twice in any instant;
+in the one reporting file the daemons share, no line twice, one new_ar
+per stored AR, no window opened or closed twice (one ar_log record per
+short AR and state), and one acct record per job, which ran once to its
+end with exit 0, the jobs running when the fault came among them
+(scripts/chaos_jobs.py). A line per round, then a summary; the exit
+status is 1 if any round failed.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import random
+import shutil
 import signal
 import statistics
 import sys
+import tempfile
 import time
 from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
+from chaos_jobs import HOST, JobFolder, JobLoad, acct_records, all_accounted, job_problems  # noqa: E402
+from chaos_jobs import running as running_jobs  # noqa: E402
+from daemon_harness import CLUSTER  # noqa: E402
 from ha_world import STOOD_DOWN, TOOK_LEAD, Member, World, wait_for  # noqa: E402
+from overlay.persistence.outbox import Outbox  # noqa: E402
 from overlay.persistence.store import Store  # noqa: E402
 from test_kill_loop import (  # noqa: E402
     SETTINGS,
@@ -47,6 +60,9 @@ LOAD_SECONDS = (2.0, 4.0)
 """How long the clients run before the fault."""
 SHORT = 4
 """Seconds the short ARs of a round last, opening and closing during it."""
+SETTLE = 180
+"""Seconds a round's jobs, windows and records may take to end and be written."""
+JOB_CLUSTER = CLUSTER + f"  - {HOST}\nscheduler: {{schedule_interval: 1}}\n"
 
 
 def _kill_leader(world: World) -> Member:
@@ -119,31 +135,92 @@ def _short_ars(world: World, round_number: int) -> list[int]:
     return ids
 
 
-def _transitions(world: World) -> Counter:
-    """ar_log records per (AR, state) in every daemon's reporting file."""
+def _records(path: Path) -> list[str]:
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def _transitions(lines: list[str]) -> Counter:
+    """ar_log records per (AR, state)."""
     found: Counter = Counter()
-    for member in world.members:
-        path = member.daemon.dir / "state" / "reporting"
-        if path.exists():
-            for line in path.read_text().splitlines():
-                fields = line.split(":")
-                if len(fields) > 5 and fields[1] == "ar_log":
-                    found[int(fields[4]), fields[5]] += 1
+    for fields in (line.split(":") for line in lines):
+        if len(fields) > 5 and fields[1] == "ar_log":
+            found[int(fields[4]), fields[5]] += 1
     return found
 
 
-def _check(world: World, tracked: list[Tracked], short: list[int]) -> list[str]:
+def _new_ars(lines: list[str]) -> Counter:
+    """new_ar records per AR."""
+    return Counter(int(fields[3]) for fields in (line.split(":") for line in lines)
+                   if len(fields) > 3 and fields[1] == "new_ar")
+
+
+def _per_ar(lines: list[str], kind: str, event: str | None = None) -> Counter:
+    """Records of ``kind`` (ar_log: of ``event``) per AR."""
+    return Counter(int(fields[4]) for fields in (line.split(":") for line in lines)
+                   if len(fields) > 6 and fields[1] == kind and event in (None, fields[6]))
+
+
+REPEATABLE = (":ar_attribute:", ":MODIFIED:")
+"""Records two modifies of an AR in one second write alike: counted
+against the commands instead."""
+
+
+def _modifies(tracked: Tracked) -> int:
+    """The modifies (and commits) of an AR that may have been carried out."""
+    return sum(entry.startswith(("modify ", "commit")) and "-> refused" not in entry
+               and not entry.startswith("modify -T") for entry in tracked.history)
+
+
+def _stored(world: World) -> list:
     store = Store(world.server.url())
     try:
-        stored = store.load_all()
+        return store.load_all()
     finally:
         store.close()
+
+
+def _outbox_empty(world: World) -> bool:
+    store = Store(world.server.url())
+    try:
+        mark, waiting = Outbox(store.engine, store.url).look()
+    finally:
+        store.close()
+    return mark is None and not waiting
+
+
+def _settled(world: World, reporting: Path, jobs: list) -> bool:
+    """Whether the drain has written everything: the outbox is empty, every
+    stored AR has its new_ar and every acknowledged job its acct."""
+    if not _outbox_empty(world):
+        return False
+    lines = _records(reporting)
+    made = _new_ars(lines)
+    return (all(made[ar.id] for ar in _stored(world))
+            and all_accounted(jobs, acct_records(lines)))
+
+
+def _check(world: World, tracked: list[Tracked], short: list[int], reporting: Path,
+           jobs: list, folder: JobFolder, running_at_fault: set[int]) -> list[str]:
+    stored = _stored(world)
     loaded = [ar for ar in stored if not ar.name.startswith("s")]
     problems = model_mismatches(tracked, loaded, time.time())
     problems += overbooked({ar.id: bookings_of_ar(ar) for ar in stored})
-    records = _transitions(world)
+    lines = _records(reporting)
+    problems += [f"written {count} times: {line}" for line, count in Counter(lines).items()
+                 if count > 1 and not any(kind in line for kind in REPEATABLE)]
+    modified, described = _per_ar(lines, "ar_log", "MODIFIED"), _per_ar(lines, "ar_attribute")
+    problems += [f"AR {t.id}: {modified[t.id]} MODIFIED and {described[t.id]} ar_attribute "
+                 f"records, {_modifies(t)} modifies" for t in tracked if t.id is not None
+                 and (modified[t.id] > _modifies(t) or described[t.id] > 1 + _modifies(t))]
+    made = _new_ars(lines)
+    stored_ids = {ar.id for ar in stored}
+    problems += [f"AR {ar_id}: {count} new_ar records" for ar_id, count in made.items()
+                 if count > 1 or (ar_id in stored_ids and count != 1)]
+    problems += [f"AR {ar_id}: no new_ar record" for ar_id in stored_ids - set(made)]
+    records = _transitions(lines)
     problems += [f"short AR {ar_id}: state {state} logged {records[ar_id, state]} times"
                  for ar_id in short for state in ("r", "x") if records[ar_id, state] != 1]
+    problems += job_problems(jobs, acct_records(lines), folder, running_at_fault)
     return problems
 
 
@@ -151,19 +228,29 @@ def main() -> int:
     rounds = int(sys.argv[1]) if len(sys.argv) > 1 else len(FAULTS)
     count = int(sys.argv[2]) if len(sys.argv) > 2 else 2
     rng = random.Random()
-    world = World(SETTINGS, count)
+    work = Path(tempfile.mkdtemp(prefix="plus-chaos-"))
+    os.chmod(work, 0o755)
+    reporting, spool = work / "reporting", work / "spool"
+    spool.mkdir(mode=0o755)
+    folder = JobFolder(work / "jobs")
+    world = World(f"{SETTINGS}accounting_file: {reporting}\nsge_queues: [all.q]\n", count,
+                  cluster=JOB_CLUSTER, counting=f"spool_dir: {spool}")
     tracked: list[Tracked] = []
-    failed, failovers, counts = 0, [], Counter()
+    jobs: list = []
+    failed, failovers, counts = 0, {}, Counter()
     try:
         world.start()
         print(f"ha_chaos: {rounds} rounds, {count} daemons")
         for number in range(rounds):
             name = list(FAULTS)[number % len(FAULTS)]
-            load = Load([m.daemon for m in world.members], int(time.time()) + 3600 * (number + 2),
-                        prefix=f"c{number}w")
+            daemons = [m.daemon for m in world.members]
+            load = Load(daemons, int(time.time()) + 3600 * (number + 2), prefix=f"c{number}w")
+            job_load = JobLoad(daemons, folder, prefix=f"j{number}u")
             load.start()
+            job_load.start()
             short = _short_ars(world, number)
             time.sleep(rng.uniform(*LOAD_SECONDS))
+            running_at_fault = running_jobs(world.leader().daemon)
             began = time.monotonic()
             FAULTS[name](world)
             world.leader()
@@ -172,21 +259,38 @@ def main() -> int:
                          "every daemon to answer")
             recovered = time.monotonic() - began
             load.finish()
+            job_load.finish()
             tracked += load.tracked
+            jobs += job_load.jobs
             wait_for(lambda s=short: all(_ended(world, i) for i in s), "the short ARs to end")
-            problems = load.complaints + _check(world, tracked, short)
+            problems = list(load.complaints)
+            try:
+                wait_for(lambda j=job_load: _settled(world, reporting, j.jobs), "the records",
+                         SETTLE)
+            except AssertionError:
+                problems.append(f"not settled after {SETTLE} s: the outbox not drained, or an "
+                                f"AR's new_ar or a job's acct missing")
+            problems += _check(world, tracked, short, reporting, jobs, folder, running_at_fault)
             counts.update(load.counts)
-            failovers.append(recovered)
+            counts.update(job_load.counts)
+            failovers.setdefault(name, []).append(recovered)
             failed += bool(problems)
             print(f"round {number + 1:>3}  {name:<20} recovered in {recovered:5.2f} s  "
-                  f"{load.counts}  {'ok' if not problems else 'FAILED'}")
+                  f"{load.counts} {job_load.counts}, {len(running_at_fault)} running at the "
+                  f"fault  {'ok' if not problems else 'FAILED'}", flush=True)
             for problem in problems[:20]:
                 print(f"    {problem}")
     finally:
         world.remove()
+        shutil.rmtree(work, ignore_errors=True)
+    every = [value for values in failovers.values() for value in values]
     print(f"summary: {rounds - failed} of {rounds} rounds held; recovery median "
-          f"{statistics.median(failovers):.2f} s, worst {max(failovers):.2f} s; "
-          f"commands {dict(counts)}")
+          f"{statistics.median(every):.2f} s, worst {max(every):.2f} s; commands {dict(counts)}")
+    for name, values in failovers.items():
+        print(f"  {name:<20} " + ", ".join(f"{value:.2f}" for value in values) + " s")
+    unknown = Counter(job.message[:100] for job in jobs if job.id is None)
+    for message, times in unknown.most_common():
+        print(f"  plus_qsub without a job id, {times}x: {message}")
     return 1 if failed else 0
 
 

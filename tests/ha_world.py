@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from counting_backend import calls
-from daemon_harness import DAEMON_SETTINGS, Daemon
+from daemon_harness import CLUSTER, DAEMON_SETTINGS, Daemon
 from isolated_host import IsolatedHost
 from overlay.wire import protocol
 from private_pg import PrivatePostgres
@@ -22,8 +22,9 @@ TESTS = Path(__file__).resolve().parent
 SETTINGS = DAEMON_SETTINGS + """\
 backend: counting
 plugins: [counting_backend]
-counting: {cluster: cluster.yaml, local_host: false}
 """
+COUNTING = "cluster: cluster.yaml, local_host: false"
+"""The counting (native) backend's section; a world may add to it (a spool_dir)."""
 TOOK_LEAD = "taking the lead"
 STOOD_DOWN = "standing by: lost the store to"
 
@@ -32,9 +33,10 @@ class Member:
     """One daemon and the host it runs on."""
 
     def __init__(self, index: int, server: PrivatePostgres, host: IsolatedHost,
-                 counting_log: Path, settings: str) -> None:
+                 counting_log: Path, settings: str, cluster: str) -> None:
         self.index, self.host, self.counting_log = index, host, counting_log
-        self.daemon = Daemon(settings, store=server.url(host.here), base=SETTINGS)
+        self.daemon = Daemon(settings, store=server.url(host.here), base=SETTINGS,
+                             cluster=cluster)
 
     @property
     def pid(self) -> int:
@@ -75,14 +77,18 @@ class Member:
 
 class World:
     """The server, ``count`` hosts and their daemons; ``members[0]`` started
-    first (it leads)."""
+    first (it leads). ``counting`` adds options to the backend's section
+    (a spool_dir, for jobs that really run on a host of ``cluster``)."""
 
-    def __init__(self, settings: str = "", count: int = 2) -> None:
+    def __init__(self, settings: str = "", count: int = 2, cluster: str = CLUSTER,
+                 counting: str = "") -> None:
         self.hosts = [IsolatedHost(i) for i in range(count)]
         self.server = PrivatePostgres(tuple(host.here for host in self.hosts),
                                       tuple(host.there for host in self.hosts))
         self.counting_log = Path(tempfile.mkdtemp(prefix="plus-calls-")) / "calls"
-        self.members = [Member(i, self.server, host, self.counting_log, settings)
+        section = ", ".join(filter(None, [COUNTING, counting]))
+        settings = f"counting: {{{section}}}\n{settings}"
+        self.members = [Member(i, self.server, host, self.counting_log, settings, cluster)
                         for i, host in enumerate(self.hosts)]
 
     def start(self) -> None:

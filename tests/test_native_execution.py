@@ -236,11 +236,14 @@ def test_a_new_executor_finds_running_and_finished_jobs(runner, spool, work):
     second = Executor(runner, spool)    # the daemon restarted
     assert second.running() == []
     assert [(job.job_id, job.exit_status) for job in second.poll()] == [("72", 4)]
+    assert [job.job_id for job in second.poll()] == ["72"]    # again: nobody took its end
+    second.taken("72")
     assert second.running() == ["71"]    # still running at the restart, until told to end
     (work / "go").touch()
     assert _wait(second, "71")["71"].exit_status == 0
     assert (work / "job.o71").read_text() == "done\n"
-    second.poll()    # acknowledges 71: its spool entries go
+    second.taken("71")
+    second.poll()    # the taken ends' spool entries go
     assert Executor(runner, spool).poll() == []
     assert not (Path(spool) / "jobs" / "71").exists()
 

@@ -11,6 +11,9 @@ import textwrap
 import pytest
 from sqlmodel import Session
 
+from overlay.api.plugin import StoreError
+from overlay.persistence.outbox import Outbox
+from overlay.persistence.store import Store
 from overlay_native import acct
 from overlay_native.jobs import JobState, Submission
 from overlay_native.jobstore import JobCounterRow, JobStore
@@ -399,3 +402,37 @@ def test_queue_limits_bind_jobs_that_ask_for_less_or_nothing(tmp_path):
     assert (specs[small].h_rt, specs[small].limits) == (5, {"h_vmem": 2 * 2 ** 30})  # 1G x 2 slots
     world.at(T + 10)
     assert {r.job_number: r.failed for r in world.accounting()} == {free: 37, small: 37}
+
+
+def test_a_job_end_the_store_cannot_record_is_recorded_at_the_next_poll_once(tmp_path,
+                                                                              monkeypatch):
+    """The store failing (PostgreSQL restarted, the leader cut off or fenced)
+    as a job's end is recorded: neither the acct record nor the removal is
+    kept, the host reports the end again, and the next poll records it,
+    once (it was recorded as lost, failed 100: scripts/ha_chaos.py)."""
+    world = World(tmp_path, SMALL)
+    store = Store(world.url)                       # the outbox's table
+    outbox = Outbox(store.engine, store.url)
+    world.scheduler.reporting = True
+    job = world.submit(ALICE, "sleeper.sh", "10")
+    world.at(T + 1)
+    assert world.state(job) == "r"
+
+    def store_down(*args, **kwargs):
+        raise StoreError("the store postgresql://... failed (connection refused)")
+    monkeypatch.setattr(world.store, "remove", store_down)
+    world.clock.now = T + 20
+    with pytest.raises(StoreError):
+        world.scheduler.poll()
+    assert world.accounting() == [] and world.state(job) == "r"
+    assert outbox.look() == (None, [])
+    monkeypatch.undo()
+    world.at(T + 21)
+    ((seq, line),) = outbox.look()[1]
+    assert [(r.job_number, r.failed, r.exit_status, r.end_time) for r in world.accounting()] == \
+        [(job, 0, 0, T + 11)]
+    assert line.split(":")[1] == "acct" and line.split(":")[7] == str(job)
+    world.at(T + 22)
+    assert len(world.accounting()) == 1 and len(outbox.look()[1]) == 1
+    assert world.state(job) is None
+    store.close()

@@ -68,6 +68,12 @@ class ExecutionHosts:
         except CommandError as error:
             raise ExecutionError(str(error)) from None
 
+    def taken(self, host: str, job_id: str) -> None:
+        """The end of ``job_id`` that poll() reported is recorded (Executor.taken)."""
+        entry = self._executors.get(host)
+        if entry is not None:
+            entry[1].taken(job_id)
+
     def _executor(self, host: str) -> Executor:
         entry = self._executors.get(host)
         if entry is None:

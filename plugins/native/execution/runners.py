@@ -151,7 +151,7 @@ class Executor:
         self._poll_lock = threading.Lock()
         self._running: set[str] = set()    # as the last poll saw them
         self._started: set[str] = set()    # started since, not yet seen by a poll
-        self._returned: list[str] = []    # by the last poll: removed by the next
+        self._returned: list[str] = []    # ended and taken: removed by the next poll
         self.report: dict[str, float] = {}    # load_avg, mem_free at the last poll
 
     def start(self, spec: JobSpec) -> None:
@@ -166,8 +166,9 @@ class Executor:
     def poll(self) -> list[Finished]:
         """The jobs that ended since the last poll (one command for all)."""
         with self._poll_lock:
-            result = self.runner.run([self.python, "-I", "-c", _POLL, self.spool_dir,
-                                      *self._returned])
+            with self._lock:
+                returned = list(self._returned)
+            result = self.runner.run([self.python, "-I", "-c", _POLL, self.spool_dir, *returned])
             if result.status != 0:
                 raise ExecutionError(f"{self.runner.where}: cannot read the job statuses in "
                                      f"{self.spool_dir}: {result.text}")
@@ -177,12 +178,20 @@ class Executor:
                                  status.get("reason", ""), status.get("start"), status.get("end"),
                                  status.get("rusage") or {}, status.get("failed", 0))
                         for job, status in sorted(found.items()) if status["state"] == "ended"]
-            self._returned = [job.job_id for job in finished]
             with self._lock:
+                self._returned = [job for job in self._returned if job not in returned]
                 self._started -= found.keys()
                 self._running = {job for job, status in found.items()
                                  if status["state"] != "ended"}
             return finished
+
+    def taken(self, job_id: str) -> None:
+        """The scheduler has recorded the end poll() reported: the next poll
+        removes the job's spool. Until then every poll reports it again, so
+        an end the store could not record (a failover, PostgreSQL down) is
+        not lost."""
+        with self._lock:
+            self._returned.append(job_id)
 
     def kill(self, job_id: str) -> None:
         """Ask the job's shepherd to end it: SIGTERM to all its processes,

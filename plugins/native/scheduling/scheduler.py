@@ -248,8 +248,9 @@ class Scheduler:
         for host, finished in result.finished:
             job = self.jobs.get(_job_id(finished.job_id))
             if job is not None and job.placement is not None and job.placement.master[1] == host:
-                self._ended(job, finished, now)
+                self._ended(job, finished, now)     # if it raises, the next poll finds the end again
                 ended = True
+            self.hosts.taken(host, finished.job_id)
         for job in list(self.jobs.values()):
             if job.state not in (JobState.RUNNING, JobState.TRANSFERRING) or job.placement is None:
                 continue
@@ -280,19 +281,23 @@ class Scheduler:
         the accounting fields), for plus_dbwriter, through the store's
         outbox, which the leader drains into it: put there in the job's own
         write, so a crash leaves the job ended and its record, or neither
-        (and the next leader accounts it)."""
+        (and the next leader accounts it). Memory and the accounting file
+        follow once the store committed: a store that fails (or a fenced
+        leader) leaves the job as it was, for the next poll to account."""
         record = self._record(job, finished, now)
-        self.accounting.write(record)
         reports = [record_line(now, "acct", *record.line().split(":"))] if self.reporting else []
         if finished.failed and not job.deleting:
             host = job.placement.master[1] if job.placement else "?"
-            job.error = acct.one_line(f"{time.strftime('%m/%d/%Y %H:%M:%S', time.localtime(now))} "
-                                      f"[{host}]: {finished.reason}")
-            job.state, job.placement, job.start_time = JobState.ERROR, None, None
-            self.store.save(job, reports)
-            return
-        self.store.remove(job.id, reports)
-        self.jobs.pop(job.id, None)
+            when = time.strftime("%m/%d/%Y %H:%M:%S", time.localtime(now))
+            failed = replace(job, state=JobState.ERROR, placement=None, start_time=None,
+                             error=acct.one_line(f"{when} [{host}]: {finished.reason}"))
+            self.store.save(failed, reports)
+            job.state, job.placement, job.start_time, job.error = \
+                failed.state, failed.placement, failed.start_time, failed.error
+        else:
+            self.store.remove(job.id, reports)
+            self.jobs.pop(job.id, None)
+        self.accounting.write(record)
 
     def _record(self, job: Job, finished: Finished, now: int) -> acct.JobRecord:
         placement = job.placement

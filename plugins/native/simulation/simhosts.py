@@ -33,6 +33,7 @@ class SimulatedHosts:
         self.started: list[tuple[str, str]] = []                     # (job id, host)
         self.refuse: dict[str, str] = {}                             # job id -> why
         self.down: dict[str, str] = {}
+        self.ended: dict[str, tuple[str, Finished]] = {}             # reported, not yet taken
 
     def sync(self, config: ClusterConfig) -> None:
         self.hosts = set(config.hosts)
@@ -52,6 +53,11 @@ class SimulatedHosts:
     def kill(self, host: str, job_id: str) -> None:
         self.killed.add(job_id)
 
+    def taken(self, host: str, job_id: str) -> None:
+        """The scheduler recorded the end: poll() reports it no more (until
+        then it does, as a host's spool keeps it)."""
+        self.ended.pop(job_id, None)
+
     def poll(self) -> Poll:
         result = Poll(unreachable=dict(self.down))
         for host in self.hosts:
@@ -61,18 +67,19 @@ class SimulatedHosts:
                 result.running[host].append(job_id)
                 continue
             if job_id in self.killed:
-                result.finished.append((host, Finished(job_id, None, 9, "killed", start,
-                                                       self.clock.now)))
+                self.ended[job_id] = (host, Finished(job_id, None, 9, "killed", start,
+                                                     self.clock.now))
             elif self.clock.now >= end:
                 reason = "h_rt exceeded" if spec.h_rt is not None and end - start >= spec.h_rt \
                     else ""
-                result.finished.append((host, Finished(job_id, 0 if not reason else None,
-                                                       9 if reason else None, reason, start, end,
-                                                       {"utime": 1.5, "stime": 0.25})))
+                self.ended[job_id] = (host, Finished(job_id, 0 if not reason else None,
+                                                     9 if reason else None, reason, start, end,
+                                                     {"utime": 1.5, "stime": 0.25}))
             else:
                 result.running[host].append(job_id)
                 continue
             del self.jobs[job_id]
+        result.finished = list(self.ended.values())
         return result
 
     def close(self) -> None:
