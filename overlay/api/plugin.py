@@ -58,6 +58,7 @@ from overlay.persistence.feed import ChangeFeed
 from overlay.persistence.outbox import add_within as add_reports_within
 from overlay.persistence.store import (
                             StoreError,
+                            StoreUnavailable,
                             advance_counter,
                             channel_of,
                             create_tables,
@@ -88,7 +89,7 @@ __all__ = [
     "PolicyContext", "OPEN_STATES", "QueueBackend", "busy_hosts", "USER_PATTERN", "CommandError",
     "LocalRunner", "Result", "Runner", "SshSettings", "parse_ssh", "runner_from_options",
     "DEFAULT_ACCOUNT", "MAX_SLOTS", "RequestError", "format_pe_range", "parse_memory_mb",
-    "valid_name", "save_state", "StoreError", "create_tables", "database_errors", "make_engine", "next_id",
+    "valid_name", "save_state", "StoreError", "StoreUnavailable", "create_tables", "database_errors", "make_engine", "next_id",
     "ChangeFeed", "channel_of", "PermissionDenied", "advance_counter",
     "DURATION_FORMS", "TimeSpecError", "format_ctime", "parse_duration", "DEFAULT_UID_MIN",
     "groups_of", "system_account", "with_members", "FLAG", "Check", "choice", "read_section",

@@ -46,6 +46,7 @@ from sqlmodel import Field, Session, SQLModel, delete, select
 
 from overlay.api.plugin import (
     StoreError,
+    StoreUnavailable,
     add_reports_within,
     advance_counter,
     create_tables,
@@ -156,8 +157,9 @@ class Changes(NamedTuple):
     published: dict[str, str]
 
 
-class Fenced(StoreError):
-    """Another daemon took the lead (a later epoch): this one writes no job."""
+class Fenced(StoreUnavailable):
+    """Another daemon took the lead (a later epoch): this one writes no job,
+    and a command that met it is refused with nothing changed."""
 
 
 class JobStore:
@@ -264,7 +266,7 @@ class JobStore:
                 connection.execute(text(f"SELECT pg_advisory_xact_lock({_WRITE_LOCK})"))
             if fenced and self.epoch is not None and _counter(connection, "epoch") != self.epoch:
                 raise Fenced("another plus_scheduler took the lead: this one no longer writes "
-                             "jobs")
+                             "jobs; nothing was changed: try again")
             yield session
             add_reports_within(session, self.url, reports)
 

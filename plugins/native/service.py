@@ -176,11 +176,12 @@ def _refuse_system_account(user: str, uid: int, min_uid: int) -> None:
 
 
 def _refuse_fenced(scheduler: Scheduler) -> None:
-    """A daemon that lost the lead (stopped, then woken) changes no job:
-    it stops at its next pass."""
+    """A daemon that has just lost the lead (cut off, or stopped and woken)
+    changes no job; it stands by at once and then passes job commands on
+    to the leader."""
     if not scheduler.fence():
-        raise ReservationError("this plus_scheduler no longer leads and is stopping: use the "
-                               "commands at the leading daemon")
+        raise ReservationError("this plus_scheduler has just lost the lead to another daemon: "
+                               "nothing was changed; try again")
 
 
 def submit_claimed(scheduler: Scheduler, relay: Relay, reservation: Reservation,
