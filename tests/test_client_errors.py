@@ -113,9 +113,16 @@ def test_a_closed_pipe_at_exit_is_quiet_too(daemon):
     assert process.stderr.read() == ""
 
 
+def _as_at_a_terminal() -> None:
+    """Ctrl-C as a user's shell delivers it: a suite started in the
+    background of a script inherits SIGINT ignored, and so would the command."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_an_interrupt_exits_130_without_a_traceback(daemon):
     daemon.reply = None
-    process = start("plus_status", conf=daemon.conf, stdout=subprocess.PIPE)
+    process = start("plus_status", conf=daemon.conf, stdout=subprocess.PIPE,
+                    preexec_fn=_as_at_a_terminal)
     assert daemon.asked.wait(120)
     process.send_signal(signal.SIGINT)
     assert process.wait(timeout=120) == 130
