@@ -24,11 +24,11 @@ A job's end and its acct record for the reporting file (the store's
 outbox) commit in one transaction, so a crash leaves both or neither, and
 a fenced leader leaves neither. A job is started on its host only after
 its write as being started (t, with its placement) committed under the
-fence, so a fenced leader starts nothing more. What remains outside the
-store: a kill on a host, and the accounting file, are guarded only by the
-lease's check just before them; and a start whose write committed just
-before another daemon took the epoch may still reach its host after the
-new leader polled it.
+fence, so a fenced leader starts nothing more; a start whose write
+committed just before another daemon took the epoch is refused by its host
+once the new leader polled it (the spool's epoch: shepherd.epoch_fence).
+What remains outside the store: a kill on a host, and the accounting file,
+are guarded only by the lease's check just before them.
 
 The tables have a registry of their own (not the core's), so they exist
 only where the native backend runs; ids run from 1 to 9,999,999 and wrap,

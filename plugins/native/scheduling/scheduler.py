@@ -237,7 +237,7 @@ class Scheduler:
         with self._passing:
             if not self.fence():
                 return False
-            result = self.hosts.poll()
+            result = self.hosts.poll(self.store.epoch)
             with self.lock:
                 ended = self._take(result)
                 self._publish_hosts()
@@ -580,7 +580,7 @@ class Scheduler:
             if not self.fence():
                 return
             began, cpu = time.perf_counter(), time.thread_time()
-            result = self.hosts.poll()
+            result = self.hosts.poll(self.store.epoch)
             with self.lock:
                 self._take(result)
                 starts = self._decide()
@@ -663,7 +663,7 @@ class Scheduler:
                     continue
                 host = job.placement.master[1]
                 try:
-                    self.hosts.start(host, self._spec(job, job.placement, config))
+                    self.hosts.start(host, self._spec(job, job.placement, config), self.store.epoch)
                 except Exception as error:    # one job's data or host: the others still start
                     self._not_started(job, host, error)
                     continue
