@@ -625,9 +625,6 @@ class Scheduler:
                     job.id, ("All queues dropped because of overload or full",)))
         for job, _ in decisions.started:
             job.reasons = ()
-        self._starting = {job.id: replace(job, state=JobState.TRANSFERRING, placement=placement,
-                                          start_time=now)
-                          for job, placement in decisions.started}
         self._planned = [Planned(job.id, job.owner, start, placement)
                          for job, start, placement in decisions.reserved]
         if config.scheduler.monitor:
@@ -638,6 +635,9 @@ class Scheduler:
             uses += [Utilization(j.id, "RESERVING", start, p.duration, resources.debits(j, p))
                      for j, start, p in decisions.reserved]
             append_pass(self.schedule_file, uses)
+        self._starting = {job.id: replace(job, state=JobState.TRANSFERRING, placement=placement,
+                                          start_time=now)
+                          for job, placement in decisions.started}
         return list(self._starting.values())
 
     def _unavailable(self, config: ClusterConfig) -> dict[tuple[str, str], str]:
