@@ -228,6 +228,26 @@ def test_nothing_the_job_started_outlives_it(executor, work):
     assert _processes_with(detached) == [] and _processes_with(background) == []
 
 
+def test_a_poll_of_a_later_leader_fences_off_the_starts_of_the_one_before(runner, spool, work):
+    """The spool keeps the highest epoch a poll or start brought: a leader
+    taken over from starts nothing once the new one looked at the host, and
+    what it started before, the new one's poll lists."""
+    old, new = Executor(runner, spool), Executor(runner, spool)
+    old.start(_job(work, "81", "sleep 300"), epoch=1)
+    new.poll(epoch=2)
+    assert new.running() == ["81"]
+    with pytest.raises(ExecutionError, match="fenced: a later leader .epoch 2."):
+        old.start(_job(work, "82", "sleep 300"), epoch=1)
+    with pytest.raises(ExecutionError, match="fenced"):
+        old.poll(epoch=1)                     # nor removes nor lists the jobs
+    new.start(_job(work, "82", "sleep 300"), epoch=2)
+    Executor(runner, spool).start(_job(work, "83", "sleep 300"))    # unfenced: one daemon
+    assert sorted(os.listdir(Path(spool) / "jobs")) == ["81", "82", "83"]
+    for job in ("81", "82", "83"):
+        new.kill(job)
+    _until(lambda: all(_ended(spool, job) for job in ("81", "82", "83")), "the jobs to end")
+
+
 def test_a_new_executor_finds_running_and_finished_jobs(runner, spool, work):
     first = Executor(runner, spool)
     first.start(_job(work, "71", "until [ -e go ]; do sleep 0.1; done; echo done"))

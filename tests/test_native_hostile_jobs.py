@@ -95,10 +95,10 @@ def test_any_failure_to_start_one_job_stops_only_that_job(tmp_path, monkeypatch,
     good = world.submit(ALICE, "x", "100")
     start = world.hosts.start
 
-    def failing(host, spec):
+    def failing(host, spec, epoch):
         if spec.id == str(bad):
             raise failure
-        start(host, spec)
+        start(host, spec, epoch)
     monkeypatch.setattr(world.hosts, "start", failing)
     world.at(T)
     assert (world.state(bad), world.state(good)) == ("Eqw", "r")

@@ -22,9 +22,13 @@ stopped and woke up after another took over writes nothing (``Fenced``):
 whatever it wrote before the new leader's epoch, the new leader reads.
 A job's end and its acct record for the reporting file (the store's
 outbox) commit in one transaction, so a crash leaves both or neither, and
-a fenced leader leaves neither. What remains outside the store: a start
-or kill on a host, and the accounting file, are guarded only by the
-lease's check just before them.
+a fenced leader leaves neither. A job is started on its host only after
+its write as being started (t, with its placement) committed under the
+fence, so a fenced leader starts nothing more; a start whose write
+committed just before another daemon took the epoch is refused by its host
+once the new leader polled it (the spool's epoch: shepherd.epoch_fence).
+What remains outside the store: a kill on a host, and the accounting file,
+are guarded only by the lease's check just before them.
 
 The tables have a registry of their own (not the core's), so they exist
 only where the native backend runs; ids run from 1 to 9,999,999 and wrap,

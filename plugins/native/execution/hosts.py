@@ -56,9 +56,11 @@ class ExecutionHosts:
     def runs_jobs(self, host: str) -> bool:
         return host in self._executors
 
-    def start(self, host: str, spec: JobSpec) -> None:
+    def start(self, host: str, spec: JobSpec, epoch: int | None = None) -> None:
+        """Start ``spec`` on ``host`` for the leader of ``epoch`` (refused if a
+        later leader polled the host; None: unfenced, a store of one daemon)."""
         try:
-            self._executor(host).start(spec)
+            self._executor(host).start(spec, epoch)
         except CommandError as error:
             raise ExecutionError(str(error)) from None
 
@@ -80,8 +82,9 @@ class ExecutionHosts:
             raise ExecutionError(f"host {host} runs no jobs (exec: none in the cluster file)")
         return entry[1]
 
-    def poll(self) -> Poll:
-        """Ask every host at once (a few in parallel) what ended."""
+    def poll(self, epoch: int | None = None) -> Poll:
+        """Ask every host at once (a few in parallel) what ended; from then
+        on each refuses the starts of leaders before ``epoch``."""
         result = Poll()
         if not self._executors:
             return result
@@ -89,7 +92,7 @@ class ExecutionHosts:
         def one(name: str):
             executor = self._executors[name][1]
             try:
-                return name, executor.poll(), executor.running(), executor.report, None
+                return name, executor.poll(epoch), executor.running(), executor.report, None
             except (ExecutionError, CommandError, ValueError) as error:
                 return name, [], executor.running(), None, str(error)
         with ThreadPoolExecutor(min(_PARALLEL_POLLS, len(self._executors))) as pool:

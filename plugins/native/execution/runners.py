@@ -7,10 +7,13 @@ leaves its outcome in SPOOL/jobs/ID/status. The spool is the only state:
 an Executor made after a daemon restart finds the running and the finished
 jobs there. A finished job stays until the poll() after the one that
 returned it, so a daemon that dies before recording an outcome sees it again.
+With several daemons, starts and polls carry the leader's epoch, and the
+spool refuses those of a leader older than the latest it has seen.
 """
 
 from __future__ import annotations
 
+import inspect
 import json
 import posixpath
 import threading
@@ -19,18 +22,22 @@ from dataclasses import asdict, dataclass, field
 from importlib import resources
 
 from overlay.api.plugin import DEFAULT_UID_MIN, USER_PATTERN, Runner
-from overlay_native.execution.shepherd import JOB_ID, RLIMITS
+from overlay_native.execution.shepherd import JOB_ID, RLIMITS, epoch_fence
 
 _SHEPHERD = resources.files(__package__).joinpath("shepherd.py").read_text(encoding="utf-8")
 
-# Run by poll(): removes the jobs given as arguments, then prints every job's
-# status and the host's load values (load average, free memory); a job whose
-# shepherd is gone without saying so ended ("lost").
+# Run by poll(): inside the spool's epoch fence (shepherd.epoch_fence: it
+# records the leader's epoch, -: none, and refuses an older one), removes the
+# jobs given as the other arguments and lists the jobs, then prints every
+# job's status and the host's load values (load average, free memory); a job
+# whose shepherd is gone without saying so ended ("lost").
 _POLL = r"""
-import json, os, shutil, sys
+import contextlib, fcntl, json, os, shutil, sys
+from typing import Iterator, Optional
+class Refused(Exception):
+    pass
+""" + inspect.getsource(epoch_fence) + r"""
 jobs = os.path.join(sys.argv[1], "jobs")
-for job in sys.argv[2:]:
-    shutil.rmtree(os.path.join(jobs, job), ignore_errors=True)
 def status(job):
     try:
         with open(os.path.join(jobs, job, "status")) as file:
@@ -45,7 +52,12 @@ def alive(found):
         return False
     return fields[0] != "Z" and fields[19] == found["shepherd_start"]
 found = {}
-for job in os.listdir(jobs) if os.path.isdir(jobs) else []:
+os.makedirs(sys.argv[1], 0o711, exist_ok=True)
+with epoch_fence(sys.argv[1], None if sys.argv[2] == "-" else int(sys.argv[2])):
+    for job in sys.argv[3:]:
+        shutil.rmtree(os.path.join(jobs, job), ignore_errors=True)
+    listed = os.listdir(jobs) if os.path.isdir(jobs) else []
+for job in listed:
     found[job] = status(job)
     if found[job]["state"] == "running" and not alive(found[job]):
         found[job] = status(job)    # it may have ended since the first read
@@ -154,21 +166,24 @@ class Executor:
         self._returned: list[str] = []    # ended and taken: removed by the next poll
         self.report: dict[str, float] = {}    # load_avg, mem_free at the last poll
 
-    def start(self, spec: JobSpec) -> None:
-        """Start ``spec`` under a new shepherd; returns once it runs."""
+    def start(self, spec: JobSpec, epoch: int | None = None) -> None:
+        """Start ``spec`` under a new shepherd; returns once it runs. With
+        the leader's ``epoch``, refused once a later leader polled the host."""
         result = self.runner.run([self.python, "-I", "-c", _SHEPHERD, "start", self.spool_dir],
-                                 stdin=json.dumps(asdict(spec)))
+                                 stdin=json.dumps(dict(asdict(spec), epoch=epoch)))
         if result.status != 0:
             raise ExecutionError(f"{self.runner.where}: {result.text}")
         with self._lock:
             self._started.add(spec.id)
 
-    def poll(self) -> list[Finished]:
-        """The jobs that ended since the last poll (one command for all)."""
+    def poll(self, epoch: int | None = None) -> list[Finished]:
+        """The jobs that ended since the last poll (one command for all);
+        with the leader's ``epoch``, older leaders' starts are refused from now on."""
         with self._poll_lock:
             with self._lock:
                 returned = list(self._returned)
-            result = self.runner.run([self.python, "-I", "-c", _POLL, self.spool_dir, *returned])
+            result = self.runner.run([self.python, "-I", "-c", _POLL, self.spool_dir,
+                                      "-" if epoch is None else str(epoch), *returned])
             if result.status != 0:
                 raise ExecutionError(f"{self.runner.where}: cannot read the job statuses in "
                                      f"{self.spool_dir}: {result.text}")

@@ -22,7 +22,9 @@ job's script and PE hostfile, which the job reads as its owner, belong to
 the owner.
 """
 
+import contextlib
 import ctypes
+import fcntl
 import json
 import os
 import pwd
@@ -35,7 +37,7 @@ import socket
 import sys
 import time
 import traceback
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, Iterator, List, Optional, Tuple
 
 # Also checked by the executor; again here as it names a directory root writes.
 JOB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -102,10 +104,11 @@ def start(spool: str, spec: dict) -> None:
             raise Refused("%s must be owned by root and writable by root only" % path)
         os.chmod(path, 0o711)    # owners reach their job's files, nobody lists the jobs
     job_dir = os.path.join(jobs, job_id)
-    try:
-        os.mkdir(job_dir, 0o711)    # the owner may read its script and PE hostfile, not list
-    except FileExistsError:
-        raise Refused("job %s already exists in %s" % (job_id, jobs)) from None
+    with epoch_fence(spool, spec.get("epoch")):
+        try:
+            os.mkdir(job_dir, 0o711)    # the owner may read its script and PE hostfile, not list
+        except FileExistsError:
+            raise Refused("job %s already exists in %s" % (job_id, jobs)) from None
     try:
         write_file(os.path.join(job_dir, "spec.json"), json.dumps(spec).encode(), 0o600)
         write_file(os.path.join(job_dir, "shepherd.py"), own_source(), 0o600)
@@ -117,6 +120,28 @@ def start(spool: str, spec: dict) -> None:
     except BaseException:
         shutil.rmtree(job_dir, ignore_errors=True)
         raise
+
+
+@contextlib.contextmanager
+def epoch_fence(spool: str, epoch: Optional[int]) -> Iterator[None]:
+    """Hold the spool's epoch lock, having recorded ``epoch`` (the leader's,
+    from the store) if it is the highest seen; an older one is refused: its
+    leader was taken over from, and the new one has looked here already.
+    Starts make their job's directory, and polls remove and list the jobs, inside it,
+    so a start of the old leader is seen by the new one's poll, or refused.
+    Shared with the poll's script (runners._POLL): standard library only."""
+    with open(os.path.join(spool, "epoch"), "a+") as file:
+        fcntl.flock(file, fcntl.LOCK_EX)
+        file.seek(0)
+        seen = int(file.read() or 0)
+        if epoch is not None and epoch < seen:
+            raise Refused("fenced: a later leader (epoch %d) looked at this host; this one "
+                          "(epoch %d) touches nothing" % (seen, epoch))
+        if epoch is not None and epoch > seen:
+            file.truncate(0)
+            file.write(str(epoch))
+            file.flush()
+        yield
 
 
 def own_source() -> bytes:

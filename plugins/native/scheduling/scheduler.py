@@ -20,7 +20,9 @@ it shows it reads from the store (``overlay_native.jobview``), where the
 leader's passes publish what plus_qstat shows beside the jobs. The leader
 asks ``fence`` before it polls, starts or kills, so that one that lost the
 lead (stopped, then woken) touches no job, and its writes of jobs are
-fenced in the store itself (``overlay_native.jobstore``).
+fenced in the store itself (``overlay_native.jobstore``): each start
+follows the job's fenced write as being started (t), and a new leader
+adopts a ``t`` job its host runs, and queues again one its host never got.
 """
 
 from __future__ import annotations
@@ -133,6 +135,7 @@ class Scheduler:
         self._thread: threading.Thread | None = None
         self._last_pass = 0.0
         self._planned: list[Planned] = []
+        self._starting: dict[int, Job] = {}        # the pass's starts, not yet recorded (t)
         self._published: dict[object, str] = {}    # what the store shows, by job id and _HOSTS
         hosts.sync(cluster.config())
 
@@ -234,7 +237,7 @@ class Scheduler:
         with self._passing:
             if not self.fence():
                 return False
-            result = self.hosts.poll()
+            result = self.hosts.poll(self.store.epoch)
             with self.lock:
                 ended = self._take(result)
                 self._publish_hosts()
@@ -255,10 +258,13 @@ class Scheduler:
             if job.state not in (JobState.RUNNING, JobState.TRANSFERRING) or job.placement is None:
                 continue
             host = job.placement.master[1]
-            if host in result.running and host not in result.unreachable and \
-                    str(job.id) not in result.running[host]:
+            if host not in result.running or host in result.unreachable:
+                continue
+            if str(job.id) not in result.running[host]:
                 self._lost(job, host, now)
                 ended = True
+            elif job.state == JobState.TRANSFERRING:
+                self._running(job)    # started by the leader before this one: adopted
         return ended
 
     def _lost(self, job: Job, host: str, now: int) -> None:
@@ -465,8 +471,10 @@ class Scheduler:
     def running_jobs(self) -> list[Job]:
         """Copies of the jobs that hold slots now (started or being started),
         for readers outside the scheduler's lock."""
-        return [job for job in self._current() if job.placement
-                and job.state in (JobState.RUNNING, JobState.TRANSFERRING)]
+        with self.lock:    # a job the pass is starting is either in _starting or t
+            current, starting = self._current(), [copy.copy(j) for j in self._starting.values()]
+        return [job for job in current if job.placement
+                and job.state in (JobState.RUNNING, JobState.TRANSFERRING)] + starting
 
     def _current(self) -> list[Job]:
         """Copies of every job: the store's until this scheduler leads (at a
@@ -572,14 +580,12 @@ class Scheduler:
             if not self.fence():
                 return
             began, cpu = time.perf_counter(), time.thread_time()
-            result = self.hosts.poll()
+            result = self.hosts.poll(self.store.epoch)
             with self.lock:
                 self._take(result)
                 starts = self._decide()
                 self._publish_jobs()
                 self._publish_hosts()
-            if starts and not self.fence():
-                return
             self._start(starts)
             self._last_pass = time.monotonic()
             log.debug("scheduling pass: %d jobs, %d ARs, %.1f ms CPU, %.1f ms wall", len(self.jobs),
@@ -617,10 +623,8 @@ class Scheduler:
             if job.id not in started:    # not even tried once the cluster was full
                 job.reasons = tuple(resources.reasons.get(
                     job.id, ("All queues dropped because of overload or full",)))
-        for job, placement in decisions.started:
-            job.state, job.placement, job.start_time, job.reasons = \
-                JobState.TRANSFERRING, placement, now, ()
-            self.store.save(job)
+        for job, _ in decisions.started:
+            job.reasons = ()
         self._planned = [Planned(job.id, job.owner, start, placement)
                          for job, start, placement in decisions.reserved]
         if config.scheduler.monitor:
@@ -631,7 +635,10 @@ class Scheduler:
             uses += [Utilization(j.id, "RESERVING", start, p.duration, resources.debits(j, p))
                      for j, start, p in decisions.reserved]
             append_pass(self.schedule_file, uses)
-        return decisions.started
+        self._starting = {job.id: replace(job, state=JobState.TRANSFERRING, placement=placement,
+                                          start_time=now)
+                          for job, placement in decisions.started}
+        return list(self._starting.values())
 
     def _unavailable(self, config: ClusterConfig) -> dict[tuple[str, str], str]:
         """Instances on hosts that run no jobs or cannot be reached."""
@@ -639,24 +646,55 @@ class Scheduler:
                 for queue in config.queues.values() for host in queue.hosts
                 if not self.hosts.runs_jobs(host) or host in self.unreachable}
 
-    def _start(self, starts: list[tuple[Job, Placement]]) -> None:
+    def _start(self, starts: list[Job]) -> None:
         """Start the pass's jobs, outside the lock (a start takes a command
-        on the host); a job that cannot be started goes to Eqw."""
+        on the host); a job that cannot be started goes to Eqw. Each is
+        recorded as being started (t, with its placement) just before its
+        start, under the jobs' epoch fence: a leader another took over from
+        starts nothing (``Fenced``), and the new leader, finding a ``t`` job
+        in no spool, knows it was not started and queues it again."""
         config = self.cluster.config()
-        for job, placement in starts:
-            host = placement.master[1]
-            try:
-                self.hosts.start(host, self._spec(job, placement, config))
-            except Exception as error:    # one job's data or host: the others still start
-                self._not_started(job, host, error)
-                continue
+        try:
+            if starts and not self.fence():
+                return
+            for starting in starts:
+                job = self._starting_recorded(starting)
+                if job is None:
+                    continue
+                host = job.placement.master[1]
+                try:
+                    self.hosts.start(host, self._spec(job, job.placement, config), self.store.epoch)
+                except Exception as error:    # one job's data or host: the others still start
+                    self._not_started(job, host, error)
+                    continue
+                with self.lock:
+                    if job.id in self.jobs and job.state == JobState.TRANSFERRING:
+                        self._running(job)
+                        log.info("job %d started on %s", job.id, host)
+                    if job.deleting:
+                        self._kill([job])
+        finally:
             with self.lock:
-                if job.id in self.jobs and job.state == JobState.TRANSFERRING:
-                    job.state = JobState.RUNNING
-                    self.store.save(job)
-                    log.info("job %d started on %s", job.id, host)
-                if job.deleting:
-                    self._kill([job])
+                self._starting = {}
+
+    def _starting_recorded(self, starting: Job) -> Job | None:
+        """The job, recorded in the store as being started by this leader
+        (raises ``Fenced`` if another took the lead); None if it was
+        deleted or changed since the pass decided."""
+        with self.lock:
+            job = self.jobs.get(starting.id)
+            self._starting.pop(starting.id, None)
+            if job is None or job.state != JobState.QUEUED or job.deleting:
+                return None
+            self.store.save(starting)
+            job.state, job.placement, job.start_time = \
+                starting.state, starting.placement, starting.start_time
+            return job
+
+    def _running(self, job: Job) -> None:
+        """A job being started (t) that runs on its host now."""
+        self.store.save(replace(job, state=JobState.RUNNING))
+        job.state = JobState.RUNNING
 
     def _not_started(self, job: Job, host: str, error: Exception) -> None:
         """A job whose start failed: Eqw with the reason, and accounted

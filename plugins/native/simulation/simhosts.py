@@ -34,6 +34,7 @@ class SimulatedHosts:
         self.refuse: dict[str, str] = {}                             # job id -> why
         self.down: dict[str, str] = {}
         self.ended: dict[str, tuple[str, Finished]] = {}             # reported, not yet taken
+        self.epochs: dict[str, int] = {}                             # host -> the highest seen
 
     def sync(self, config: ClusterConfig) -> None:
         self.hosts = set(config.hosts)
@@ -41,9 +42,13 @@ class SimulatedHosts:
     def runs_jobs(self, host: str) -> bool:
         return host in self.hosts
 
-    def start(self, host: str, spec: JobSpec) -> None:
+    def start(self, host: str, spec: JobSpec, epoch: int | None = None) -> None:
         if spec.id in self.refuse:
             raise ExecutionError(self.refuse[spec.id])
+        if epoch is not None and epoch < self.epochs.get(host, 0):
+            raise ExecutionError(f"plus shepherd: fenced: a later leader looked at {host}")
+        if spec.id in self.jobs:
+            raise ExecutionError(f"plus shepherd: job {spec.id} already exists")
         run = int(spec.command[-1]) if spec.command and spec.command[-1].isdigit() else 3600
         if spec.h_rt is not None:
             run = min(run, int(spec.h_rt))
@@ -58,10 +63,12 @@ class SimulatedHosts:
         then it does, as a host's spool keeps it)."""
         self.ended.pop(job_id, None)
 
-    def poll(self) -> Poll:
+    def poll(self, epoch: int | None = None) -> Poll:
         result = Poll(unreachable=dict(self.down))
         for host in self.hosts:
             result.running[host] = []
+            if epoch is not None and host not in self.down:
+                self.epochs[host] = max(epoch, self.epochs.get(host, 0))
         for job_id, (host, start, end, spec) in list(self.jobs.items()):
             if host in self.down:
                 result.running[host].append(job_id)
