@@ -50,6 +50,9 @@ log = logging.getLogger("plus.reporting")
 POLL = 2.0
 """Seconds between two looks at the outbox when nothing wakes the drain:
 records of other daemons (when the change feed is slow) and of plugins."""
+GATHER = 0.05
+"""After a wake, how long the records of a burst of changes gather, so
+that they are appended (and fsynced) as one batch rather than one each."""
 
 
 class _Fenced(Exception):
@@ -101,7 +104,8 @@ class ReportingDrain:
 
     def _run(self) -> None:
         while not self._stopping.is_set():
-            self._wake.wait(POLL)
+            if self._wake.wait(POLL):
+                self._stopping.wait(GATHER)
             self._wake.clear()
             if not self._stopping.is_set():
                 self.drain()
