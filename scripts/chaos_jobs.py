@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from daemon_harness import Daemon
+from test_kill_loop import ClientThreads
 
 HOST = "{name: local1, slots: 4, ncpus: 4, exec: local, queues: [jobs.q]}"
 """The one host that runs jobs, in a queue of its own: ARs are kept off it
@@ -76,7 +77,7 @@ class JobFolder:
         return len(path.read_text().splitlines()) if path.exists() else 0
 
 
-class JobLoad:
+class JobLoad(ClientThreads):
     """A client thread per user submitting jobs at random daemons until stopped."""
 
     def __init__(self, daemons: list[Daemon], folder: JobFolder, prefix: str) -> None:
@@ -84,20 +85,9 @@ class JobLoad:
         self.jobs: list[Job] = []
         self.refused: list[Job] = []
         self.lock = threading.Lock()
-        self.stop = threading.Event()
-        self.threads = [threading.Thread(target=self._work, args=(user,), daemon=True)
-                        for user in ("plusu1", "plusu2")]
+        super().__init__(("plusu1", "plusu2"))
 
-    def start(self) -> None:
-        for thread in self.threads:
-            thread.start()
-
-    def finish(self) -> None:
-        self.stop.set()
-        for thread in self.threads:
-            thread.join(timeout=120)
-
-    def _work(self, user: str) -> None:
+    def _work(self, index: int, user: str) -> None:
         rng = random.Random()
         while not self.stop.is_set():
             with self.lock:

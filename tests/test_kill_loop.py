@@ -209,21 +209,17 @@ def _iso(epoch: int) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))
 
 
-class Load:
-    """Threads running commands as the test users until stopped."""
+class ClientThreads:
+    """A client thread per user (``_work(index, user)``), working until
+    ``finish`` tells them to stop."""
 
-    def __init__(self, daemons: list[Daemon], base: int, prefix: str = "k") -> None:
-        """``prefix`` starts the ARs' names (a later load's differ from an earlier one's)."""
-        self.daemons = daemons
-        self.prefix = prefix
-        self.base = base
+    def __init__(self, users) -> None:
         self.stop = threading.Event()
-        self.lock = threading.Lock()
-        self.tracked: list[Tracked] = []
-        self.complaints: list[str] = []
-        self.counts = {OK: 0, REFUSED: 0, UNKNOWN: 0}
         self.threads = [threading.Thread(target=self._work, args=(index, user), daemon=True)
-                        for index, user in enumerate(WORKERS)]
+                        for index, user in enumerate(users)]
+
+    def _work(self, index: int, user: str) -> None:
+        raise NotImplementedError
 
     def start(self) -> None:
         for thread in self.threads:
@@ -233,6 +229,21 @@ class Load:
         self.stop.set()
         for thread in self.threads:
             thread.join(timeout=120)
+
+
+class Load(ClientThreads):
+    """Threads running commands as the test users until stopped."""
+
+    def __init__(self, daemons: list[Daemon], base: int, prefix: str = "k") -> None:
+        """``prefix`` starts the ARs' names (a later load's differ from an earlier one's)."""
+        self.daemons = daemons
+        self.prefix = prefix
+        self.base = base
+        self.lock = threading.Lock()
+        self.tracked: list[Tracked] = []
+        self.complaints: list[str] = []
+        self.counts = {OK: 0, REFUSED: 0, UNKNOWN: 0}
+        super().__init__(WORKERS)
 
     def _window(self, rng: random.Random) -> Window:
         start = self.base + rng.randrange(7) * 1800
