@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from calibration import python_speed
-from overlay_native import acct
 from overlay_native.jobs import Submission
 from overlay_native.jobstore import JobStore
 from overlay_native.resources.cluster import Cluster
@@ -82,7 +81,7 @@ def drain(scenario: Scenario) -> tuple[float, list[float], int, float]:
     hosts = SimulatedHosts(clock)
     scheduler = Scheduler(Cluster(str(folder / "cluster.yaml"), False, duration_offset=0),
                           JobStore(f"sqlite:///{folder / 'plus.db'}"), hosts,
-                          acct.AccountingWriter(str(folder / "accounting")),
+                          str(folder / "accounting"),
                           str(folder / "schedule"), 0, clock)
     rng = random.Random(7)
     for index in range(scenario.jobs):

@@ -1,7 +1,8 @@
 """Native jobs for scripts/ha_chaos.py: clients that submit short jobs at
 any daemon (a standby relays them to the leader) to a host that really
 runs them, and the checks that every job acknowledged ran once, to its
-end, and is accounted once in the shared reporting file.
+end, and is accounted once in the shared reporting file and once in the
+native backend's shared accounting file.
 
 Each job runs ``run.sh NAME SECONDS``, which notes its start in
 ``runs/NAME`` and sleeps: a job started twice leaves two lines. Jobs are
@@ -116,15 +117,22 @@ class JobLoad(ClientThreads):
         return {"jobs": known, "jobs unknown": len(self.jobs) - known}
 
 
-def acct_records(lines: list[str]) -> list[Acct]:
-    """The acct records of reporting-file lines (time:acct:accounting(5)'s fields)."""
+def accounting_records(lines: list[str]) -> list[Acct]:
+    """The records of accounting-file lines (accounting(5): name, number,
+    then start, end, failed and exit status from the tenth field on)."""
     found = []
     for line in lines:
         fields = line.split(":")
-        if len(fields) > 14 and fields[1] == "acct":
-            found.append(Acct(fields[6], int(fields[7]), int(fields[11]), int(fields[12]),
-                              int(fields[13]), int(fields[14])))
+        if not line.startswith("#") and len(fields) > 12:
+            found.append(Acct(fields[4], int(fields[5]), int(fields[9]), int(fields[10]),
+                              int(fields[11]), int(fields[12])))
     return found
+
+
+def acct_records(lines: list[str]) -> list[Acct]:
+    """The acct records of reporting-file lines (time:acct:accounting(5)'s fields)."""
+    return accounting_records([line.split(":", 2)[2] for line in lines
+                               if line.split(":", 2)[1:2] == ["acct"]])
 
 
 def running(daemon: Daemon) -> set[int]:

@@ -21,7 +21,8 @@ in the one reporting file the daemons share, no line twice, one new_ar
 per stored AR, no window opened or closed twice (one ar_log record per
 short AR and state), and one acct record per job, which ran once to its
 end with exit 0, the jobs running when the fault came among them
-(scripts/chaos_jobs.py). A line per round, then a summary; the exit
+(scripts/chaos_jobs.py); and one record per job in the native backend's
+accounting file, which the daemons share too. A line per round, then a summary; the exit
 status is 1 if any round failed.
 """
 
@@ -41,12 +42,21 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from chaos_jobs import HOST, JobFolder, JobLoad, acct_records, all_accounted, job_problems  # noqa: E402
+from chaos_jobs import (  # noqa: E402
+    HOST,
+    JobFolder,
+    JobLoad,
+    accounting_records,
+    acct_records,
+    all_accounted,
+    job_problems,
+)
 from chaos_jobs import running as running_jobs  # noqa: E402
 from daemon_harness import CLUSTER  # noqa: E402
 from ha_world import STOOD_DOWN, TOOK_LEAD, Member, World, wait_for  # noqa: E402
 from overlay.persistence.outbox import Outbox  # noqa: E402
-from overlay.persistence.store import Store  # noqa: E402
+from overlay.persistence.store import REPORTING, Store  # noqa: E402
+from overlay_native import acct  # noqa: E402
 from test_kill_loop import (  # noqa: E402
     SETTINGS,
     Load,
@@ -180,27 +190,33 @@ def _stored(world: World) -> list:
 
 
 def _outbox_empty(world: World) -> bool:
+    """Whether no record waits for either file."""
     store = Store(world.server.url())
     try:
-        mark, waiting = Outbox(store.engine, store.url).look()
+        looks = [Outbox(store.engine, store.url, target).look()
+                 for target in (REPORTING, acct.TARGET)]
     finally:
         store.close()
-    return mark is None and not waiting
+    return all(mark is None and not waiting for mark, waiting in looks)
 
 
-def _settled(world: World, reporting: Path, jobs: list) -> bool:
-    """Whether the drain has written everything: the outbox is empty, every
-    stored AR has its new_ar and every acknowledged job its acct."""
+def _settled(world: World, reporting: Path, accounting: Path, jobs: list) -> bool:
+    """Whether the drains have written everything: the outbox is empty,
+    every stored AR has its new_ar and every acknowledged job its acct and
+    its accounting record."""
     if not _outbox_empty(world):
         return False
     lines = _records(reporting)
     made = _new_ars(lines)
     return (all(made[ar.id] for ar in _stored(world))
-            and all_accounted(jobs, acct_records(lines)))
+            and all_accounted(jobs, acct_records(lines))
+            and all_accounted(jobs, accounting_records(_records(accounting))))
 
 
-def _check(world: World, tracked: list[Tracked], short: list[int], reporting: Path,
+def _check(world: World, tracked: list[Tracked], short: list[int], files: tuple[Path, Path],
            jobs: list, folder: JobFolder, running_at_fault: set[int]) -> list[str]:
+    """The round's problems; ``files``: the reporting file and the accounting file."""
+    reporting, accounting = files
     stored = _stored(world)
     loaded = [ar for ar in stored if not ar.name.startswith("s")]
     problems = model_mismatches(tracked, loaded, time.time())
@@ -221,6 +237,8 @@ def _check(world: World, tracked: list[Tracked], short: list[int], reporting: Pa
     problems += [f"short AR {ar_id}: state {state} logged {records[ar_id, state]} times"
                  for ar_id in short for state in ("r", "x") if records[ar_id, state] != 1]
     problems += job_problems(jobs, acct_records(lines), folder, running_at_fault)
+    problems += [f"accounting file: {problem}" for problem in job_problems(
+        jobs, accounting_records(_records(accounting)), folder, running_at_fault)]
     return problems
 
 
@@ -230,11 +248,12 @@ def main() -> int:
     rng = random.Random()
     work = Path(tempfile.mkdtemp(prefix="plus-chaos-"))
     os.chmod(work, 0o755)
-    reporting, spool = work / "reporting", work / "spool"
+    reporting, accounting, spool = work / "reporting", work / "accounting", work / "spool"
     spool.mkdir(mode=0o755)
     folder = JobFolder(work / "jobs")
     world = World(f"{SETTINGS}accounting_file: {reporting}\nsge_queues: [all.q]\n", count,
-                  cluster=JOB_CLUSTER, counting=f"spool_dir: {spool}")
+                  cluster=JOB_CLUSTER,
+                  counting=f"spool_dir: {spool}, accounting_file: {accounting}")
     tracked: list[Tracked] = []
     jobs: list = []
     failed, failovers, counts = 0, {}, Counter()
@@ -265,12 +284,13 @@ def main() -> int:
             wait_for(lambda s=short: all(_ended(world, i) for i in s), "the short ARs to end")
             problems = list(load.complaints)
             try:
-                wait_for(lambda j=job_load: _settled(world, reporting, j.jobs), "the records",
-                         SETTLE)
+                wait_for(lambda j=job_load: _settled(world, reporting, accounting, j.jobs),
+                         "the records", SETTLE)
             except AssertionError:
                 problems.append(f"not settled after {SETTLE} s: the outbox not drained, or an "
                                 f"AR's new_ar or a job's acct missing")
-            problems += _check(world, tracked, short, reporting, jobs, folder, running_at_fault)
+            problems += _check(world, tracked, short, (reporting, accounting), jobs, folder,
+                               running_at_fault)
             counts.update(load.counts)
             counts.update(job_load.counts)
             failovers.setdefault(name, []).append(recovered)

@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from overlay.api.plugin import Outbox, ReportingDrain
 from overlay_native import acct
+from overlay_native.jobstore import JobStore
 
 DATA = Path(__file__).parent / "data" / "sge"
 
@@ -55,14 +57,25 @@ def test_one_group_is_qaccts(by, only, name):
     assert acct.grouped(records(), by, only) == expected(f"qacct-{name}.txt")
 
 
-def test_a_writer_appends_whole_records(tmp_path):
-    writer = acct.AccountingWriter(str(tmp_path / "sub" / "accounting"))
+def test_the_leaders_drain_starts_the_file_with_the_header_and_appends_whole_records(tmp_path):
+    """Records reach the accounting file from the store's outbox (where a
+    job's end puts them): a new file starts with Grid Engine's comment
+    lines, once; a record's fields stay on one line."""
+    url = f"sqlite:///{tmp_path / 'plus.db'}"
+    store = JobStore(url)
+    outbox = Outbox(store.engine, url, acct.TARGET)
+    drain = ReportingDrain(outbox, str(tmp_path / "sub" / "accounting"),
+                           header=acct.HEADER.encode())
     record = acct.JobRecord("all.q", "h1", "staff", "alice", "job:1\nx", 7, ru_utime=0.5,
                             category="-l h_rt=10")
-    writer.write(record)
-    writer.write(record)
+    for _ in range(2):
+        outbox.add([record.line() + "\n"])
+        assert drain.drain() == 1
+    Outbox(store.engine, url).add(["1:new_ar:for the reporting file\n"])   # another target's
+    assert drain.drain() == 0
+    store.close()
     text = (tmp_path / "sub" / "accounting").read_text()
-    assert text.startswith(acct.HEADER)
+    assert text.startswith(acct.HEADER) and text.count(acct.HEADER) == 1
     lines = text[len(acct.HEADER):].splitlines()
     assert len(lines) == 2 and lines[0].split(":")[4] == "job;1 x"
     assert acct.JobRecord.parse(lines[0]).ru_utime == 0.5

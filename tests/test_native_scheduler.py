@@ -49,7 +49,7 @@ class World:
         scheduler = Scheduler(Cluster(str(self.dir / "cluster.yaml"), False,
                                       duration_offset=self.offset),
                               self.store, self.hosts,
-                              acct.AccountingWriter(str(self.dir / "accounting")),
+                              str(self.dir / "accounting"),
                               str(self.dir / "schedule"), self.offset, self.clock,
                               reporting=self.reporting)
         scheduler.lead(lambda: True)
@@ -67,6 +67,8 @@ class World:
         return job.state_letters if job else None
 
     def accounting(self) -> list[acct.JobRecord]:
+        """The accounting file, once the leader's drain wrote what waits in the outbox."""
+        self.scheduler.accounting.drain()
         path = self.dir / "accounting"
         return list(acct.read(str(path))) if path.exists() else []
 

@@ -7,6 +7,7 @@ append, or inside it; a daemon that does not lead writes nothing."""
 
 from __future__ import annotations
 
+import sqlite3
 from dataclasses import replace
 
 import pytest
@@ -14,7 +15,7 @@ import pytest
 from overlay.language.model import State
 from overlay.persistence import outbox as outbox_module
 from overlay.persistence.outbox import Outbox
-from overlay.persistence.store import Conflict, Stale
+from overlay.persistence.store import Conflict, Stale, Store
 from overlay.reporting.accounting import (
     ReportingWriter,
     ar_acct_records,
@@ -22,7 +23,7 @@ from overlay.reporting.accounting import (
     record_line,
 )
 from overlay.reporting.drain import ReportingDrain
-from overlay_native import jobstore
+from overlay_native import acct, jobstore
 from overlay_native.jobstore import JobStore
 from test_native_scheduler import ALICE, SMALL, T, World
 from test_store import CAPACITY, new_ar
@@ -172,10 +173,10 @@ def test_a_leader_that_loses_the_lease_between_note_and_append_writes_nothing(ou
 def test_a_native_jobs_end_and_its_acct_record_commit_together(store, outbox, path, tmp_path,
                                                                  monkeypatch, crash):
     """The native scheduler's leader dies while ending a job: inside the
-    write that removes the job and puts its acct record (neither
-    commits: the next leader accounts the job), or right after it (both
-    did: the next leader finds no job to account). Either way the reporting
-    file gets one record."""
+    write that removes the job and puts its records (neither commits: the
+    next leader accounts the job), or right after it (both did: the next
+    leader finds no job to account). Either way the reporting file and the
+    accounting file get one record each."""
     world = World(tmp_path, SMALL, url=store.url, reporting=True)
     job = world.submit(ALICE, "x", "10")
     world.at(T)
@@ -195,7 +196,51 @@ def test_a_native_jobs_end_and_its_acct_record_commit_together(store, outbox, pa
     world.store.close()
     _drain(outbox, path).drain()
     assert [line.split(":")[7] for line in _lines(path)] == [str(job)]     # job_number
+    assert [record.job_number for record in world.accounting()] == [job]
 
 
 def _crash(*_args) -> None:
     raise Crash
+
+
+def test_each_target_has_its_own_file_order_and_noted_batch(store, outbox, path, tmp_path,
+                                                              monkeypatch):
+    """The native backend's accounting file drains from the same outbox:
+    a batch of it noted by a leader that crashed after the append is
+    settled by the next leader without a record twice, and neither holds
+    up the reporting file's records."""
+    accounting = Outbox(store.engine, store.url, acct.TARGET)
+    accounting_path = tmp_path / "accounting"
+
+    def accounting_drain() -> ReportingDrain:
+        return ReportingDrain(accounting, str(accounting_path), header=acct.HEADER.encode())
+
+    jobs = [f"all.q:a:staff:alice:job{i}\n" for i in range(3)]
+    accounting.add(jobs[:2])
+    reported = _records(outbox, 2)
+    monkeypatch.setattr(accounting, "done", _crash)          # appended, then killed
+    with pytest.raises(Crash):
+        accounting_drain()._drain()
+    monkeypatch.undo()
+    assert accounting.look()[0] is not None and outbox.look()[0] is None
+    assert _drain(outbox, path).drain() == 2 and _lines(path) == reported
+    accounting.add(jobs[2:])
+    assert accounting_drain().drain() == 1                   # the next leader
+    assert _lines(accounting_path) == acct.HEADER.splitlines(keepends=True) + jobs
+    assert accounting.look() == (None, []) and outbox.look() == (None, [])
+
+
+def test_an_outbox_made_before_targets_keeps_its_records_for_the_reporting_file(tmp_path, path):
+    """A store whose outbox has no target column (made before the
+    accounting file drained from it) gains the column; records waiting in
+    it go to the reporting file."""
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    with sqlite3.connect(tmp_path / "old.db") as connection:
+        connection.execute("CREATE TABLE report_outbox (seq INTEGER PRIMARY KEY, line VARCHAR NOT NULL)")
+        connection.execute("INSERT INTO report_outbox (line) VALUES ('1:ar_log:waiting\n')")
+    store = Store(url)
+    outbox = Outbox(store.engine, url)
+    outbox.add(["2:ar_log:new\n"])
+    assert _drain(outbox, path).drain() == 2
+    assert _lines(path) == ["1:ar_log:waiting\n", "2:ar_log:new\n"]
+    store.close()

@@ -55,8 +55,10 @@ from overlay.language.request import (
 )
 from overlay.language.timespec import DURATION_FORMS, TimeSpecError, format_ctime, parse_duration
 from overlay.persistence.feed import ChangeFeed
+from overlay.persistence.outbox import Outbox, create_outbox_tables
 from overlay.persistence.outbox import add_within as add_reports_within
 from overlay.persistence.store import (
+                            REPORTING,
                             StoreError,
                             StoreUnavailable,
                             advance_counter,
@@ -77,9 +79,11 @@ from overlay.placement.ordering import (
 )
 from overlay.placement.planner import INFINITY, Planner
 from overlay.reporting.accounting import record_line
+from overlay.reporting.drain import ReportingDrain
 
 __all__ = [
-    "queuekit", "settings", "add_reports_within", "record_line", "Backend", "Holding", "Inventory", "Job",
+    "queuekit", "settings", "add_reports_within", "create_outbox_tables", "Outbox", "REPORTING",
+    "ReportingDrain", "record_line", "Backend", "Holding", "Inventory", "Job",
     "JobBar",
     "batch_job", "qsub_words", "read_yaml", "hookimpl", "HORIZON", "MAX_ARGUMENT", "MAX_COUNT",
     "MAX_ENVIRONMENT", "MAX_ITEMS", "MAX_NAME", "MAX_PATTERN", "MAX_SCRIPT", "MAX_WORDS", "shown",

@@ -205,26 +205,34 @@ class RemovedRow(SQLModel, table=True):
     removed_at: int = Field(sa_type=BigInteger, index=True)
 
 
+REPORTING = "reporting"
+"""The outbox's target for the reporting file."""
+
+
 class ReportRow(SQLModel, table=True):
     """A reporting record waiting in the outbox for the leader to append it
     to the reporting file (overlay.persistence.outbox), inserted in the
     transaction of the change it records. Every insert takes the store's
-    write lock, so records commit in ``seq`` order."""
+    write lock, so records commit in ``seq`` order. ``target``: the file
+    it goes to (REPORTING, or a plugin's own, as the native backend's
+    accounting file)."""
 
     __tablename__ = "report_outbox"
 
     seq: int | None = Field(default=None, primary_key=True,
                             sa_type=BigInteger().with_variant(Integer, "sqlite"))
+    target: str = Field(default=REPORTING)
     line: str
 
 
 class ReportMarkRow(SQLModel, table=True):
-    """The batch of the outbox being appended (at most one row): the file
-    and offset it goes to, its length, digest and last ``seq``."""
+    """The batch of the outbox being appended to a target's file (at most
+    one per target): the file and offset it goes to, its length, digest
+    and last ``seq``."""
 
-    __tablename__ = "report_mark"
+    __tablename__ = "report_marks"
 
-    id: int = Field(default=1, primary_key=True)
+    target: str = Field(primary_key=True)
     file: str
     offset: int = Field(sa_type=BigInteger)
     length: int = Field(sa_type=BigInteger)
@@ -310,10 +318,10 @@ _INSERT_ALLOCATIONS = insert(AllocationRow.__table__)
 _INSERT_REPORTS = insert(ReportRow.__table__)
 
 
-def put_reports(session: Session, lines: Iterable[str]) -> None:
-    """Put reporting records into the outbox, in the transaction (holding
-    the write lock) of the change they record."""
-    rows = [{"line": line} for line in lines]
+def put_reports(session: Session, lines: Iterable[str], target: str = REPORTING) -> None:
+    """Put records for ``target``'s file into the outbox, in the transaction
+    (holding the write lock) of the change they record."""
+    rows = [{"target": target, "line": line} for line in lines]
     if rows:
         session.connection().execute(_INSERT_REPORTS, rows)
 
@@ -398,9 +406,10 @@ def _keep_private(database: str) -> None:
 _ADDED_COLUMNS = {("allocation", "within_id"): "INTEGER",
                   ("reservation", "idempotency_key"): "VARCHAR",
                   ("allocation", "queue"): "VARCHAR", ("reservation", "granted_pe"): "VARCHAR",
-                  ("reservation", "revision"): "BIGINT"}
-"""Columns added since the first stores were made, nullable: a store that
-lacks one gains it at the daemon's start."""
+                  ("reservation", "revision"): "BIGINT",
+                  ("report_outbox", "target"): "VARCHAR NOT NULL DEFAULT 'reporting'"}
+"""Columns added since the first stores were made, nullable or with a
+default: a store that lacks one gains it at the daemon's start."""
 
 
 def create_tables(engine: Engine, url: str, metadata: MetaData,

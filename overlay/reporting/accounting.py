@@ -110,21 +110,22 @@ class ReportingWriter:
     (overlay.reporting.drain); the record methods write at once, for tools
     and tests that make a reporting file without a store."""
 
-    def __init__(self, path: str) -> None:
-        self.path = path
+    def __init__(self, path: str, header: bytes = b"") -> None:
+        self.path, self.header = path, header
         self._lock = threading.Lock()
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
 
     def append(self, data: bytes, before: Callable[[BinaryIO], None] | None = None) -> None:
         """Append ``data`` (whole lines) and fsync it; ``before`` is given the
-        open file first (its end is where the data will land). OSError if
-        the file cannot be written."""
+        open file first (its end is where the data will land), after the
+        ``header`` that starts a new (empty) file. OSError if the file
+        cannot be written."""
         with self._lock, open(self.path, "ab") as handle:
+            if self.header and not os.fstat(handle.fileno()).st_size:
+                _write_all(handle, self.header)
             if before is not None:
                 before(handle)
-            written = 0
-            while written < len(data):
-                written += os.write(handle.fileno(), data[written:])
+            _write_all(handle, data)
             os.fsync(handle.fileno())
 
     def write(self, time: int, record_type: str, *fields: object) -> None:
@@ -149,6 +150,12 @@ class ReportingWriter:
 
     def ar_acct(self, time: int, ar) -> None:
         self._append_or_log(ar_acct_records(time, ar))
+
+
+def _write_all(handle: BinaryIO, data: bytes) -> None:
+    written = 0
+    while written < len(data):
+        written += os.write(handle.fileno(), data[written:])
 
 
 @dataclass(slots=True)

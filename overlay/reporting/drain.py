@@ -1,6 +1,7 @@
 """The leader's drain: reporting records from the store's outbox
 (overlay.persistence.outbox) into the reporting file, in order, each
-exactly once across crashes and failovers.
+exactly once across crashes and failovers; and the same for a plugin's
+own file (the native backend's accounting file), by the outbox's target.
 
 A batch at a time: the drain notes in the store where the batch goes (the
 file's identity, device:inode, and its length, which is where an append
@@ -27,8 +28,9 @@ between note and append. What no check can close is a leader stopped
 inside that last step and woken after the next leader wrote the batch:
 the file system takes no lease, so that one system call's window stays.
 
-Every daemon that may lead appends to its own ``accounting_path``, so the
-file must be on storage they all write (shared, as the spool of Grid
+Every daemon that may lead appends to the file at its own path (the
+core's ``accounting_path``, the native backend's ``accounting_file``), so
+the file must be on storage they all write (shared, as the spool of Grid
 Engine's shadowd is), or each leader's records land in its own file.
 """
 
@@ -64,13 +66,15 @@ def _digest(data: bytes) -> str:
 
 
 class ReportingDrain:
-    """Appends the outbox's records to the reporting file at ``path``;
-    ``start`` runs it on a thread of its own (the leader's), ``drain``
-    once, here and now."""
+    """Appends the outbox's records for its target to the file at ``path``
+    (a new one starts with ``header``); ``start`` runs it on a thread of
+    its own (the leader's), ``drain`` once, here and now."""
 
-    def __init__(self, outbox: Outbox, path: str, fence: Callable[[], bool] = lambda: True) -> None:
+    def __init__(self, outbox: Outbox, path: str, fence: Callable[[], bool] = lambda: True,
+                 header: bytes = b"") -> None:
         self.outbox, self.fence = outbox, fence
-        self.writer = ReportingWriter(path)
+        self.writer = ReportingWriter(path, header)
+        self.shown = f"the {outbox.target} file {path}"
         self._lock = threading.Lock()            # one drain at a time
         self._wake = threading.Event()
         self._stopping = threading.Event()
@@ -122,12 +126,12 @@ class ReportingDrain:
             except (OSError, StoreUnavailable) as exc:
                 if not self._failing:
                     reason = exc.strerror if isinstance(exc, OSError) else str(exc)
-                    log.error("cannot write the reporting file %s (%s); its records wait in "
-                              "the store", self.writer.path, reason)
+                    log.error("cannot write %s (%s); its records wait in "
+                              "the store", self.shown, reason)
                 self._failing = True
                 return 0
             if self._failing:
-                log.info("the reporting file %s is written again", self.writer.path)
+                log.info("%s is written again", self.shown)
                 self._failing = False
             return written
 
@@ -165,8 +169,8 @@ class ReportingDrain:
         """A noted batch: find out whether the file has it, and finish it."""
         data = "".join(self.outbox.through(mark.last)).encode("utf-8")
         if _digest(data) != mark.digest:
-            log.error("the outbox no longer holds the batch noted for the reporting file %s "
-                      "(records up to %d): writing what it holds", self.writer.path, mark.last)
+            log.error("the outbox no longer holds the batch noted for %s "
+                      "(records up to %d): writing what it holds", self.shown, mark.last)
             self.outbox.forget()
             return
         try:
@@ -177,22 +181,22 @@ class ReportingDrain:
         except FileNotFoundError:
             same, there = False, b""
         if not same:
-            log.warning("the reporting file %s was replaced or truncated while %d bytes of "
+            log.warning("%s was replaced or truncated while %d bytes of "
                         "records were appended to it: writing them again (some may be there "
-                        "twice)", self.writer.path, mark.length)
+                        "twice)", self.shown, mark.length)
             self.outbox.forget()
         elif there == data:
-            log.info("the reporting file %s has the batch appended before a failure (records "
-                     "up to %d): taking it out of the outbox", self.writer.path, mark.last)
+            log.info("%s has the batch appended before a failure (records "
+                     "up to %d): taking it out of the outbox", self.shown, mark.last)
             self.outbox.done(mark)
         elif not there:
             self.outbox.forget()                   # never appended: written as any batch
         elif data.startswith(there) and len(there) < len(data):
-            log.warning("the reporting file %s ends in part of a batch (a failure inside the "
-                        "write): completing it", self.writer.path)
+            log.warning("%s ends in part of a batch (a failure inside the "
+                        "write): completing it", self.shown)
             self.writer.append(data[len(there):])
             self.outbox.done(mark)
         else:
-            log.warning("the reporting file %s has other bytes where a batch of records was "
-                        "appended: writing them again", self.writer.path)
+            log.warning("%s has other bytes where a batch of records was "
+                        "appended: writing them again", self.shown)
             self.outbox.forget()

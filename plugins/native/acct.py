@@ -9,9 +9,7 @@ Standard library only: plus_qacct reads the file itself, as qacct does.
 from __future__ import annotations
 
 import math
-import os
 import signal
-import threading
 from dataclasses import dataclass, fields
 from typing import Callable, Iterable, Iterator
 
@@ -112,21 +110,13 @@ def _number(text: str, field: str, kind: type) -> float:
     return value
 
 
+TARGET = "accounting"
+"""The store outbox's target for the accounting file: the scheduler puts a
+job's record there with its end, the leader appends it (as the core's
+records to the reporting file, overlay.reporting.drain)."""
+
 HEADER = "# Version: plus-overlay\n# \n# DO NOT MODIFY THIS FILE MANUALLY!\n# \n"
 """Grid Engine's comment lines at the top of a new accounting file."""
-
-
-class AccountingWriter:
-    """Appends whole records to the accounting file."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self._lock = threading.Lock()
-        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-
-    def write(self, record: JobRecord) -> None:
-        with self._lock, open(self.path, "a", encoding="utf-8") as handle:
-            handle.write(("" if handle.tell() else HEADER) + record.line() + "\n")
 
 
 def _raise(error: ValueError) -> None:

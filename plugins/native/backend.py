@@ -27,7 +27,7 @@ from overlay.api.plugin import (
     Reservation,
     settings,
 )
-from overlay_native import acct, arplace, service
+from overlay_native import arplace, service
 from overlay_native.execution.hosts import ExecutionHosts
 from overlay_native.jobs import JobState
 from overlay_native.jobstore import JobStore
@@ -128,7 +128,7 @@ class NativeBackend(Backend):
         try:
             scheduler = Scheduler(cluster, store, ExecutionHosts(
                 values.get("spool_dir", DEFAULT_SPOOL), values.get("python", "python3")),
-                acct.AccountingWriter(accounting),
+                accounting,
                 os.path.join(config.state_path, "schedule"), config.duration_offset,
                 reporting=True, min_uid=config.min_uid)
         except Exception:

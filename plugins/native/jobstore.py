@@ -20,15 +20,15 @@ under the same write lock, before it reads the jobs. Every write checks
 under that lock that the epoch is still its own, so a leader that was
 stopped and woke up after another took over writes nothing (``Fenced``):
 whatever it wrote before the new leader's epoch, the new leader reads.
-A job's end and its acct record for the reporting file (the store's
-outbox) commit in one transaction, so a crash leaves both or neither, and
-a fenced leader leaves neither. A job is started on its host only after
+A job's end and its records, for the accounting file and the reporting
+file (the store's outbox), commit in one transaction, so a crash leaves
+both or neither, and a fenced leader leaves neither. A job is started on its host only after
 its write as being started (t, with its placement) committed under the
 fence, so a fenced leader starts nothing more; a start whose write
 committed just before another daemon took the epoch is refused by its host
 once the new leader polled it (the spool's epoch: shepherd.epoch_fence).
-What remains outside the store: a kill on a host, and the accounting file,
-are guarded only by the lease's check just before them.
+What remains outside the store, a kill on a host, is guarded only by the
+lease's check just before it.
 
 The tables have a registry of their own (not the core's), so they exist
 only where the native backend runs; ids run from 1 to 9,999,999 and wrap,
@@ -42,7 +42,7 @@ import logging
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Iterable, Iterator, NamedTuple
+from typing import Iterable, Iterator, Mapping, NamedTuple
 
 from sqlalchemy import BigInteger, func, text, update
 from sqlalchemy.orm import registry
@@ -53,6 +53,7 @@ from overlay.api.plugin import (
     StoreUnavailable,
     add_reports_within,
     advance_counter,
+    create_outbox_tables,
     create_tables,
     database_errors,
     make_engine,
@@ -66,6 +67,9 @@ _WRITE_LOCK = 0x504C534A  # "PLSJ": the jobs' own, apart from the ARs' write loc
 TOMBSTONE_SECONDS = 86400
 """How long a removed job's tombstone is kept: a standby further behind reads every job again."""
 _ADDED = {("native_job", "revision"): "BIGINT", ("native_job", "shown"): "VARCHAR"}
+
+Reports = Mapping[str, Iterable[str]]
+"""Records for the store's outbox by target (the file they go to)."""
 """Columns added since the first stores were made."""
 
 
@@ -173,6 +177,7 @@ class JobStore:
         self.epoch: int | None = None
         """This daemon's epoch since it took the lead (``take_epoch``); None: not checked."""
         create_tables(self.engine, url, _Base.metadata, _ADDED)
+        create_outbox_tables(self.engine, url)     # a job's end puts its records there
 
     @property
     def shared(self) -> bool:
@@ -225,14 +230,15 @@ class JobStore:
             session.add(_row(job, self._advance(session)))
         return job
 
-    def save(self, job: Job, reports: Iterable[str] = ()) -> None:
-        """Store the job as it is now, and ``reports`` (reporting records of
-        the change, as a job's end's acct) into the store's outbox in the
-        same transaction."""
+    def save(self, job: Job, reports: Reports | None = None) -> None:
+        """Store the job as it is now, and ``reports`` (records of the
+        change by the outbox's target, as a job's end's accounting and
+        reporting acct records) into the store's outbox in the same
+        transaction."""
         with self._write(reports=reports) as session:
             session.merge(_row(job, self._advance(session)))
 
-    def remove(self, job_id: int, reports: Iterable[str] = ()) -> None:
+    def remove(self, job_id: int, reports: Reports | None = None) -> None:
         """Forget a job, leaving its tombstone (and dropping those older than
         TOMBSTONE_SECONDS); ``reports`` go into the outbox with it, as with ``save``."""
         with self._write(reports=reports) as session:
@@ -260,7 +266,7 @@ class JobStore:
             session.merge(PublishedRow(name=name, value=value, revision=self._advance(session)))
 
     @contextmanager
-    def _write(self, fenced: bool = True, reports: Iterable[str] = ()) -> Iterator[Session]:
+    def _write(self, fenced: bool = True, reports: Reports | None = None) -> Iterator[Session]:
         """A transaction holding the jobs' write lock; with ``fenced``, refused
         if another daemon took the lead since this one did; ``reports`` are
         put into the store's outbox last, committed with the write or not at all."""
@@ -272,7 +278,7 @@ class JobStore:
                 raise Fenced("another plus_scheduler took the lead: this one no longer writes "
                              "jobs; nothing was changed: try again")
             yield session
-            add_reports_within(session, self.url, reports)
+            add_reports_within(session, self.url, reports or {})
 
     @staticmethod
     def _advance(session: Session) -> int:

@@ -1,5 +1,5 @@
 """The native batch system's master: it keeps the jobs, runs the scheduling
-passes, starts and watches jobs on their hosts, and writes accounting.
+passes, starts and watches jobs on their hosts, and accounts for them.
 
 A pass (Grid Engine's scheduling run): poll the hosts for ended jobs,
 release held jobs whose dependencies ended, compute priorities, order the
@@ -38,6 +38,9 @@ from typing import Callable, Iterable, NamedTuple
 
 from overlay.api.plugin import (
     DEFAULT_UID_MIN,
+    REPORTING,
+    Outbox,
+    ReportingDrain,
     format_pe_range,
     order_jobs,
     record_line,
@@ -108,12 +111,16 @@ _HOSTS = "hosts"
 
 class Scheduler:
     def __init__(self, cluster: Cluster, store: JobStore, hosts: ExecutionHosts,
-                 accounting: acct.AccountingWriter, schedule_file: str, duration_offset: int,
+                 accounting_file: str, schedule_file: str, duration_offset: int,
                  clock: Callable[[], float] = time.time,
                  reporting: bool = False, min_uid: int = DEFAULT_UID_MIN) -> None:
         self.cluster, self.store, self.hosts = cluster, store, hosts
         self.min_uid = min_uid              # no job runs as an account below it, nor as root
-        self.accounting, self.schedule_file = accounting, schedule_file
+        self.schedule_file = schedule_file
+        self.accounting = ReportingDrain(Outbox(store.engine, store.url, acct.TARGET),
+                                         accounting_file, lambda: self.fence(),
+                                         acct.HEADER.encode())
+        """The accounting file's records, from the store's outbox, while this daemon leads."""
         self.reporting = reporting              # acct records into the store's reporting outbox
         self.offset, self.clock = duration_offset, clock
         self.lock = threading.RLock()           # the jobs, for passes and commands
@@ -193,7 +200,9 @@ class Scheduler:
     # -- the thread ------------------------------------------------------------------------
 
     def start(self) -> None:
-        """Run passes from now on (again, after standing by: one thread)."""
+        """Run passes and write accounting from now on (again, after
+        standing by: one thread each)."""
+        self.accounting.start()
         if self._thread is not None and self._thread.is_alive():
             return
         self._thread = threading.Thread(target=self._loop, name="native-scheduler", daemon=True)
@@ -204,6 +213,7 @@ class Scheduler:
         self._wake.set()
         if self._thread is not None:
             self._thread.join(timeout=30)
+        self.accounting.stop()
         self.hosts.close()
 
     def wake(self) -> None:
@@ -283,15 +293,18 @@ class Scheduler:
     def _ended(self, job: Job, finished: Finished, now: int) -> None:
         """Accounting for a job that ran (or failed to start); a job that
         could not be started stays in error state (Eqw) until deleted. The
-        reporting file gets the record too (reporting(5)'s acct: time, type,
-        the accounting fields), for plus_dbwriter, through the store's
-        outbox, which the leader drains into it: put there in the job's own
-        write, so a crash leaves the job ended and its record, or neither
-        (and the next leader accounts it). Memory and the accounting file
-        follow once the store committed: a store that fails (or a fenced
-        leader) leaves the job as it was, for the next poll to account."""
+        record goes to the accounting file, and to the reporting file too
+        (reporting(5)'s acct: time, type, the accounting fields) for
+        plus_dbwriter, through the store's outbox, which the leader drains
+        into them: put there in the job's own write, so a crash leaves the
+        job ended and its records, or neither (and the next leader accounts
+        it). Memory follows once the store committed: a store that fails
+        (or a fenced leader) leaves the job as it was, for the next poll to
+        account."""
         record = self._record(job, finished, now)
-        reports = [record_line(now, "acct", *record.line().split(":"))] if self.reporting else []
+        reports = {acct.TARGET: [record.line() + "\n"]}
+        if self.reporting:
+            reports[REPORTING] = [record_line(now, "acct", *record.line().split(":"))]
         if finished.failed and not job.deleting:
             host = job.placement.master[1] if job.placement else "?"
             when = time.strftime("%m/%d/%Y %H:%M:%S", time.localtime(now))
@@ -303,7 +316,7 @@ class Scheduler:
         else:
             self.store.remove(job.id, reports)
             self.jobs.pop(job.id, None)
-        self.accounting.write(record)
+        self.accounting.wake()
 
     def _record(self, job: Job, finished: Finished, now: int) -> acct.JobRecord:
         placement = job.placement
