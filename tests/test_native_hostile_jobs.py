@@ -164,8 +164,8 @@ def test_names_from_strange_file_names_keep_the_accounting_whole(tmp_path):
 
 
 def test_an_accounting_record_is_one_line_whatever_it_holds(tmp_path):
-    writer = acct.AccountingWriter(str(tmp_path / "accounting"))
-    writer.write(acct.JobRecord("all.q", "a", "staff", "alice", "a\rb\udcffc", 1,
-                                category="-l arch=x\x0by"))
+    line = acct.JobRecord("all.q", "a", "staff", "alice", "a\rb\udcffc", 1,
+                          category="-l arch=x\x0by").line()
+    (tmp_path / "accounting").write_text(acct.HEADER + line + "\n")
     (record,) = acct.read(str(tmp_path / "accounting"))
     assert (record.job_name, record.category) == ("a b c", "-l arch=x y")
