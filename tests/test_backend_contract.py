@@ -89,7 +89,7 @@ LATER = Request(NOW + HOUR, NOW + 2 * HOUR, 1)
 CALLS = {"blocked_nodes": (LATER, SEEN), "canonical": (LATER,),
          "place_slots": (LATER, ("alice", ()), []), "job_holdings": (NOW, SEEN),
          "job_bars": (NOW, SEEN), "submit_hint": (reservation(5, ("n1",)),), "lingering": (),
-         "delays": (reservation(5, ("n1",)),)}
+         "delays": (reservation(5, ("n1",)),), "ars_changed": ([reservation(5, ("n1",))], [])}
 """Each call the contract says asks nothing that a use case (under the
 Manager's lock) or the service makes, with its arguments."""
 

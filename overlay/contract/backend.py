@@ -26,7 +26,7 @@ from __future__ import annotations
 import enum
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, TypeVar
+from typing import Any, Callable, Iterable, Mapping, TypeVar
 
 from overlay.language.model import Allocation, InvalidRequest, Node, Request, Reservation
 
@@ -213,6 +213,18 @@ class Backend(ABC):
         compares or stores it: 8.1.9's qmaster keeps -l under the
         complexes' full names (h=x is hostname=x in qrstat -ar)."""
         return request
+
+    @called(MANAGER, COMMAND, DAEMON, idempotent=True, optional=True,
+            raises="logged; the change stays committed and in the cache")
+    def ars_changed(self, written: Iterable[Reservation], removed: Iterable[int]) -> None:
+        """The ARs as this daemon's cache of the store takes them in, at
+        every daemon, leader or standby: ``written`` stored or changed (here
+        or, through the change feed, at another daemon), ``removed`` the
+        ids gone; at the Manager's creation, every AR. For a backend whose
+        answers to the use cases (``place_slots``) read the other ARs: it
+        keeps what it needs in memory, the same at every daemon, and asks
+        the batch system nothing. The enforcer's calls still drive the
+        batch system."""
 
     @called(MANAGER, COMMAND, idempotent=True, optional=True,
             raises="InvalidRequest or NoCapacity for the client; any other error fails the "

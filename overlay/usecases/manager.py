@@ -240,6 +240,7 @@ class Manager:
         self.placer = Placer(config, lambda: self.backend, self.planner, self.inside,
                              lambda: self.pm, self.now, lambda: self.inventory)
         self.enforcer = Enforcer(lambda: self.backend, self._desired)
+        self._tell_backend(self.ars.values(), ())
         if store.is_sqlite:                 # one daemon, which leads: it asks the backend
             self.refresh_nodes(publish=True)
         else:                               # it may stand by: what the leader published
@@ -358,6 +359,7 @@ class Manager:
         """Hold ``ar`` in memory (after the store has it) and note the change
         (and of the ARs it is inside, whose enforced slots follow it)."""
         self.ars[ar.id] = ar
+        self._tell_backend((ar,), ())
         self.changed.add(ar.id)
         self.changed.update(ar.outers)
         self.enforcer.want({ar.id, *ar.outers})
@@ -435,11 +437,21 @@ class Manager:
             self.history.append(used)
         self._told(shown, report)
 
+    def _tell_backend(self, written: Iterable[Reservation], removed: Iterable[int]) -> None:
+        """The backend's copy of the ARs follows memory's (``ars_changed``);
+        its failure is a bug of its own, logged: the change is committed."""
+        try:
+            self.backend.ars_changed(written, removed)
+        except Exception:
+            self.events_log.log(logging.ERROR, "ars_changed", "the %s backend could not take "
+                                "in changed ARs", self.backend.name, exc_info=True)
+
     def _drop(self, ar: Reservation) -> None:
         """``ar`` is gone from the store: out of memory and its bookings,
         and (by the enforcer) the backend."""
         gone = self.enforced(ar)
         del self.ars[ar.id]
+        self._tell_backend((), (ar.id,))
         self._unbook(ar.id)
         self.by_key.pop((ar.owner, ar.idempotency_key), None)
         self.changed.add(ar.id)

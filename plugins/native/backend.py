@@ -13,7 +13,7 @@ import logging
 import math
 import os
 from dataclasses import replace
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from overlay.api.plugin import (
     Allocation,
@@ -29,10 +29,10 @@ from overlay.api.plugin import (
 )
 from overlay_native import arplace, service
 from overlay_native.execution.hosts import ExecutionHosts
-from overlay_native.jobs import JobState
 from overlay_native.jobstore import JobStore
 from overlay_native.relay import Relay
 from overlay_native.resources.cluster import Cluster, Containers
+from overlay_native.resources.reserved import Reservations
 from overlay_native.resources.timeline import Baseline, ClusterResources
 from overlay_native.resources.window import ReservedWindow
 from overlay_native.scheduling.scheduler import Scheduler
@@ -74,6 +74,12 @@ class NativeBackend(Backend):
         self.relay = Relay(scheduler.store)     # job commands given at a standby
         self._carried_out: dict[str, Callable] = {}
         self._placing = Baseline()       # qrsub placements', under the scheduler's lock
+        self._held = Reservations()
+        """Every AR holding resources as the store has it (``ars_changed``),
+        at a standby as at the leader: what qrsub's placement keeps clear,
+        the same at every daemon (the scheduler's windows are the leader's
+        enforcement, and follow the store a pass later). Under the Manager's
+        lock, as every call that reads or changes it."""
         self._containers: tuple[object, Containers] | None = None
 
     def window(self, reservation: Reservation) -> ReservedWindow:
@@ -106,15 +112,20 @@ class NativeBackend(Backend):
                     ignore: int | None = None) -> tuple[list[Allocation], str]:
         config, scheduler = self.cluster.config(), self.scheduler
         job = arplace.ar_job(config, request, *owner, users, scheduler.now())
+        running = scheduler.running_jobs()        # at a standby, the leader's, from the store
         with scheduler.lock:
             model = ClusterResources(config, scheduler.now(), scheduler.offset, scheduler.reports,
-                                     None, scheduler.windows, self._placing, for_reservation=True)
-            model.book_running((j, j.placement, j.start_time) for j in scheduler.jobs.values()
-                               if j.placement and j.state in (JobState.RUNNING,
-                                                              JobState.TRANSFERRING))
-            if ignore is not None and ignore in scheduler.windows:
-                model.leave_out(scheduler.windows[ignore])
+                                     None, self._held, self._placing, for_reservation=True)
+            model.book_running((j, j.placement, j.start_time) for j in running)
+            if ignore is not None and ignore in self._held:
+                model.leave_out(self._held[ignore])
             return arplace.place(model, job, request)
+
+    def ars_changed(self, written: Iterable[Reservation], removed: Iterable[int]) -> None:
+        written = list(written)
+        for ar_id in [*removed, *(ar.id for ar in written if not ar.holds_resources)]:
+            self._held.remove(ar_id)
+        self._held.put_all(self.window(ar) for ar in written if ar.holds_resources)
 
     @classmethod
     def from_config(cls, config, options: dict) -> "NativeBackend":
