@@ -37,3 +37,14 @@ def test_node_sort_keys():
     assert names(["LowestLoadAverage"]) == ["a", "c", "b"]
     assert names(["LargestPhysicalMemory"]) == ["c", "a", "b"]
     assert names(["NodeName"]) == ["a", "b", "c"]
+
+
+def test_a_node_that_comes_with_the_leaders_idle_time_keeps_it():
+    """A standby's nodes come from the leader's published inventory, idle
+    times and all: its own first look does not reset them, and once it
+    leads it carries on from them."""
+    activity = Activity()
+    (node,) = activity.apply([Node("a", idle_since=40)], [], now=100)
+    assert node.idle_since == 40
+    (node,) = activity.apply([Node("a")], [], now=200)     # observed by itself, leading now
+    assert node.idle_since == 40

@@ -19,6 +19,7 @@ from overlay.language.model import Node, State
 from overlay.persistence import inventory
 from overlay.persistence.inventory import NodesUnknown, PublishedInventory
 from overlay.persistence.store import TOMBSTONE_SECONDS, Stale, Store, channel_of
+from overlay.usecases.activity import Activity
 from test_store import CAPACITY, new_ar, snapshot
 
 
@@ -136,3 +137,30 @@ def test_the_leaders_inventory_is_written_where_it_changed_and_taken_in_by_the_o
     behind.revision = 1                                # as a daemon stopped since revision 1
     behind.current = Inventory((one,), 100)
     assert behind.take() and behind.current == Inventory((two,), 200, (n2,))
+
+
+def test_a_nodes_idle_time_is_the_leaders_at_every_daemon(store_url):
+    """LongestIdleTime and the policies' idle time: a daemon that started
+    after the node fell idle takes the leader's time, not its own first
+    look; the row is written again only when the node's jobs change it."""
+    if store_url.startswith("sqlite"):
+        return                                         # one daemon: nothing published
+    leader, other = PublishedInventory(Store(store_url)), PublishedInventory(Store(store_url))
+    leading, standing_by = Activity(), Activity()
+
+    def observe(jobs: list[Job], now: int) -> None:
+        leader.publish(leading.apply([Node("n1")], jobs, now), jobs, now)
+        other.take()
+
+    def seen_by_the_other(now: int) -> Node:
+        (node,) = standing_by.apply(other.current.nodes, other.current.jobs, now)
+        return node
+
+    observe([], 100)
+    assert seen_by_the_other(500).idle_since == 100
+    observe([], 400)
+    assert leader.revision == 1                        # still idle since 100: nothing written
+    observe([Job("1", "bob", ("n1",))], 600)
+    assert (seen_by_the_other(650).idle_since, seen_by_the_other(650).running_jobs) == (0, 1)
+    observe([], 700)
+    assert seen_by_the_other(900).idle_since == 700 and leader.revision == 3

@@ -72,6 +72,7 @@ class InventoryNodeRow(SQLModel, table=True):
     load: float
     runs_jobs: bool
     queue_states: str                       # JSON
+    idle_since: int = Field(default=0, sa_type=BigInteger)
     revision: int = Field(sa_type=BigInteger, index=True)
     gone: bool = False
 
@@ -102,24 +103,27 @@ def _node_row(node: Node) -> dict:
     return dict(id=node.name, slots=node.slots, memory_mb=node.memory_mb, ncpus=node.ncpus,
                 arch=node.arch, os=node.os, properties=json.dumps(node.properties),
                 queues=",".join(node.queues), alive=node.alive, load=node.load,
-                runs_jobs=node.runs_jobs, queue_states=json.dumps(node.queue_states))
+                runs_jobs=node.runs_jobs, queue_states=json.dumps(node.queue_states),
+                idle_since=node.idle_since)
 
 
 def _node(row) -> Node:
     return Node(row.id, row.slots, row.memory_mb, row.ncpus, row.arch, row.os,
                 json.loads(row.properties), tuple(filter(None, row.queues.split(","))),
                 row.alive, row.load, runs_jobs=row.runs_jobs,
-                queue_states=tuple(map(tuple, json.loads(row.queue_states))))
+                queue_states=tuple(map(tuple, json.loads(row.queue_states))),
+                idle_since=row.idle_since)
 
 
 def _node_kept(stored: Node, observed: Node) -> bool:
     """Whether ``stored`` may stay for ``observed``: the same but for the
-    load, which is within its step (what the core works out, idle time
-    and job count, is not stored)."""
+    load, which is within its step, and the job count, which every daemon
+    counts from the published jobs. The idle time is stored: it changes
+    only when the node's jobs do, and a daemon that came later could not
+    tell it."""
     moved = abs(observed.load - stored.load)
     return ((moved < LOAD_STEP or moved < LOAD_SHARE * stored.load)
-            and stored == replace(observed, load=stored.load, idle_since=stored.idle_since,
-                                  running_jobs=stored.running_jobs))
+            and stored == replace(observed, load=stored.load, running_jobs=stored.running_jobs))
 
 
 _JOBS = _Kind(InventoryJobRow.__table__, lambda job: job.id, _job_row, _job,

@@ -407,7 +407,8 @@ _ADDED_COLUMNS = {("allocation", "within_id"): "INTEGER",
                   ("reservation", "idempotency_key"): "VARCHAR",
                   ("allocation", "queue"): "VARCHAR", ("reservation", "granted_pe"): "VARCHAR",
                   ("reservation", "revision"): "BIGINT",
-                  ("report_outbox", "target"): "VARCHAR NOT NULL DEFAULT 'reporting'"}
+                  ("report_outbox", "target"): "VARCHAR NOT NULL DEFAULT 'reporting'",
+                  ("inventory_node", "idle_since"): "BIGINT NOT NULL DEFAULT 0"}
 """Columns added since the first stores were made, nullable or with a
 default: a store that lacks one gains it at the daemon's start."""
 

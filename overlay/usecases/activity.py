@@ -14,7 +14,10 @@ from overlay.language.model import Node
 
 class Activity:
     """Remembers since when each node has run no job. A node idle at the
-    first look counts as idle since then: the daemon cannot know earlier."""
+    first look counts as idle since then: the daemon cannot know earlier.
+    A node that comes with its idle time (the leader's, from the published
+    inventory) keeps it, so every daemon tells the same, and a standby
+    that takes the lead carries on from the leader's."""
 
     def __init__(self) -> None:
         self.idle_since: dict[str, int] = {}
@@ -28,6 +31,8 @@ class Activity:
             if count:
                 self.idle_since.pop(node.name, None)
                 since = 0
+            elif node.idle_since:
+                since = self.idle_since[node.name] = node.idle_since
             else:
                 since = self.idle_since.setdefault(node.name, now)
             result.append(replace(node, running_jobs=count, idle_since=since))

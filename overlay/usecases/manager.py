@@ -24,7 +24,7 @@ from typing import Callable, Iterable, Iterator, NamedTuple
 import pluggy
 
 from overlay.contract import plugins
-from overlay.contract.backend import Backend, Inventory, Job, JobBar, problems_on
+from overlay.contract.backend import Backend, Inventory, JobBar, problems_on
 from overlay.contract.policy import PolicyContext, context_for, used_part
 from overlay.daemon.config import Config
 from overlay.kit.users import groups_of, listed, system_account
@@ -271,9 +271,11 @@ class Manager:
         the inventory, in the store first."""
         with self.enforcer.lock:          # the backend, asked outside the use cases' lock
             seen, running = self.backend.nodes(), self.backend.running_jobs()
+        with self.lock:
+            seen = self.activity.apply(seen, running, self.now())
         if publish:
             self.observed.publish(seen, running, self.now())
-        return self._take_nodes(seen, running)
+        return self._take_nodes(seen)
 
     def take_published(self) -> bool:
         """Take in the inventory the leader published since the last look
@@ -286,14 +288,15 @@ class Manager:
         if self.observed.revision == taken:
             return False
         inventory = self.inventory
-        self._take_nodes(inventory.nodes, inventory.jobs)
+        with self.lock:
+            self._take_nodes(self.activity.apply(inventory.nodes, inventory.jobs, self.now()))
         return True
 
-    def _take_nodes(self, seen: Iterable[Node], running: Iterable[Job]) -> set[str]:
-        """``seen`` become the nodes the use cases place on; the names of
-        those that came, went or changed their liveness or queue states."""
+    def _take_nodes(self, nodes: Iterable[Node]) -> set[str]:
+        """``nodes`` (with their running jobs counted and idle times) become
+        the nodes the use cases place on; the names of those that came,
+        went or changed their liveness or queue states."""
         with self.lock:
-            nodes = self.activity.apply(seen, running, self.now())
             before, self.nodes = self.nodes, {node.name: node for node in nodes}
             self.placer.refresh(self.nodes)
             self._capacity = None
