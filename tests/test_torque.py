@@ -239,6 +239,39 @@ def test_a_long_epilogue_gets_the_orders_once_and_the_ar_jobs_start_when_it_ends
         double.set_epilogue(0)                                         # for the clean-up's qdel
 
 
+def test_a_daemon_that_lost_the_lead_stops_watching_departures_and_watches_again_leading(
+        double, tmp_path):
+    """Issue 30: the watch of jobs asked to leave kicks TORQUE only while
+    this daemon leads; taking the lead again, it watches again, and the
+    AR's jobs start once the job has left."""
+    double.freeze()
+    double.set_epilogue(15)
+    plugin = backend(double, tmp_path)
+    leading = [True]
+    plugin.fence = lambda: leading[0]
+    plugin.start()
+    try:
+        foreign = qsub(double, "plusu2", "-l", "nodes=n1:ppn=4")
+        ar = reservation(19, ("n1",), state=State.RUNNING, start_in=-1)
+        plugin.prepare(ar)
+        ar_job = qsub(double, "plusu1", "-q", "R19", "-l", "nodes=1:R19")
+        plugin.activate(ar)
+        assert plugin.ledger.leaving
+        leading[0] = False
+        wait_for(lambda: plugin._watcher is None, what="the watch to stop")
+        mark = len(double.command_log())
+        double.advance(16 + 2 * RERUN_STEP[1])                         # the epilogue is over
+        assert jobs(double)[foreign]["state"] == "H" and jobs(double)[ar_job]["state"] == "Q"
+        assert commands(double, mark) == [] and plugin.ledger.leaving
+        leading[0] = True
+        plugin.start()                                                 # leading again
+        wait_for(lambda: jobs(double)[ar_job]["state"] == "R", what="the AR's job to start")
+        assert plugin.ledger.leaving == {}
+    finally:
+        plugin.close()
+        double.set_epilogue(0)
+
+
 def test_a_job_submitted_into_an_open_window_waits_for_its_end_instead_of_landing(double, tmp_path):
     """pbs_sched starts a job a moment after its qsub returns, before any
     pass of ours: the submit filter defers one that could land on an open

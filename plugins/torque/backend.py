@@ -96,12 +96,13 @@ class TorqueBackend(QueueBackend):
         return cls(torque, ledger, chosen, config.duration_offset, scheduler, published)
 
     def start(self) -> None:
+        """This daemon leads: the self-scheduler runs (one thread, kept
+        across a stand-down) and the jobs asked to leave are watched (a
+        watch stops when the lead is lost)."""
         if self.scheduler is not None:
             self.scheduler.lead(self.fence)
-        if self._started:
-            return              # this daemon takes the lead again: all runs already
-        if self.scheduler is not None:
-            self.scheduler.start()
+            if not self._started:
+                self.scheduler.start()
         with self.lock:
             self._started = True
             self._watch_departures()
@@ -400,6 +401,8 @@ class TorqueBackend(QueueBackend):
         are started at once rather than at the next scheduling cycle."""
         pause = 0.05
         while not self._closing.wait(pause):
+            if not self.fence():
+                break           # another daemon leads, and watches; ``start`` watches again
             asked = dict(self.ledger.leaving)
             try:
                 on_nodes = set(self.torque.on_nodes())
@@ -413,7 +416,10 @@ class TorqueBackend(QueueBackend):
                     self._watcher = None
                     return
             pause = min(pause * 2, 2.0)
-        self._watcher = None
+        with self.lock:
+            self._watcher = None
+            if not self._closing.is_set() and self.fence():
+                self._watch_departures()        # the lead came back as this watch stopped
 
     def delays(self, reservation: Reservation) -> list[str]:
         """Foreign jobs asked to leave the AR's nodes and still there (a
