@@ -8,6 +8,7 @@ overwriting it."""
 from __future__ import annotations
 
 import logging
+import threading
 
 import pytest
 from sqlalchemy import event
@@ -61,6 +62,39 @@ def test_an_ar_made_at_one_daemon_a_moment_ago_is_found_at_the_other(pair):
             refused()
         [lookup] = [" ".join(s.split()) for s in statements if not s.startswith("BEGIN")]
         assert "FROM reservation WHERE reservation.id = " in lookup
+
+
+def test_a_lookup_the_store_is_slow_to_answer_holds_up_no_one_else(pair, monkeypatch):
+    """The store cut off (a connection that waits its timeout out): a client
+    naming an id memory lacks waits alone, outside the use cases' lock;
+    another user's commands at the daemon answer meanwhile."""
+    env, first, second = pair
+    mine = second.reserve(ALICE, env.request(nodes=1))
+    asked, answer = threading.Event(), threading.Event()
+
+    def slow_lookup(ar_id: int) -> bool:
+        asked.set()
+        assert answer.wait(30)
+        return False
+    monkeypatch.setattr(second.store, "holds", slow_lookup)
+    outcome = []
+    waiting = threading.Thread(target=lambda: outcome.append(_refusal(
+        lambda: second.cancel(BOB, 99, None))))
+    waiting.start()
+    assert asked.wait(30)
+    assert [ar.id for ar in second.status()] == [mine.id]     # not held up by the lookup
+    second.modify(ALICE, mine.id, None, mine.end + HOUR, None, None, None)
+    answer.set()
+    waiting.join(30)
+    assert outcome == ["AR 99 does not exist"]
+
+
+def _refusal(use_case) -> str:
+    try:
+        use_case()
+    except Exception as error:
+        return str(error)
+    return "no refusal"
 
 
 def test_a_refusal_is_decided_again_on_what_the_other_daemon_stored(pair):

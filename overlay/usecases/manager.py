@@ -174,6 +174,15 @@ _FIXED_REFUSALS = (InvalidRequest, PermissionDenied, LimitExceeded, UnknownReser
 them, or decided on the store already (an AR not there, ``Manager._get``)."""
 
 
+class _NotInMemory(UnknownReservation):
+    """An AR id memory lacks (``Manager._get``): looked for in the store by
+    ``_retried_when_stale``, outside the Manager's lock."""
+
+    def __init__(self, ar_id: int) -> None:
+        super().__init__(f"AR {ar_id} does not exist")
+        self.ar_id = ar_id
+
+
 def _retried_when_stale(use_case: Callable) -> Callable:
     """A use case whose write meets an AR another daemon changed meanwhile
     (Stale) takes in what changed and runs again on it, never overwriting;
@@ -184,13 +193,23 @@ def _retried_when_stale(use_case: Callable) -> Callable:
     from what the first one stored, never from what the second had heard.
     Each attempt's records travel with its writes (Report), so a refused
     write's went with its rolled-back transaction: only the attempt that
-    commits reports."""
+    commits reports. An AR id memory lacks is looked for in the store here,
+    outside the lock (made at another daemon a moment ago, the change feed
+    not heard yet, or not at all while the feed is cut off): never "does
+    not exist" for an AR that does, and a store that cannot be reached
+    refuses the command saying so, without holding up anyone else's. A
+    client may name ids at will: an id the store lacks costs one lookup by
+    primary key, and only one it holds a catch-up."""
     @wraps(use_case)
     def run(self: "Manager", *args, **kwargs):
         for attempt in range(1, _STALE_TRIES + 1):
             seen = self.seen_revision       # the change feed may take changes in meanwhile
             try:
                 return use_case(self, *args, **kwargs)
+            except _NotInMemory as exc:
+                if attempt == _STALE_TRIES or not self.store.holds(exc.ar_id):
+                    raise
+                self.catch_up()
             except Stale as exc:
                 if attempt == _STALE_TRIES:
                     raise Conflict(f"{exc}, again and again by other daemons; try again") from None
@@ -389,18 +408,11 @@ class Manager:
             self.inside.unbook(key)
 
     def _get(self, ar_id: int) -> Reservation:
-        """The AR; one memory lacks is looked for in the store first (made
-        at another daemon a moment ago, the change feed not heard yet, or
-        not at all while the feed is cut off): never "does not exist" for
-        an AR that does, and a store that cannot be reached refuses the
-        command saying so. A client may name ids at will: an id the store
-        lacks costs one lookup by primary key, and only one it holds a catch-up."""
+        """The AR, from memory; one memory lacks is looked for in the store
+        by the use case's ``_retried_when_stale``, outside the lock."""
         ar = self.ars.get(ar_id)
-        if ar is None and self.store.holds(ar_id):
-            self.catch_up()
-            ar = self.ars.get(ar_id)
         if ar is None:
-            raise UnknownReservation(f"AR {ar_id} does not exist")
+            raise _NotInMemory(ar_id)
         return ar
 
     def _check_owner(self, caller: Caller, ar: Reservation, action: str) -> None:
@@ -981,6 +993,7 @@ class Manager:
 
     # -- queries ---------------------------------------------------------------
 
+    @_retried_when_stale
     def status(self, ar_id: int | None = None, owner: str | None = None,
                start: int | None = None, end: int | None = None,
                expired: int = 0, owners: Iterable[str] | None = None,
