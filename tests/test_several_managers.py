@@ -17,7 +17,7 @@ from overlay.contract import plugins
 from overlay.language.model import State
 from overlay.persistence.store import Stale, Store
 from overlay.usecases.manager import Manager
-from test_manager import ALICE, BOB, HOUR, Env, drained_at_once
+from test_manager import ALICE, BOB, HOUR, T0, Env, drained_at_once
 
 
 @pytest.fixture
@@ -193,3 +193,26 @@ def test_a_retried_or_refused_use_case_reports_only_what_committed(pair):
     second.cancel(ALICE, ar.id, None)       # its first attempt meets Stale, the second commits
     assert _records_of(env, ar.id) == ["new_ar", "ar_attribute", "ar_attribute", "ar_log",
                                        "ar_acct", "ar_log"]
+
+
+def test_the_use_of_an_ar_removed_at_one_daemon_counts_at_the_other(pair, monkeypatch):
+    """Usage caps and quotas read the history of ended ARs: an AR cancelled
+    (or expired) at the leader counts at every daemon, also at one that
+    was too far behind and read everything again."""
+    env, first, second = pair
+    ran = first.reserve(ALICE, env.request(start=T0 + HOUR, hours=4, nodes=2, slots_per_node=1))
+    assert second.catch_up() == {ran.id}
+    env.clock.now = T0 + 2 * HOUR
+    env.lifecycle.tick()
+    first.cancel(ALICE, ran.id, None)                   # ran 1 h on 2 nodes
+    env.clock.now = T0 + 30 * HOUR                      # gone from view: removed
+    env.lifecycle.tick()
+    assert ran.id not in first.ars
+    second.catch_up()
+    assert ran.id not in second.ars
+    assert [(used.id, used.start, used.end) for used in second.history] == \
+        [(ran.id, T0 + HOUR, T0 + 2 * HOUR)]
+    monkeypatch.setattr(second.store, "changes_since", lambda revision: None)
+    second.history = []
+    second.catch_up()                                   # behind the tombstones: reads it all
+    assert [used.id for used in second.history] == [ran.id]

@@ -33,13 +33,15 @@ def test_each_write_takes_the_next_revision_and_changes_since_tells_what_changed
     assert [ar.id for ar in changes.written] == [first.id, second.id]
     moved = replace(first, state=State.RUNNING)
     store.save(moved)
-    store.remove(second.id)
+    store.remove(second.id, used=second)                # its use is kept: told with it
     later = store.changes_since(start + 2)
     assert later.revision == start + 4
     assert [(ar.id, ar.state, ar.revision) for ar in later.written] == \
         [(first.id, State.RUNNING, start + 3)]
     assert later.removed == [(second.id, start + 4)]
-    assert store.changes_since(later.revision) == (later.revision, [], [])
+    assert [(ar_id, used.end, used.node_names) for ar_id, used in later.used.items()] == \
+        [(second.id, second.end, ["n2"])]
+    assert store.changes_since(later.revision) == (later.revision, [], [], {})
     revision, everything = store.snapshot()
     assert revision == later.revision and [ar.id for ar in everything] == [first.id]
 

@@ -83,12 +83,14 @@ class Stale(StoreError):
 
 class Changes(NamedTuple):
     """What the store holds after a revision: the revision now, the ARs
-    written since (as they are now), and those removed since, as
-    (id, the revision of the removal)."""
+    written since (as they are now), those removed since, as (id, the
+    revision of the removal), and the usage those removals kept
+    (``Store.remove``'s ``used``, by AR id)."""
 
     revision: int
     written: list[Reservation]
     removed: list[tuple[int, int]]
+    used: dict[int, Reservation]
 
 
 class Conflict(ReservationError):
@@ -195,7 +197,8 @@ class ClaimRow(SQLModel, table=True):
 
 class RemovedRow(SQLModel, table=True):
     """An AR removed at a revision: what daemons keeping the ARs in memory
-    drop (``Store.changes_since``). Kept for ``TOMBSTONE_SECONDS``."""
+    drop (``Store.changes_since``), and the usage row it left (which
+    they add to the usage the policies read). Kept for ``TOMBSTONE_SECONDS``."""
 
     __tablename__ = "removed_reservation"
 
@@ -203,6 +206,7 @@ class RemovedRow(SQLModel, table=True):
     revision: int = Field(sa_type=BigInteger, index=True)
     reservation_id: int
     removed_at: int = Field(sa_type=BigInteger, index=True)
+    usage_id: int | None = None
 
 
 REPORTING = "reporting"
@@ -310,7 +314,8 @@ _COUNTER = select(CounterRow.__table__.c.value).where(
     CounterRow.__table__.c.name == bindparam("counter"))
 _ROW_REVISION = select(ReservationRow.__table__.c.revision).where(
     ReservationRow.__table__.c.id == bindparam("id"))
-_REMOVED_SINCE = select(RemovedRow.__table__.c.reservation_id, RemovedRow.__table__.c.revision).where(
+_REMOVED_SINCE = select(RemovedRow.__table__.c.reservation_id, RemovedRow.__table__.c.revision,
+                        RemovedRow.__table__.c.usage_id).where(
     RemovedRow.__table__.c.revision > bindparam("revision"))
 _LAST_PRUNABLE = select(func.max(RemovedRow.__table__.c.revision)).where(
     RemovedRow.__table__.c.removed_at < bindparam("before"))
@@ -408,7 +413,8 @@ _ADDED_COLUMNS = {("allocation", "within_id"): "INTEGER",
                   ("allocation", "queue"): "VARCHAR", ("reservation", "granted_pe"): "VARCHAR",
                   ("reservation", "revision"): "BIGINT",
                   ("report_outbox", "target"): "VARCHAR NOT NULL DEFAULT 'reporting'",
-                  ("inventory_node", "idle_since"): "BIGINT NOT NULL DEFAULT 0"}
+                  ("inventory_node", "idle_since"): "BIGINT NOT NULL DEFAULT 0",
+                  ("removed_reservation", "usage_id"): "INTEGER"}
 """Columns added since the first stores were made, nullable or with a
 default: a store that lacks one gains it at the daemon's start."""
 
@@ -640,12 +646,16 @@ class Store:
             connection = session.connection()
             now = self._revision(session)
             if now == revision:      # nothing written since (nor pruned: pruning writes)
-                return Changes(now, [], [])
+                return Changes(now, [], [], {})
             if (connection.execute(_COUNTER, {"counter": "pruned"}).scalar() or 0) > revision:
                 return None
             removed = connection.execute(_REMOVED_SINCE, {"revision": revision}).all()
+            usage = [row.usage_id for row in removed if row.usage_id is not None]
+            used = session.exec(select(UsageRow).where(UsageRow.id.in_(usage))).all() \
+                if usage else []
             return Changes(now, self._load(session, revision),
-                           sorted((row.reservation_id, row.revision) for row in removed))
+                           sorted((row.reservation_id, row.revision) for row in removed),
+                           {row.reservation_id: _from_usage_row(row) for row in used})
 
     def holds(self, ar_id: int) -> bool:
         """Whether the store holds AR ``ar_id`` (one lookup by primary key)."""
@@ -733,10 +743,14 @@ class Store:
         with self._write() as session:
             session.exec(delete(AllocationRow).where(AllocationRow.reservation_id == ar_id))
             session.exec(delete(ReservationRow).where(ReservationRow.id == ar_id))
+            usage = None
             if used is not None:
-                session.add(_usage_row(used))
+                usage = _usage_row(used)
+                session.add(usage)
+                session.flush()                  # its id, for the tombstone
             now, revision = int(time.time()), self._advance(session)
-            session.add(RemovedRow(revision=revision, reservation_id=ar_id, removed_at=now))
+            session.add(RemovedRow(revision=revision, reservation_id=ar_id, removed_at=now,
+                                   usage_id=usage.id if usage is not None else None))
             self._prune_tombstones(session, now - TOMBSTONE_SECONDS)
             put_reports(session, reports)
         return revision

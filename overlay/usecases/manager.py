@@ -487,13 +487,16 @@ class Manager:
         """Take what other daemons wrote since this one last looked into
         memory (the change feed calls it, and a use case whose write met a
         newer revision); the ids of the ARs that changed. The store is read
-        outside the lock; only a copy newer than memory's replaces it."""
-        changes = self.store.changes_since(self.seen_revision)
+        outside the lock; only a copy newer than memory's replaces it. The
+        usage an AR removed elsewhere left joins the history the policies
+        read (usage caps and quotas answer alike at every daemon)."""
+        changes, history = self.store.changes_since(self.seen_revision), None
         if changes is None:
             revision, stored = self.store.snapshot()
+            history = self.store.load_usage(self.now() - self.config.usage_history)
             with self.lock:
                 gone = [(ar_id, revision) for ar_id in self.ars.keys() - {a.id for a in stored}]
-            changes = Changes(revision, stored, gone)
+            changes = Changes(revision, stored, gone, {})
         changed = set()
         with self.lock:
             for ar_id, removed_at in changes.removed:
@@ -501,6 +504,10 @@ class Manager:
                 if mine is not None and mine.revision < removed_at:
                     self._drop(mine)
                     changed.add(ar_id)
+                    if ar_id in changes.used:      # its use counts here too, for the policies
+                        self.history.append(changes.used[ar_id])
+            if history is not None:
+                self.history = history
             for ar in changes.written:
                 mine = self.ars.get(ar.id)
                 if mine is None or mine.revision < ar.revision:
