@@ -7,6 +7,8 @@ the AR committed, or none with any AR or pending operation), and bad input."""
 from __future__ import annotations
 
 import contextlib
+import email.utils
+import glob
 import http.server
 import json
 import os
@@ -277,13 +279,17 @@ def test_a_co_allocation_is_moved_cancelled_and_shown_as_one(world):
 
 
 def test_a_site_whose_clock_is_ahead_gets_the_same_window(world):
-    """Site F's clock runs 10 minutes ahead (libfaketime): the common start
-    comes from every site's own RESQUERY, so F never sees it in the past,
-    and both sites hold the same epoch window."""
+    """Site F's clock runs 10 minutes ahead (libfaketime, preloaded: the
+    faketime wrapper's semaphores outlive a killed daemon, and one left by
+    an earlier process of the same pid refuses the next): the common start
+    comes from every site's own RESQUERY, and lies the skew ahead of F's
+    clock (its answers' Date), so F never sees it in the past and both
+    sites hold the same epoch window."""
     daemons, folder = world
     port = free_port()
     ahead = Daemon(f"http: {{address: '127.0.0.1:{port}'}}\n")
-    ahead.start(wrapper=("faketime", "-f", "+600s"))
+    (library,) = glob.glob("/usr/lib/*/faketime/libfaketime.so.1")
+    ahead.start(wrapper=("env", f"LD_PRELOAD={library}", "FAKETIME=+600s"))
     try:
         url = f"http://127.0.0.1:{port}"
         wait_for_api(url)
@@ -513,8 +519,15 @@ def many_ranges(handler, _) -> None:
                                                for i in range(100_001)]}).encode())
 
 
+def far_ahead(handler, _) -> None:
+    """A site whose clock (its answers' Date) runs two hours ahead."""
+    handler.date_time_string = lambda *_: email.utils.formatdate(time.time() + 7200, usegmt=True)
+    free_everywhere(handler)
+
+
 @pytest.mark.parametrize("behaviour, message", [
     (drip, "site H: no answer within 2 s"),
+    (far_ahead, "s ahead of ours (at most 3600 s are taken): set its clock right"),
     (nested, "site H: answered something that is not the API's JSON (nested too deeply)"),
     (many_ranges, "site H: answered RESQUERY with 100001 ranges; at most 100000 are taken"),
 ])

@@ -9,6 +9,7 @@ its JSON, too long, nested too deeply, a redirect)."""
 
 from __future__ import annotations
 
+import email.utils
 import http.client
 import io
 import json
@@ -19,6 +20,9 @@ import urllib.parse
 from overlay.coalloc.sites import Site
 from overlay.language.limits import shown
 
+MAX_AHEAD = 3600
+"""Seconds a site's clock may run ahead of ours (its answers' Date); a site
+further ahead is refused, for a window it would move or hold elsewhere."""
 MAX_ANSWER = 8 << 20
 MAX_RANGES = 100_000
 """RESQUERY ranges taken from one site; a site answering more is refused
@@ -85,9 +89,22 @@ def _is_ar(answer) -> bool:
             and (pending is None or isinstance(pending["operation"], str)))
 
 
+def _ahead(date: str | None) -> int:
+    """Whole seconds the clock that wrote an HTTP Date header (RFC 9110)
+    runs ahead of ours; 0 without one, or with one that cannot be read."""
+    try:
+        return max(0, int(email.utils.parsedate_to_datetime(date).timestamp() - time.time()))
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return 0
+
+
 class SiteClient:
     def __init__(self, site: Site, timeout: float = 10.0) -> None:
         self.site, self.timeout = site, timeout
+        self.ahead = 0
+        """How far the site's clock ran ahead of ours at its last RESQUERY:
+        a common start must lie ahead of its clock too, or the site would
+        move it to its now."""
         parts = urllib.parse.urlsplit(site.url)
         self.host, self.base = parts.hostname, parts.path
         self.port = parts.port or (443 if parts.scheme == "https" else 80)
@@ -111,7 +128,8 @@ class SiteClient:
             sock.close()
 
     def _call(self, method: str, path: str, body: dict | None = None,
-              headers: dict | None = None):
+              headers: dict | None = None, dates: list[str | None] | None = None):
+        """The site's answer; ``dates`` gets its Date header."""
         name = self.site.name
         try:
             response, raw = self._exchange(
@@ -126,6 +144,8 @@ class SiteClient:
             raise SiteError(name, "garbage", f"answered something that is not HTTP "
                                              f"({type(exc).__name__})") from None
         status = response.status
+        if dates is not None:
+            dates.append(response.getheader("Date"))
         if 300 <= status < 400:
             raise SiteError(name, "garbage", f"answered {status} redirecting to "
                             f"'{shown(response.getheader('Location') or '')}'; no redirect is "
@@ -154,9 +174,14 @@ class SiteClient:
         raise SiteError(self.site.name, "garbage", f"answered {what} without its fields")
 
     def resquery(self, needed: int, earliest: int, latest: int, resources: str) -> list[tuple[int, int]]:
+        dates: list[str | None] = []
         answer = self._call("POST", "/ggf/resquery", {
             "UserID": self.site.user, "TimeNeeded": f"{needed}s",
-            "TimeSpec": f"{earliest},{latest}", "ResourceList": resources})
+            "TimeSpec": f"{earliest},{latest}", "ResourceList": resources}, dates=dates)
+        self.ahead = _ahead(dates[0])
+        if self.ahead > MAX_AHEAD:
+            raise SiteError(self.site.name, "garbage", f"its clock runs {self.ahead} s ahead of "
+                            f"ours (at most {MAX_AHEAD} s are taken): set its clock right")
         self._expect(answer, lambda a: isinstance(a["ranges"], list), "RESQUERY")
         if len(answer["ranges"]) > MAX_RANGES:
             raise SiteError(self.site.name, "garbage", f"answered RESQUERY with "

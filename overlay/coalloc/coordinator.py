@@ -120,7 +120,10 @@ class Coordinator:
             self._finish(coalloc, "aborted", "; ".join(map(str, failed)))
             raise CoallocError(f"co-allocation {coalloc.id} aborted: {coalloc.message}",
                                1 if all(f.kind == "refused" for f in failed) else 3)
+        floor = int(time.time()) + self.skew + max(self.clients[name].ahead
+                                                   for name in coalloc.sites)
         for low, high in intersect(list(answers.values())):
+            low = max(low, floor)              # ahead of every site's clock by the skew
             start = next((t for t in range(low, min(high, low + 60) + 1) if t not in tried), None)
             if start is not None:
                 return start
