@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import time
+from unittest.mock import ANY
 
 import httpx
 import jwt
@@ -27,12 +28,28 @@ def api():
     daemon.cleanup()
 
 
-def test_the_openapi_document_lists_every_endpoint(api):
-    _, url = api
-    paths = httpx.get(url + "/openapi.json").json()["paths"]
-    assert {"/whoami", "/reservations", "/reservations/{ar_id}", "/reservations/{ar_id}/cancel",
-            "/reservations/{ar_id}/commit", "/reservations/{ar_id}/abort",
-            "/nodes/available"} <= set(paths)
+def test_the_openapi_document_lists_every_endpoint_under_v1_for_a_bearer(api):
+    """Versioned paths (the first ones answer as aliases, undocumented),
+    readable operation ids, and the bearer scheme a generator turns into
+    an authenticated client."""
+    daemon, url = api
+    document = httpx.get(url + "/openapi.json").json()
+    paths = document["paths"]
+    assert {"/v1/whoami", "/v1/reservations", "/v1/reservations/{ar_id}",
+            "/v1/reservations/{ar_id}/cancel", "/v1/reservations/{ar_id}/commit",
+            "/v1/reservations/{ar_id}/abort", "/v1/nodes/available"} <= set(paths)
+    assert not [path for path in paths if path.startswith(("/reservations", "/whoami"))]
+    assert paths["/v1/reservations"]["get"]["operationId"] == "list_reservations"
+    assert paths["/v1/reservations"]["post"]["operationId"] == "create_reservation"
+    assert document["components"]["securitySchemes"]["bearer"] == {
+        "type": "http", "scheme": "bearer", "description": ANY}
+    assert paths["/v1/reservations/{ar_id}"]["get"]["security"] == [{"bearer": []}]
+    assert not [parameter for operations in paths.values() for operation in operations.values()
+                for parameter in operation.get("parameters", ())
+                if parameter["name"].lower() == "authorization"]
+    mine = auth(token(daemon, "plusu1"))
+    assert httpx.get(url + "/v1/whoami", headers=mine).json() == \
+        httpx.get(url + "/whoami", headers=mine).json() == {"user": "plusu1", "manager": False}
 
 
 def test_a_token_names_its_user_and_no_token_forged_or_expired_one_does(api):
@@ -163,13 +180,17 @@ def test_refusals_have_the_commands_texts_and_consistent_statuses(api, body, sta
     assert daemon.status() == before                                   # nothing stored
 
 
-def test_another_users_ar_is_403_and_the_limit_is_429_with_qrsubs_status(api):
+def test_another_users_ar_is_403_and_the_limit_is_409_with_qrsubs_status(api):
+    """A site limit is no rate limit: 409 without Retry-After, which an
+    auto-retrying client (urllib3's Retry retries 429 and 503) would only
+    repeat for nothing until the caller releases ARs."""
     daemon, url = api
     owner, stranger = auth(token(daemon, "plusu1")), auth(token(daemon, "plusu3"))
-    made = [httpx.post(url + "/reservations", headers=owner,
+    made = [httpx.post(url + "/v1/reservations", headers=owner,
                        json={**window(10 + i), "nodes": 1}) for i in range(4)]
-    assert [r.status_code for r in made] == [201, 201, 201, 429]
+    assert [r.status_code for r in made] == [201, 201, 201, 409]
     assert made[3].json()["status"] == 25 and "would exceed" in made[3].json()["error"]
+    assert made[3].json()["kind"] == "limit" and "retry-after" not in made[3].headers
     ar_id = made[0].json()["id"]
     refused = httpx.post(url + f"/reservations/{ar_id}/cancel", headers=stranger)
     assert refused.status_code == 403 and "belongs to plusu1" in refused.json()["error"]

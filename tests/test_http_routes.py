@@ -15,16 +15,18 @@ from overlay.daemon.services.callers import PEER_ONLY
 from overlay.daemon.services.service import OPERATIONS
 from overlay.network.http.app import make_app
 
-ENDPOINTS = {
+API_ENDPOINTS = {
     "/whoami": {"get"}, "/reservations": {"get", "post"},
     "/reservations/{ar_id}": {"get", "patch", "delete"},
     "/reservations/{ar_id}/cancel": {"post"}, "/reservations/{ar_id}/commit": {"post"},
     "/reservations/{ar_id}/abort": {"post"}, "/nodes/available": {"get"},
     "/accounting": {"get"}, "/ggf/query": {"post"}, "/ggf/resquery": {"post"},
     "/ggf/resqandset": {"post"}, "/ggf/setres": {"post"}, "/claims": {"post"},
-    "/jobs": {"post"}, "/calendar": {"get"}, "/usage": {"get"}, "/web/config": {"get"},
-    "/web/session": {"post"}}
-"""The API's documented endpoints (README, "HTTP API") and their methods."""
+    "/jobs": {"post"}, "/calendar": {"get"}, "/usage": {"get"}}
+"""The API's documented endpoints (README, "HTTP API") and their methods,
+under /v1 in the OpenAPI document (and answering without it, as aliases)."""
+ENDPOINTS = {**{f"/v1{path}": methods for path, methods in API_ENDPOINTS.items()},
+             "/web/config": {"get"}, "/web/session": {"post"}}
 
 WORDS = {"UserID": "plusu1", "TimeNeeded": "1h", "ResourceList": "nodes=1"}
 CLAIM = {"id": 1, "nonce": "n" * 16, "timestamp": 1, "operation": "submit", "payload": {},
@@ -97,11 +99,12 @@ def test_each_endpoint_asks_an_operation_the_socket_serves(api):
     client, recorder = api
     sent = set()
     for method, path, body in CALLS:
-        before = len(recorder.asked)
-        answer = client.request(method, path, json=body)
-        assert answer.status_code < 300, (method, path, answer.text)
-        [(op, _)] = recorder.asked[before:]
-        sent.add(op)
+        for served in ((path, f"/v1{path}") if not path.startswith("/web/") else (path,)):
+            before = len(recorder.asked)
+            answer = client.request(method, served, json=body)
+            assert answer.status_code < 300, (method, served, answer.text)
+            [(op, _)] = recorder.asked[before:]
+            sent.add(op)
     assert sent <= set(OPERATIONS)
     assert sent == set(OPERATIONS) - PEER_ONLY      # and every operation a token may call
 

@@ -423,10 +423,10 @@ def test_the_apis_documentation_renders_offline_under_the_pages_policy(site, bro
             else elsewhere.append(request.url))
     answer = page.goto(url + "/docs")
     assert "script-src 'self'" in answer.headers["content-security-policy"]
-    page.wait_for_selector(".opblock-summary-path[data-path='/reservations']")
+    page.wait_for_selector(".opblock-summary-path[data-path='/v1/reservations']")
     paths = set(page.locator(".opblock-summary-path").evaluate_all(
         "nodes => nodes.map(n => n.dataset.path)"))
-    assert {"/whoami", "/reservations/{ar_id}", "/ggf/setres"} <= paths
+    assert {"/v1/whoami", "/v1/reservations/{ar_id}", "/v1/ggf/setres"} <= paths
     shot(page, "12-api-docs")
     assert elsewhere == []
     page.close()

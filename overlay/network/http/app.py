@@ -3,9 +3,12 @@ to the daemon's socket with the caller's bearer token, so it has the
 commands' semantics, checks and refusal texts. A refusal's kind gives its
 status: bad input 400 (422 when the body does not fit the schema), a
 missing or bad token 401, not yours or not allowed 403, unknown 404, no
-capacity or a race 409, a body over 1 MiB 413, max_advance_reservations
-429 (the body carries qrsub's exit status, 25), the store unavailable or
-the daemon unreachable 503."""
+capacity, a race or a site limit (max_advance_reservations: the body
+carries qrsub's exit status, 25) 409, a body over 1 MiB 413, too many
+requests at once 429, the store unavailable or the daemon unreachable
+503; 429 and 503 say Retry-After, since trying again later may succeed,
+which a limit will not until the caller releases ARs. Every path is
+under /v1; the first paths, without it, stay as aliases."""
 
 from __future__ import annotations
 
@@ -14,7 +17,7 @@ from pydantic import BaseModel, Field
 
 from overlay.network.http import docs, errors, pages
 from overlay.network.http.gate import Gate
-from overlay.network.http.routes import ROUTERS
+from overlay.network.http.routes import API_ROUTERS, PAGE_ROUTERS, VERSION
 from overlay.network.http.routes.base import Asker
 
 
@@ -38,12 +41,17 @@ def make_app(socket_path: str, timeout: float = 5.0, provider: str = "") -> Fast
     """The API, asking the daemon at ``socket_path`` and waiting at most
     ``timeout`` seconds for each answer (then 503); its calendar page may
     sign in at the identity provider's origin ``provider``."""
-    app = FastAPI(title="PluS reservations", version="1", description=__doc__,
-                  responses=REFUSALS, docs_url=None, redoc_url=None)
+    app = FastAPI(title="PluS reservations", version=VERSION[1:], description=__doc__,
+                  responses=REFUSALS, docs_url=None, redoc_url=None,
+                  generate_unique_id_function=lambda route: route.name)
     app.state.asker = Asker(socket_path, timeout)
     app.state.page_headers = pages.headers(provider)
     errors.install(app)
     docs.install(app)
-    for router in ROUTERS:
+    for router in API_ROUTERS:
+        app.include_router(router, prefix=f"/{VERSION}")
+    for router in API_ROUTERS:                  # the first paths, aliases of the first version
+        app.include_router(router, include_in_schema=False)
+    for router in PAGE_ROUTERS:
         app.include_router(router)
     return app

@@ -8,7 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Annotated
 
-from fastapi import Depends, Header, Query, Request
+from fastapi import Depends, Query, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from overlay.language import limits
 from overlay.network.http.fairness import address_of, user_of
@@ -37,18 +38,25 @@ async def anonymous(request: Request) -> Credentials:
     return Credentials(None, None, address_of(request.scope), user_of(request.scope), request)
 
 
+MAX_TOKEN = 8192
+"""Characters of a bearer token taken; a longer one is refused unread."""
+_BEARER = HTTPBearer(auto_error=False, scheme_name="bearer",
+                     description="a token from plus_token, the site's OpenID provider, or the "
+                                 "calendar page's sign-in")
+
+
 async def caller(request: Request,
-                 authorization: Annotated[str | None, Header(max_length=8192)] = None,
+                 bearer: Annotated[HTTPAuthorizationCredentials | None, Depends(_BEARER)],
                  user: Annotated[str | None, Query(max_length=limits.MAX_NAME,
                                                    description="the UserID a trusted "
                                                    "metascheduler acts for (seed 003)")] = None
                  ) -> Credentials:
-    scheme, _, token = (authorization or "").partition(" ")
-    if scheme.lower() != "bearer" or not token.strip():
-        raise Refusal(401, {"error": "send 'Authorization: Bearer <token>' (plus_token prints one)",
+    token = bearer.credentials.strip() if bearer is not None else ""
+    if not token or len(token) > MAX_TOKEN:
+        raise Refusal(401, {"error": "send 'Authorization: Bearer <token>' (plus_token prints one"
+                                     f"; at most {MAX_TOKEN} characters)",
                             "status": protocol.EXIT_REFUSED, "kind": "token"})
-    return Credentials(token.strip(), user, address_of(request.scope), user_of(request.scope),
-                       request)
+    return Credentials(token, user, address_of(request.scope), user_of(request.scope), request)
 
 
 Who = Annotated[Credentials, Depends(caller)]

@@ -1,11 +1,15 @@
 """The API's endpoints by family, mirroring the daemon's operations
 (overlay/daemon/services): each module holds one APIRouter and the bodies it
-takes. ``ROUTERS`` is the order make_app includes them in: a path is
-matched route by route in that order (within web.py, /web/config comes
-before /web/{name})."""
+takes. ``API_ROUTERS`` are the API's, served under /v1 (``VERSION``) and,
+as aliases of it, at their first paths; ``PAGE_ROUTERS`` the calendar
+page's own, unversioned. A path is matched route by route in the order
+make_app includes them (within web.py, /web/config comes before
+/web/{name})."""
 
 from __future__ import annotations
 
 from overlay.network.http.routes import claims, ggf, identities, reports, reservations, web
 
-ROUTERS = tuple(family.router for family in (identities, reservations, reports, ggf, web, claims))
+VERSION = "v1"
+API_ROUTERS = tuple(family.router for family in (identities, reservations, reports, ggf, claims))
+PAGE_ROUTERS = (web.router,)

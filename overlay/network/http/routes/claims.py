@@ -33,13 +33,13 @@ class ClaimIn(BaseModel):
 
 @router.post("/claims", summary="Act on an AR as its owner with a ResKey claim (submit, "
                                 "cancel, modify)")
-async def claim(who: Who, ask: Ask, body: ClaimIn) -> dict:
+async def claim_reservation(who: Who, ask: Ask, body: ClaimIn) -> dict:
     return await ask(who, "claim", body.model_dump())
 
 
 @router.post("/jobs", status_code=201, summary="Submit a job into an AR with a ResKey claim "
                                                "(operation submit; payload: plus_qsub's fields)")
-async def job(who: Who, ask: Ask, body: ClaimIn) -> dict:
+async def submit_claimed_job(who: Who, ask: Ask, body: ClaimIn) -> dict:
     if body.operation != "submit":
         raise Refusal(400, {"error": f"POST /jobs takes claims of operation submit, not "
                                      f"'{limits.shown(body.operation)}'; use POST /claims",

@@ -19,7 +19,7 @@ EpochQuery = Annotated[int, Query(ge=0, le=2**40, description="UTC epoch seconds
 
 @router.get("/accounting",
             summary="Each AR's use of its hosts over a period, as plus_account -l")
-async def accounting(who: Who, ask: Ask, request: Request,
+async def list_accounting(who: Who, ask: Ask, request: Request,
                      start: Annotated[int | None, Query(ge=0, le=2**40)] = None,
                      end: Annotated[int | None, Query(ge=0, le=2**40)] = None,
                      owner: Annotated[Names | None, Query()] = None,
@@ -35,7 +35,7 @@ async def accounting(who: Who, ask: Ask, request: Request,
 
 @router.get("/calendar",
             summary="The calendar of a window: nodes, ARs and jobs, for the page")
-async def calendar(caller: Who, ask: Ask, start: EpochQuery, end: EpochQuery,
+async def get_calendar(caller: Who, ask: Ask, start: EpochQuery, end: EpochQuery,
                    since: Annotated[int | None, Query(ge=0, le=2**62)] = None) -> dict:
     return Response(await ask(caller, "calendar", {"start": start, "end": end,
                                                    "since": since}, passed=True),
@@ -43,7 +43,7 @@ async def calendar(caller: Who, ask: Ask, start: EpochQuery, end: EpochQuery,
 
 
 @router.get("/usage", summary="Reserved and used node-hours of a period, as spans per owner")
-async def usage(caller: Who, ask: Ask, start: EpochQuery, end: EpochQuery,
+async def get_usage(caller: Who, ask: Ask, start: EpochQuery, end: EpochQuery,
                 owner: Annotated[str | None, Query(max_length=limits.MAX_NAME)] = None) -> dict:
     return Response(await ask(caller, "usage", {"start": start, "end": end, "owner": owner},
                               passed=True), media_type="application/json")

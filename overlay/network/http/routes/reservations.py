@@ -55,7 +55,7 @@ class ModifyIn(BaseModel):
 
 @router.get("/reservations", summary="ARs, as plus_status lists them, a page at a time "
                                      "(X-Total-Count: how many match; Link: the next page)")
-async def reservations(
+async def list_reservations(
         who: Who, ask: Ask, request: Request,
         owner: Annotated[str | None, Query(max_length=limits.MAX_NAME)] = None,
         start: Annotated[int | None, Query(ge=0, le=2**40)] = None,
@@ -74,7 +74,7 @@ async def reservations(
 
 
 @router.get("/reservations/{ar_id}", summary="One AR, as plus_status -r shows it")
-async def reservation(who: Who, ask: Ask, ar_id: ArId) -> dict:
+async def get_reservation(who: Who, ask: Ask, ar_id: ArId) -> dict:
     found = await ask(who, "status", {"id": ar_id})
     if not found:
         raise Refusal(404, {"error": f"AR {ar_id} does not exist", "status": 1,
@@ -83,7 +83,7 @@ async def reservation(who: Who, ask: Ask, ar_id: ArId) -> dict:
 
 
 @router.post("/reservations", status_code=201, summary="Reserve, as plus_reserve")
-async def reserve(who: Who, ask: Ask, body: ReservationIn,
+async def create_reservation(who: Who, ask: Ask, body: ReservationIn,
                   idempotency_key: Annotated[str | None, Header(
                       max_length=128, description="the client's name for this request: a retry "
                       "with the same key and request answers the AR it made")] = None) -> dict:
@@ -92,31 +92,31 @@ async def reserve(who: Who, ask: Ask, body: ReservationIn,
 
 @router.patch("/reservations/{ar_id}",
               summary="Change the window, nodes or users, as plus_modify")
-async def modify(who: Who, ask: Ask, ar_id: ArId, body: ModifyIn) -> dict:
+async def modify_reservation(who: Who, ask: Ask, ar_id: ArId, body: ModifyIn) -> dict:
     return await ask(who, "modify", {"id": ar_id, **body.model_dump()})
 
 
 @router.post("/reservations/{ar_id}/cancel", summary="Cancel, as plus_cancel")
-async def cancel(who: Who, ask: Ask, ar_id: ArId, transactional: bool = False) -> dict:
+async def cancel_reservation(who: Who, ask: Ask, ar_id: ArId, transactional: bool = False) -> dict:
     return (await ask(who, "cancel", {"id": ar_id, "transactional": transactional}))[0]
 
 
 @router.delete("/reservations/{ar_id}", summary="Destroy the record, as plus_destroy")
-async def destroy(who: Who, ask: Ask, ar_id: ArId, transactional: bool = False) -> dict:
+async def destroy_reservation(who: Who, ask: Ask, ar_id: ArId, transactional: bool = False) -> dict:
     return (await ask(who, "destroy", {"id": ar_id, "transactional": transactional}))[0]
 
 
 @router.post("/reservations/{ar_id}/commit", summary="Make a -T operation take effect")
-async def commit(who: Who, ask: Ask, ar_id: ArId) -> dict:
+async def commit_reservation(who: Who, ask: Ask, ar_id: ArId) -> dict:
     return await ask(who, "commit", {"id": ar_id})
 
 
 @router.post("/reservations/{ar_id}/abort", summary="Drop a -T operation")
-async def abort(who: Who, ask: Ask, ar_id: ArId) -> dict:
+async def abort_reservation(who: Who, ask: Ask, ar_id: ArId) -> dict:
     return await ask(who, "abort", {"id": ar_id})
 
 
 @router.get("/nodes/available", summary="Nodes wholly free over a window, as plus_availnodes")
-async def available(who: Who, ask: Ask, start: Annotated[int, Query(ge=0, le=2**40)],
+async def available_nodes(who: Who, ask: Ask, start: Annotated[int, Query(ge=0, le=2**40)],
                     end: Annotated[int, Query(ge=0, le=2**40)]) -> dict:
     return await ask(who, "availnodes", {"start": start, "end": end})

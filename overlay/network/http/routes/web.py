@@ -41,7 +41,7 @@ origin make_app was given."""
 
 @router.get("/web/config", summary="How the calendar page signs in: the site's identity "
                                    "provider, if one is set up")
-async def config(anyone: Anyone, ask: Ask) -> dict:
+async def web_config(anyone: Anyone, ask: Ask) -> dict:
     return await ask(anyone, "web_config", {})
 
 
@@ -68,5 +68,5 @@ async def vendor(name: str, page_headers: PageHeaders) -> FileResponse:
 
 
 @router.post("/web/session", summary="Exchange plus_web's one-time code for a session token")
-async def session(anyone: Anyone, ask: Ask, body: SessionIn) -> dict:
+async def web_session(anyone: Anyone, ask: Ask, body: SessionIn) -> dict:
     return await ask(anyone, "web_session", {"code": body.code})
