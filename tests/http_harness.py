@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import httpx
+import jsonschema_rs
 
 from daemon_harness import Daemon
 
@@ -65,3 +66,13 @@ def auth(bearer: str) -> dict:
 def window(hours: int = 2) -> dict:
     start = (int(time.time()) // HOUR + hours) * HOUR
     return {"start": start, "end": start + HOUR}
+
+
+def conforms(document: dict, method: str, path: str, response: httpx.Response) -> None:
+    """``response`` (to ``method`` on the documented ``path``) is what the
+    OpenAPI document says that operation answers with its status."""
+    declared = document["paths"][path][method.lower()]["responses"][str(response.status_code)]
+    schema = declared["content"]["application/json"]["schema"]
+    validator = jsonschema_rs.validator_for({**schema, "components": document["components"]})
+    errors = [error.message for error in validator.iter_errors(response.json())]
+    assert not errors, (method, path, response.status_code, errors[:3])

@@ -17,7 +17,7 @@ import jwt
 import pytest
 
 from daemon_harness import Daemon
-from http_harness import HOUR, auth, free_port, start_api, token, window
+from http_harness import HOUR, auth, conforms, free_port, start_api, token, window
 
 
 @pytest.fixture(scope="module")
@@ -459,3 +459,46 @@ def test_a_hung_daemon_is_answered_503_within_the_apis_timeout():
         assert httpx.get(url + "/whoami", headers=mine).status_code == 200
     finally:
         daemon.cleanup()
+
+
+def test_every_answer_of_a_whole_cycle_is_what_the_document_says(api):
+    """The typed schemas are the answers: a cycle through every operation,
+    each answer checked against its operation's schema for its status
+    (which forbids fields it does not name), refusals included."""
+    daemon, url = api
+    document = httpx.get(url + "/openapi.json").json()
+    mine = auth(token(daemon, "plusu1"))
+
+    def call(method: str, path: str, expected: int, **kwargs) -> httpx.Response:
+        answer = httpx.request(method, url + "/v1" + path.format(**ids), headers=mine, **kwargs)
+        assert answer.status_code == expected, (method, path, answer.text)
+        conforms(document, method, "/v1" + path, answer)
+        return answer
+
+    ids: dict = {}
+    made = call("POST", "/reservations", 201, json={**window(120), "nodes": 1, "name": "typed"})
+    ids["ar_id"] = made.json()["id"]
+    call("GET", "/whoami", 200)
+    call("GET", "/reservations", 200, params={"owner": "plusu1"})
+    call("GET", "/reservations/{ar_id}", 200)
+    call("PATCH", "/reservations/{ar_id}", 200, json={"end": made.json()["end"] + HOUR,
+                                                      "transactional": True})
+    call("POST", "/reservations/{ar_id}/commit", 200)
+    call("PATCH", "/reservations/{ar_id}", 200, json={"nodes": 2, "transactional": True})
+    call("POST", "/reservations/{ar_id}/abort", 200)
+    call("GET", "/nodes/available", 200, params=window(120))
+    now = int(time.time())
+    call("GET", "/usage", 200, params={"start": now - 86400, "end": now})
+    call("GET", "/accounting", 200)
+    call("GET", "/calendar", 200, params={"start": now, "end": now + 86400})
+    start = window(121)["start"]
+    words = {"UserID": "plusu1", "TimeNeeded": "1h", "ResourceList": "nodes=1"}
+    call("POST", "/ggf/query", 200, json=words)
+    call("POST", "/ggf/resquery", 200, json={**words, "TimeSpec": f"{start},{start + HOUR}"})
+    setres = call("POST", "/ggf/setres", 201, json={**words, "StartTime": start})
+    call("POST", "/reservations/{ar_id}/cancel", 200)
+    call("DELETE", "/reservations/{ar_id}", 200)
+    ids["ar_id"] = setres.json()["reservation"]["id"]
+    call("DELETE", "/reservations/{ar_id}", 200)
+    call("GET", "/reservations/{ar_id}", 404)
+    call("POST", "/reservations", 422, json={"start": "soon"})

@@ -40,7 +40,7 @@ def calendar(context: Context, caller: Caller, args: codec.Arguments) -> dict:
 
 def usage(context: Context, caller: Caller, args: codec.Arguments) -> dict:
     """Reserved and used node-hours of [start, end) from the reporting
-    file, as spans [owner, from, to, nodes]: each AR's hold on its hosts
+    file, as spans (owner, start, end, nodes): each AR's hold on its hosts
     (plus_account's figures), and each job in an AR (its acct record)."""
     start, end = args.time("start", "-s", True), args.time("end", "-e", True)
     owner = codec.owner(args)
@@ -50,9 +50,9 @@ def usage(context: Context, caller: Caller, args: codec.Arguments) -> dict:
         raise InvalidRequest("the period's end must be later than its start")
     owners = {owner} if owner else set()
     ars, jobs = context.reported.current()
-    answer = {"reserved": [[ar.owner, begin, finish, len(hosts)]
+    answer = {"reserved": [_span(ar.owner, begin, finish, len(hosts))
                            for ar, begin, finish, hosts in used(ars, start, end, owners, set())],
-              "used": [[job.owner, max(job.start, start), min(job.end, end), 1]
+              "used": [_span(job.owner, max(job.start, start), min(job.end, end), 1)
                        for job in jobs if job.start < end and job.end > start and
                        (not owners or job.owner in owners)]}
     spans = len(answer["reserved"]) + len(answer["used"])
@@ -60,6 +60,10 @@ def usage(context: Context, caller: Caller, args: codec.Arguments) -> dict:
         raise InvalidRequest(f"the period holds {spans} spans, more than {limits.MAX_SPANS}: "
                              "ask for a shorter one, or for one owner")
     return answer
+
+
+def _span(owner: str, start: int, end: int, nodes: int) -> dict:
+    return {"owner": owner, "start": start, "end": end, "nodes": nodes}
 
 
 def accounting(context: Context, caller: Caller, args: codec.Arguments) -> dict:

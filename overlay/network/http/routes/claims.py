@@ -13,6 +13,7 @@ from overlay.language.request import MAX_AR_ID
 from overlay.network.http.identity import Who
 from overlay.network.http.refusal import Refusal
 from overlay.network.http.routes.base import Ask, Epoch
+from overlay.network.http.schemas import JobSubmitted, Reservation, answers
 from overlay.wire import protocol
 
 router = APIRouter()
@@ -32,13 +33,16 @@ class ClaimIn(BaseModel):
 
 
 @router.post("/claims", summary="Act on an AR as its owner with a ResKey claim (submit, "
-                                "cancel, modify)")
+                                "cancel, modify)", response_model=None,
+             responses=answers(Reservation | JobSubmitted, description="the AR as the claim "
+                               "left it, or (submit) the job submitted"))
 async def claim_reservation(who: Who, ask: Ask, body: ClaimIn) -> dict:
     return await ask(who, "claim", body.model_dump())
 
 
 @router.post("/jobs", status_code=201, summary="Submit a job into an AR with a ResKey claim "
-                                               "(operation submit; payload: plus_qsub's fields)")
+                                               "(operation submit; payload: plus_qsub's fields)",
+             response_model=None, responses=answers(JobSubmitted, 201, "the job submitted"))
 async def submit_claimed_job(who: Who, ask: Ask, body: ClaimIn) -> dict:
     if body.operation != "submit":
         raise Refusal(400, {"error": f"POST /jobs takes claims of operation submit, not "

@@ -15,6 +15,7 @@ from overlay.network import ggf
 from overlay.network.http.identity import Who
 from overlay.network.http.refusal import Refusal
 from overlay.network.http.routes.base import Ask, Epoch, Text
+from overlay.network.http.schemas import QueryAnswer, ResqueryAnswer, SetresAnswer, answers
 from overlay.wire import protocol
 
 router = APIRouter()
@@ -75,25 +76,29 @@ async def _reserving(ask: Ask, who: Who, op: str, words: BaseModel,
 
 
 @router.post("/ggf/query", summary="QUERY (seed 003): when a job of this shape would start "
-                                   "if submitted now, without a reservation")
+                                   "if submitted now, without a reservation",
+             response_model=None, responses=answers(QueryAnswer))
 async def ggf_query(who: Who, ask: Ask, body: GgfJob) -> dict:
     return ggf.query_answer(await _verb(ask, who, "query", body, ggf.query_arguments))
 
 
 @router.post("/ggf/resquery", summary="RESQUERY (seed 003): the ranges of start times in "
-                                      "which a reservation of this shape could start")
+                                      "which a reservation of this shape could start",
+             response_model=None, responses=answers(ResqueryAnswer))
 async def ggf_resquery(who: Who, ask: Ask, body: GgfQuery) -> dict:
     return ggf.resquery_answer(await _verb(ask, who, "resquery", body, ggf.resquery_arguments))
 
 
 @router.post("/ggf/resqandset", status_code=201,
-             summary="RESQANDSET (seed 003): reserve at the earliest start; the ResKey, once")
+             summary="RESQANDSET (seed 003): reserve at the earliest start; the ResKey, once",
+             response_model=None, responses=answers(SetresAnswer, 201, "the AR made"))
 async def ggf_resqandset(who: Who, ask: Ask, body: GgfQuery) -> dict:
     return await _reserving(ask, who, "resqandset", body, ggf.resquery_arguments)
 
 
 @router.post("/ggf/setres", status_code=201,
-             summary="SETRES (seed 003): reserve at StartTime; the ResKey, once")
+             summary="SETRES (seed 003): reserve at StartTime; the ResKey, once",
+             response_model=None, responses=answers(SetresAnswer, 201, "the AR made"))
 async def ggf_setres(who: Who, ask: Ask, body: GgfSetres, idempotency_key: Annotated[str | None, Header(
         max_length=128, description="a retry with the same key and request answers the "
                                     "AR it made, and its ResKey")] = None) -> dict:

@@ -12,13 +12,15 @@ from fastapi.responses import Response
 from overlay.language import limits
 from overlay.network.http.identity import Who
 from overlay.network.http.routes.base import Ask, Names, paged
+from overlay.network.http.schemas import AccountingRecord, Calendar, Usage, answers
 
 router = APIRouter()
 EpochQuery = Annotated[int, Query(ge=0, le=2**40, description="UTC epoch seconds")]
 
 
 @router.get("/accounting",
-            summary="Each AR's use of its hosts over a period, as plus_account -l")
+            summary="Each AR's use of its hosts over a period, as plus_account -l",
+            response_model=None, responses=answers(list[AccountingRecord]))
 async def list_accounting(who: Who, ask: Ask, request: Request,
                      start: Annotated[int | None, Query(ge=0, le=2**40)] = None,
                      end: Annotated[int | None, Query(ge=0, le=2**40)] = None,
@@ -26,7 +28,7 @@ async def list_accounting(who: Who, ask: Ask, request: Request,
                      node: Annotated[Names | None, Query()] = None,
                      limit: Annotated[int, Query(ge=1, le=limits.MAX_PAGE)] = limits.PAGE,
                      offset: Annotated[int, Query(ge=0, le=limits.MAX_COUNT)] = 0
-                     ) -> list[dict]:
+                     ) -> Response:
     page = await ask(who, "accounting", {"start": start, "end": end, "owners": owner,
                                          "nodes": node, "limit": limit, "offset": offset},
                      passed=True)
@@ -34,16 +36,18 @@ async def list_accounting(who: Who, ask: Ask, request: Request,
 
 
 @router.get("/calendar",
-            summary="The calendar of a window: nodes, ARs and jobs, for the page")
+            summary="The calendar of a window: nodes, ARs and jobs, for the page",
+            response_model=None, responses=answers(Calendar))
 async def get_calendar(caller: Who, ask: Ask, start: EpochQuery, end: EpochQuery,
-                   since: Annotated[int | None, Query(ge=0, le=2**62)] = None) -> dict:
+                   since: Annotated[int | None, Query(ge=0, le=2**62)] = None) -> Response:
     return Response(await ask(caller, "calendar", {"start": start, "end": end,
                                                    "since": since}, passed=True),
                     media_type="application/json")
 
 
-@router.get("/usage", summary="Reserved and used node-hours of a period, as spans per owner")
+@router.get("/usage", summary="Reserved and used node-hours of a period, as spans per owner",
+            response_model=None, responses=answers(Usage))
 async def get_usage(caller: Who, ask: Ask, start: EpochQuery, end: EpochQuery,
-                owner: Annotated[str | None, Query(max_length=limits.MAX_NAME)] = None) -> dict:
+                owner: Annotated[str | None, Query(max_length=limits.MAX_NAME)] = None) -> Response:
     return Response(await ask(caller, "usage", {"start": start, "end": end, "owner": owner},
                               passed=True), media_type="application/json")

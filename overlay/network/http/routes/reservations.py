@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Header, Query, Request
+from fastapi import APIRouter, Header, Query, Request, Response
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 
 from overlay.language import limits
@@ -14,6 +14,7 @@ from overlay.language.request import MAX_AR_ID
 from overlay.network.http.identity import Who
 from overlay.network.http.refusal import Refusal
 from overlay.network.http.routes.base import ArId, Ask, Count, Epoch, Names, Text, paged
+from overlay.network.http.schemas import AvailableNodes, Reservation, answers
 
 router = APIRouter()
 
@@ -54,7 +55,8 @@ class ModifyIn(BaseModel):
 
 
 @router.get("/reservations", summary="ARs, as plus_status lists them, a page at a time "
-                                     "(X-Total-Count: how many match; Link: the next page)")
+                                     "(X-Total-Count: how many match; Link: the next page)",
+            response_model=None, responses=answers(list[Reservation]))
 async def list_reservations(
         who: Who, ask: Ask, request: Request,
         owner: Annotated[str | None, Query(max_length=limits.MAX_NAME)] = None,
@@ -65,7 +67,7 @@ async def list_reservations(
         limit: Annotated[int, Query(ge=1, le=limits.MAX_PAGE,
                                     description="ARs on this page")] = limits.PAGE,
         offset: Annotated[int, Query(ge=0, le=limits.MAX_COUNT,
-                                     description="ARs before this page")] = 0) -> list[dict]:
+                                     description="ARs before this page")] = 0) -> Response:
     page = await ask(who, "status", {"owner": owner, "start": start, "end": end,
                                      "expired": expired or None,
                                      "idempotency_key": idempotency_key,
@@ -73,7 +75,8 @@ async def list_reservations(
     return paged(request, page, limit, offset)
 
 
-@router.get("/reservations/{ar_id}", summary="One AR, as plus_status -r shows it")
+@router.get("/reservations/{ar_id}", summary="One AR, as plus_status -r shows it",
+            response_model=None, responses=answers(Reservation))
 async def get_reservation(who: Who, ask: Ask, ar_id: ArId) -> dict:
     found = await ask(who, "status", {"id": ar_id})
     if not found:
@@ -82,7 +85,8 @@ async def get_reservation(who: Who, ask: Ask, ar_id: ArId) -> dict:
     return found[0]
 
 
-@router.post("/reservations", status_code=201, summary="Reserve, as plus_reserve")
+@router.post("/reservations", status_code=201, summary="Reserve, as plus_reserve",
+             response_model=None, responses=answers(Reservation, 201, "the AR made"))
 async def create_reservation(who: Who, ask: Ask, body: ReservationIn,
                   idempotency_key: Annotated[str | None, Header(
                       max_length=128, description="the client's name for this request: a retry "
@@ -91,32 +95,38 @@ async def create_reservation(who: Who, ask: Ask, body: ReservationIn,
 
 
 @router.patch("/reservations/{ar_id}",
-              summary="Change the window, nodes or users, as plus_modify")
+              summary="Change the window, nodes or users, as plus_modify",
+              response_model=None, responses=answers(Reservation))
 async def modify_reservation(who: Who, ask: Ask, ar_id: ArId, body: ModifyIn) -> dict:
     return await ask(who, "modify", {"id": ar_id, **body.model_dump()})
 
 
-@router.post("/reservations/{ar_id}/cancel", summary="Cancel, as plus_cancel")
+@router.post("/reservations/{ar_id}/cancel", summary="Cancel, as plus_cancel",
+             response_model=None, responses=answers(Reservation))
 async def cancel_reservation(who: Who, ask: Ask, ar_id: ArId, transactional: bool = False) -> dict:
     return (await ask(who, "cancel", {"id": ar_id, "transactional": transactional}))[0]
 
 
-@router.delete("/reservations/{ar_id}", summary="Destroy the record, as plus_destroy")
+@router.delete("/reservations/{ar_id}", summary="Destroy the record, as plus_destroy",
+               response_model=None, responses=answers(Reservation))
 async def destroy_reservation(who: Who, ask: Ask, ar_id: ArId, transactional: bool = False) -> dict:
     return (await ask(who, "destroy", {"id": ar_id, "transactional": transactional}))[0]
 
 
-@router.post("/reservations/{ar_id}/commit", summary="Make a -T operation take effect")
+@router.post("/reservations/{ar_id}/commit", summary="Make a -T operation take effect",
+             response_model=None, responses=answers(Reservation))
 async def commit_reservation(who: Who, ask: Ask, ar_id: ArId) -> dict:
     return await ask(who, "commit", {"id": ar_id})
 
 
-@router.post("/reservations/{ar_id}/abort", summary="Drop a -T operation")
+@router.post("/reservations/{ar_id}/abort", summary="Drop a -T operation",
+             response_model=None, responses=answers(Reservation))
 async def abort_reservation(who: Who, ask: Ask, ar_id: ArId) -> dict:
     return await ask(who, "abort", {"id": ar_id})
 
 
-@router.get("/nodes/available", summary="Nodes wholly free over a window, as plus_availnodes")
+@router.get("/nodes/available", summary="Nodes wholly free over a window, as plus_availnodes",
+            response_model=None, responses=answers(AvailableNodes))
 async def available_nodes(who: Who, ask: Ask, start: Annotated[int, Query(ge=0, le=2**40)],
                     end: Annotated[int, Query(ge=0, le=2**40)]) -> dict:
     return await ask(who, "availnodes", {"start": start, "end": end})

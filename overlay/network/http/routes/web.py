@@ -21,6 +21,7 @@ from overlay.network.http.pages import (
     vendor_file,
 )
 from overlay.network.http.routes.base import Ask
+from overlay.network.http.schemas import WebConfig, WebSession, answers
 
 router = APIRouter()
 
@@ -40,7 +41,8 @@ origin make_app was given."""
 
 
 @router.get("/web/config", summary="How the calendar page signs in: the site's identity "
-                                   "provider, if one is set up")
+                                   "provider, if one is set up",
+            response_model=None, responses=answers(WebConfig))
 async def web_config(anyone: Anyone, ask: Ask) -> dict:
     return await ask(anyone, "web_config", {})
 
@@ -67,6 +69,7 @@ async def vendor(name: str, page_headers: PageHeaders) -> FileResponse:
     return vendor_file(VENDOR_DIR, VENDOR_FILES, name, "vis-timeline", page_headers)
 
 
-@router.post("/web/session", summary="Exchange plus_web's one-time code for a session token")
+@router.post("/web/session", summary="Exchange plus_web's one-time code for a session token",
+             response_model=None, responses=answers(WebSession))
 async def web_session(anyone: Anyone, ask: Ask, body: SessionIn) -> dict:
     return await ask(anyone, "web_session", {"code": body.code})

@@ -426,7 +426,7 @@ function dayKey(date) {
 /* Node-hours of spans [owner, from, to, nodes] per local day, for ``owner``. */
 function perDay(spans, owner, first, last) {
   const days = new Map();
-  for (const [who, from, to, nodes] of spans) {
+  for (const {owner: who, start: from, end: to, nodes} of spans) {
     if (owner && who !== owner) continue;
     let t = Math.max(from, first);
     const stop = Math.min(to, last);
@@ -448,7 +448,7 @@ async function showUsage() {
     const last = new Date($("usage-to").value + "T00:00").valueOf() / 1000 + 86400;
     if (!(last > first)) throw new ApiError(400, "Choose a period whose end is on or after its start.");
     const data = await api("GET", `/usage?start=${first}&end=${Math.min(last, Date.now() / 1000 | 0)}`);
-    const owners = [...new Set([...data.reserved, ...data.used].map(s => s[0]))].sort();
+    const owners = [...new Set([...data.reserved, ...data.used].map(s => s.owner))].sort();
     const select = $("usage-owner");
     const chosen = select.value || view.user;
     select.replaceChildren(new Option("everyone", ""), ...owners.map(o => new Option(o, o)));

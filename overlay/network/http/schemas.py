@@ -1,0 +1,205 @@
+"""What the API answers on success, as typed schemas for the OpenAPI
+document, so that a generated client gets classes, not untyped objects.
+The daemon writes the answers (overlay.daemon.services.views and the
+operations); these models describe them and are not run on each answer
+(a listing of 1,000 ARs is passed through as the daemon wrote it).
+``tests/test_http_fuzz.py`` checks every answer against them, and the
+models forbid fields they do not name, so a field added to a view
+without its schema fails there."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Shown(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Whoami(_Shown):
+    user: str
+    manager: bool
+
+
+class Allocation(_Shown):
+    """A node the AR holds: its slots, the queue instance's queue (qrsub's
+    ARs), and the AR they are inside (ResAccess)."""
+    node: str
+    slots: int
+    queue: str | None = None
+    within: int | None = None
+
+
+class RequestShown(_Shown):
+    """What was asked, every field of plus_reserve's (or qrsub's) request."""
+    start: int
+    end: int
+    nodes: int
+    users: list[str]
+    slots_per_node: int | None
+    memory_mb: int | None
+    ncpus: int | None
+    arch: str | None
+    os: str | None
+    attributes: list[list[str]] = Field(description="-l's [name, value] pairs")
+    queues: list[str]
+    name: str
+    hard_error: bool
+    mail_options: str
+    mail_list: list[str]
+    res_access: list[int]
+    pe: str
+    pe_range: list[list[int]] = Field(description="-pe's [low, high] ranges")
+    alloc_rule: str
+    master_queues: list[str]
+    ckpt: str
+    interactive: bool
+    account: str
+    kind: str | None = Field(description="nodes or slots")
+
+
+class Pending(_Shown):
+    """A -T operation waiting for commit or abort."""
+    operation: str
+    since: int | None
+    expires: int | None
+    start: int | None
+    end: int | None
+    allocations: list[Allocation]
+
+
+class RefusedChange(_Shown):
+    """The AR's last refused plus_modify."""
+    time: int
+    operation: str
+    reason: str
+
+
+class Reservation(_Shown):
+    """An AR as plus_status -r shows it."""
+    id: int
+    name: str
+    owner: str
+    group: str
+    state: str = Field(description="plus_status's state letter")
+    submission_time: int
+    start: int
+    end: int
+    duration: int
+    acl: list[str]
+    account: str
+    message: str
+    granted_pe: str
+    allocations: list[Allocation]
+    inner: list[int] = Field(description="ARs inside this one (ResAccess)")
+    request: RequestShown
+    job_runtime_limit: int | None
+    submit_hint: str
+    idempotency_key: str | None
+    pending: Pending | None
+    refusal: RefusedChange | None
+    warnings: list[str]
+
+
+class AvailableNodes(_Shown):
+    start: int
+    end: int
+    count: int
+    nodes: list[str]
+
+
+class AccountingRecord(_Shown):
+    """An AR's use of its hosts within the period asked, as plus_account -l."""
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    id: int
+    owner: str
+    name: str
+    state: str
+    from_: int = Field(alias="from")
+    to: int
+    seconds: int
+    node_seconds: int
+    slot_seconds: int
+    hosts: dict[str, int] = Field(description="slots held on each host")
+
+
+class Calendar(_Shown):
+    """A window of the calendar page: rows as compact as the page polls
+    them. ``ars``: [id, name, owner, state, start, end, nodes joined by
+    commas]; ``jobs``: [id, owner, kind, start, end, nodes joined by commas].
+    While no AR changed since ``since``: ``unchanged``, and the jobs only."""
+    revision: int
+    unchanged: bool | None = None
+    now: int | None = None
+    nodes: list[str] | None = None
+    ars: list[list[int | str]] | None = None
+    jobs: list[list[int | str]]
+
+
+class Span(_Shown):
+    """Node-hours as a span: an owner's ``nodes`` from ``start`` to ``end``."""
+    owner: str
+    start: int
+    end: int
+    nodes: int
+
+
+class Usage(_Shown):
+    reserved: list[Span] = Field(description="each AR's hold on its hosts")
+    used: list[Span] = Field(description="each job in an AR")
+
+
+class QueryAnswer(_Shown):
+    UserID: str
+    StartTime: int
+    OtherInfo: str
+
+
+class StartRange(_Shown):
+    STime: int
+    EndSTime: int
+
+
+class ResqueryAnswer(_Shown):
+    UserID: str
+    ranges: list[StartRange]
+    OtherInfo: str | None = None
+
+
+class ReservationWithKey(Reservation):
+    """The AR a seed verb made, with its ResKey (given this once)."""
+    reskey: str
+
+
+class SetresAnswer(_Shown):
+    """SETRES's answer (RESQANDSET's adds StartTime), and the AR made."""
+    SuccessOrNot: bool
+    StartTime: int | None = None
+    ResKey: str
+    OtherInfo: str = Field(description="the AR as ResAccess names it, R<id>")
+    reservation: ReservationWithKey
+
+
+class JobSubmitted(BaseModel):
+    """A job submitted with a claim: its id, and what the batch system said
+    (each backend may add fields)."""
+    model_config = ConfigDict(extra="allow")
+    id: int | str
+
+
+class WebConfig(_Shown):
+    oidc: dict[str, Any] | None
+    why: str | None = None
+
+
+class WebSession(_Shown):
+    token: str
+    user: str
+    expires: int
+
+
+def answers(model: Any, status: int = 200, description: str = "") -> dict:
+    """A route's ``responses`` entry for its success ``model``."""
+    return {status: {"model": model, "description": description or "success"}}
