@@ -79,4 +79,7 @@ bash "$repo/scripts/test-sshd.sh"
 # --- a real OpenID provider's package for the tests of the API's identities
 bash "$repo/scripts/test-oidc.sh"
 
+# --- a real Prometheus on 127.0.0.1:9391 scraping the test daemons' /metrics
+bash "$repo/scripts/test-prometheus.sh"
+
 echo "$port" >&3

@@ -26,7 +26,7 @@ API_ENDPOINTS = {
 """The API's documented endpoints (README, "HTTP API") and their methods,
 under /v1 in the OpenAPI document (and answering without it, as aliases)."""
 ENDPOINTS = {**{f"/v1{path}": methods for path, methods in API_ENDPOINTS.items()},
-             "/web/config": {"get"}, "/web/session": {"post"}}
+             "/web/config": {"get"}, "/web/session": {"post"}, "/metrics": {"get"}}
 
 WORDS = {"UserID": "plusu1", "TimeNeeded": "1h", "ResourceList": "nodes=1"}
 CLAIM = {"id": 1, "nonce": "n" * 16, "timestamp": 1, "operation": "submit", "payload": {},
@@ -43,14 +43,17 @@ CALLS = [("GET", "/whoami", None), ("GET", "/reservations", None),
          ("POST", "/ggf/setres", {**WORDS, "StartTime": int(time.time()) + 86400}),
          ("POST", "/claims", CLAIM), ("POST", "/jobs", CLAIM),
          ("GET", "/calendar?start=10&end=20", None), ("GET", "/usage?start=10&end=20", None),
-         ("GET", "/web/config", None), ("POST", "/web/session", {"code": "c" * 16})]
+         ("GET", "/web/config", None), ("POST", "/web/session", {"code": "c" * 16}),
+         ("GET", "/metrics", None)]
 """A valid call of each endpoint."""
 
 ANSWERS = {"status": [{"id": 1}], "cancel": [{"id": 1}], "destroy": [{"id": 1}],
            "query": {"user": "plusu1", "start": 10, "how": "planned"},
            "resquery": {"user": "plusu1", "ranges": [[10, 20]]},
            "setres": {"id": 1, "start": 10, "reskey": "k"},
-           "resqandset": {"id": 1, "start": 10, "reskey": "k"}}
+           "resqandset": {"id": 1, "start": 10, "reskey": "k"},
+           "metrics": {"leading": True, "store_up": True, "feed_lag": 0, "inventory_age": None,
+                       "ars": [], "nodes": 0, "nodes_reserved": 0, "in_window": []}}
 
 
 class Recorder:

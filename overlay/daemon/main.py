@@ -16,6 +16,7 @@ import signal
 import socket
 import sys
 import threading
+import time
 from typing import Any
 
 import pluggy
@@ -68,9 +69,12 @@ _OUTAGE = RateLimitedLog(log, burst=1)
 
 def _reply_to(service: Service, sock: socket.socket, peer: connections.Peer,
               deadline: float, bounds: connections.Limits) -> None:
-    """Read one request by ``deadline``, run it, send the reply."""
+    """Read one request by ``deadline``, run it, send the reply (counted
+    with the time it took, for /metrics)."""
+    began, operation = time.perf_counter(), None
     try:
         message = protocol.receive_message(sock, bounds.message_bytes, deadline)
+        began, operation = time.perf_counter(), message.get("op")
         caller = service.caller_for(peer.uid, peer.gid, message)
         if message.get("token") is None:
             data = service.handle(caller, message.get("op"), message.get("args") or {})
@@ -101,6 +105,8 @@ def _reply_to(service: Service, sock: socket.socket, peer: connections.Peer,
                       peer.uid, exc_info=True)
         reply = {"ok": False, "error": f"internal error in plus_scheduler ({type(exc).__name__}); "
                  "its log has the details", "status": protocol.EXIT_REFUSED, "kind": "internal"}
+    service.requests.record(operation, "ok" if reply["ok"] else reply["kind"],
+                            time.perf_counter() - began)
     sock.settimeout(_REPLY_TIMEOUT)  # a client that never reads its reply frees the thread
     try:
         protocol.send_message(sock, reply)
@@ -173,9 +179,11 @@ class Daemon:
                                           "ResKey secret")
             provider = oidc.Provider(config.http.oidc) if config.http.oidc else None
             self.members = Members(self.store)
+            scrapers = statefile.secret_key(config.http.metrics_token or os.path.join(
+                config.state_path, "metrics.token"), "metrics secret (http.metrics_token)")
             self.service = Service(self.manager, self.lifecycle.notice, self.stop,
                                    Tokens(config.state_path), reskey.ResKeys(secret), provider,
-                                   daemons=self.daemons)
+                                   daemons=self.daemons, role=self.role, metrics_token=scrapers)
             self.http = Companion(config.http, config.socket_path)
             self.http.listen()
         except Exception:
@@ -399,6 +407,11 @@ class Daemon:
         return {"this": self.members.name, "leading": self._leading, "shared": self.lease.shared,
                 "leader": self.lease.leader(), "revision": self.store.revision(),
                 "daemons": self.members.listed()}
+
+    def role(self) -> dict:
+        """Whether this daemon leads, and whether others share its store:
+        what it knows without asking the store (/metrics)."""
+        return {"leading": self._leading, "shared": self.lease.shared}
 
     def _before_pass(self) -> bool:
         """Before each pass: whether this daemon leads now (a pass of one

@@ -354,20 +354,36 @@ class ReportingFollower:
 
     def current(self) -> tuple[list[ARUsage], list[JobUse]]:
         with self._lock:
-            try:
-                handle = open(self.path, "rb")
-            except FileNotFoundError:
-                self._restart()
+            if not self._read():
                 return [], []
-            with handle:
-                if self._mark is not None and not filemark.still(handle, self._mark):
-                    self._restart()
-                offset = self._mark.offset if self._mark else 0
-                handle.seek(offset)
-                while chunk := handle.read(self.CHUNK):
-                    offset += len(chunk)
-                    whole, newline, self._partial = (self._partial + chunk).rpartition(b"\n")
-                    if newline:
-                        self._collector.feed(whole.decode("utf-8", "replace").split("\n"))
-                self._mark = filemark.mark(handle, offset)
             return self._collector.usages(), list(self._collector.jobs)
+
+    def jobs_after(self, seen: int, reading: object) -> tuple[object, list[JobUse]]:
+        """The jobs read since the first ``seen`` of ``reading`` (an earlier
+        answer's first item), or all of them when the file has been read
+        from its start again since: a question costs what was appended."""
+        with self._lock:
+            self._read()
+            if reading is not self._collector:
+                seen = 0
+            return self._collector, self._collector.jobs[seen:]
+
+    def _read(self) -> bool:
+        """Take in what was appended; False when there is no file."""
+        try:
+            handle = open(self.path, "rb")
+        except FileNotFoundError:
+            self._restart()
+            return False
+        with handle:
+            if self._mark is not None and not filemark.still(handle, self._mark):
+                self._restart()
+            offset = self._mark.offset if self._mark else 0
+            handle.seek(offset)
+            while chunk := handle.read(self.CHUNK):
+                offset += len(chunk)
+                whole, newline, self._partial = (self._partial + chunk).rpartition(b"\n")
+                if newline:
+                    self._collector.feed(whole.decode("utf-8", "replace").split("\n"))
+            self._mark = filemark.mark(handle, offset)
+        return True

@@ -71,6 +71,7 @@ from overlay.reporting.accounting import (
 )
 from overlay.usecases.activity import Activity
 from overlay.usecases.enforcer import Enforcer
+from overlay.usecases.tally import Tally
 
 log = logging.getLogger("plus.manager")
 
@@ -247,6 +248,7 @@ class Manager:
         self._capacity: dict[str, int] | None = None
         self.seen_revision, stored = store.snapshot()  # the store's writes taken in so far
         self.ars: dict[int, Reservation] = {ar.id: ar for ar in stored}
+        self.tally = Tally(self.ars.values())   # /metrics' counts, kept as memory changes
         self.changed: set[int] = set()      # AR ids stored or removed since the lifecycle's last look
         self.revision = time.time_ns()      # goes up with every AR stored or removed
         self._finished = {ar.id for ar in self.ars.values() if ar.state in FINISHED_STATES}
@@ -380,6 +382,7 @@ class Manager:
     def _keep(self, ar: Reservation) -> None:
         """Hold ``ar`` in memory (after the store has it) and note the change
         (and of the ARs it is inside, whose enforced slots follow it)."""
+        self.tally.replace(self.ars.get(ar.id), ar)
         self.ars[ar.id] = ar
         self._tell_backend((ar,), ())
         self.changed.add(ar.id)
@@ -465,7 +468,7 @@ class Manager:
         """``ar`` is gone from the store: out of memory and its bookings,
         and (by the enforcer) the backend."""
         gone = self.enforced(ar)
-        del self.ars[ar.id]
+        self.tally.replace(self.ars.pop(ar.id), None)
         self._tell_backend((), (ar.id,))
         self._unbook(ar.id)
         self.by_key.pop((ar.owner, ar.idempotency_key), None)

@@ -4,15 +4,17 @@ in, and the shape of an operation."""
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from overlay.daemon.config import Config
+from overlay.daemon.requeststats import RequestStats
 from overlay.language.model import Reservation
 from overlay.log.ratelog import RateLimitedLog
 from overlay.network import oidc, reskey
 from overlay.network.tokens import Tokens
 from overlay.reporting.accounting import ReportingFollower
+from overlay.reporting.endedjobs import EndedJobs
 from overlay.usecases.manager import Caller, Manager
 from overlay.wire import codec
 
@@ -37,6 +39,18 @@ class Context:
     daemon_uid: int
     daemons: Callable[[], dict] | None = None
     """Who serves the store and who leads (plus_scheduler --status)."""
+    role: Callable[[], dict] | None = None
+    """Whether this daemon leads, and whether its store is shared (cheap:
+    no question to the store)."""
+    requests: RequestStats | None = None
+    """The socket's requests, counted (/metrics)."""
+    metrics_token: bytes = b""
+    """The secret a scraper of /metrics sends as its bearer token."""
+    ended_jobs: EndedJobs = field(init=False)
+    """Node-hours of the jobs ended in ARs still in their window (/metrics)."""
+
+    def __post_init__(self) -> None:
+        self.ended_jobs = EndedJobs(self.reported)
 
     @property
     def config(self) -> Config:

@@ -8,12 +8,14 @@ from typing import Any, Callable
 
 from overlay.contract import plugins
 from overlay.daemon import connections
+from overlay.daemon.requeststats import RequestStats
 from overlay.daemon.services import (
     callers,
     claims,
     control,
     ggf,
     identities,
+    metrics,
     reports,
     reservations,
     web,
@@ -28,7 +30,7 @@ from overlay.reporting.accounting import ReportingFollower
 from overlay.usecases.manager import Caller, Manager
 from overlay.wire import codec
 
-FAMILIES = (reservations, ggf, claims, identities, web, reports, control)
+FAMILIES = (reservations, ggf, claims, identities, web, reports, metrics, control)
 """The modules whose OPERATIONS the socket serves."""
 
 
@@ -54,11 +56,8 @@ class Service:
                  on_shutdown: Callable[[], None], tokens: Tokens | None = None,
                  reskeys: reskey.ResKeys | None = None,
                  provider: oidc.Provider | None = None,
-                 daemons: Callable[[], dict] | None = None) -> None:
-        self.context = Context(manager, on_change, on_shutdown, tokens, reskeys, provider,
-                               RateLimitedLog(log, burst=CLIENT_LINES),
-                               ReportingFollower(manager.config.accounting_path), os.getuid(),
-                               daemons)
+                 daemons: Callable[[], dict] | None = None,
+                 role: Callable[[], dict] | None = None, metrics_token: bytes = b"") -> None:
         self.turns = connections.UserTurns(manager.config.http.max_requests_per_user)
         self.plugin_operations: dict[str, Callable[[Caller, dict], Any]] = {}
         for offered in manager.plugin_operations():
@@ -66,6 +65,11 @@ class Service:
                 if name in OPERATIONS or name in self.plugin_operations:
                     raise plugins.PluginError(f"plugins: operation {name!r} is offered twice")
                 self.plugin_operations[name] = operation
+        self.requests = RequestStats([*OPERATIONS, *self.plugin_operations])
+        self.context = Context(manager, on_change, on_shutdown, tokens, reskeys, provider,
+                               RateLimitedLog(log, burst=CLIENT_LINES),
+                               ReportingFollower(manager.config.accounting_path), os.getuid(),
+                               daemons, role, self.requests, metrics_token)
 
     @property
     def daemon_uid(self) -> int:

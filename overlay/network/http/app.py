@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 
 from overlay.network.http import docs, errors, pages
 from overlay.network.http.gate import Gate
-from overlay.network.http.routes import API_ROUTERS, PAGE_ROUTERS, VERSION
+from overlay.network.http.routes import API_ROUTERS, FIXED_ROUTERS, VERSION
 from overlay.network.http.routes.base import Asker
 
 
@@ -52,6 +52,6 @@ def make_app(socket_path: str, timeout: float = 5.0, provider: str = "") -> Fast
         app.include_router(router, prefix=f"/{VERSION}")
     for router in API_ROUTERS:                  # the first paths, aliases of the first version
         app.include_router(router, include_in_schema=False)
-    for router in PAGE_ROUTERS:
+    for router in FIXED_ROUTERS:
         app.include_router(router)
     return app

@@ -13,6 +13,9 @@ from overlay.network.loopback import loopback
 from overlay.network.oidc import OidcSettings
 
 DEFAULT_ADDRESS = "127.0.0.1:6830"
+METRICS_ACCESS = ("token", "open", "off")
+"""Who may scrape /metrics: a bearer token holding the metrics secret,
+anyone who reaches the API, or no one over HTTP."""
 
 
 @dataclass(frozen=True)
@@ -29,6 +32,8 @@ class HttpSettings:
     timeout: int = 5                     # seconds the API waits for the daemon's answer (then 503)
     max_requests_per_user: int = 2       # one HTTP user's requests the daemon runs at once
     oidc: OidcSettings | None = None     # the site's OpenID provider, whose tokens are taken too
+    metrics: str = "token"               # /metrics: token (metrics_token's secret), open, off
+    metrics_token: str = ""              # the scrapers' secret; default metrics.token in state_dir
 
     @property
     def enabled(self) -> bool:
@@ -83,6 +88,10 @@ CHECKS = {
     "request_timeout": settings.seconds(1),
     "timeout": settings.seconds(1),
     "max_requests_per_user": settings.whole(1, 1024),
+    # YAML reads a bare off as false
+    "metrics": settings.Check("one of token, open, off", lambda value: "off" if value is False
+                              else value if value in METRICS_ACCESS else None),
+    "metrics_token": settings.path(absolute=False),
 }
 
 
@@ -92,7 +101,7 @@ def load(options: dict[str, Any], relative) -> HttpSettings:
     values = settings.read_section("http", options, CHECKS, others=("oidc",))
     if "oidc" in options:
         values["oidc"] = oidc.load(options["oidc"], relative)
-    for key in ("tls_cert", "tls_key"):
+    for key in ("tls_cert", "tls_key", "metrics_token"):
         if values.get(key):
             values[key] = relative(values[key])
     chosen = HttpSettings(**values)

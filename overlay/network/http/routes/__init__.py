@@ -1,15 +1,23 @@
 """The API's endpoints by family, mirroring the daemon's operations
 (overlay/daemon/services): each module holds one APIRouter and the bodies it
 takes. ``API_ROUTERS`` are the API's, served under /v1 (``VERSION``) and,
-as aliases of it, at their first paths; ``PAGE_ROUTERS`` the calendar
-page's own, unversioned. A path is matched route by route in the order
+as aliases of it, at their first paths; ``FIXED_ROUTERS`` the calendar
+page's own and /metrics (where scrapers look), unversioned. A path is matched route by route in the order
 make_app includes them (within web.py, /web/config comes before
 /web/{name})."""
 
 from __future__ import annotations
 
-from overlay.network.http.routes import claims, ggf, identities, reports, reservations, web
+from overlay.network.http.routes import (
+    claims,
+    ggf,
+    identities,
+    metrics,
+    reports,
+    reservations,
+    web,
+)
 
 VERSION = "v1"
 API_ROUTERS = tuple(family.router for family in (identities, reservations, reports, ggf, claims))
-PAGE_ROUTERS = (web.router,)
+FIXED_ROUTERS = (web.router, metrics.router)
