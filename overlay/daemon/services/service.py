@@ -12,6 +12,7 @@ from overlay.daemon.services import (
     callers,
     claims,
     control,
+    feeds,
     ggf,
     identities,
     reports,
@@ -28,7 +29,7 @@ from overlay.reporting.accounting import ReportingFollower
 from overlay.usecases.manager import Caller, Manager
 from overlay.wire import codec
 
-FAMILIES = (reservations, ggf, claims, identities, web, reports, control)
+FAMILIES = (reservations, ggf, claims, identities, web, reports, feeds, control)
 """The modules whose OPERATIONS the socket serves."""
 
 

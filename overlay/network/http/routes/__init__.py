@@ -6,6 +6,15 @@ before /web/{name})."""
 
 from __future__ import annotations
 
-from overlay.network.http.routes import claims, ggf, identities, reports, reservations, web
+from overlay.network.http.routes import (
+    claims,
+    feeds,
+    ggf,
+    identities,
+    reports,
+    reservations,
+    web,
+)
 
-ROUTERS = tuple(family.router for family in (identities, reservations, reports, ggf, web, claims))
+ROUTERS = tuple(family.router for family in (identities, reservations, reports, ggf, web, claims,
+                                             feeds))
