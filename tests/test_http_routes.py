@@ -23,7 +23,9 @@ ENDPOINTS = {
     "/accounting": {"get"}, "/ggf/query": {"post"}, "/ggf/resquery": {"post"},
     "/ggf/resqandset": {"post"}, "/ggf/setres": {"post"}, "/claims": {"post"},
     "/jobs": {"post"}, "/calendar": {"get"}, "/usage": {"get"}, "/web/config": {"get"},
-    "/web/session": {"post"}}
+    "/web/session": {"post"}, "/feeds/users/{user}.ics": {"get"},
+    "/feeds/queues/{queue}.ics": {"get"}, "/feeds/tokens": {"get", "post"},
+    "/feeds/tokens/{token_id}": {"delete"}}
 """The API's documented endpoints (README, "HTTP API") and their methods."""
 
 WORDS = {"UserID": "plusu1", "TimeNeeded": "1h", "ResourceList": "nodes=1"}
@@ -41,14 +43,18 @@ CALLS = [("GET", "/whoami", None), ("GET", "/reservations", None),
          ("POST", "/ggf/setres", {**WORDS, "StartTime": int(time.time()) + 86400}),
          ("POST", "/claims", CLAIM), ("POST", "/jobs", CLAIM),
          ("GET", "/calendar?start=10&end=20", None), ("GET", "/usage?start=10&end=20", None),
-         ("GET", "/web/config", None), ("POST", "/web/session", {"code": "c" * 16})]
+         ("GET", "/web/config", None), ("POST", "/web/session", {"code": "c" * 16}),
+         ("GET", "/feeds/users/plusu1.ics?token=t", None), ("POST", "/feeds/tokens", {}),
+         ("GET", "/feeds/tokens", None), ("DELETE", "/feeds/tokens/" + "a" * 16, None)]
 """A valid call of each endpoint."""
 
 ANSWERS = {"status": [{"id": 1}], "cancel": [{"id": 1}], "destroy": [{"id": 1}],
            "query": {"user": "plusu1", "start": 10, "how": "planned"},
            "resquery": {"user": "plusu1", "ranges": [[10, 20]]},
            "setres": {"id": 1, "start": 10, "reskey": "k"},
-           "resqandset": {"id": 1, "start": 10, "reskey": "k"}}
+           "resqandset": {"id": 1, "start": 10, "reskey": "k"},
+           "feed": {"etag": '"t"', "body": "", "total": 0}, "feed_token": {"feeds": {}},
+           "feed_tokens": []}
 
 
 class Recorder:
