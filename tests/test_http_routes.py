@@ -22,7 +22,9 @@ API_ENDPOINTS = {
     "/reservations/{ar_id}/abort": {"post"}, "/nodes/available": {"get"},
     "/accounting": {"get"}, "/ggf/query": {"post"}, "/ggf/resquery": {"post"},
     "/ggf/resqandset": {"post"}, "/ggf/setres": {"post"}, "/claims": {"post"},
-    "/jobs": {"post"}, "/calendar": {"get"}, "/usage": {"get"}}
+    "/jobs": {"post"}, "/calendar": {"get"}, "/usage": {"get"},
+    "/feeds/users/{user}.ics": {"get"}, "/feeds/queues/{queue}.ics": {"get"},
+    "/feeds/tokens": {"get", "post"}, "/feeds/tokens/{token_id}": {"delete"}}
 """The API's documented endpoints (README, "HTTP API") and their methods,
 under /v1 in the OpenAPI document (and answering without it, as aliases)."""
 ENDPOINTS = {**{f"/v1{path}": methods for path, methods in API_ENDPOINTS.items()},
@@ -44,7 +46,9 @@ CALLS = [("GET", "/whoami", None), ("GET", "/reservations", None),
          ("POST", "/claims", CLAIM), ("POST", "/jobs", CLAIM),
          ("GET", "/calendar?start=10&end=20", None), ("GET", "/usage?start=10&end=20", None),
          ("GET", "/web/config", None), ("POST", "/web/session", {"code": "c" * 16}),
-         ("GET", "/metrics", None)]
+         ("GET", "/metrics", None),
+         ("GET", "/feeds/users/plusu1.ics?token=t", None), ("POST", "/feeds/tokens", {}),
+         ("GET", "/feeds/tokens", None), ("DELETE", "/feeds/tokens/" + "a" * 16, None)]
 """A valid call of each endpoint."""
 
 ANSWERS = {"status": [{"id": 1}], "cancel": [{"id": 1}], "destroy": [{"id": 1}],
@@ -53,7 +57,9 @@ ANSWERS = {"status": [{"id": 1}], "cancel": [{"id": 1}], "destroy": [{"id": 1}],
            "setres": {"id": 1, "start": 10, "reskey": "k"},
            "resqandset": {"id": 1, "start": 10, "reskey": "k"},
            "metrics": {"leading": True, "store_up": True, "feed_lag": 0, "inventory_age": None,
-                       "ars": [], "nodes": 0, "nodes_reserved": 0, "in_window": []}}
+                       "ars": [], "nodes": 0, "nodes_reserved": 0, "in_window": []},
+           "feed": {"etag": '"t"', "body": "", "total": 0}, "feed_token": {"feeds": {}},
+           "feed_tokens": []}
 
 
 class Recorder:

@@ -14,6 +14,8 @@ from typing import Any
 import yaml
 
 from overlay.contract import settings
+from overlay.feeds import zone
+from overlay.feeds.zone import machine_zone
 from overlay.kit.users import login_uid_min
 from overlay.language.request import valid_name
 from overlay.network.http.settings import HttpSettings
@@ -54,6 +56,7 @@ class Config:
     log: str = "stderr"
     log_size: int = 10 << 20
     log_keep: int = 5
+    timezone: str = field(default_factory=machine_zone)
     http: HttpSettings = field(default_factory=HttpSettings)
     sections: dict[str, dict] = field(default_factory=dict)
 
@@ -138,6 +141,7 @@ _VALIDATORS = {
     "log": _text,
     "log_size": settings.whole(4096, unit="bytes"),
     "log_keep": _non_negative,
+    "timezone": zone.checked,
 }
 
 

@@ -236,6 +236,9 @@ class Reservation:
     """The store's revision at which it was last written: a write of this
     AR that finds the store's row at another revision (another daemon
     changed it) is refused as stale instead of overwriting."""
+    changed: int = field(default=0, compare=False)
+    """When the store last wrote it (epoch seconds): a calendar feed's
+    DTSTAMP, the time the event was last revised."""
 
     @property
     def start(self) -> int:

@@ -151,6 +151,7 @@ class ReservationRow(SQLModel, table=True):
     idempotency_key: str | None = Field(default=None, index=True)
     granted_pe: str | None = None
     revision: int | None = Field(default=None, sa_type=BigInteger, index=True)
+    changed_time: int | None = Field(default=None, sa_type=BigInteger)
 
 
 class AllocationRow(SQLModel, table=True):
@@ -269,7 +270,7 @@ def _row_values(ar: Reservation) -> dict:
         pending=ar.pending.value if ar.pending else None, pending_since=ar.pending_since,
         pending_request=_encode_request(ar.pending_request) if ar.pending_request else None,
         idempotency_key=ar.idempotency_key, granted_pe=ar.granted_pe or None,
-        revision=ar.revision)
+        revision=ar.revision, changed_time=ar.changed or None)
 
 
 def _to_row(ar: Reservation) -> ReservationRow:
@@ -350,7 +351,7 @@ def _from_rows(row: ReservationRow, allocations: list[AllocationRow]) -> Reserva
         pending_allocations=[Allocation(a.node, a.slots, a.within_id, a.queue or "")
                              for a in allocations if a.pending],
         idempotency_key=row.idempotency_key, granted_pe=row.granted_pe or "",
-        revision=row.revision or 0)
+        revision=row.revision or 0, changed=row.changed_time or row.submission_time)
 
 
 def _usage_row(used: Reservation) -> UsageRow:
@@ -412,6 +413,7 @@ _ADDED_COLUMNS = {("allocation", "within_id"): "INTEGER",
                   ("reservation", "idempotency_key"): "VARCHAR",
                   ("allocation", "queue"): "VARCHAR", ("reservation", "granted_pe"): "VARCHAR",
                   ("reservation", "revision"): "BIGINT",
+                  ("reservation", "changed_time"): "BIGINT",
                   ("report_outbox", "target"): "VARCHAR NOT NULL DEFAULT 'reporting'",
                   ("inventory_node", "idle_since"): "BIGINT NOT NULL DEFAULT 0",
                   ("removed_reservation", "usage_id"): "INTEGER"}
@@ -711,7 +713,7 @@ class Store:
         with self._write() as session:
             self._check_capacity(session, ar, capacity, own_id=None)
             ar.id = self._next_id(session)
-            ar.revision = self._advance(session)
+            ar.revision, ar.changed = self._advance(session), int(time.time())
             session.connection().execute(_INSERT_RESERVATION, [_row_values(ar)])
             _insert_allocations(session, ar)
             if reports is not None:
@@ -728,12 +730,12 @@ class Store:
             self._check_fresh(session, ar)
             if capacity is not None:
                 self._check_capacity(session, ar, capacity, own_id=ar.id)
-            revision = self._advance(session)
-            session.merge(_to_row(replace(ar, revision=revision)))
+            revision, changed = self._advance(session), int(time.time())
+            session.merge(_to_row(replace(ar, revision=revision, changed=changed)))
             session.exec(delete(AllocationRow).where(AllocationRow.reservation_id == ar.id))
             _insert_allocations(session, ar)
             put_reports(session, reports)
-        ar.revision = revision
+        ar.revision, ar.changed = revision, changed
 
     def remove(self, ar_id: int, used: Reservation | None = None,
                reports: Iterable[str] = ()) -> int:

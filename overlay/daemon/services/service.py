@@ -13,6 +13,7 @@ from overlay.daemon.services import (
     callers,
     claims,
     control,
+    feeds,
     ggf,
     identities,
     metrics,
@@ -30,7 +31,7 @@ from overlay.reporting.accounting import ReportingFollower
 from overlay.usecases.manager import Caller, Manager
 from overlay.wire import codec
 
-FAMILIES = (reservations, ggf, claims, identities, web, reports, metrics, control)
+FAMILIES = (reservations, ggf, claims, identities, web, reports, metrics, feeds, control)
 """The modules whose OPERATIONS the socket serves."""
 
 

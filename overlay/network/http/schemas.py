@@ -200,6 +200,30 @@ class WebSession(_Shown):
     expires: int
 
 
+class FeedTokenShown(_Shown):
+    """A calendar feed token as its owner lists it: never the secret."""
+    id: str
+    owner: str
+    label: str
+    created: int
+
+
+class FeedUrls(_Shown):
+    user: str
+    queue: str = Field(description="a queue's feed: put the queue's name for QUEUE")
+
+
+class FeedTokenMade(FeedTokenShown):
+    """A new feed token, its secret shown this once, and the feeds' URLs with it."""
+    token: str
+    feeds: FeedUrls
+
+
+class FeedTokenRevoked(_Shown):
+    revoked: str
+    owner: str
+
+
 def answers(model: Any, status: int = 200, description: str = "") -> dict:
     """A route's ``responses`` entry for its success ``model``."""
     return {status: {"model": model, "description": description or "success"}}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from overlay.network.http.routes import (
     claims,
+    feeds,
     ggf,
     identities,
     metrics,
@@ -19,5 +20,6 @@ from overlay.network.http.routes import (
 )
 
 VERSION = "v1"
-API_ROUTERS = tuple(family.router for family in (identities, reservations, reports, ggf, claims))
+API_ROUTERS = tuple(family.router for family in (identities, reservations, reports, ggf, claims,
+                                                   feeds))
 FIXED_ROUTERS = (web.router, metrics.router)
