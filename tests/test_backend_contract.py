@@ -9,6 +9,8 @@ from __future__ import annotations
 import inspect
 import time
 
+import pytest
+
 from overlay.contract.backend import (
     CONTRACT,
     ENFORCER,
@@ -22,7 +24,7 @@ from overlay.contract.backend import (
 )
 from overlay.daemon.main import Service
 from overlay.kit.remote import CommandError, Runner
-from overlay.language.model import Request, State
+from overlay.language.model import NoCapacity, Request, State
 from overlay_sge import settings as sge_settings
 from overlay_sge.backend import SgeBackend
 from overlay_sge.gridengine import GridEngine
@@ -119,6 +121,9 @@ def test_the_queue_backends_answer_the_use_cases_from_the_inventory(tmp_path):
         assert blocked["n1"].endswith("busy: job 7 of bob runs past the start")
         holdings, how = backend.job_holdings(NOW, SEEN)
         assert {held.node for held in holdings} == {"n1", "n2"} and "observed 5 s ago" in how
+        assert how.startswith("estimated from the run time limits of 2 running job(s)") and \
+            how.endswith("and the ARs; queued jobs are not counted")     # QUERY's OtherInfo
+        assert backend.job_start(LATER, ["n1", "n2"], ("alice", ())) is None   # the core's estimate
         assert [bar.start for bar in backend.job_bars(NOW, SEEN)] == [NOW - 60, NOW, NOW]
 
 
@@ -174,7 +179,8 @@ def test_the_core_calls_each_method_under_the_lock_its_contract_names(tmp_path):
     env.manager.modify(ALICE, ar.id, None, T0 + 3 * HOUR, None, None, None)
     service.handle(ALICE, "status", {"id": ar.id})
     service.handle(ALICE, "calendar", {"start": T0, "end": T0 + 4 * HOUR})
-    service.handle(ALICE, "query", {"start": T0, "end": T0 + HOUR, "nodes": 1})
+    with pytest.raises(NoCapacity, match="run jobs"):        # this cluster's hosts run none
+        service.handle(ALICE, "query", {"start": T0, "end": T0 + HOUR, "nodes": 1})
     env.clock.now = T0 + 120
     env.lifecycle.tick()
     assert env.manager.ars[ar.id].state == State.RUNNING
@@ -187,5 +193,5 @@ def test_the_core_calls_each_method_under_the_lock_its_contract_names(tmp_path):
     assert wrong == set()
     reached = {name for name, _ in recording.calls}
     assert reached >= {"nodes", "running_jobs", "prepare", "activate", "release", "teardown",
-                       "modify", "blocked_nodes", "reconcile", "health", "job_holdings",
+                       "modify", "blocked_nodes", "reconcile", "health", "job_start",
                        "job_bars", "submit_hint", "lingering", "delays"}

@@ -268,6 +268,18 @@ class Backend(ABC):
                           f"job(s) ({inventory.age(now)}) and the ARs; queued jobs are not "
                           f"counted")
 
+    @called(NONE, COMMAND, idempotent=True, raises=FAILS_COMMAND, optional=True)
+    def job_start(self, request: Request, nodes: list[str], user: tuple[str, tuple[str, ...]]
+                  ) -> tuple[int | None, str] | None:
+        """QUERY answered by the batch system's own scheduler: when it
+        would start a job of ``request``'s shape (its node count, slots per
+        node or whole nodes, duration) on ``nodes`` (those matching the
+        request) if ``user`` (name, groups) submitted it now, and how that
+        was found (its OtherInfo; with no start, why). None: this backend
+        has no such answer here, and the core estimates from
+        ``job_holdings`` and the ARs."""
+        return None
+
     @called(NONE, SERVICE, idempotent=True, raises=FAILS_COMMAND, optional=True)
     def job_bars(self, now: int, inventory: Inventory) -> list[JobBar]:
         """The jobs a calendar shows beside the ARs. Here: the running jobs

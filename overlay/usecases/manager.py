@@ -704,39 +704,55 @@ class Manager:
         """QUERY (seed 003): when a job of the request's shape (node count,
         slots per node or whole nodes, node requirements, duration) would
         start if submitted now, with no reservation, and how that was
-        estimated. The jobs' holdings the backend reports are booked beside
-        the ARs for the question only (and released under the same lock),
-        so the answer is never earlier than a schedule honouring every AR.
-        None: jobs without a run time limit hold too many of the nodes."""
+        estimated (with no start, why). The backend's own scheduler
+        answers if it can, outside the lock; else the jobs' holdings it
+        reports are booked beside the ARs for the question only (and
+        released under the same lock), so the answer is never earlier than
+        a schedule honouring every AR."""
+        if request.nodes < 1:
+            raise InvalidRequest(f"nodes: at least 1, got {request.nodes}")
         with self.lock:
-            now = self.now()
-            if request.nodes < 1:
-                raise InvalidRequest(f"nodes: at least 1, got {request.nodes}")
-            self.observed.nodes_known()
-            names = [node.name for node in self.placer.eligible(request)]
-            if len(names) < request.nodes:
-                raise NoCapacity(f"only {len(names)} node(s) match the request; it needs "
-                                 f"{request.nodes}")
-            holdings, how = self.backend.job_holdings(now, self.inventory)
-            eligible, booked = set(names), []
-            try:
-                for index, held in enumerate(holdings):
-                    if held.node not in eligible:
-                        continue
-                    key = ("query", index)
-                    amount = self.planner.capacity(held.node) if held.slots is None else held.slots
-                    self.planner.book(key, held.node, max(held.start, now),
-                                      held.end if held.end is not None else _NO_END, amount)
-                    booked.append(key)
-                slots = request.slots_per_node
-                start = self.planner.earliest_start(
-                    names, None if slots is None else (lambda name: slots), request.nodes,
-                    request.duration, now)
-            finally:
-                for key in booked:
-                    self.planner.unbook(key)
-            log.debug("QUERY for %s: %s (%s)", caller.user, start, how)
-            return (None if start is None or start >= _NO_END else start), how
+            names = self._query_nodes(request)
+        answer = self.backend.job_start(request, names, (caller.user, caller.groups))
+        if answer is None:
+            with self.lock:
+                answer = self._start_beside_holdings(request, self._query_nodes(request))
+        log.debug("QUERY for %s: %s (%s)", caller.user, *answer)
+        return answer
+
+    def _query_nodes(self, request: Request) -> list[str]:
+        """The nodes QUERY's job may use; NoCapacity if too few match."""
+        self.observed.nodes_known()
+        names = [node.name for node in self.placer.eligible(request)]
+        if len(names) < request.nodes:
+            raise NoCapacity(f"only {len(names)} node(s) match the request; it needs "
+                             f"{request.nodes}")
+        return names
+
+    def _start_beside_holdings(self, request: Request, names: list[str]) -> tuple[int | None, str]:
+        """QUERY from what the backend says jobs hold, beside the ARs."""
+        now = self.now()
+        holdings, how = self.backend.job_holdings(now, self.inventory)
+        eligible, booked = set(names), []
+        try:
+            for index, held in enumerate(holdings):
+                if held.node not in eligible:
+                    continue
+                key = ("query", index)
+                amount = self.planner.capacity(held.node) if held.slots is None else held.slots
+                self.planner.book(key, held.node, max(held.start, now),
+                                  held.end if held.end is not None else _NO_END, amount)
+                booked.append(key)
+            slots = request.slots_per_node
+            start = self.planner.earliest_start(
+                names, None if slots is None else (lambda name: slots), request.nodes,
+                request.duration, now)
+        finally:
+            for key in booked:
+                self.planner.unbook(key)
+        if start is None or start >= _NO_END:
+            return None, f"jobs without a run time limit hold too many of the nodes ({how})"
+        return start, how
 
     @_retried_when_stale
     def reserve_earliest(self, caller: Caller, request: Request, last_start: int) -> Reservation:

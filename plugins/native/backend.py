@@ -12,13 +12,13 @@ from __future__ import annotations
 import logging
 import math
 import os
+import threading
 from dataclasses import replace
 from typing import Any, Callable, Iterable, Mapping
 
 from overlay.api.plugin import (
     Allocation,
     Backend,
-    Holding,
     Inventory,
     Job,
     JobBar,
@@ -35,6 +35,7 @@ from overlay_native.resources.cluster import Cluster, Containers
 from overlay_native.resources.reserved import Reservations
 from overlay_native.resources.timeline import Baseline, ClusterResources
 from overlay_native.resources.window import ReservedWindow
+from overlay_native.scheduling import estimate
 from overlay_native.scheduling.scheduler import Scheduler
 
 log = logging.getLogger("plus.native")
@@ -81,6 +82,8 @@ class NativeBackend(Backend):
         enforcement, and follow the store a pass later). Under the Manager's
         lock, as every call that reads or changes it."""
         self._containers: tuple[object, Containers] | None = None
+        self._estimates = Baseline()        # QUERY's model, one estimate at a time
+        self._estimating = threading.Lock()
 
     def window(self, reservation: Reservation) -> ReservedWindow:
         """The AR as the scheduler holds it; a qrsub AR with its queue
@@ -160,23 +163,32 @@ class NativeBackend(Backend):
                     int(j.start_time))
                 for j in self.scheduler.running_jobs()]
 
-    def job_holdings(self, now: int, inventory: Inventory) -> tuple[list[Holding], str]:
-        """The scheduler's own plan, in this process (``inventory`` is not
-        needed): running jobs' slots until their planned end (h_rt and the
-        duration offset), and the resource reservations (-R y) of the jobs
-        ahead as its last pass placed them. At a standby the jobs are the
-        leader's: the inventory it published."""
+    def job_start(self, request: Request, nodes: list[str],
+                  user: tuple[str, tuple[str, ...]]) -> tuple[int | None, str] | None:
+        """The scheduler's own passes run ahead in virtual time from its
+        jobs as they are (``scheduling.estimate``), one estimate at a time
+        on a model of its own; at a standby, None (the core estimates from
+        the leader's inventory)."""
         if self.scheduler.standing_by:
-            return super().job_holdings(now, inventory)
-        running, planned = self.scheduler.running_jobs(), self.scheduler.planned()
-        holdings = [Holding(host, slots, now, _planned_end(job.start_time, job.placement))
-                    for job in running if job.ar is None
-                    for _, host, slots in job.placement.tasks]
-        holdings += [Holding(host, slots, plan.start, _planned_end(plan.start, plan.placement))
-                     for plan in planned for _, host, slots in plan.placement.tasks]
-        return holdings, (f"the native scheduler's plan: {len(running)} running job(s) until "
-                          f"their h_rt, {len(planned)} resource reservation(s) (-R y) of jobs "
-                          "ahead, and the ARs")
+            return None
+        with self._estimating:
+            outlook = self.scheduler.outlook()
+            among = estimate.eligible_hosts(nodes, outlook)
+            if len(among) < request.nodes:
+                return None, (f"only {len(among)} of the {len(nodes)} node(s) matching the "
+                              f"request run jobs (exec: none runs none); it needs "
+                              f"{request.nodes}")
+            shape = estimate.Shape(among, request.nodes, request.slots_per_node,
+                                   request.duration, *user)
+            found = estimate.estimate(outlook, shape, self.scheduler.offset, self._estimates)
+        ahead = (f"{len(outlook.running)} running job(s) until their h_rt, "
+                 f"{len(outlook.waiting)} waiting in its order, "
+                 f"max_reservation {outlook.config.scheduler.max_reservation}, and the ARs")
+        if found.start is None:
+            return None, (f"no pass of the native scheduler would start it ({ahead}): jobs "
+                          f"without h_rt, the ARs or the hosts' limits keep it out")
+        return found.start, (f"the native scheduler's passes run ahead from now ({ahead}; "
+                             f"{found.passes} pass(es)): exact while jobs run until their h_rt")
 
     def job_bars(self, now: int, inventory: Inventory) -> list[JobBar]:
         """Running jobs until their planned end (for ever without h_rt) and

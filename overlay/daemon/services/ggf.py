@@ -21,8 +21,7 @@ def query(context: Context, caller: Caller, args: codec.Arguments) -> dict:
     args.done()
     start, how = context.manager.job_start(caller, request)
     if start is None:
-        raise NoCapacity(f"no start can be estimated: jobs without a run time limit hold "
-                         f"too many of the nodes ({how})")
+        raise NoCapacity(f"no start can be estimated: {how}")
     return {"user": caller.user, "start": start, "how": how}
 
 

@@ -30,7 +30,7 @@ Why a job cannot start is kept in ``reasons``, in Grid Engine's words.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Iterator, Mapping, Sequence
+from typing import Container, Iterable, Iterator, Mapping, Sequence
 
 from overlay.api.plugin import INFINITY, Planner, sort_nodes, wildcard_match
 from overlay_native.jobs import Job, Placement
@@ -496,19 +496,8 @@ class ClusterResources:
         pe_room = pe.slots - (self._peak(used) if used is not None else 0)
         top = self.containers.global_
         most = min(pe_room, slots_fit(job.hard, top, _MANY, master=False))
-        per_host: dict[str, list[tuple[str, str, int]]] = {}
-        for queue, host in eligible:
-            if pe is not job.alloc and pe.name not in self.config.queues[queue].pe_list:
-                continue
-            room = slots_fit(job.hard, self.containers.instances[(queue, host)], _MANY, master=False)
-            if room > 0:
-                per_host.setdefault(host, []).append((queue, host, room))
-        hosts: list[tuple[str, int]] = []
-        for host, instances in per_host.items():
-            room = min(self._host_room(job, host), sum(n for *_, n in instances),
-                       slots_fit(job.hard, self.containers.hosts[host], _MANY, master=False))
-            if room >= 1:
-                hosts.append((host, int(room)))
+        hosts, per_host = self._host_rooms(job, [
+            i for i in eligible if pe is job.alloc or pe.name in self.config.queues[i[0]].pe_list])
         if job.submission.master_queues or self._job_consumables(job):
             hosts = self._master_first(job, hosts, per_host)
         rule = pe.allocation_rule
@@ -524,16 +513,62 @@ class ClusterResources:
         spread = _spread(hosts, count, rule)
         if spread is None:
             return None
-        tasks = []
-        for host, slots in spread:
-            for queue, _, room in per_host[host]:
-                take = min(room, slots)
-                if take:
-                    tasks.append((queue, host, take))
-                    slots -= take
+        tasks = _tasks(spread, per_host)
         if not self._master_fits(job, *tasks[0][:2]):
             return None
         return tasks
+
+    def _host_rooms(self, job: Job, instances: Iterable[tuple[str, str]]) -> tuple[
+            list[tuple[str, int]], dict[str, list[tuple[str, str, int]]]]:
+        """Over the window, the slots ``job`` may take on each host of
+        ``instances`` (its own limit against the sum of its instances'),
+        in order, and each instance's slots by host."""
+        per_host: dict[str, list[tuple[str, str, int]]] = {}
+        for queue, host in instances:
+            room = slots_fit(job.hard, self.containers.instances[(queue, host)], _MANY, master=False)
+            if room > 0:
+                per_host.setdefault(host, []).append((queue, host, room))
+        hosts: list[tuple[str, int]] = []
+        for host, found in per_host.items():
+            room = min(self._host_room(job, host), sum(n for *_, n in found),
+                       slots_fit(job.hard, self.containers.hosts[host], _MANY, master=False))
+            if room >= 1:
+                hosts.append((host, int(room)))
+        return hosts, per_host
+
+    def place_on_hosts(self, job: Job, among: Container[str], count: int, slots: int | None,
+                       start: int) -> Placement | None:
+        """QUERY's job (seed 003: nodes, slots per node, a run time):
+        ``count`` hosts of ``among``, each with ``slots`` free (None: every
+        slot of the host) for the job's window from ``start``, taken in
+        queue instance order as a fixed allocation rule takes them."""
+        window = self._window_for(job, start)
+        if window is None:
+            return None
+        self._weigh(job)
+        self._set_window(start, start + window[0])
+        hosts, per_host = self._host_rooms(
+            job, [i for i in self._category(job).instances if i[1] in among])
+        chosen = [host for host, room in hosts
+                  if room >= (self.config.host_slots(host) if slots is None else slots)][:count]
+        if len(chosen) < count:
+            return None
+        tasks = _tasks([(host, self.config.host_slots(host) if slots is None else slots)
+                        for host in chosen], per_host)
+        return Placement(tuple(tasks), "", window[1], window[0])
+
+    def advance(self, now: int) -> None:
+        """The next pass of a model kept from pass to pass (an estimate
+        running passes ahead): at ``now``, its bookings as they are, what
+        one pass learnt forgotten, and the ARs open now open."""
+        self.now = now
+        for category in self._categories.values():
+            category.failed_now = None
+        self.reasons = {}
+        self._open_hosts = self.reservations.open_hosts()
+        self._memo.clear()
+        self._drops.clear()
+        self._exhausted = None
 
     def _count(self, job: Job, possible: float, rule: str | int) -> int | None:
         """The largest count in the job's range up to ``possible`` (for a
@@ -808,6 +843,19 @@ _UNREQUESTED = ("not contained in its hard queue list", "is not of type", "is no
 
 def _unrequested(reason: str) -> bool:
     return any(words in reason for words in _UNREQUESTED)
+
+
+def _tasks(spread: list[tuple[str, int]],
+           per_host: dict[str, list[tuple[str, str, int]]]) -> list[tuple[str, str, int]]:
+    """Each host's slots of ``spread`` over its queue instances, in order."""
+    tasks = []
+    for host, slots in spread:
+        for queue, _, room in per_host[host]:
+            take = min(room, slots)
+            if take:
+                tasks.append((queue, host, take))
+                slots -= take
+    return tasks
 
 
 def _spread(hosts: list[tuple[str, int]], count: int,

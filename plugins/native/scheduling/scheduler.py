@@ -49,7 +49,7 @@ from overlay.api.plugin import (
 from overlay_native import acct
 from overlay_native.execution.hosts import ExecutionHosts, Poll
 from overlay_native.execution.runners import ExecutionError, Finished, JobSpec
-from overlay_native.jobs import PENDING_STATES, Job, JobState, Placement
+from overlay_native.jobs import MAX_JOB_ID, PENDING_STATES, Job, JobState, Placement
 from overlay_native.jobstore import JobStore, StoredJob, shown_of
 from overlay_native.jobview import JobView
 from overlay_native.resources.cluster import Cluster, ClusterConfig, ClusterQueue
@@ -84,6 +84,21 @@ class Planned(NamedTuple):
     owner: str
     start: int
     placement: Placement
+
+
+class Outlook(NamedTuple):
+    """What a pass would start from now, for an estimate running passes
+    ahead (``scheduling.estimate``): copies of the jobs that hold slots
+    and of those waiting, the ARs, and the id the next job would get."""
+
+    config: ClusterConfig
+    now: int
+    running: list[Job]
+    waiting: list[Job]
+    windows: list[ReservedWindow]
+    unavailable: dict[tuple[str, str], str]
+    reports: dict[str, dict[str, float]]
+    next_id: int
 
 
 class HostsShown(NamedTuple):
@@ -142,6 +157,7 @@ class Scheduler:
         self._thread: threading.Thread | None = None
         self._last_pass = 0.0
         self._planned: list[Planned] = []
+        self.last_id = 0                           # the id the last submission got
         self._starting: dict[int, Job] = {}        # the pass's starts, not yet recorded (t)
         self._published: dict[object, str] = {}    # what the store shows, by job id and _HOSTS
         hosts.sync(cluster.config())
@@ -373,6 +389,7 @@ class Scheduler:
             job.state = JobState.HELD if holds or submission.hold else JobState.QUEUED
             self.store.create(job)
             self.jobs[job.id] = job
+            self.last_id = job.id
             log.info("job %d (%s) submitted by %s", job.id, job.name, who.user)
         if submission.now:
             self.run_pass()
@@ -503,6 +520,17 @@ class Scheduler:
         with self.lock:
             return list(self._planned)
 
+    def outlook(self) -> Outlook:
+        """The leader's jobs, ARs and hosts as the next pass would find them."""
+        with self.lock:
+            config, running = self.cluster.config(), self.running_jobs()
+            waiting = [copy.copy(job) for job in self.jobs.values()
+                       if job.state in (JobState.QUEUED, JobState.HELD) and not job.deleting]
+            last = max([self.last_id, *self.jobs], default=0)
+            return Outlook(config, self.now(), running, waiting, list(self.windows.values()),
+                           self._unavailable(config), dict(self.reports),
+                           last % MAX_JOB_ID + 1)
+
     def jobs_by_priority(self) -> list[Job]:
         """Copies of every job, highest priority first (qstat's order)."""
         return sorted(self._current(), key=lambda j: (-j.priority, j.id))
@@ -616,7 +644,7 @@ class Scheduler:
                 self.store.save(job)
         waiting = [j for j in self.jobs.values() if j.state == JobState.QUEUED and not j.deleting]
         for job in self.jobs.values():
-            job.reasons = _state_reason(job, now)
+            job.reasons = state_reason(job, now)
         eligible = [j for j in waiting if not j.reasons]
         self.priority = priorities(eligible, config.table, config.scheduler, now)
         for job in self.jobs.values():
@@ -729,8 +757,7 @@ class Scheduler:
             env["SGE_AR"] = str(job.ar)
         per_host = placement.per_host
         limits = self._limits(job, queue, config, per_host[placement.master[1]])
-        h_rt = min((v for v in (placement.h_rt, limits.pop("h_rt", None)) if v is not None),
-                   default=None)
+        h_rt = _lower(placement.h_rt, limits.pop("h_rt", None))
         return JobSpec(
             id=str(job.id), name=job.name, owner=job.owner, command=list(spec.command),
             script=spec.script, cwd=spec.cwd, env=env,
@@ -758,6 +785,20 @@ class Scheduler:
         return limits
 
 
+def enforced_h_rt(job: Job, placement: Placement, config: ClusterConfig) -> float | None:
+    """The run time limit the job's host enforces: the lower of its own
+    (an AR job's, as placed) and its master queue's h_rt."""
+    queue = config.queues.get(placement.master[0])
+    if queue is None:
+        return placement.h_rt
+    limits = Scheduler._limits(job, queue, config, placement.per_host[placement.master[1]])
+    return _lower(placement.h_rt, limits.get("h_rt"))
+
+
+def _lower(*limits: float | None) -> float | None:
+    return min((v for v in limits if v is not None), default=None)
+
+
 def _why(error: Exception) -> str:
     return str(error) or type(error).__name__
 
@@ -766,7 +807,7 @@ def _job_id(text: str) -> int:
     return int(text) if text.isdigit() else -1
 
 
-def _state_reason(job: Job, now: int) -> tuple[str, ...]:
+def state_reason(job: Job, now: int) -> tuple[str, ...]:
     """Why a job is not even considered in this pass."""
     if job.state == JobState.ERROR:
         return ("Job is in error state",)

@@ -23,7 +23,7 @@ class Clock:
 
 
 class SimulatedHosts:
-    """Every host of the cluster runs jobs, in the clock's time."""
+    """Every host of the cluster but those in ``none`` runs jobs, in the clock's time."""
 
     def __init__(self, clock: Clock) -> None:
         self.clock = clock
@@ -35,9 +35,10 @@ class SimulatedHosts:
         self.down: dict[str, str] = {}
         self.ended: dict[str, tuple[str, Finished]] = {}             # reported, not yet taken
         self.epochs: dict[str, int] = {}                             # host -> the highest seen
+        self.none: set[str] = set()           # hosts that run no jobs (a cluster file's exec: none)
 
     def sync(self, config: ClusterConfig) -> None:
-        self.hosts = set(config.hosts)
+        self.hosts = set(config.hosts) - self.none
 
     def runs_jobs(self, host: str) -> bool:
         return host in self.hosts
