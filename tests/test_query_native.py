@@ -82,3 +82,22 @@ def test_no_start_when_jobs_without_h_rt_hold_the_hosts(tmp_path):
         assert start is None and why.startswith("no pass of the native scheduler would start it")
     finally:
         world.close()
+
+
+def test_an_estimate_that_runs_out_of_time_says_no_earlier_than(tmp_path):
+    """A question cannot cost more than the estimate's time: past it, the
+    answer is the instant the passes reached, a lower bound said as such
+    (here with no time at all: after the first pass)."""
+    world = World(tmp_path, CLUSTER, 60)
+    try:
+        for seconds in (100, 200, 300, 400):
+            world.submit(Submission(("sleeper", str(seconds)), hard=f"h_rt={seconds}", pe="q2",
+                                    pe_range=((6, 6),)))
+        world.scheduler.run_pass()
+        exact, _ = ask(world, 1)
+        world.backend.estimate_seconds = 0
+        bound, how = ask(world, 1)
+        assert T0 < bound < exact == T0 + 1000
+        assert how.startswith("no earlier than this:") and "had not started it after 1 pass" in how
+    finally:
+        world.close()

@@ -13,6 +13,7 @@ import logging
 import math
 import os
 import threading
+import time
 from dataclasses import replace
 from typing import Any, Callable, Iterable, Mapping
 
@@ -39,6 +40,10 @@ from overlay_native.scheduling import estimate
 from overlay_native.scheduling.scheduler import Scheduler
 
 log = logging.getLogger("plus.native")
+
+ESTIMATE_SECONDS = 1.0
+"""How long one QUERY's passes may run (scheduling.estimate); then the
+answer is a lower bound, said as such."""
 DEFAULT_SPOOL = "/var/spool/plus"
 CHECKS = {
     "cluster": settings.text("the cluster file's path (relative to the configuration's folder)"),
@@ -84,6 +89,7 @@ class NativeBackend(Backend):
         self._containers: tuple[object, Containers] | None = None
         self._estimates = Baseline()        # QUERY's model, one estimate at a time
         self._estimating = threading.Lock()
+        self.estimate_seconds = ESTIMATE_SECONDS
 
     def window(self, reservation: Reservation) -> ReservedWindow:
         """The AR as the scheduler holds it; a qrsub AR with its queue
@@ -180,10 +186,16 @@ class NativeBackend(Backend):
                               f"{request.nodes}")
             shape = estimate.Shape(among, request.nodes, request.slots_per_node,
                                    request.duration, *user)
-            found = estimate.estimate(outlook, shape, self.scheduler.offset, self._estimates)
+            found = estimate.estimate(outlook, shape, self.scheduler.offset, self._estimates,
+                                      time.monotonic() + self.estimate_seconds)
         ahead = (f"{len(outlook.running)} running job(s) until their h_rt, "
                  f"{len(outlook.waiting)} waiting in its order, "
                  f"max_reservation {outlook.config.scheduler.max_reservation}, and the ARs")
+        if found.stopped:
+            return found.start, (f"no earlier than this: the native scheduler's passes run "
+                                 f"ahead from now ({ahead}) had not started it after "
+                                 f"{found.passes} pass(es), when the estimate's "
+                                 f"{self.estimate_seconds:g} s were up")
         if found.start is None:
             return None, (f"no pass of the native scheduler would start it ({ahead}): jobs "
                           f"without h_rt, the ARs or the hosts' limits keep it out")

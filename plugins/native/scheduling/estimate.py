@@ -12,12 +12,18 @@ job's -a time comes. Each pass is the daemon's (priorities, order,
 bookings follow the passes' starts and the jobs' ends, on the hosts that
 run jobs, beside the ARs. The answer is the pass that starts it: exact
 while jobs run until their h_rt, early when some end sooner.
+
+Each pass costs what a real one does, and a long queue on a large
+cluster takes hundreds of them (seconds), so an estimate stops at its
+``deadline``: the answer is then a lower bound, the instant the passes
+had reached, said as such. A client cannot make one question cost more.
 """
 
 from __future__ import annotations
 
 import heapq
 import itertools
+import time
 from dataclasses import dataclass, replace
 from typing import Collection, Iterator
 
@@ -49,8 +55,11 @@ class Shape:
 
 @dataclass(frozen=True)
 class Estimate:
+    """The start found (None: never), the passes it took, and with
+    ``stopped`` the estimate ran out of time: no start before ``start``."""
     start: int | None
     passes: int
+    stopped: bool = False
 
 
 class _Model:
@@ -91,10 +100,12 @@ def probe_job(outlook: Outlook, shape: Shape) -> Job:
     return job
 
 
-def estimate(outlook: Outlook, shape: Shape, offset: int, baseline: Baseline) -> Estimate:
+def estimate(outlook: Outlook, shape: Shape, offset: int, baseline: Baseline,
+             deadline: float = float("inf")) -> Estimate:
     """When the scheduler's passes would start ``shape`` submitted at
     ``outlook.now``; None: never (too few hosts run jobs, or jobs
-    without an end hold them)."""
+    without an end hold them). Past ``deadline`` (time.monotonic), the
+    instant reached, as a lower bound."""
     config, now = outlook.config, outlook.now
     probe = probe_job(outlook, shape)
     windows = Reservations(outlook.windows)
@@ -136,7 +147,10 @@ def estimate(outlook: Outlook, shape: Shape, offset: int, baseline: Baseline) ->
             running[job.id] = job
             job.placement, job.start_time = placement, at
             events.ends(job, placement, at, _end(job, placement, at, config, offset, at))
-        at = events.next()
+        following = events.next()
+        if following is not None and time.monotonic() > deadline:
+            return Estimate(following, passes, stopped=True)
+        at = following
     return Estimate(None, passes)
 
 
