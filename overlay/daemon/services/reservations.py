@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+from overlay.daemon.services import listing
 from overlay.daemon.services.base import Context, Operation
 from overlay.daemon.services.views import (
     allocation_view,
@@ -111,6 +112,9 @@ def status(context: Context, caller: Caller, args: codec.Arguments) -> list | di
     key = args.checked("idempotency_key", parse_idempotency_key)
     owners = args.names("owners", "-u", codec.owner_names)
     refs = args.names("refs", "-ar", codec.ar_references)
+    wanted_states = listing.states(args.text("states"))
+    name, node, access = args.text("name"), args.text("node"), args.text("access")
+    order = listing.sort_order(args.text("sort"))
     args.done()
     manager = context.manager
     if key is not None:      # the caller's AR made with that key, if any
@@ -118,6 +122,7 @@ def status(context: Context, caller: Caller, args: codec.Arguments) -> list | di
     ars = [] if key is not None and ar_id is None else manager.status(
         ar_id=ar_id, owner=owner, start=start, end=end, expired=expired, owners=owners,
         refs=refs, lingering=manager.lingering())
+    ars = listing.ordered(listing.narrowed(ars, wanted_states, name, node, access), order)
     total = len(ars)
     if limit is not None:
         ars = ars[offset:offset + limit]

@@ -12,11 +12,12 @@ under /v1; the first paths, without it, stay as aliases."""
 
 from __future__ import annotations
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 from pydantic import BaseModel, Field
 
 from overlay.network.http import docs, errors, pages
 from overlay.network.http.gate import Gate
+from overlay.network.http.parameters import known_parameters
 from overlay.network.http.routes import API_ROUTERS, FIXED_ROUTERS, VERSION
 from overlay.network.http.routes.base import Asker
 
@@ -43,7 +44,8 @@ def make_app(socket_path: str, timeout: float = 5.0, provider: str = "") -> Fast
     sign in at the identity provider's origin ``provider``."""
     app = FastAPI(title="PluS reservations", version=VERSION[1:], description=__doc__,
                   responses=REFUSALS, docs_url=None, redoc_url=None,
-                  generate_unique_id_function=lambda route: route.name)
+                  generate_unique_id_function=lambda route: route.name,
+                  dependencies=[Depends(known_parameters)])
     app.state.asker = Asker(socket_path, timeout)
     app.state.page_headers = pages.headers(provider)
     errors.install(app)

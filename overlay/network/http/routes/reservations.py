@@ -64,14 +64,31 @@ async def list_reservations(
         end: Annotated[int | None, Query(ge=0, le=2**40)] = None,
         expired: Annotated[int, Query(ge=0, le=limits.MAX_COUNT)] = 0,
         idempotency_key: Annotated[str | None, Query(max_length=128)] = None,
+        state: Annotated[str | None, Query(
+            min_length=1, max_length=16, pattern="^[a-zA-Z]+$",
+            description="state letters, any of them (rW: running or waiting with a warning)")
+        ] = None,
+        name: Annotated[str | None, Query(max_length=limits.MAX_NAME,
+                                          description="a name, or a pattern (* ? [])")] = None,
+        node: Annotated[str | None, Query(max_length=limits.MAX_NAME,
+                                          description="ARs holding this node")] = None,
+        access: Annotated[str | None, Query(
+            max_length=limits.MAX_NAME,
+            description="ARs whose access list lets this user in (by name or group)")] = None,
+        sort: Annotated[str | None, Query(
+            max_length=128, description="fields to sort by, comma-separated, each with - "
+            "before it for descending: id, name, owner, state, start, end, "
+            "submission_time (default id)")] = None,
         limit: Annotated[int, Query(ge=1, le=limits.MAX_PAGE,
                                     description="ARs on this page")] = limits.PAGE,
         offset: Annotated[int, Query(ge=0, le=limits.MAX_COUNT,
                                      description="ARs before this page")] = 0) -> Response:
     page = await ask(who, "status", {"owner": owner, "start": start, "end": end,
                                      "expired": expired or None,
-                                     "idempotency_key": idempotency_key,
-                                     "limit": limit, "offset": offset}, passed=True)
+                                     "idempotency_key": idempotency_key, "states": state,
+                                     "name": name, "node": node, "access": access,
+                                     "sort": sort, "limit": limit, "offset": offset},
+                     passed=True)
     return paged(request, page, limit, offset)
 
 
