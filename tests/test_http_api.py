@@ -18,6 +18,7 @@ import pytest
 
 from daemon_harness import Daemon
 from http_harness import HOUR, auth, conforms, free_port, start_api, token, window
+from overlay.daemon.config import ConfigError, load
 
 
 @pytest.fixture(scope="module")
@@ -550,3 +551,81 @@ def test_lists_are_filtered_and_sorted_and_an_unknown_parameter_is_refused(roomy
     finally:
         for ar_id in ids:
             httpx.delete(url + f"/v1/reservations/{ar_id}", headers=mine)
+
+
+def test_a_read_is_tagged_and_a_client_with_the_tag_gets_304_until_it_changes(api):
+    """ETag on every JSON read; If-None-Match answers 304 with no body while
+    the answer is the same, and the new answer once the AR changed. 201
+    says where the AR made is."""
+    daemon, url = api
+    mine = auth(token(daemon, "plusu1"))
+    made = httpx.post(url + "/v1/reservations", headers=mine, json={**window(140), "nodes": 1})
+    assert made.status_code == 201 and made.headers["location"] == f"/v1/reservations/{made.json()['id']}"
+    where = url + made.headers["location"]
+    try:
+        first = httpx.get(where, headers=mine)
+        tag = first.headers["etag"]
+        again = httpx.get(where, headers={**mine, "If-None-Match": f'W/{tag}, "other"'})
+        assert (again.status_code, again.content, again.headers["etag"]) == (304, b"", tag)
+        listing = httpx.get(url + "/v1/reservations", headers=mine)
+        assert httpx.get(url + "/v1/reservations", headers={
+            **mine, "If-None-Match": listing.headers["etag"]}).status_code == 304
+        httpx.patch(where, headers=mine, json={"end": made.json()["end"] + HOUR})
+        changed = httpx.get(where, headers={**mine, "If-None-Match": tag})
+        assert changed.status_code == 200 and changed.headers["etag"] != tag
+        assert changed.json()["end"] == made.json()["end"] + HOUR
+        refused = httpx.get(url + "/v1/reservations/9999999", headers={**mine, "If-None-Match": "*"})
+        assert refused.status_code == 404 and "etag" not in refused.headers
+    finally:
+        httpx.delete(where, headers=mine)
+
+
+def test_health_answers_a_load_balancer_without_a_token(api):
+    _, url = api
+    healthy = httpx.get(url + "/health")
+    assert healthy.status_code == 200, healthy.text
+    assert healthy.json() | {"observed_seconds_ago": 0} == {
+        "serving": True, "role": "leader", "store": "ok", "lag": 0, "batch_system": "ok",
+        "observed_seconds_ago": 0}
+    assert httpx.get(url + "/health", params={"role": "leader"}).status_code == 200
+    standby = httpx.get(url + "/health", params={"role": "standby"})
+    assert standby.status_code == 503 and standby.json()["role"] == "leader"
+    assert httpx.get(url + "/health", params={"role": "boss"}).status_code == 422
+
+
+@pytest.fixture(scope="module")
+def portal_api():
+    daemon, url = start_api("http: {address: {address}, "
+                            "cors_origins: ['https://portal.example.org']}\n")
+    yield daemon, url
+    daemon.cleanup()
+
+
+def test_a_portal_on_a_named_origin_may_call_the_api_and_no_other_origin(portal_api, api):
+    daemon, url = portal_api
+    preflight = {"Origin": "https://portal.example.org", "Access-Control-Request-Method": "POST",
+                 "Access-Control-Request-Headers": "authorization,content-type"}
+    allowed = httpx.options(url + "/v1/reservations", headers=preflight)
+    assert allowed.status_code == 200
+    assert allowed.headers["access-control-allow-origin"] == "https://portal.example.org"
+    assert "authorization" in allowed.headers["access-control-allow-headers"].lower()
+    answer = httpx.get(url + "/v1/reservations", headers={
+        **auth(token(daemon, "plusu1")), "Origin": "https://portal.example.org"})
+    assert answer.headers["access-control-allow-origin"] == "https://portal.example.org"
+    assert "x-total-count" in answer.headers["access-control-expose-headers"].lower()
+    other = httpx.options(url + "/v1/reservations",
+                          headers={**preflight, "Origin": "https://evil.example.org"})
+    assert "access-control-allow-origin" not in other.headers
+    _, plain = api                                   # no origins named: CORS is off
+    assert "access-control-allow-origin" not in httpx.options(
+        plain + "/v1/reservations", headers=preflight).headers
+
+
+@pytest.mark.parametrize("origins", ["['http://portal.example.org']", "['https://p.org/app']",
+                                     "https://p.org"])
+def test_a_cors_origin_that_is_no_origin_is_refused_naming_what_is_taken(origins, tmp_path):
+    path = tmp_path / "plus.yaml"
+    path.write_text(f"http: {{cors_origins: {origins}}}\n")
+    with pytest.raises((ConfigError, ValueError), match=r"http.cors_origins: expected a list of "
+                                                       r"origins, each scheme://host\[:port\]"):
+        load(str(path))

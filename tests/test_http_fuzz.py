@@ -69,7 +69,8 @@ def test_no_request_is_a_500_and_a_refused_one_changes_nothing(api, api_schema, 
             assert sent > 65_536, (sent, case.query)
             assert stored(daemon) == before
             return
-        assert response.status_code < 500, (case.body, case.query, response.text)
+        assert response.status_code < 500 or (path, response.status_code) == ("/health", 503), \
+            (case.body, case.query, response.text)
         case.validate_response(response, checks=[response_schema_conformance])
         if response.status_code >= 400:
             assert stored(daemon) == before, (case.body, case.query, response.text)

@@ -28,7 +28,8 @@ API_ENDPOINTS = {
 """The API's documented endpoints (README, "HTTP API") and their methods,
 under /v1 in the OpenAPI document (and answering without it, as aliases)."""
 ENDPOINTS = {**{f"/v1{path}": methods for path, methods in API_ENDPOINTS.items()},
-             "/web/config": {"get"}, "/web/session": {"post"}, "/metrics": {"get"}}
+             "/web/config": {"get"}, "/web/session": {"post"}, "/metrics": {"get"},
+             "/health": {"get"}}
 
 WORDS = {"UserID": "plusu1", "TimeNeeded": "1h", "ResourceList": "nodes=1"}
 CLAIM = {"id": 1, "nonce": "n" * 16, "timestamp": 1, "operation": "submit", "payload": {},
@@ -46,7 +47,7 @@ CALLS = [("GET", "/whoami", None), ("GET", "/reservations", None),
          ("POST", "/claims", CLAIM), ("POST", "/jobs", CLAIM),
          ("GET", "/calendar?start=10&end=20", None), ("GET", "/usage?start=10&end=20", None),
          ("GET", "/web/config", None), ("POST", "/web/session", {"code": "c" * 16}),
-         ("GET", "/metrics", None),
+         ("GET", "/metrics", None), ("GET", "/health", None),
          ("GET", "/feeds/users/plusu1.ics?token=t", None), ("POST", "/feeds/tokens", {}),
          ("GET", "/feeds/tokens", None), ("DELETE", "/feeds/tokens/" + "a" * 16, None)]
 """A valid call of each endpoint."""
@@ -59,7 +60,8 @@ ANSWERS = {"status": [{"id": 1}], "cancel": [{"id": 1}], "destroy": [{"id": 1}],
            "metrics": {"leading": True, "store_up": True, "feed_lag": 0, "inventory_age": None,
                        "ars": [], "nodes": 0, "nodes_reserved": 0, "in_window": []},
            "feed": {"etag": '"t"', "body": "", "total": 0}, "feed_token": {"feeds": {}},
-           "feed_tokens": []}
+           "feed_tokens": [], "reserve": {"id": 1},
+           "health": {"serving": True, "role": "leader"}}
 
 
 class Recorder:
@@ -108,7 +110,7 @@ def test_each_endpoint_asks_an_operation_the_socket_serves(api):
     client, recorder = api
     sent = set()
     for method, path, body in CALLS:
-        fixed = path.startswith(("/web/", "/metrics"))
+        fixed = path.startswith(("/web/", "/metrics", "/health"))
         for served in (path,) if fixed else (path, f"/v1{path}"):
             before = len(recorder.asked)
             answer = client.request(method, served, json=body)

@@ -13,6 +13,7 @@ from overlay.language.model import Reservation
 from overlay.log.ratelog import RateLimitedLog
 from overlay.network import oidc, reskey
 from overlay.network.tokens import Tokens
+from overlay.persistence.store import StoreUnavailable
 from overlay.reporting.accounting import ReportingFollower
 from overlay.reporting.endedjobs import EndedJobs
 from overlay.usecases.manager import Caller, Manager
@@ -56,6 +57,19 @@ class Context:
     def config(self) -> Config:
         """The running configuration (a SIGHUP changes it in place)."""
         return self.manager.config
+
+    def standing(self) -> tuple[dict, int | None, bool]:
+        """Whether this daemon leads and shares its store (``role``), how
+        many revisions its memory is behind the store (None: the store did
+        not answer), and whether the store answered; one small read on a
+        shared store, none on SQLite."""
+        role = self.role() if self.role is not None else {"leading": True, "shared": False}
+        if not role["shared"]:
+            return role, 0, True
+        try:
+            return role, max(0, self.manager.store.revision() - self.manager.seen_revision), True
+        except StoreUnavailable:
+            return role, None, False
 
 
 Operation = Callable[[Context, Caller, codec.Arguments], Any]

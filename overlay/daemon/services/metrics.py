@@ -18,7 +18,6 @@ from collections import defaultdict
 from overlay.daemon.services.base import Context, Operation
 from overlay.language.model import PermissionDenied
 from overlay.network.tokens import TokenRefused
-from overlay.persistence.store import StoreUnavailable
 from overlay.usecases.manager import Caller
 from overlay.wire import codec
 
@@ -33,13 +32,7 @@ def metrics(context: Context, caller: Caller, args: codec.Arguments) -> dict:
     if through_http:
         _check_scraper(context, caller, credential)
     manager, now = context.manager, args.now
-    role = context.role() if context.role is not None else {"leading": True, "shared": False}
-    lag, store_up = 0, True
-    if role["shared"]:
-        try:
-            lag = max(0, manager.store.revision() - manager.seen_revision)
-        except StoreUnavailable:
-            lag, store_up = None, False
+    role, lag, store_up = context.standing()
     in_window = manager.tally.in_window()
     inventory = manager.inventory
     answer = {"leading": role["leading"], "store_up": store_up, "feed_lag": lag,

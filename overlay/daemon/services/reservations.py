@@ -16,7 +16,7 @@ from overlay.daemon.services.views import (
 )
 from overlay.language import limits
 from overlay.language.model import NoCapacity, Reservation
-from overlay.language.request import parse_idempotency_key
+from overlay.language.request import parse_idempotency_key, parse_name
 from overlay.usecases.manager import Caller
 from overlay.wire import codec
 
@@ -113,7 +113,8 @@ def status(context: Context, caller: Caller, args: codec.Arguments) -> list | di
     owners = args.names("owners", "-u", codec.owner_names)
     refs = args.names("refs", "-ar", codec.ar_references)
     wanted_states = listing.states(args.text("states"))
-    name, node, access = args.text("name"), args.text("node"), args.text("access")
+    name, node = args.text("name"), args.text("node")
+    access = args.checked("access", lambda value: parse_name(value, "access"))
     order = listing.sort_order(args.text("sort"))
     args.done()
     manager = context.manager

@@ -13,13 +13,15 @@ under /v1; the first paths, without it, stay as aliases."""
 from __future__ import annotations
 
 from fastapi import Depends, FastAPI
+from fastapi.middleware.cors import CORSMiddleware
 from pydantic import BaseModel, Field
 
 from overlay.network.http import docs, errors, pages
+from overlay.network.http.etags import ETags
 from overlay.network.http.gate import Gate
 from overlay.network.http.parameters import known_parameters
-from overlay.network.http.routes import API_ROUTERS, FIXED_ROUTERS, VERSION
-from overlay.network.http.routes.base import Asker
+from overlay.network.http.routes import API_ROUTERS, FIXED_ROUTERS
+from overlay.network.http.routes.base import VERSION, Asker
 
 
 class Problem(BaseModel):
@@ -33,15 +35,27 @@ BODY_LIMIT = 2 ** 20
 REFUSALS = {code: {"model": Problem} for code in (400, 401, 403, 404, 409, 413, 422, 429, 503)}
 
 
-def served(socket_path: str, timeout: float, provider: str = "") -> Gate:
+CORS_HEADERS = ("Authorization", "Content-Type", "Idempotency-Key", "If-None-Match",
+                "Last-Event-ID")
+"""What a portal's page on another origin may send."""
+CORS_EXPOSED = ("ETag", "Link", "Location", "Retry-After", "X-Total-Count")
+"""What its script may read of an answer."""
+
+
+def served(socket_path: str, timeout: float, provider: str = "",
+           cors_origins: tuple[str, ...] = ()) -> Gate:
     """The API as the companion serves it: behind its Gate."""
-    return Gate(make_app(socket_path, timeout, provider), BODY_LIMIT)
+    return Gate(make_app(socket_path, timeout, provider, cors_origins), BODY_LIMIT)
 
 
-def make_app(socket_path: str, timeout: float = 5.0, provider: str = "") -> FastAPI:
+def make_app(socket_path: str, timeout: float = 5.0, provider: str = "",
+             cors_origins: tuple[str, ...] = ()) -> FastAPI:
     """The API, asking the daemon at ``socket_path`` and waiting at most
     ``timeout`` seconds for each answer (then 503); its calendar page may
-    sign in at the identity provider's origin ``provider``."""
+    sign in at the identity provider's origin ``provider``; pages from
+    ``cors_origins`` may call it (CORS: off unless named, since a bearer
+    token in a page's script is the portal's to guard), and every JSON
+    read is tagged for conditional GETs (etags)."""
     app = FastAPI(title="PluS reservations", version=VERSION[1:], description=__doc__,
                   responses=REFUSALS, docs_url=None, redoc_url=None,
                   generate_unique_id_function=lambda route: route.name,
@@ -56,4 +70,10 @@ def make_app(socket_path: str, timeout: float = 5.0, provider: str = "") -> Fast
         app.include_router(router, include_in_schema=False)
     for router in FIXED_ROUTERS:
         app.include_router(router)
+    app.add_middleware(ETags)
+    if cors_origins:
+        app.add_middleware(CORSMiddleware, allow_origins=list(cors_origins),
+                           allow_methods=["GET", "POST", "PATCH", "DELETE"],
+                           allow_headers=list(CORS_HEADERS), expose_headers=list(CORS_EXPOSED),
+                           max_age=600)
     return app

@@ -53,6 +53,8 @@ class Companion:
             argv += ["--cert", chosen.tls_cert, "--key", chosen.tls_key]
         if chosen.oidc is not None and chosen.oidc.client_id:
             argv += ["--provider", chosen.oidc.origin]
+        for origin in chosen.cors_origins:
+            argv += ["--cors", origin]
         return argv + ["--parent", str(os.getpid())]
 
     def listen(self) -> None:

@@ -224,6 +224,17 @@ class FeedTokenRevoked(_Shown):
     owner: str
 
 
+class Health(_Shown):
+    """Whether this daemon serves, and how."""
+    serving: bool = Field(description="its store answers")
+    role: str = Field(description="leader or standby")
+    store: str = Field(description="ok or unreachable")
+    lag: int | None = Field(description="revisions its memory is behind the store")
+    batch_system: str = Field(description="ok, not heard from (no look at the nodes for "
+                                          "5 minutes), or unknown (none yet)")
+    observed_seconds_ago: int | None
+
+
 def answers(model: Any, status: int = 200, description: str = "") -> dict:
     """A route's ``responses`` entry for its success ``model``."""
     return {status: {"model": model, "description": description or "success"}}

@@ -53,6 +53,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--request-timeout", type=float, required=True)
     parser.add_argument("--timeout", type=float, required=True)
     parser.add_argument("--provider", default="", help="the identity provider's origin")
+    parser.add_argument("--cors", action="append", default=[],
+                        help="an origin whose pages may call the API (http.cors_origins)")
     parser.add_argument("--cert", default="")
     parser.add_argument("--key", default="")
     args = parser.parse_args(argv)
@@ -80,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     admission = Admission(args.connections, args.per_client, args.request_timeout,
                           args.timeout + RESPONSE_SLACK, tls)
     config = uvicorn.Config(
-        served(args.socket, args.timeout, args.provider), http=protocol_for(admission),
+        served(args.socket, args.timeout, args.provider, tuple(args.cors)), http=protocol_for(admission),
         log_level="warning", log_config=None, access_log=False,
         h11_max_incomplete_event_size=64 * 1024, timeout_keep_alive=5,
         limit_concurrency=None, server_header=False)

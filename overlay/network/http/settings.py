@@ -4,6 +4,7 @@ that plain HTTP is for loopback only."""
 from __future__ import annotations
 
 import socket
+import urllib.parse
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,6 +35,7 @@ class HttpSettings:
     oidc: OidcSettings | None = None     # the site's OpenID provider, whose tokens are taken too
     metrics: str = "token"               # /metrics: token (metrics_token's secret), open, off
     metrics_token: str = ""              # the scrapers' secret; default metrics.token in state_dir
+    cors_origins: tuple[str, ...] = ()   # portals on other origins whose pages may call the API
 
     @property
     def enabled(self) -> bool:
@@ -74,6 +76,22 @@ def _address(value: Any) -> str | None:
     return value
 
 
+def _origin(value: Any) -> bool:
+    """A browser origin a portal's pages come from: https://host[:port],
+    or http on the loopback (a portal under development)."""
+    if not isinstance(value, str) or len(value) > 256:
+        return False
+    parts = urllib.parse.urlsplit(value)
+    plain = parts.scheme == "http" and parts.hostname in ("localhost", "127.0.0.1", "::1")
+    try:
+        port_given = parts.port is not None          # ValueError: not a port
+    except ValueError:
+        return False
+    return ((parts.scheme == "https" or plain) and bool(parts.hostname) and
+            port_given == (":" in parts.netloc.rpartition("]")[2]) and
+            value == f"{parts.scheme}://{parts.netloc}" and "@" not in parts.netloc)
+
+
 _NAMES = settings.Check("a list of user names",
                         lambda v: tuple(v) if isinstance(v, list) and all(
                             isinstance(x, str) and x for x in v) else None)
@@ -92,6 +110,10 @@ CHECKS = {
     "metrics": settings.Check("one of token, open, off", lambda value: "off" if value is False
                               else value if value in METRICS_ACCESS else None),
     "metrics_token": settings.path(absolute=False),
+    "cors_origins": settings.Check(
+        "a list of origins, each scheme://host[:port] with no path (https, or http on "
+        "localhost), e.g. [https://portal.example.org]",
+        lambda v: tuple(v) if isinstance(v, list) and all(map(_origin, v)) else None),
 }
 
 

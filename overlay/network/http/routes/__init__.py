@@ -1,8 +1,9 @@
 """The API's endpoints by family, mirroring the daemon's operations
 (overlay/daemon/services): each module holds one APIRouter and the bodies it
-takes. ``API_ROUTERS`` are the API's, served under /v1 (``VERSION``) and,
+takes. ``API_ROUTERS`` are the API's, served under /v1 (``base.VERSION``) and,
 as aliases of it, at their first paths; ``FIXED_ROUTERS`` the calendar
-page's own and /metrics (where scrapers look), unversioned. A path is matched route by route in the order
+page's own, /metrics and /health (where scrapers and load balancers
+look), unversioned. A path is matched route by route in the order
 make_app includes them (within web.py, /web/config comes before
 /web/{name})."""
 
@@ -12,6 +13,7 @@ from overlay.network.http.routes import (
     claims,
     feeds,
     ggf,
+    health,
     identities,
     metrics,
     reports,
@@ -19,7 +21,6 @@ from overlay.network.http.routes import (
     web,
 )
 
-VERSION = "v1"
 API_ROUTERS = tuple(family.router for family in (identities, reservations, reports, ggf, claims,
                                                    feeds))
-FIXED_ROUTERS = (web.router, metrics.router)
+FIXED_ROUTERS = (web.router, metrics.router, health.router)

@@ -17,6 +17,9 @@ from overlay.network.http.identity import Credentials
 from overlay.network.http.refusal import STATUS, Refusal
 from overlay.wire import fastjson, protocol
 
+VERSION = "v1"
+"""The API's version, its paths' prefix."""
+
 # Bodies are strict, as the socket is: "1" is not a number, nor true a count.
 Epoch = Annotated[StrictInt, Field(ge=0, le=2**40, description="UTC epoch seconds")]
 Count = Annotated[StrictInt, Field(ge=1, le=limits.MAX_COUNT)]
@@ -70,6 +73,11 @@ async def _asker(request: Request) -> Asker:
 
 Ask = Annotated[Asker, Depends(_asker)]
 """A route's way to the daemon: the app's Asker (make_app sets it)."""
+
+def location(ar_id: int) -> str:
+    """An AR's URL, for the Location of the answer that made it."""
+    return f"/{VERSION}/reservations/{ar_id}"
+
 
 _PAGE = re.compile(rb'\{"total":(\d+),"items":')
 

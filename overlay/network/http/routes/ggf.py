@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from typing import Annotated, Callable
 
-from fastapi import APIRouter, Header
+from fastapi import APIRouter, Header, Response
 from pydantic import BaseModel, ConfigDict, StrictBool
 
 from overlay.language.request import RequestError
@@ -14,7 +14,7 @@ from overlay.language.timespec import TimeSpecError
 from overlay.network import ggf
 from overlay.network.http.identity import Who
 from overlay.network.http.refusal import Refusal
-from overlay.network.http.routes.base import Ask, Epoch, Text
+from overlay.network.http.routes.base import Ask, Epoch, Text, location
 from overlay.network.http.schemas import QueryAnswer, ResqueryAnswer, SetresAnswer, answers
 from overlay.wire import protocol
 
@@ -64,7 +64,7 @@ async def _verb(ask: Ask, who: Who, op: str, words: BaseModel,
     return await ask(who.acting(words.UserID), op, {**checked, **extra})
 
 
-async def _reserving(ask: Ask, who: Who, op: str, words: BaseModel,
+async def _reserving(ask: Ask, who: Who, response: Response, op: str, words: BaseModel,
                      arguments: Callable[[dict, int], dict], **extra) -> dict:
     """SETRES and RESQANDSET: a refusal is SuccessOrNot false too."""
     try:
@@ -72,6 +72,7 @@ async def _reserving(ask: Ask, who: Who, op: str, words: BaseModel,
     except Refusal as refusal:
         refusal.body.update(SuccessOrNot=False, OtherInfo=refusal.body.get("error"))
         raise
+    response.headers["Location"] = location(view["id"])
     return {**ggf.reservation_answer(op, view), "reservation": view}
 
 
@@ -92,16 +93,17 @@ async def ggf_resquery(who: Who, ask: Ask, body: GgfQuery) -> dict:
 @router.post("/ggf/resqandset", status_code=201,
              summary="RESQANDSET (seed 003): reserve at the earliest start; the ResKey, once",
              response_model=None, responses=answers(SetresAnswer, 201, "the AR made"))
-async def ggf_resqandset(who: Who, ask: Ask, body: GgfQuery) -> dict:
-    return await _reserving(ask, who, "resqandset", body, ggf.resquery_arguments)
+async def ggf_resqandset(who: Who, ask: Ask, body: GgfQuery, response: Response) -> dict:
+    return await _reserving(ask, who, response, "resqandset", body, ggf.resquery_arguments)
 
 
 @router.post("/ggf/setres", status_code=201,
              summary="SETRES (seed 003): reserve at StartTime; the ResKey, once",
              response_model=None, responses=answers(SetresAnswer, 201, "the AR made"))
-async def ggf_setres(who: Who, ask: Ask, body: GgfSetres, idempotency_key: Annotated[str | None, Header(
+async def ggf_setres(who: Who, ask: Ask, body: GgfSetres, response: Response,
+                     idempotency_key: Annotated[str | None, Header(
         max_length=128, description="a retry with the same key and request answers the "
                                     "AR it made, and its ResKey")] = None) -> dict:
-    return await _reserving(ask, who, "setres", body, ggf.setres_arguments,
+    return await _reserving(ask, who, response, "setres", body, ggf.setres_arguments,
                             transactional=body.Transactional or None,
                             idempotency_key=idempotency_key)

@@ -13,7 +13,16 @@ from overlay.language import limits
 from overlay.language.request import MAX_AR_ID
 from overlay.network.http.identity import Who
 from overlay.network.http.refusal import Refusal
-from overlay.network.http.routes.base import ArId, Ask, Count, Epoch, Names, Text, paged
+from overlay.network.http.routes.base import (
+    ArId,
+    Ask,
+    Count,
+    Epoch,
+    Names,
+    Text,
+    location,
+    paged,
+)
 from overlay.network.http.schemas import AvailableNodes, Reservation, answers
 
 router = APIRouter()
@@ -104,11 +113,13 @@ async def get_reservation(who: Who, ask: Ask, ar_id: ArId) -> dict:
 
 @router.post("/reservations", status_code=201, summary="Reserve, as plus_reserve",
              response_model=None, responses=answers(Reservation, 201, "the AR made"))
-async def create_reservation(who: Who, ask: Ask, body: ReservationIn,
+async def create_reservation(who: Who, ask: Ask, body: ReservationIn, response: Response,
                   idempotency_key: Annotated[str | None, Header(
                       max_length=128, description="the client's name for this request: a retry "
                       "with the same key and request answers the AR it made")] = None) -> dict:
-    return await ask(who, "reserve", {**body.model_dump(), "idempotency_key": idempotency_key})
+    made = await ask(who, "reserve", {**body.model_dump(), "idempotency_key": idempotency_key})
+    response.headers["Location"] = location(made["id"])
+    return made
 
 
 @router.patch("/reservations/{ar_id}",
