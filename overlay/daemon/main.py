@@ -46,6 +46,7 @@ from overlay.network import oidc, reskey
 from overlay.network.http.companion import Companion
 from overlay.network.tokens import TokenRefused, Tokens
 from overlay.persistence.feed import ChangeFeed
+from overlay.persistence.feedtokens import FeedTokens
 from overlay.persistence.members import Members
 from overlay.persistence.outbox import Outbox
 from overlay.persistence.store import Conflict, Store, StoreUnavailable, refuse_truncated, shown_url
@@ -183,7 +184,8 @@ class Daemon:
                 config.state_path, "metrics.token"), "metrics secret (http.metrics_token)")
             self.service = Service(self.manager, self.lifecycle.notice, self.stop,
                                    Tokens(config.state_path), reskey.ResKeys(secret), provider,
-                                   daemons=self.daemons, role=self.role, metrics_token=scrapers)
+                                   daemons=self.daemons, role=self.role, metrics_token=scrapers,
+                                   feed_tokens=FeedTokens(self.store))
             self.http = Companion(config.http, config.socket_path)
             self.http.listen()
         except Exception:

@@ -330,6 +330,11 @@ class Manager:
                     moved.add(node.name)
             return moved
 
+    def behind_store(self) -> int:
+        """How many revisions memory is behind the store (one small read;
+        StoreUnavailable if the store does not answer)."""
+        return max(0, self.store.revision() - self.seen_revision)
+
     def take_changed(self) -> set[int]:
         """The ids of the ARs stored or removed since the last call."""
         with self.lock:

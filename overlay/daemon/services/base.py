@@ -13,6 +13,7 @@ from overlay.language.model import Reservation
 from overlay.log.ratelog import RateLimitedLog
 from overlay.network import oidc, reskey
 from overlay.network.tokens import Tokens
+from overlay.persistence.feedtokens import FeedTokens
 from overlay.persistence.store import StoreUnavailable
 from overlay.reporting.accounting import ReportingFollower
 from overlay.reporting.endedjobs import EndedJobs
@@ -47,6 +48,8 @@ class Context:
     """The socket's requests, counted (/metrics)."""
     metrics_token: bytes = b""
     """The secret a scraper of /metrics sends as its bearer token."""
+    feed_tokens: FeedTokens | None = None
+    """The calendar feeds' tokens, in the daemon's store."""
     ended_jobs: EndedJobs = field(init=False)
     """Node-hours of the jobs ended in ARs still in their window (/metrics)."""
 
@@ -67,7 +70,7 @@ class Context:
         if not role["shared"]:
             return role, 0, True
         try:
-            return role, max(0, self.manager.store.revision() - self.manager.seen_revision), True
+            return role, self.manager.behind_store(), True
         except StoreUnavailable:
             return role, None, False
 

@@ -12,7 +12,12 @@ from overlay.feeds import selection, tokens
 from overlay.feeds.calendar import calendar
 from overlay.kit.users import account
 from overlay.language import limits
-from overlay.language.model import InvalidRequest, PermissionDenied, UnknownReservation
+from overlay.language.model import (
+    InvalidRequest,
+    PermissionDenied,
+    ReservationError,
+    UnknownReservation,
+)
 from overlay.language.request import parse_name
 from overlay.persistence.feedtokens import FeedTokens
 from overlay.usecases.manager import Caller
@@ -59,10 +64,17 @@ class _Tags:
 _TAGS = _Tags()
 
 
+def _kept(context: Context) -> FeedTokens:
+    """Where the feed tokens are kept (the daemon's store)."""
+    if context.feed_tokens is None:
+        raise ReservationError("this plus_scheduler keeps no feed tokens")
+    return context.feed_tokens
+
+
 def _holder(context: Context, token: str) -> str:
     """The user a feed token belongs to; NoSuchFeed for any other token."""
     found = tokens.parsed(token)
-    kept = FeedTokens(context.manager.store).kept(found[0]) if found else None
+    kept = _kept(context).kept(found[0]) if found else None
     if found is None or not tokens.matches(found[1], kept[1] if kept else None):
         context.client_log.info(("feeds", "refused"), "a feed was asked for with a token that "
                                 "is not one (wrong, revoked or malformed)")
@@ -140,13 +152,13 @@ def _whose(caller: Caller, args: codec.Arguments, action: str) -> str:
     return user
 
 
-def make_token(context: Context, caller: Caller, args: codec.Arguments) -> dict:
+def feed_token(context: Context, caller: Caller, args: codec.Arguments) -> dict:
     """A new feed token of the caller's, shown this once; at most
     tokens.MOST_PER_USER at a time."""
     label = _label(args)
     args.done()
     token_id, token, digest = tokens.new()
-    made = FeedTokens(context.manager.store).add(caller.user, token_id, digest, label,
+    made = _kept(context).add(caller.user, token_id, digest, label,
                                                  tokens.MOST_PER_USER)
     context.client_log.info((caller.user, "feed token"), "feed token %s made by %s", token_id,
                             caller.user)
@@ -155,13 +167,13 @@ def make_token(context: Context, caller: Caller, args: codec.Arguments) -> dict:
                       "queue": f"/feeds/queues/QUEUE.ics?token={token}"}}
 
 
-def list_tokens(context: Context, caller: Caller, args: codec.Arguments) -> list[dict]:
+def feed_tokens(context: Context, caller: Caller, args: codec.Arguments) -> list[dict]:
     user = _whose(caller, args, "list")
     args.done()
-    return [held._asdict() for held in FeedTokens(context.manager.store).of(user)]
+    return [held._asdict() for held in _kept(context).of(user)]
 
 
-def revoke_token(context: Context, caller: Caller, args: codec.Arguments) -> dict:
+def revoke_feed_token(context: Context, caller: Caller, args: codec.Arguments) -> dict:
     """Revoke a feed token by its id: refused at once by every daemon."""
     user = _whose(caller, args, "revoke")
     token_id = args.text("id", True)
@@ -169,12 +181,12 @@ def revoke_token(context: Context, caller: Caller, args: codec.Arguments) -> dic
     if not tokens.valid_id(token_id):
         raise InvalidRequest(f"feed token id {limits.shown(token_id)} is invalid; accepted: "
                              "the 16 hexadecimal digits plus_feed -l shows")
-    FeedTokens(context.manager.store).remove(user, token_id)
+    _kept(context).remove(user, token_id)
     context.client_log.info((caller.user, "feed token"), "feed token %s of %s revoked by %s",
                             token_id, user, caller.user)
     return {"revoked": token_id, "owner": user}
 
 
-OPERATIONS: dict[str, Operation] = {"feed": feed, "feed_token": make_token,
-                                    "feed_tokens": list_tokens,
-                                    "revoke_feed_token": revoke_token}
+OPERATIONS: dict[str, Operation] = {"feed": feed, "feed_token": feed_token,
+                                    "feed_tokens": feed_tokens,
+                                    "revoke_feed_token": revoke_feed_token}

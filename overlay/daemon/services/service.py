@@ -27,6 +27,7 @@ from overlay.language.model import Reservation
 from overlay.log.ratelog import RateLimitedLog
 from overlay.network import oidc, reskey
 from overlay.network.tokens import Tokens
+from overlay.persistence.feedtokens import FeedTokens
 from overlay.reporting.accounting import ReportingFollower
 from overlay.usecases.manager import Caller, Manager
 from overlay.wire import codec
@@ -58,7 +59,8 @@ class Service:
                  reskeys: reskey.ResKeys | None = None,
                  provider: oidc.Provider | None = None,
                  daemons: Callable[[], dict] | None = None,
-                 role: Callable[[], dict] | None = None, metrics_token: bytes = b"") -> None:
+                 role: Callable[[], dict] | None = None, metrics_token: bytes = b"",
+                 feed_tokens: FeedTokens | None = None) -> None:
         self.turns = connections.UserTurns(manager.config.http.max_requests_per_user)
         self.plugin_operations: dict[str, Callable[[Caller, dict], Any]] = {}
         for offered in manager.plugin_operations():
@@ -70,7 +72,7 @@ class Service:
         self.context = Context(manager, on_change, on_shutdown, tokens, reskeys, provider,
                                RateLimitedLog(log, burst=CLIENT_LINES),
                                ReportingFollower(manager.config.accounting_path), os.getuid(),
-                               daemons, role, self.requests, metrics_token)
+                               daemons, role, self.requests, metrics_token, feed_tokens)
 
     @property
     def daemon_uid(self) -> int:
