@@ -9,6 +9,7 @@ from typing import Any, Callable
 
 from overlay.daemon.config import Config
 from overlay.daemon.requeststats import RequestStats
+from overlay.events.watch import HeadWatch
 from overlay.language.model import Reservation
 from overlay.log.ratelog import RateLimitedLog
 from overlay.network import oidc, reskey
@@ -46,6 +47,10 @@ class Context:
     """The socket's requests, counted (/metrics)."""
     metrics_token: bytes = b""
     """The secret a scraper of /metrics sends as its bearer token."""
+    watch: HeadWatch | None = None
+    """The last event's id, waited for (the event stream)."""
+    wake_deliveries: Callable[[], None] = lambda: None
+    """Tell the leader's webhook deliveries of a new webhook."""
     ended_jobs: EndedJobs = field(init=False)
     """Node-hours of the jobs ended in ARs still in their window (/metrics)."""
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from overlay.network.http.routes import (
     claims,
+    events,
     feeds,
     ggf,
     identities,
@@ -21,5 +22,5 @@ from overlay.network.http.routes import (
 
 VERSION = "v1"
 API_ROUTERS = tuple(family.router for family in (identities, reservations, reports, ggf, claims,
-                                                   feeds))
+                                                   feeds, events))
 FIXED_ROUTERS = (web.router, metrics.router)
