@@ -48,7 +48,8 @@ class Context:
     metrics_token: bytes = b""
     """The secret a scraper of /metrics sends as its bearer token."""
     watch: HeadWatch | None = None
-    """The last event's id, waited for (the event stream)."""
+    """The event table, and its last id waited for (the event stream);
+    Service gives one."""
     wake_deliveries: Callable[[], None] = lambda: None
     """Tell the leader's webhook deliveries of a new webhook."""
     ended_jobs: EndedJobs = field(init=False)

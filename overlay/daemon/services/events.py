@@ -12,7 +12,7 @@ from overlay.events.catalog import shown
 from overlay.events.visibility import chosen, sees
 from overlay.language import limits
 from overlay.language.model import InvalidRequest, PermissionDenied
-from overlay.persistence.events import EventLog, Webhook
+from overlay.persistence.events import Webhook
 from overlay.usecases.manager import Caller
 from overlay.wire import codec
 
@@ -47,7 +47,7 @@ def events(context: Context, caller: Caller, args: codec.Arguments) -> dict:
     types = _types(args)
     lead = _lead(context, args, types)
     args.done()
-    log = EventLog(context.manager.store)
+    log = context.watch.events
     if after is None:
         head = log.head()
         return {"events": [], "next": head, "head": head, "missed": False, "user": caller.user}
@@ -81,7 +81,7 @@ def _view(hook: Webhook) -> dict:
             "last_error": hook.last_error}
 
 
-def add_webhook(context: Context, caller: Caller, args: codec.Arguments) -> dict:
+def webhook_add(context: Context, caller: Caller, args: codec.Arguments) -> dict:
     """A webhook of the caller's (``every``: a manager's, for every AR),
     with its secret, shown this once."""
     url = hooks.checked_url(args.text("url", True))
@@ -92,7 +92,7 @@ def add_webhook(context: Context, caller: Caller, args: codec.Arguments) -> dict
     if every and not caller.is_manager:
         raise PermissionDenied("every: only a manager's webhook may take every AR's events; "
                                "yours takes your own ARs'")
-    made = EventLog(context.manager.store).add_hook(Webhook(
+    made = context.watch.events.add_hook(Webhook(
         hooks.new_id(), caller.user, every, url, hooks.new_secret(), types, lead,
         int(time.time()), 0, 0, 0, ""), MOST_HOOKS)
     context.client_log.info((caller.user, "webhook"), "webhook %s to %s made by %s", made.id,
@@ -101,25 +101,25 @@ def add_webhook(context: Context, caller: Caller, args: codec.Arguments) -> dict
     return {**_view(made), "secret": made.secret}
 
 
-def list_webhooks(context: Context, caller: Caller, args: codec.Arguments) -> list[dict]:
+def webhooks(context: Context, caller: Caller, args: codec.Arguments) -> list[dict]:
     """The caller's webhooks (a manager's: everyone's)."""
     args.done()
-    log = EventLog(context.manager.store)
-    return [_view(hook) for hook in log.hooks(None if caller.is_manager else caller.user)]
+    whose = None if caller.is_manager else caller.user
+    return [_view(hook) for hook in context.watch.events.hooks(whose)]
 
 
-def remove_webhook(context: Context, caller: Caller, args: codec.Arguments) -> dict:
+def webhook_remove(context: Context, caller: Caller, args: codec.Arguments) -> dict:
     hook_id = args.text("id", True)
     args.done()
     if not (len(hook_id) == 18 and hook_id.startswith("wh") and hook_id[2:].isalnum()):
         raise InvalidRequest(f"webhook id {limits.shown(hook_id)} is invalid; accepted: "
                                  "the id GET /v1/webhooks lists (wh and 16 hexadecimal digits)")
-    EventLog(context.manager.store).remove_hook(hook_id, None if caller.is_manager else caller.user)
+    context.watch.events.remove_hook(hook_id, None if caller.is_manager else caller.user)
     context.client_log.info((caller.user, "webhook"), "webhook %s deleted by %s", hook_id,
                             caller.user)
     return {"deleted": hook_id}
 
 
 OPERATIONS: dict[str, Operation] = {"events": events, "event_head": event_head,
-                                    "webhook_add": add_webhook, "webhooks": list_webhooks,
-                                    "webhook_remove": remove_webhook}
+                                    "webhook_add": webhook_add, "webhooks": webhooks,
+                                    "webhook_remove": webhook_remove}

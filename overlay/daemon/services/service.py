@@ -24,6 +24,7 @@ from overlay.daemon.services import (
 )
 from overlay.daemon.services.base import CLIENT_LINES, Context, Operation, log
 from overlay.events.watch import HeadWatch
+from overlay.persistence.events import EventLog
 from overlay.language import limits
 from overlay.language.model import Reservation
 from overlay.log.ratelog import RateLimitedLog
@@ -75,8 +76,8 @@ class Service:
         self.context = Context(manager, on_change, on_shutdown, tokens, reskeys, provider,
                                RateLimitedLog(log, burst=CLIENT_LINES),
                                ReportingFollower(manager.config.accounting_path), os.getuid(),
-                               daemons, role, self.requests, metrics_token, watch,
-                               wake_deliveries)
+                               daemons, role, self.requests, metrics_token,
+                               watch or HeadWatch(EventLog(manager.store)), wake_deliveries)
 
     @property
     def daemon_uid(self) -> int:
