@@ -24,12 +24,12 @@ from overlay.daemon.services import (
 )
 from overlay.daemon.services.base import CLIENT_LINES, Context, Operation, log
 from overlay.events.watch import HeadWatch
-from overlay.persistence.events import EventLog
 from overlay.language import limits
 from overlay.language.model import Reservation
 from overlay.log.ratelog import RateLimitedLog
 from overlay.network import oidc, reskey
 from overlay.network.tokens import Tokens
+from overlay.persistence.events import EventLog
 from overlay.reporting.accounting import ReportingFollower
 from overlay.usecases.manager import Caller, Manager
 from overlay.wire import codec
