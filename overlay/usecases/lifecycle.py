@@ -78,7 +78,7 @@ class Lifecycle:
         self._changed: set[int] = set()      # ARs changed since the last pass
         self._problems: dict[int, str] = {}  # ARs' last known health problems
         self._announced: dict[int, set[tuple[int, int]]] = {}   # ending soon told: (end, lead)
-        self.events = EventLog(manager.store)
+        self._events: EventLog | None = None
         self._primed = False
 
     def start(self) -> None:
@@ -261,6 +261,13 @@ class Lifecycle:
         target = ar.error_state(now) if reason else ar.window_state(now)
         if target != ar.state or (reason or "") != ar.message:
             self.manager.change_state(ar, target, reason)
+
+    @property
+    def events(self) -> EventLog:
+        """The store's events, where ending-soon events go."""
+        if self._events is None:
+            self._events = EventLog(self.manager.store)
+        return self._events
 
     def _announce(self, ar_id: int, now: int) -> None:
         """The AR's ending-soon events whose lead time has come, each once."""
