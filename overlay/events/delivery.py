@@ -162,7 +162,7 @@ class Deliverer:
                 self._failures.pop(hook.id, None)
             if cursor != hook.cursor and posted == 0:
                 await loop.run_in_executor(None, self.events.delivered, hook.id, cursor, 0)
-            if len(batch) == SCAN:
+            if batch:                # look again: events may have come while this one ran
                 self.wake()
         except StoreUnavailable as exc:
             _FAILED.warning("store", "webhook %s waits: %s", hook.id, exc)
