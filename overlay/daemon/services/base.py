@@ -48,8 +48,8 @@ class Context:
     metrics_token: bytes = b""
     """The secret a scraper of /metrics sends as its bearer token."""
     watch: HeadWatch | None = None
-    """The event table, and its last id waited for (the event stream);
-    Service gives one."""
+    """The event table, and its last id waited for (the event stream and
+    the webhooks' operations; the daemon gives one)."""
     wake_deliveries: Callable[[], None] = lambda: None
     """Tell the leader's webhook deliveries of a new webhook."""
     ended_jobs: EndedJobs = field(init=False)

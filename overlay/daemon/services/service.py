@@ -29,7 +29,6 @@ from overlay.language.model import Reservation
 from overlay.log.ratelog import RateLimitedLog
 from overlay.network import oidc, reskey
 from overlay.network.tokens import Tokens
-from overlay.persistence.events import EventLog
 from overlay.reporting.accounting import ReportingFollower
 from overlay.usecases.manager import Caller, Manager
 from overlay.wire import codec
@@ -77,7 +76,7 @@ class Service:
                                RateLimitedLog(log, burst=CLIENT_LINES),
                                ReportingFollower(manager.config.accounting_path), os.getuid(),
                                daemons, role, self.requests, metrics_token,
-                               watch or HeadWatch(EventLog(manager.store)), wake_deliveries)
+                               watch, wake_deliveries)
 
     @property
     def daemon_uid(self) -> int:
