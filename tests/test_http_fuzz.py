@@ -38,10 +38,13 @@ OPERATIONS = [(method.upper(), path) for path, methods in DOCUMENT.items() for m
 not run under pytest 9, so its strategies are driven here)."""
 CASES = [(method, path, mode) for method, path in OPERATIONS
          for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE)
-         if mode is GenerationMode.POSITIVE or DOCUMENT[path][method.lower()].get("parameters")
-         or DOCUMENT[path][method.lower()].get("requestBody")]
+         if not (mode is GenerationMode.POSITIVE and path == "/v1/events")
+         and (mode is GenerationMode.POSITIVE or DOCUMENT[path][method.lower()].get("parameters")
+              or DOCUMENT[path][method.lower()].get("requestBody"))]
 """Each operation with what fits its schema, and with what breaks it where
-it takes any input (GET /web/config takes none)."""
+it takes any input (GET /web/config takes none); the event stream only
+with what breaks it: one that fits lasts its whole life (test_events.py
+reads it)."""
 
 
 def stored(daemon) -> list:

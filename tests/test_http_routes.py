@@ -24,7 +24,8 @@ API_ENDPOINTS = {
     "/ggf/resqandset": {"post"}, "/ggf/setres": {"post"}, "/claims": {"post"},
     "/jobs": {"post"}, "/calendar": {"get"}, "/usage": {"get"},
     "/feeds/users/{user}.ics": {"get"}, "/feeds/queues/{queue}.ics": {"get"},
-    "/feeds/tokens": {"get", "post"}, "/feeds/tokens/{token_id}": {"delete"}}
+    "/feeds/tokens": {"get", "post"}, "/feeds/tokens/{token_id}": {"delete"},
+    "/events": {"get"}, "/webhooks": {"get", "post"}, "/webhooks/{hook_id}": {"delete"}}
 """The API's documented endpoints (README, "HTTP API") and their methods,
 under /v1 in the OpenAPI document (and answering without it, as aliases)."""
 ENDPOINTS = {**{f"/v1{path}": methods for path, methods in API_ENDPOINTS.items()},
@@ -49,7 +50,9 @@ CALLS = [("GET", "/whoami", None), ("GET", "/reservations", None),
          ("GET", "/web/config", None), ("POST", "/web/session", {"code": "c" * 16}),
          ("GET", "/metrics", None), ("GET", "/health", None),
          ("GET", "/feeds/users/plusu1.ics?token=t", None), ("POST", "/feeds/tokens", {}),
-         ("GET", "/feeds/tokens", None), ("DELETE", "/feeds/tokens/" + "a" * 16, None)]
+         ("GET", "/feeds/tokens", None), ("DELETE", "/feeds/tokens/" + "a" * 16, None),
+         ("GET", "/events", None), ("POST", "/webhooks", {"url": "https://example.org/"}),
+         ("GET", "/webhooks", None), ("DELETE", "/webhooks/wh" + "a" * 16, None)]
 """A valid call of each endpoint."""
 
 ANSWERS = {"status": [{"id": 1}], "cancel": [{"id": 1}], "destroy": [{"id": 1}],
@@ -61,7 +64,8 @@ ANSWERS = {"status": [{"id": 1}], "cancel": [{"id": 1}], "destroy": [{"id": 1}],
                        "ars": [], "nodes": 0, "nodes_reserved": 0, "in_window": []},
            "feed": {"etag": '"t"', "body": "", "total": 0}, "feed_token": {"feeds": {}},
            "feed_tokens": [], "reserve": {"id": 1},
-           "health": {"serving": True, "role": "leader"}}
+           "health": {"serving": True, "role": "leader"}, "webhook_add": {"id": "wh" + "a" * 16},
+           "events": {"events": [], "next": 0, "head": 0, "missed": False, "user": "plusu1"}}
 
 
 class Recorder:
@@ -98,6 +102,7 @@ class Client:
 def api() -> tuple[Client, Recorder]:
     app = make_app("/unused")
     app.state.asker = Recorder()
+    app.state.stream_seconds = 0            # an event stream ends after its first read
     return Client(app), app.state.asker
 
 

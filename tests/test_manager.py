@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import textwrap
 from typing import Callable
 
@@ -10,6 +11,7 @@ import pytest
 from overlay.contract import plugins
 from overlay.contract.hookspecs import hookimpl
 from overlay.daemon import config as config_module
+from overlay.events.catalog import ENDING_SOON
 from overlay.language.model import (
     LimitExceeded,
     Operation,
@@ -19,6 +21,7 @@ from overlay.language.model import (
     State,
 )
 from overlay.language.request import RequestError
+from overlay.persistence.events import EventLog
 from overlay.persistence.outbox import Outbox
 from overlay.persistence.store import Store
 from overlay.reporting.drain import ReportingDrain
@@ -431,7 +434,13 @@ def test_window_transitions_and_expiry(env):
     env.lifecycle.tick()
     assert env.manager.ars[ar.id].state == State.RUNNING
     assert env.backend.scheduler.windows[ar.id].open
-    assert env.lifecycle.next_due() == ar.end
+    assert env.lifecycle.next_due() == ar.end - 900      # ending soon, at ending_soon's leads
+    env.clock.now = ar.end - 900
+    env.lifecycle.tick()
+    told = [(e.type, json.loads(e.data)["lead"]) for e in EventLog(env.store).after(0, 100)
+            if e.type == ENDING_SOON]
+    assert told == [(ENDING_SOON, 3600), (ENDING_SOON, 900)]   # 3600: at the start, once
+    assert env.lifecycle.next_due() == ar.end - 300
     env.clock.now = ar.end
     env.lifecycle.tick()
     assert env.manager.ars[ar.id].state == State.EXITED

@@ -23,7 +23,8 @@ WIRE_NAMES = {
     "query", "resquery", "setres", "resqandset", "claim",
     "ping", "token", "revoke_tokens", "web_link", "web_session", "web_config",
     "calendar", "usage", "accounting", "shutdown", "daemons", "metrics", "health", "feed",
-    "feed_token", "feed_tokens", "revoke_feed_token"}
+    "feed_token", "feed_tokens", "revoke_feed_token",
+    "events", "event_head", "webhook_add", "webhooks", "webhook_remove"}
 """The operations the commands and the HTTP API send: a name changed here
 breaks every client installed."""
 MANAGER_INTERNALS = {"ars", "store", "backend", "inside", "refusals", "by_key", "nodes",

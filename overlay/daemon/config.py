@@ -57,6 +57,7 @@ class Config:
     log_size: int = 10 << 20
     log_keep: int = 5
     timezone: str = field(default_factory=machine_zone)
+    ending_soon: list[int] = field(default_factory=lambda: list(DEFAULT_LEADS))
     http: HttpSettings = field(default_factory=HttpSettings)
     sections: dict[str, dict] = field(default_factory=dict)
 
@@ -114,6 +115,21 @@ def _node_order(key: str, value: Any) -> list[str]:
         raise ConfigError(str(exc)) from None
 
 
+DEFAULT_LEADS = (300, 900, 3600)
+"""The lead times (seconds before an AR's end) of its ending-soon events."""
+MAX_LEADS = 8
+
+
+def _leads(key: str, value: Any) -> list[int]:
+    """ending_soon: the lead times a subscriber chooses among. Each costs a
+    stored event per AR, so the site lists them rather than each client."""
+    if not isinstance(value, list) or not 1 <= len(value) <= MAX_LEADS or not all(
+            isinstance(v, int) and not isinstance(v, bool) and 60 <= v <= 86400 for v in value):
+        raise ConfigError(f"{key}: expected a list of 1 to {MAX_LEADS} lead times in seconds, "
+                          f"each 60 to 86400 (e.g. [300, 900, 3600]), got {value!r}")
+    return sorted(set(value))
+
+
 _text, _non_negative, _positive = settings.text(), settings.whole(0), settings.whole(1)
 _VALIDATORS = {
     "backend": _text,
@@ -142,6 +158,7 @@ _VALIDATORS = {
     "log_size": settings.whole(4096, unit="bytes"),
     "log_keep": _non_negative,
     "timezone": zone.checked,
+    "ending_soon": _leads,
 }
 
 

@@ -28,6 +28,8 @@ from overlay.daemon import connections, reconfigure, status
 from overlay.daemon.config import Config, ConfigError
 from overlay.daemon.services.base import CLIENT_LINES
 from overlay.daemon.services.service import Service
+from overlay.events.delivery import Deliverer
+from overlay.events.watch import HeadWatch
 from overlay.kit import statefile
 from overlay.language import limits
 from overlay.language.model import (
@@ -45,6 +47,7 @@ from overlay.log.ratelog import RateLimitedLog
 from overlay.network import oidc, reskey
 from overlay.network.http.companion import Companion
 from overlay.network.tokens import TokenRefused, Tokens
+from overlay.persistence.events import EventLog
 from overlay.persistence.feed import ChangeFeed
 from overlay.persistence.feedtokens import FeedTokens
 from overlay.persistence.members import Members
@@ -173,7 +176,9 @@ class Daemon:
                                                  config.backend_options(), claimed)
             self.drain = ReportingDrain(Outbox(self.store.engine, config.store_url),
                                         config.accounting_path, fence=self.lease.holds)
-            self.manager = Manager(config, self.store, self.backend, self.pm, self.drain.wake)
+            self.watch = HeadWatch(EventLog(self.store))
+            self.deliverer = Deliverer(EventLog(self.store), self.lease.holds)
+            self.manager = Manager(config, self.store, self.backend, self.pm, self._committed)
             self.lifecycle = Lifecycle(self.manager, config.reconcile_interval,
                                        before_pass=self._before_pass)
             secret = statefile.secret_key(os.path.join(config.state_path, "reskey.key"),
@@ -185,7 +190,8 @@ class Daemon:
             self.service = Service(self.manager, self.lifecycle.notice, self.stop,
                                    Tokens(config.state_path), reskey.ResKeys(secret), provider,
                                    daemons=self.daemons, role=self.role, metrics_token=scrapers,
-                                   feed_tokens=FeedTokens(self.store))
+                                   feed_tokens=FeedTokens(self.store),
+                                   watch=self.watch, wake_deliveries=self.deliverer.wake)
             self.http = Companion(config.http, config.socket_path)
             self.http.listen()
         except Exception:
@@ -311,6 +317,7 @@ class Daemon:
         self.lifecycle.stop()                 # if it ever led
         self.manager.enforcer.stop()
         self.drain.stop()                     # after a last drain, if it leads
+        self.deliverer.stop()
         if self.server is not None:
             self.server.server_close()
         try:
@@ -333,6 +340,7 @@ class Daemon:
             self.lifecycle.start()
             self.manager.enforcer.start()         # after it: each AR applied once
             self.drain.start()
+            self.deliverer.start()
             self.backend.start()
         self.members.report(True, self.manager.seen_revision, force=True)
 
@@ -396,11 +404,20 @@ class Daemon:
         self.manager.take_published()
         changed = self.manager.catch_up()
         ars = [self.manager.ars[i] for i in changed if i in self.manager.ars]
+        self.watch.notify()                       # others' events, for the streams
         if self._leading:
             self.drain.wake()                     # others' records, in the outbox
+            self.deliverer.wake()
             if ars:
                 self.lifecycle.notice(ars)
         self.members.report(self._leading, self.manager.seen_revision)
+
+    def _committed(self) -> None:
+        """A change and its records and events were committed here: the
+        drain, the streams and the webhooks hear of it."""
+        self.drain.wake()
+        self.watch.notify()
+        self.deliverer.wake()
 
     def daemons(self) -> dict:
         """plus_scheduler --status: who leads, since when, and every daemon

@@ -19,7 +19,9 @@ a change it never saw.
 The reporting records a change causes go into the outbox table in the same
 transaction (``reports``): the leader appends them to the reporting file
 (overlay.persistence.outbox, overlay.reporting.drain), so a change and its
-records are committed together or not at all.
+records are committed together or not at all. So do its events (``events``,
+the ``event`` table: overlay.persistence.events), which the event stream
+and the webhooks carry.
 """
 
 from __future__ import annotations
@@ -245,6 +247,27 @@ class ReportMarkRow(SQLModel, table=True):
     digest: str
 
 
+class EventRow(SQLModel, table=True):
+    """An event (overlay.events.catalog), inserted in the transaction of the
+    change it tells of, under the store's write lock: ids commit in order,
+    so a reader that got to id N has seen every event up to N. ``key``
+    makes an event the clock causes (an AR ending soon) happen once,
+    whichever daemon leads; ``owner`` and ``acl`` say who may see it."""
+
+    __tablename__ = "event"
+    __table_args__ = {"sqlite_autoincrement": True}   # ids never reused after a prune
+
+    id: int | None = Field(default=None, primary_key=True,
+                           sa_type=BigInteger().with_variant(Integer, "sqlite"))
+    time: int = Field(sa_type=BigInteger, index=True)
+    type: str
+    ar_id: int
+    owner: str
+    acl: str = ""
+    data: str
+    key: str | None = Field(default=None, unique=True)
+
+
 class CounterRow(SQLModel, table=True):
     __tablename__ = "counter"
 
@@ -322,6 +345,7 @@ _LAST_PRUNABLE = select(func.max(RemovedRow.__table__.c.revision)).where(
     RemovedRow.__table__.c.removed_at < bindparam("before"))
 _INSERT_ALLOCATIONS = insert(AllocationRow.__table__)
 _INSERT_REPORTS = insert(ReportRow.__table__)
+_INSERT_EVENTS = insert(EventRow.__table__)
 
 
 def put_reports(session: Session, lines: Iterable[str], target: str = REPORTING) -> None:
@@ -330,6 +354,14 @@ def put_reports(session: Session, lines: Iterable[str], target: str = REPORTING)
     rows = [{"target": target, "line": line} for line in lines]
     if rows:
         session.connection().execute(_INSERT_REPORTS, rows)
+
+
+def put_events(session: Session, events: Iterable[Mapping]) -> None:
+    """Put events (EventRow's fields but the id) into the event table, in
+    the transaction (holding the write lock) of the change they tell of."""
+    rows = list(events)
+    if rows:
+        session.connection().execute(_INSERT_EVENTS, rows)
 
 
 def _insert_allocations(session: Session, ar: Reservation) -> None:
@@ -704,12 +736,13 @@ class Store:
     # -- writing ---------------------------------------------------------------
 
     def create(self, ar: Reservation, capacity: Mapping[str, int],
-               reports: Callable[[Reservation], Iterable[str]] | None = None) -> Reservation:
+               reports: Callable[[Reservation], Iterable[str]] | None = None,
+               events: Callable[[Reservation], Iterable[Mapping]] | None = None) -> Reservation:
         """Store a new AR under the next free id (1..9999999, wrapping,
         skipping ids in use), after checking its slots are still free; it
-        gets its id and revision. ``reports``: the reporting records of its
-        creation, made once it has its id, into the outbox in the same
-        transaction."""
+        gets its id and revision. ``reports`` and ``events``: the reporting
+        records and events of its creation, made once it has its id, into
+        the outbox and the event table in the same transaction."""
         with self._write() as session:
             self._check_capacity(session, ar, capacity, own_id=None)
             ar.id = self._next_id(session)
@@ -718,14 +751,17 @@ class Store:
             _insert_allocations(session, ar)
             if reports is not None:
                 put_reports(session, reports(ar))
+            if events is not None:
+                put_events(session, events(ar))
         return ar
 
     def save(self, ar: Reservation, capacity: Mapping[str, int] | None = None,
-             reports: Iterable[str] = ()) -> None:
+             reports: Iterable[str] = (), events: Iterable[Mapping] = ()) -> None:
         """Replace a stored AR, which gets a new revision; with ``capacity``,
         re-check its slots first. Stale if another write changed or removed
         it since the copy ``ar`` was derived from. ``reports`` go into the
-        outbox in the same transaction: committed with the change, or not at all."""
+        outbox and ``events`` into the event table in the same transaction:
+        committed with the change, or not at all."""
         with self._write() as session:
             self._check_fresh(session, ar)
             if capacity is not None:
@@ -735,13 +771,15 @@ class Store:
             session.exec(delete(AllocationRow).where(AllocationRow.reservation_id == ar.id))
             _insert_allocations(session, ar)
             put_reports(session, reports)
+            put_events(session, events)
         ar.revision, ar.changed = revision, changed
 
     def remove(self, ar_id: int, used: Reservation | None = None,
-               reports: Iterable[str] = ()) -> int:
+               reports: Iterable[str] = (), events: Iterable[Mapping] = ()) -> int:
         """Forget an AR, leaving its tombstone; ``used``, the part of it that
         counts as use, stays in the usage table, and ``reports`` go into the
-        outbox (in the same transaction). The revision of the removal."""
+        outbox and ``events`` into the event table (in the same
+        transaction). The revision of the removal."""
         with self._write() as session:
             session.exec(delete(AllocationRow).where(AllocationRow.reservation_id == ar_id))
             session.exec(delete(ReservationRow).where(ReservationRow.id == ar_id))
@@ -755,6 +793,7 @@ class Store:
                                    usage_id=usage.id if usage is not None else None))
             self._prune_tombstones(session, now - TOMBSTONE_SECONDS)
             put_reports(session, reports)
+            put_events(session, events)
         return revision
 
     def _advance(self, session: Session) -> int:

@@ -14,6 +14,10 @@ the ARs that changed since the last one, fell due (a heap of due times),
 hold hosts whose liveness changed, carry a health problem, or failed to
 apply: its cost follows what changed, not how many ARs are stored, and
 commands wait on it for no longer.
+
+An AR that runs tells, once, that it is ending soon at each lead time of
+``ending_soon`` before its end (its due times include them): the event is
+put once by its key, so a new leader repeating a pass repeats none.
 """
 
 from __future__ import annotations
@@ -27,9 +31,11 @@ from typing import Callable
 
 from apscheduler.schedulers.background import BackgroundScheduler
 
+from overlay.events.catalog import ENDING_SOON, reservation_event
 from overlay.language.limits import HORIZON
 from overlay.language.model import FINISHED_STATES, Reservation, State
 from overlay.log.ratelog import RateLimitedLog, RateLimitFilter
+from overlay.persistence.events import EventLog
 from overlay.persistence.store import Stale
 from overlay.usecases.manager import Manager
 
@@ -71,6 +77,8 @@ class Lifecycle:
         self._finished_heap: list[tuple[int, int]] = []
         self._changed: set[int] = set()      # ARs changed since the last pass
         self._problems: dict[int, str] = {}  # ARs' last known health problems
+        self._announced: dict[int, set[tuple[int, int]]] = {}   # ending soon told: (end, lead)
+        self._events: EventLog | None = None
         self._primed = False
 
     def start(self) -> None:
@@ -202,6 +210,8 @@ class Lifecycle:
         """One AR's next due time and place among the finished ones."""
         ar = self.manager.ars.get(ar_id)
         self._due.set(ar_id, min(self.due_times(ar), default=None) if ar else None)
+        if ar is None or ar.state in FINISHED_STATES:
+            self._announced.pop(ar_id, None)
         if ar is None or ar.state not in FINISHED_STATES:
             self._finished.pop(ar_id, None)
             return
@@ -230,6 +240,7 @@ class Lifecycle:
                 return
             try:
                 self._advance(ar, now, self._problems.get(ar_id))
+                self._announce(ar_id, now)
                 return
             except Stale:
                 self.manager.catch_up()
@@ -250,6 +261,34 @@ class Lifecycle:
         target = ar.error_state(now) if reason else ar.window_state(now)
         if target != ar.state or (reason or "") != ar.message:
             self.manager.change_state(ar, target, reason)
+
+    @property
+    def events(self) -> EventLog:
+        """The store's events, where ending-soon events go."""
+        if self._events is None:
+            self._events = EventLog(self.manager.store)
+        return self._events
+
+    def _announce(self, ar_id: int, now: int) -> None:
+        """The AR's ending-soon events whose lead time has come, each once."""
+        ar = self.manager.ars.get(ar_id)
+        if ar is None:
+            return
+        told = self._announced.setdefault(ar_id, set())
+        for lead in self._leads_due(ar, now):
+            key = f"soon:{ar.id}:{ar.submission_time}:{ar.end}:{lead}"
+            if self.events.add_once(reservation_event(ENDING_SOON, now, ar, key, lead=lead)):
+                self.manager.reported()
+            told.add((ar.end, lead))
+
+    def _leads_due(self, ar: Reservation, now: int) -> list[int]:
+        """The lead times of a running AR whose ending-soon event is due and
+        not told yet."""
+        if ar.state not in (State.RUNNING, State.ERROR) or now >= ar.end:
+            return []
+        told = self._announced.get(ar.id, set())
+        return [lead for lead in self.manager.config.ending_soon
+                if now >= ar.end - lead and (ar.end, lead) not in told]
 
     def _health(self, ars: list[Reservation]) -> dict[int, str]:
         """The backend's word on ``ars`` (asked outside the use cases' lock)."""
@@ -280,7 +319,8 @@ class Lifecycle:
         manager.forget_usage(now - config.usage_history)
 
     def due_times(self, ar: Reservation) -> list[int]:
-        """When the clock alone changes this AR: commit time-out, start, end, expiry."""
+        """When the clock alone changes this AR: commit time-out, start, end,
+        expiry, and its ending-soon events not told yet."""
         config = self.manager.config
         times = []
         if ar.pending is not None:
@@ -289,6 +329,10 @@ class Lifecycle:
             times.append(ar.start)
         if ar.state not in FINISHED_STATES:
             times.append(ar.end)
+            if ar.state != State.PENDING:
+                told = self._announced.get(ar.id, set())
+                times += [max(ar.start, ar.end - lead) for lead in config.ending_soon
+                          if (ar.end, lead) not in told]
         else:
             times.append((ar.finished_time or 0) + config.expiry)
         return times

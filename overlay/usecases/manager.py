@@ -27,6 +27,7 @@ from overlay.contract import plugins
 from overlay.contract.backend import Backend, Inventory, JobBar, problems_on
 from overlay.contract.policy import PolicyContext, context_for, used_part
 from overlay.daemon.config import Config
+from overlay.events.catalog import BY_AR_LOG, GRANTED, reservation_event
 from overlay.kit.users import groups_of, listed, system_account
 from overlay.language.matching import wildcard_match
 from overlay.language.model import (
@@ -131,6 +132,13 @@ class Report:
         for told in self.events:
             lines += ar_log_records(now, ar, told.event, told.message)
         return lines
+
+    def told(self, now: int, ar: Reservation) -> list[dict]:
+        """The change's events (overlay.events.catalog), for the event
+        table in the same transaction: a grant, then one per ar_log event."""
+        kinds = [GRANTED] if self.granted else []
+        kinds += [BY_AR_LOG[told.event] for told in self.events if told.event in BY_AR_LOG]
+        return [reservation_event(kind, now, ar) for kind in kinds]
 
 
 _MODIFIED = Report(attribute=True, events=(Told(EVENT_MODIFIED, "AR modified"),))
@@ -368,7 +376,8 @@ class Manager:
         memory and the outbox as they were."""
         updated = replace(ar, **changes)
         now = self.now()
-        self.store.save(updated, capacity, report.lines(now, updated) if report else ())
+        self.store.save(updated, capacity, report.lines(now, updated) if report else (),
+                        report.told(now, updated) if report else ())
         self._keep(updated)
         self._told(updated, report)
         return updated
@@ -453,8 +462,9 @@ class Manager:
         if self.config.usage_history and ar.state != State.PENDING:
             used = used_part(ar, until)
         shown = shown or ar
-        lines = report.lines(self.now(), shown) if report else ()
-        self._noted(self.store.remove(ar.id, used, lines))
+        now = self.now()
+        lines, told = (report.lines(now, shown), report.told(now, shown)) if report else ((), ())
+        self._noted(self.store.remove(ar.id, used, lines, told))
         self._drop(ar)
         if used is not None:
             self.history.append(used)
@@ -640,7 +650,8 @@ class Manager:
                 return ar
             report = None if transactional else Report(granted=True)
             self.store.create(ar, self.capacity(),
-                              report and (lambda made: report.lines(now, made)))
+                              report and (lambda made: report.lines(now, made)),
+                              report and (lambda made: report.told(now, made)))
             self._keep(ar)
             self._book(ar)
             self._told(ar, report)
@@ -845,7 +856,8 @@ class Manager:
                 return ar
             updated = replace(ar, request=request, allocations=allocations,
                               acl=access_list(ar.owner, request.users), granted_pe=granted_pe)
-            self.store.save(updated, self.capacity(), _MODIFIED.lines(now, updated))
+            self.store.save(updated, self.capacity(), _MODIFIED.lines(now, updated),
+                            _MODIFIED.told(now, updated))
             self._replace(ar, updated)
             return updated
 
@@ -998,7 +1010,9 @@ class Manager:
                               acl=access_list(ar.owner, ar.pending_request.users))
             updated.pending = updated.pending_since = updated.pending_request = None
             updated.pending_allocations = []
-            self.store.save(updated, reports=_MODIFIED.lines(self.now(), updated))
+            now = self.now()
+            self.store.save(updated, reports=_MODIFIED.lines(now, updated),
+                            events=_MODIFIED.told(now, updated))
             self._replace(ar, updated)
             ar = updated
         elif operation == Operation.CANCEL:

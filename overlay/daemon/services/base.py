@@ -9,6 +9,7 @@ from typing import Any, Callable
 
 from overlay.daemon.config import Config
 from overlay.daemon.requeststats import RequestStats
+from overlay.events.watch import HeadWatch
 from overlay.language.model import Reservation
 from overlay.log.ratelog import RateLimitedLog
 from overlay.network import oidc, reskey
@@ -50,6 +51,11 @@ class Context:
     """The secret a scraper of /metrics sends as its bearer token."""
     feed_tokens: FeedTokens | None = None
     """The calendar feeds' tokens, in the daemon's store."""
+    watch: HeadWatch | None = None
+    """The event table, and its last id waited for (the event stream and
+    the webhooks' operations; the daemon gives one)."""
+    wake_deliveries: Callable[[], None] = lambda: None
+    """Tell the leader's webhook deliveries of a new webhook."""
     ended_jobs: EndedJobs = field(init=False)
     """Node-hours of the jobs ended in ARs still in their window (/metrics)."""
 

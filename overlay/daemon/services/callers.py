@@ -16,11 +16,13 @@ from overlay.language.request import parse_name
 from overlay.network.tokens import ISSUER, TokenRefused
 from overlay.usecases.manager import Caller
 
-PEER_ONLY = frozenset({"token", "revoke_tokens", "shutdown", "web_link", "daemons"})
+PEER_ONLY = frozenset({"token", "revoke_tokens", "shutdown", "web_link", "daemons",
+                       "event_head"})
 """Operations whose caller must be the socket's peer: a token may not mint
 tokens (its life would never end) nor stop the daemon, and which hosts
 serve the store is for the people logged in on them (plus_scheduler
---status)."""
+--status); the wait for the next event, which holds a thread of the
+daemon's, is the HTTP companion's one wait for all its streams."""
 
 
 def caller(context: Context, uid: int, gid: int) -> Caller:

@@ -13,6 +13,7 @@ from overlay.daemon.services import (
     callers,
     claims,
     control,
+    events,
     feeds,
     ggf,
     identities,
@@ -22,6 +23,7 @@ from overlay.daemon.services import (
     web,
 )
 from overlay.daemon.services.base import CLIENT_LINES, Context, Operation, log
+from overlay.events.watch import HeadWatch
 from overlay.language import limits
 from overlay.language.model import Reservation
 from overlay.log.ratelog import RateLimitedLog
@@ -32,7 +34,8 @@ from overlay.reporting.accounting import ReportingFollower
 from overlay.usecases.manager import Caller, Manager
 from overlay.wire import codec
 
-FAMILIES = (reservations, ggf, claims, identities, web, reports, metrics, feeds, control)
+FAMILIES = (reservations, ggf, claims, identities, web, reports, metrics, feeds, events,
+            control)
 """The modules whose OPERATIONS the socket serves."""
 
 
@@ -60,7 +63,9 @@ class Service:
                  provider: oidc.Provider | None = None,
                  daemons: Callable[[], dict] | None = None,
                  role: Callable[[], dict] | None = None, metrics_token: bytes = b"",
-                 feed_tokens: FeedTokens | None = None) -> None:
+                 feed_tokens: FeedTokens | None = None,
+                 watch: HeadWatch | None = None,
+                 wake_deliveries: Callable[[], None] = lambda: None) -> None:
         self.turns = connections.UserTurns(manager.config.http.max_requests_per_user)
         self.plugin_operations: dict[str, Callable[[Caller, dict], Any]] = {}
         for offered in manager.plugin_operations():
@@ -72,7 +77,8 @@ class Service:
         self.context = Context(manager, on_change, on_shutdown, tokens, reskeys, provider,
                                RateLimitedLog(log, burst=CLIENT_LINES),
                                ReportingFollower(manager.config.accounting_path), os.getuid(),
-                               daemons, role, self.requests, metrics_token, feed_tokens)
+                               daemons, role, self.requests, metrics_token, feed_tokens,
+                               watch, wake_deliveries)
 
     @property
     def daemon_uid(self) -> int:

@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field
 
 from overlay.network.http import docs, errors, pages
 from overlay.network.http.etags import ETags
+from overlay.network.http.eventhub import EventHub
 from overlay.network.http.gate import Gate
 from overlay.network.http.parameters import known_parameters
 from overlay.network.http.routes import API_ROUTERS, FIXED_ROUTERS
@@ -32,6 +33,10 @@ class Problem(BaseModel):
 
 
 BODY_LIMIT = 2 ** 20
+STREAM_SLACK = 20
+"""Seconds an event stream lasts beyond the daemon's answer time: within
+the time a client has to take an answer (overlay.network.http.server's
+RESPONSE_SLACK beyond it), after which the connection is reset."""
 REFUSALS = {code: {"model": Problem} for code in (400, 401, 403, 404, 409, 413, 422, 429, 503)}
 
 
@@ -61,6 +66,8 @@ def make_app(socket_path: str, timeout: float = 5.0, provider: str = "",
                   generate_unique_id_function=lambda route: route.name,
                   dependencies=[Depends(known_parameters)])
     app.state.asker = Asker(socket_path, timeout)
+    app.state.events = EventHub(socket_path, timeout)
+    app.state.stream_seconds = timeout + STREAM_SLACK
     app.state.page_headers = pages.headers(provider)
     errors.install(app)
     docs.install(app)

@@ -235,6 +235,31 @@ class Health(_Shown):
     observed_seconds_ago: int | None
 
 
+class WebhookShown(_Shown):
+    """A webhook as its owner lists it: never its secret. ``cursor``: the
+    last event its receiver took; ``failures``: deliveries failed in a row."""
+    id: str
+    owner: str
+    url: str
+    every: bool
+    types: list[str]
+    ending_soon: int | None
+    created: int
+    cursor: int
+    delivered: int
+    failures: int
+    last_error: str
+
+
+class WebhookMade(WebhookShown):
+    """A new webhook and its signing secret, shown this once."""
+    secret: str
+
+
+class WebhookDeleted(_Shown):
+    deleted: str
+
+
 def answers(model: Any, status: int = 200, description: str = "") -> dict:
     """A route's ``responses`` entry for its success ``model``."""
     return {status: {"model": model, "description": description or "success"}}

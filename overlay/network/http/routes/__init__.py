@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from overlay.network.http.routes import (
     claims,
+    events,
     feeds,
     ggf,
     health,
@@ -22,5 +23,5 @@ from overlay.network.http.routes import (
 )
 
 API_ROUTERS = tuple(family.router for family in (identities, reservations, reports, ggf, claims,
-                                                   feeds))
+                                                   feeds, events))
 FIXED_ROUTERS = (web.router, metrics.router, health.router)

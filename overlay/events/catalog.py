@@ -1,0 +1,70 @@
+"""The events PluS tells of, their names and what each carries.
+
+Names follow what sites script against: PBS's reservation hooks
+(resv_confirm, resv_begin, resv_end), Moab's trigger event types (create,
+modify, start, end with a negative offset, cancel, fail) and AWS's
+capacity reservation events (an expiry warning ahead of the end). Every
+transition of an AR is one event, made from the ar_log event of the change
+that causes it (overlay.usecases.manager's ``Told``), in the same
+transaction: a change that commits has its event, one refused has none.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Mapping
+
+from overlay.reporting.accounting import (
+    EVENT_DELETED,
+    EVENT_MODIFIED,
+    EVENT_SATISFIED,
+    EVENT_START,
+    EVENT_TERMINATED,
+    EVENT_UNSATISFIED,
+)
+
+GRANTED = "reservation.granted"
+CHANGED = "reservation.changed"
+STARTED = "reservation.started"
+ENDING_SOON = "reservation.ending_soon"
+ENDED = "reservation.ended"
+CANCELLED = "reservation.cancelled"
+IN_ERROR = "reservation.error"
+REPAIRED = "reservation.repaired"
+JOB_STARTED = "job.started"
+JOB_ENDED = "job.ended"
+
+TYPES = (GRANTED, CHANGED, STARTED, ENDING_SOON, ENDED, CANCELLED, IN_ERROR, REPAIRED,
+         JOB_STARTED, JOB_ENDED)
+"""Every event type, in the order of an AR's life."""
+
+BY_AR_LOG = {EVENT_MODIFIED: CHANGED, EVENT_START: STARTED, EVENT_TERMINATED: ENDED,
+             EVENT_DELETED: CANCELLED, EVENT_UNSATISFIED: IN_ERROR, EVENT_SATISFIED: REPAIRED}
+"""The event of each ar_log event (8.1.9's words) a change reports."""
+
+
+def reservation_event(kind: str, now: int, ar, key: str | None = None,
+                      **extra: object) -> dict:
+    """An AR's event as the event table holds it (EventRow's fields): the
+    AR as scripts want it (id, name, owner, state, window, nodes), and
+    ``extra`` (an ending-soon event's lead)."""
+    shown = {"id": ar.id, "name": ar.name, "owner": ar.owner, "state": ar.state.value,
+             "start": ar.start, "end": ar.end, "nodes": ar.node_names,
+             "message": ar.message}
+    data = {"reservation": shown, **extra}
+    return {"time": now, "type": kind, "ar_id": ar.id, "owner": ar.owner,
+            "acl": ",".join(ar.acl), "data": json.dumps(data, separators=(",", ":")), "key": key}
+
+
+def job_event(kind: str, now: int, ar_id: int, owner: str, job: Mapping[str, object]) -> dict:
+    """A job's start or end in AR ``ar_id`` as the event table holds it:
+    seen by those who see the job's owner's events and the AR's owner."""
+    data = {"reservation": {"id": ar_id}, "job": dict(job)}
+    return {"time": now, "type": kind, "ar_id": ar_id, "owner": owner, "acl": "",
+            "data": json.dumps(data, separators=(",", ":")), "key": None}
+
+
+def shown(event_id: int, kind: str, time: int, data: str) -> dict:
+    """An event as the stream and a webhook carry it: its id, type and time
+    beside what it tells."""
+    return {"id": event_id, "type": kind, "time": time, **json.loads(data)}
