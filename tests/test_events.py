@@ -8,7 +8,9 @@ unseen; bad registrations refused saying what is accepted."""
 
 from __future__ import annotations
 
+import asyncio
 import http.server
+import ipaddress
 import json
 import threading
 import time
@@ -28,10 +30,12 @@ from overlay.events.catalog import (
     STARTED,
 )
 from overlay.events.delivery import BASE, backoff
-from overlay.events.hooks import checked_url
+from overlay.events.hooks import checked_url, reachable
+from overlay.events.post import DeliveryFailed, post
 from overlay.language.model import InvalidRequest
 
-SETTINGS = "http: {{address: '127.0.0.1:{port}'}}\nending_soon: [60, 600]\n"
+SETTINGS = ("http: {{address: '127.0.0.1:{port}'}}\nending_soon: [60, 600]\n"
+            "webhook_networks: [127.0.0.0/8, '::1']\n")
 WAIT = 90
 
 
@@ -309,10 +313,21 @@ def test_bad_registrations_and_streams_are_refused_saying_what_is_accepted(api):
 
 
 def test_urls_signatures_and_backoff_without_a_daemon():
-    assert checked_url("http://[::1]:8080/x") and checked_url("https://hooks.example.org/a?b=c")
+    loopback = [ipaddress.ip_network("::1"), ipaddress.ip_network("127.0.0.0/8")]
+    assert checked_url("http://[::1]:8080/x", loopback)
+    assert checked_url("https://hooks.example.org/a?b=c") and checked_url("https://8.8.8.8/")
     for bad in ("http://10.0.0.1/", "https://", "https://h:0/", "https://h/a b", "https://h/\r\n"):
         with pytest.raises(InvalidRequest):
-            checked_url(bad)
+            checked_url(bad, loopback)
+    for inward in ("http://127.0.0.1:8080/", "https://10.1.2.3/", "https://[fe80::1]/",
+                   "https://169.254.169.254/latest/meta-data"):
+        with pytest.raises(InvalidRequest, match="an address webhooks may not reach: not "
+                                                 "public, and not in the site's webhook_networks"):
+            checked_url(inward)
+    with pytest.raises(DeliveryFailed, match="localhost is (127.0.0.1|::1), an address webhooks "
+                                             "may not reach"):   # a name that resolves inward
+        asyncio.run(post("https://localhost:9/hook", b"{}", {}, 5,
+                         lambda address: reachable(address, ())))
     header = signing.signature("whsec_x", b"{}", 1000)
     assert signing.verify("whsec_x", header, b"{}", now=1100)
     assert not signing.verify("whsec_x", header, b"{}", now=1000 + signing.TOLERANCE + 1)

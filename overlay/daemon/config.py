@@ -7,6 +7,7 @@ is silently ignored is worse than no start at all.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from dataclasses import dataclass, field
 from typing import Any
@@ -14,6 +15,7 @@ from typing import Any
 import yaml
 
 from overlay.contract import settings
+from overlay.events.hooks import Network
 from overlay.feeds import zone
 from overlay.feeds.zone import machine_zone
 from overlay.kit.users import login_uid_min
@@ -58,6 +60,7 @@ class Config:
     log_keep: int = 5
     timezone: str = field(default_factory=machine_zone)
     ending_soon: list[int] = field(default_factory=lambda: list(DEFAULT_LEADS))
+    webhook_networks: list[Network] = field(default_factory=list)
     http: HttpSettings = field(default_factory=HttpSettings)
     sections: dict[str, dict] = field(default_factory=dict)
 
@@ -130,6 +133,20 @@ def _leads(key: str, value: Any) -> list[int]:
     return sorted(set(value))
 
 
+def _networks(key: str, value: Any) -> list[Network]:
+    """webhook_networks: the networks beyond the public ones that webhooks
+    may reach (the site's portal, a receiver on this host)."""
+    refused = ConfigError(f"{key}: expected a list of at most 64 networks, each an address "
+                          f"or address/prefix (e.g. [10.1.2.0/24, 127.0.0.1]), got {value!r}")
+    if not isinstance(value, list) or len(value) > 64 or \
+            not all(isinstance(item, str) for item in value):
+        raise refused
+    try:
+        return [ipaddress.ip_network(item, strict=False) for item in value]
+    except ValueError:
+        raise refused from None
+
+
 _text, _non_negative, _positive = settings.text(), settings.whole(0), settings.whole(1)
 _VALIDATORS = {
     "backend": _text,
@@ -159,6 +176,7 @@ _VALIDATORS = {
     "log_keep": _non_negative,
     "timezone": zone.checked,
     "ending_soon": _leads,
+    "webhook_networks": _networks,
 }
 
 

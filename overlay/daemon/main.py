@@ -177,7 +177,8 @@ class Daemon:
             self.drain = ReportingDrain(Outbox(self.store.engine, config.store_url),
                                         config.accounting_path, fence=self.lease.holds)
             self.watch = HeadWatch(EventLog(self.store))
-            self.deliverer = Deliverer(EventLog(self.store), self.lease.holds)
+            self.deliverer = Deliverer(EventLog(self.store), self.lease.holds,
+                                       lambda: self.manager.config.webhook_networks)
             self.manager = Manager(config, self.store, self.backend, self.pm, self._committed)
             self.lifecycle = Lifecycle(self.manager, config.reconcile_interval,
                                        before_pass=self._before_pass)

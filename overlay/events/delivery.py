@@ -21,10 +21,11 @@ import json
 import logging
 import threading
 import time
-from typing import Callable
+from typing import Callable, Sequence
 
 from overlay.events import signing
 from overlay.events.catalog import shown
+from overlay.events.hooks import Network, reachable
 from overlay.events.post import DeliveryFailed, post
 from overlay.events.visibility import chosen
 from overlay.log.ratelog import RateLimitedLog
@@ -64,8 +65,11 @@ def takes(hook: Webhook, event: Event) -> bool:
 class Deliverer:
     """Posts the webhooks' events from a thread of its own (the leader's)."""
 
-    def __init__(self, events: EventLog, fence: Callable[[], bool]) -> None:
+    def __init__(self, events: EventLog, fence: Callable[[], bool],
+                 networks: Callable[[], Sequence[Network]] = tuple) -> None:
         self.events, self.fence = events, fence
+        self.networks = networks
+        """The site's webhook_networks, as configured now."""
         self._loop: asyncio.AbstractEventLoop | None = None
         self._wake: asyncio.Event | None = None
         self._thread: threading.Thread | None = None
@@ -175,7 +179,8 @@ class Deliverer:
                    signing.EVENT_ID_HEADER: str(event.id),
                    signing.EVENT_TYPE_HEADER: event.type}
         async with self._posts:
-            await post(hook.url, body, headers, DEADLINE)
+            await post(hook.url, body, headers, DEADLINE,
+                       lambda address: reachable(address, self.networks()))
 
     async def _failed(self, hook: Webhook, cursor: int, posted: int, why: str) -> None:
         """A delivery failed: the webhook waits its backoff, the events it

@@ -1,11 +1,21 @@
 """A webhook's registration checked where it enters: its URL (bounded,
-https unless the host is loopback, no credentials in it), the event types
-and the ending-soon lead it chooses; and its secret, made here."""
+https unless the host is loopback, no credentials in it, and an address
+the site lets webhooks reach), the event types and the ending-soon lead it
+chooses; and its secret, made here.
+
+Which addresses a webhook may reach: public ones, and those of the site's
+``webhook_networks``. A user's webhook would otherwise make the leader
+(often root, inside the site) post to a service on its own loopback or
+the site's private network, and its last error would map them. A URL
+naming an address is checked at registration; a name, at each delivery,
+against the address it resolves to then, which is the one connected to
+(overlay.events.post), so a name that later resolves inward gains nothing."""
 
 from __future__ import annotations
 
+import ipaddress
 import secrets
-from typing import Iterable
+from typing import Iterable, Sequence
 from urllib.parse import urlsplit
 
 from overlay.events.catalog import ENDING_SOON, TYPES
@@ -18,7 +28,22 @@ MAX_URL = 2048
 SECRET_PREFIX = "whsec_"
 
 
-def checked_url(url: object) -> str:
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+def reachable(address: str, networks: Sequence[Network]) -> bool:
+    """Whether a webhook may reach ``address``: a public one, or one in
+    ``networks`` (the site's webhook_networks)."""
+    ip = ipaddress.ip_address(address.split("%")[0])
+    return ip.is_global or any(ip in network for network in networks)
+
+
+def unreachable_why(shown_host: str, address: str) -> str:
+    return (f"{shown_host} is {address}, an address webhooks may not reach: not public, and "
+            "not in the site's webhook_networks")
+
+
+def checked_url(url: object, networks: Sequence[Network] = ()) -> str:
     """The URL, or InvalidRequest naming what is wrong and what is accepted."""
     if not isinstance(url, str) or not url or len(url) > MAX_URL or not url.isprintable() \
             or " " in url:
@@ -40,6 +65,12 @@ def checked_url(url: object) -> str:
                              "(127.0.0.0/8, ::1, localhost); use https")
     if port == 0:
         raise InvalidRequest(f"url {shown(url)}: port 0 is not a port")
+    try:
+        literal = ipaddress.ip_address(host)
+    except ValueError:
+        literal = None                   # a name: checked at each delivery
+    if literal is not None and not reachable(str(literal), networks):
+        raise InvalidRequest(f"url {shown(url)}: {unreachable_why(host, str(literal))}")
     return url
 
 

@@ -84,7 +84,7 @@ def _view(hook: Webhook) -> dict:
 def webhook_add(context: Context, caller: Caller, args: codec.Arguments) -> dict:
     """A webhook of the caller's (``every``: a manager's, for every AR),
     with its secret, shown this once."""
-    url = hooks.checked_url(args.text("url", True))
+    url = hooks.checked_url(args.text("url", True), context.config.webhook_networks)
     types = _types(args)
     lead = _lead(context, args, types)
     every = args.flag("every")
