@@ -16,7 +16,9 @@ from overlay.daemon.services import (
     feeds,
     ggf,
     identities,
+    jobs,
     metrics,
+    nodes,
     reports,
     reservations,
     web,
@@ -31,7 +33,8 @@ from overlay.reporting.accounting import ReportingFollower
 from overlay.usecases.manager import Caller, Manager
 from overlay.wire import codec
 
-FAMILIES = (reservations, ggf, claims, identities, web, reports, metrics, feeds, control)
+FAMILIES = (reservations, ggf, claims, identities, web, reports, metrics, feeds, nodes, jobs,
+            control)
 """The modules whose OPERATIONS the socket serves."""
 
 
