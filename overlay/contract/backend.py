@@ -329,7 +329,7 @@ class Backend(ABC):
             raises="ReservationError: the batch system's refusal, for the client")
     def delete_job(self, job_id: str, user: str, groups: tuple[str, ...],
                    manager: bool) -> list[str]:
-        """Delete job ``job_id`` (that id only, never a name) as ``user``
+        """Delete job ``job_id`` (that id only) as ``user``
         would with the batch system's qdel, for DELETE /jobs/{id}; the core
         has checked that the user owns it or is a manager. The batch
         system's answer, a line each. Here: refused (Unsupported) naming

@@ -223,21 +223,20 @@ def submit_claimed(scheduler: Scheduler, relay: Relay, reservation: Reservation,
 
 
 def delete_job(scheduler: Scheduler, relay: Relay, job_id: str, caller: Relayed) -> list[str]:
-    """plus_qdel of the one job whose id is ``job_id`` (never jobs named so),
-    for DELETE /jobs/{id}; at a standby, by the leader."""
-    return _by_the_leader(scheduler, relay, "job_delete", caller,
-                          {"jobs": [job_id], "by_id": True},
+    """plus_qdel of the one job whose id is ``job_id`` (no job's name starts
+    with a digit, so it names no other), for DELETE /jobs/{id}; at a
+    standby, by the leader."""
+    return _by_the_leader(scheduler, relay, "job_delete", caller, {"jobs": [job_id]},
                           lambda who, args: _delete(scheduler, who, args))
 
 
 def _delete(scheduler: Scheduler, caller, args: dict) -> list[str]:
     references = _checked("jobs", "strings", args.get("jobs", []))
     users = _checked("users", "strings", args.get("users", []))
-    by_id = _checked("by_id", "bool", args.get("by_id", False))
     if not references and not users:
         raise RequestError("give job ids or names, or -u user")
     return scheduler.delete(Submitter(caller.user, tuple(caller.groups), caller.is_manager),
-                            references, users, by_id)
+                            references, users)
 
 
 def _claimed(scheduler: Scheduler, reservation: Reservation, job: Mapping[str, Any]) -> dict:

@@ -417,15 +417,14 @@ class Scheduler:
         return tuple(found)
 
     def delete(self, who: Submitter, references: Iterable[str] = (),
-               users: Iterable[str] = (), by_id: bool = False) -> list[str]:
-        """plus_qdel: jobs by id or name (wildcards; with ``by_id``, by id
-        only), or every job of users ('*' for all); Grid Engine's answer for
-        each."""
+               users: Iterable[str] = ()) -> list[str]:
+        """plus_qdel: jobs by id or name (wildcards), or every job of users
+        ('*' for all); Grid Engine's answer for each."""
         messages, kills = [], []
         with self.lock:
             targets: list[Job] = []
             for reference in references:
-                matched = self._named(reference, messages, by_id)
+                matched = self._named(reference, messages)
                 targets += [j for j in matched if j not in targets]
             for user in users:
                 targets += [j for j in self.jobs.values()
@@ -469,12 +468,11 @@ class Scheduler:
         self.wake()
         return messages
 
-    def _named(self, reference: str, messages: list[str], by_id: bool = False) -> list[Job]:
-        """The jobs a command names by id or name (wildcards allowed; with
-        ``by_id``, by id only); none adds Grid Engine's denial to
-        ``messages``."""
-        matched = [job for job in self.jobs.values() if reference == str(job.id)
-                   or not by_id and wildcard_match(job.name, reference)]
+    def _named(self, reference: str, messages: list[str]) -> list[Job]:
+        """The jobs a command names by id or name (wildcards allowed); none
+        adds Grid Engine's denial to ``messages``."""
+        matched = [job for job in self.jobs.values()
+                   if reference == str(job.id) or wildcard_match(job.name, reference)]
         if not matched:
             messages.append(f'denied: job "{reference}" does not exist')
         return matched
