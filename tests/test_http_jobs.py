@@ -144,6 +144,7 @@ def test_a_bad_or_unknown_job_id_is_refused_naming_it(api, method, job_id, statu
     ({"owner": "no body"}, 400, "owner: invalid name 'no body'"),
     ({"ar": 0}, 422, "query.ar: Input should be greater than or equal to 1"),
     ({"limit": 1001}, 422, "query.limit"),
+    ({"stat": "idle"}, 400, "unknown query parameter 'stat'; this endpoint takes: "),
 ])
 def test_bad_filters_are_refused_naming_what_is_accepted(api, params, status, message):
     daemon, url, _ = api

@@ -98,6 +98,7 @@ def test_properties_match_as_plus_reserve_l_does(api):
     ({"limit": 0}, 422, "query.limit: Input should be greater than or equal to 1"),
     ({"limit": 1001}, 422, "query.limit: Input should be less than or equal to 1000"),
     ({"offset": -1}, 422, "query.offset"),
+    ({"stat": "idle"}, 400, "unknown query parameter 'stat'; this endpoint takes: "),
 ])
 def test_bad_filters_are_refused_naming_what_is_accepted(api, params, status, message):
     _, url, me, _ = api
