@@ -24,7 +24,7 @@ from overlay.contract.backend import (
 )
 from overlay.daemon.main import Service
 from overlay.kit.remote import CommandError, Runner
-from overlay.language.model import NoCapacity, Request, State
+from overlay.language.model import NoCapacity, Request, State, Unsupported
 from overlay_sge import settings as sge_settings
 from overlay_sge.backend import SgeBackend
 from overlay_sge.gridengine import GridEngine
@@ -53,7 +53,7 @@ def test_no_call_of_a_use_case_may_ask_the_batch_system():
             if contract.held is MANAGER and contract.asks] == []
     assert {name for name, contract in CONTRACT.items() if contract.asks} == {
         name for name, contract in CONTRACT.items() if contract.held is ENFORCER} | {
-        "submit_claimed", "start"}
+        "submit_claimed", "delete_job", "start"}
 
 
 class Refusing(Runner):
@@ -90,7 +90,7 @@ SEEN = Inventory((Job("7", "bob", ("n1",), None, NOW + 2 * HOUR, NOW - 60),
 LATER = Request(NOW + HOUR, NOW + 2 * HOUR, 1)
 CALLS = {"blocked_nodes": (LATER, SEEN), "canonical": (LATER,),
          "place_slots": (LATER, ("alice", ()), []), "job_holdings": (NOW, SEEN),
-         "job_bars": (NOW, SEEN), "submit_hint": (reservation(5, ("n1",)),), "lingering": (),
+         "job_bars": (NOW, SEEN), "jobs": (NOW, SEEN), "submit_hint": (reservation(5, ("n1",)),), "lingering": (),
          "delays": (reservation(5, ("n1",)),), "ars_changed": ([reservation(5, ("n1",))], [])}
 """Each call the contract says asks nothing that a use case (under the
 Manager's lock) or the service makes, with its arguments."""
@@ -125,6 +125,13 @@ def test_the_queue_backends_answer_the_use_cases_from_the_inventory(tmp_path):
             how.endswith("and the ARs; queued jobs are not counted")     # QUERY's OtherInfo
         assert backend.job_start(LATER, ["n1", "n2"], ("alice", ())) is None   # the core's estimate
         assert [bar.start for bar in backend.job_bars(NOW, SEEN)] == [NOW - 60, NOW, NOW]
+        listed = backend.jobs(NOW, SEEN)                                 # GET /jobs
+        assert [(job.id, job.owner, job.state, job.ar) for job in listed] == [
+            ("7", "bob", "r", None), ("8", "bob", "r", None), ("9", "carol", "r", 4)]
+        with pytest.raises(Unsupported, match=f"the {backend.name} backend does not delete "
+                                              "jobs.*with the batch system's own qdel"):
+            backend.delete_job("7", "bob", (), False)
+        assert runner.commands == []
 
 
 def test_a_call_that_asks_the_batch_system_under_the_managers_lock_is_caught(tmp_path):

@@ -189,7 +189,17 @@ def test_the_key_holder_changes_and_cancels_the_ar(api):
     assert bad.status_code == 400 and "unknown argument 'colour'" in bad.json()["error"]
     wrong = httpx.post(url + "/jobs", headers=holder, json=reskey.make_claim(key, "cancel", {}))
     assert wrong.status_code == 400 and "POST /claims" in wrong.json()["error"]
-    cancelled = daemon.run("plusu3", "plus_cancel", "--reskey", secret_file(daemon.dir / "k2", key, "plusu3"))
+    key_file = secret_file(daemon.dir / "k2", key, "plusu3")
+    by_command = daemon.run("plusu3", "plus_modify", "--reskey", key_file, "-D", "3:0:0",
+                            "-U", "plusu2")
+    assert by_command.returncode == 0, by_command.stderr
+    assert by_command.stdout == f"Advance reservation {ar_id} has been modified\n"
+    (changed,) = daemon.status("-r", ar_id)
+    assert (changed["owner"], changed["end"]) == ("plusu1", start + 3 * HOUR)
+    assert "plusu2" in changed["acl"]
+    too_many = daemon.run("plusu3", "plus_modify", "--reskey", key_file, "-n", "6")
+    assert too_many.returncode == 1 and daemon.status("-r", ar_id)[0]["end"] == start + 3 * HOUR
+    cancelled = daemon.run("plusu3", "plus_cancel", "--reskey", key_file)
     assert cancelled.returncode == 0 and f"{ar_id} has been cancelled" in cancelled.stdout
     assert daemon.status("-r", ar_id)[0]["state"] == "d"
     daemon.ok("root", "plus_destroy", "-r", ar_id)
@@ -200,6 +210,12 @@ def test_the_key_holder_changes_and_cancels_the_ar(api):
     ("plus_cancel", ["--reskey", "NOT-A-KEY"], "not a ResKey"),
     ("plus_cancel", ["--reskey", "NOT-A-KEY", "-r", "1"], "cannot be used with -r"),
     ("plus_qsub", ["--reskey", "NOT-A-KEY", "-b", "y", "/bin/true"], "not a ResKey"),
+    ("plus_modify", ["--reskey", "NOT-A-KEY", "-D", "1:0:0"], "not a ResKey"),
+    ("plus_modify", ["--reskey", "NOT-A-KEY", "-r", "1", "-D", "1:0:0"],
+     "--reskey names the AR itself: it cannot be used with -r or -T"),
+    ("plus_modify", ["--reskey", "NOT-A-KEY", "-T", "-D", "1:0:0"], "cannot be used with -r or -T"),
+    ("plus_modify", ["--reskey", "NOT-A-KEY"], "nothing to change"),
+    ("plus_modify", ["-D", "1:0:0"], "-r rsvID is required (or --reskey FILE)"),
 ])
 def test_a_bad_reskey_file_is_a_usage_error(api, command, args, message):
     daemon, _ = api
@@ -216,7 +232,8 @@ def test_a_reskey_file_others_may_read_or_change_is_refused_as_ssh_refuses_such_
     before = jobs(daemon)
     for mode in (0o644, 0o620):                     # world-readable, group-writable
         os.chmod(path, mode)
-        for command, args in (("plus_qsub", ["-b", "y", "/bin/true"]), ("plus_cancel", [])):
+        for command, args in (("plus_qsub", ["-b", "y", "/bin/true"]), ("plus_cancel", []),
+                              ("plus_modify", ["-D", "3:0:0"])):
             result = daemon.run("plusu3", command, "--reskey", path, *args)
             assert result.returncode == 2, result.stderr
             assert result.stderr.startswith(f"{command}: --reskey: {path}: the ResKey file is "

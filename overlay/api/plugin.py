@@ -1,7 +1,7 @@
 """What a plugin may use inside plus_scheduler (see overlay.api)."""
 
 from overlay.contract import settings
-from overlay.contract.backend import Backend, Holding, Inventory, Job, JobBar
+from overlay.contract.backend import Backend, Holding, Inventory, Job, JobBar, ShownJob
 from overlay.contract.batchjob import batch_job, qsub_words
 from overlay.contract.hookspecs import hookimpl
 from overlay.contract.policy import PolicyContext
@@ -84,7 +84,7 @@ from overlay.reporting.drain import ReportingDrain
 __all__ = [
     "queuekit", "settings", "add_reports_within", "create_outbox_tables", "Outbox", "REPORTING",
     "ReportingDrain", "record_line", "Backend", "Holding", "Inventory", "Job",
-    "JobBar",
+    "JobBar", "ShownJob",
     "batch_job", "qsub_words", "read_yaml", "hookimpl", "HORIZON", "MAX_ARGUMENT", "MAX_COUNT",
     "MAX_ENVIRONMENT", "MAX_ITEMS", "MAX_NAME", "MAX_PATTERN", "MAX_SCRIPT", "MAX_WORDS", "shown",
     "wildcard_match", "Allocation", "InvalidRequest", "NoCapacity", "Node", "Request",

@@ -13,7 +13,8 @@ def parser() -> common.Parser:
                       "its length; -e or -D set the end.")
     p.add_argument("-T", action="store_true", dest="transactional",
                    help="hold the change until plus_commit or plus_abort")
-    p.add_argument("-r", metavar="rsvID", type=common.ar_id_arg("-r"), required=True, help="the AR")
+    p.add_argument("-r", metavar="rsvID", type=common.ar_id_arg("-r"),
+                   help="the AR (required, unless --reskey names it)")
     p.add_argument("-s", metavar="startTime", type=common.time_arg("-s"), help="new start time")
     p.add_argument("-e", metavar="endTime", type=common.time_arg("-e"), help="new end time")
     p.add_argument("-D", metavar="duration", type=common.duration_arg("-D"), help="new duration")
@@ -21,6 +22,9 @@ def parser() -> common.Parser:
                    help="new number of nodes")
     p.add_argument("-U", metavar="users", type=common.names_arg("-U", groups=True),
                    help="new access list (the owner stays included)")
+    p.add_argument("--reskey", metavar="FILE", help="change the AR whose ResKey (from "
+                   "plus_setres or plus_resqandset) the file holds, as its owner: a signed "
+                   "one-time claim is sent, never the key (not with -r or -T)")
     return p
 
 
@@ -30,10 +34,18 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if all(value is None for value in (args.s, args.e, args.D, args.n, args.U)):
         p.error("nothing to change: give at least one of -s, -e, -D, -n, -U")
-    view = common.call("plus_modify", "modify", {
-        "id": args.r, "start": args.s, "end": args.e, "duration": args.D, "nodes": args.n,
-        "users": list(args.U) if args.U is not None else None,
-        "transactional": args.transactional})
+    changes = {"start": args.s, "end": args.e, "duration": args.D, "nodes": args.n,
+               "users": list(args.U) if args.U is not None else None}
+    if args.reskey is not None:
+        if args.r is not None or args.transactional:
+            p.error("--reskey names the AR itself: it cannot be used with -r or -T")
+        payload = {key: value for key, value in changes.items() if value is not None}
+        view = common.call(p.prog, "claim", common.claim(p.prog, args.reskey, "modify", payload))
+    elif args.r is None:
+        p.error("-r rsvID is required (or --reskey FILE)")
+    else:
+        view = common.call(p.prog, "modify", {"id": args.r, **changes,
+                                              "transactional": args.transactional})
     if view["pending"]:
         print(f"The change of advance reservation {view['id']} is pending: run plus_commit -r "
               f"{view['id']} or plus_abort -r {view['id']} before "

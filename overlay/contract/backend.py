@@ -28,7 +28,14 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, TypeVar
 
-from overlay.language.model import Allocation, InvalidRequest, Node, Request, Reservation
+from overlay.language.model import (
+    Allocation,
+    InvalidRequest,
+    Node,
+    Request,
+    Reservation,
+    Unsupported,
+)
 
 
 @dataclass(frozen=True)
@@ -75,6 +82,27 @@ class JobBar:
     start: int
     end: int | None
     nodes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ShownJob:
+    """A job as GET /jobs lists it: what the backend knows of it, None
+    where it knows nothing (Grid Engine's and TORQUE's inventory holds
+    running jobs only). ``state``: the batch system's letters (qw, hqw, r,
+    dr, ...); ``queue``: the master queue instance of a running job."""
+
+    id: str
+    owner: str
+    state: str
+    nodes: tuple[str, ...] = ()
+    ar: int | None = None
+    name: str | None = None
+    slots: int | None = None
+    queue: str | None = None
+    priority: float | None = None
+    submit_time: int | None = None
+    start_time: int | None = None
+    runtime_limit_end: int | None = None
 
 
 @dataclass(frozen=True)
@@ -287,6 +315,28 @@ class Backend(ABC):
         time limit."""
         return [JobBar(job.id, job.owner, "running", now if job.start is None else job.start,
                        job.runtime_limit_end, job.nodes) for job in inventory.jobs]
+
+    @called(NONE, SERVICE, idempotent=True, raises=FAILS_COMMAND, optional=True)
+    def jobs(self, now: int, inventory: Inventory) -> list[ShownJob]:
+        """The jobs GET /jobs lists, the same at every daemon, in the batch
+        system's order. Here: the running jobs of ``inventory`` (state r);
+        queued ones are not known."""
+        return [ShownJob(job.id, job.owner, "r", job.nodes, job.reservation,
+                         start_time=job.start, runtime_limit_end=job.runtime_limit_end)
+                for job in inventory.jobs]
+
+    @called(NONE, SERVICE, idempotent=False, optional=True, asks=True,
+            raises="ReservationError: the batch system's refusal, for the client")
+    def delete_job(self, job_id: str, user: str, groups: tuple[str, ...],
+                   manager: bool) -> list[str]:
+        """Delete job ``job_id`` (that id only) as ``user``
+        would with the batch system's qdel, for DELETE /jobs/{id}; the core
+        has checked that the user owns it or is a manager. The batch
+        system's answer, a line each. Here: refused (Unsupported) naming
+        the batch system's own command."""
+        raise Unsupported(f"the {self.name} backend does not delete jobs for the overlay's "
+                          f"clients: it sees jobs only as the leader's last look listed them, "
+                          f"and a job is deleted by its owner with the batch system's own qdel")
 
     @called(NONE, SERVICE, idempotent=True, raises=FAILS_COMMAND, optional=True)
     def submit_hint(self, reservation: Reservation) -> str | None:

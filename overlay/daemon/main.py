@@ -38,7 +38,9 @@ from overlay.language.model import (
     NoCapacity,
     PermissionDenied,
     ReservationError,
+    UnknownJob,
     UnknownReservation,
+    Unsupported,
 )
 from overlay.language.request import RequestError, parse_name_list
 from overlay.language.timespec import TimeSpecError
@@ -119,8 +121,9 @@ def _reply_to(service: Service, sock: socket.socket, peer: connections.Peer,
 
 
 _KINDS = ((PermissionDenied, "forbidden"), (LimitExceeded, "limit"),
-          (UnknownReservation, "unknown"), (InvalidRequest, "invalid"),
-          (StoreUnavailable, "unavailable"), (NoCapacity, "capacity"), (Conflict, "capacity"))
+          (UnknownReservation, "unknown"), (UnknownJob, "unknown"), (InvalidRequest, "invalid"),
+          (StoreUnavailable, "unavailable"), (NoCapacity, "capacity"), (Conflict, "capacity"),
+          (Unsupported, "unsupported"))
 
 
 def _kind(exc: ReservationError) -> str:

@@ -55,9 +55,18 @@ class UnknownReservation(ReservationError):
     """No AR has this id."""
 
 
+class UnknownJob(ReservationError):
+    """No job the backend lists has this id."""
+
+
 class InvalidRequest(ReservationError):
     """The request itself is wrong (a window that ends before it starts, an
     unknown user), whatever the cluster holds."""
+
+
+class Unsupported(ReservationError):
+    """What this site's backend cannot do (a batch system the overlay
+    cannot ask or change so); the text says why and what to use instead."""
 
 
 class NoCapacity(ReservationError):

@@ -24,7 +24,7 @@ from typing import Callable, Iterable, Iterator, NamedTuple
 import pluggy
 
 from overlay.contract import plugins
-from overlay.contract.backend import Backend, Inventory, JobBar, problems_on
+from overlay.contract.backend import Backend, Inventory, JobBar, ShownJob, problems_on
 from overlay.contract.policy import PolicyContext, context_for, used_part
 from overlay.daemon.config import Config
 from overlay.events.catalog import BY_AR_LOG, GRANTED, reservation_event
@@ -43,6 +43,7 @@ from overlay.language.model import (
     Reservation,
     ReservationError,
     State,
+    UnknownJob,
     UnknownReservation,
 )
 from overlay.language.request import (
@@ -1211,6 +1212,28 @@ class Manager:
     def job_bars(self, now: int) -> list[JobBar]:
         """The backend's jobs, as the calendar shows them beside the ARs."""
         return self.backend.job_bars(now, self.inventory)
+
+    def jobs(self, now: int) -> list[ShownJob]:
+        """The backend's jobs as GET /jobs lists them (every daemon alike)."""
+        return self.backend.jobs(now, self.inventory)
+
+    def job(self, now: int, job_id: str) -> ShownJob:
+        """The backend's job ``job_id`` (UnknownJob if it lists none)."""
+        found = next((job for job in self.jobs(now) if job.id == job_id), None)
+        if found is None:
+            raise UnknownJob(f"job {job_id} does not exist (or has ended)")
+        return found
+
+    def delete_job(self, caller: Caller, job_id: str) -> tuple[ShownJob, list[str]]:
+        """Delete job ``job_id`` through the backend: the caller's own, or
+        anyone's for a manager, as qdel allows; the job and the batch
+        system's answer."""
+        job = self.job(self.now(), job_id)
+        if job.owner != caller.user and not caller.is_manager:
+            raise PermissionDenied(f"job {job.id} is {job.owner}'s: only its owner or a manager "
+                                   "may delete it")
+        return job, self.backend.delete_job(job.id, caller.user, caller.groups,
+                                            caller.is_manager)
 
     def accept_claim(self, nonce: str, ar_id: int, at: int, forget_before: int) -> int | None:
         """Record a ResKey claim's nonce: None, or the AR of the claim that

@@ -26,12 +26,13 @@ from overlay.api.plugin import (
     Node,
     Request,
     Reservation,
+    ShownJob,
     settings,
 )
 from overlay_native import arplace, service
 from overlay_native.execution.hosts import ExecutionHosts
 from overlay_native.jobstore import JobStore
-from overlay_native.relay import Relay
+from overlay_native.relay import Relay, Relayed
 from overlay_native.resources.cluster import Cluster, Containers
 from overlay_native.resources.reserved import Reservations
 from overlay_native.resources.timeline import Baseline, ClusterResources
@@ -283,6 +284,16 @@ class NativeBackend(Backend):
 
     def submit_claimed(self, reservation: Reservation, job: Mapping[str, Any]) -> dict:
         return service.submit_claimed(self.scheduler, self.relay, reservation, job)
+
+    def jobs(self, now: int, inventory: Inventory) -> list[ShownJob]:
+        """Every job, pending ones too, as plus_qstat -u '*' lists them."""
+        return service.shown_jobs(self.scheduler)
+
+    def delete_job(self, job_id: str, user: str, groups: tuple[str, ...],
+                   manager: bool) -> list[str]:
+        """As plus_qdel of that job id, by the leader."""
+        return service.delete_job(self.scheduler, self.relay, job_id,
+                                  Relayed(-1, user, groups, manager))
 
     def operations(self, ar_status: Callable[[int], list[Reservation]]) -> dict[str, Callable]:
         """The native commands' operations; ``ar_status`` is the core's AR

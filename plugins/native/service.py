@@ -19,6 +19,7 @@ from overlay.api.plugin import (
     RequestError,
     Reservation,
     ReservationError,
+    ShownJob,
     State,
     format_pe_range,
     groups_of,
@@ -127,6 +128,24 @@ def job_view(job: Job, detail: bool = False) -> dict:
     return view
 
 
+def shown_jobs(scheduler: Scheduler) -> list[ShownJob]:
+    """Every job as plus_qstat -u '*' lists it, in its order, for GET /jobs:
+    the leader's, or at a standby those the store holds."""
+    shown = []
+    for job in scheduler.jobs_by_priority():
+        view, placement = job_view(job), job.placement
+        placed = placement is not None and job.state in (JobState.RUNNING,
+                                                         JobState.TRANSFERRING)
+        started = None if job.start_time is None else int(job.start_time)
+        shown.append(ShownJob(
+            str(job.id), job.owner, view["state"], tuple(placement.hosts) if placed else (),
+            job.ar, job.name, view["slots"], view["queue"] or None, job.priority,
+            int(job.submit_time), started,
+            int(started + placement.h_rt) if placed and started is not None
+            and placement.h_rt is not None else None))
+    return shown
+
+
 def queue_view(scheduler: Scheduler) -> list[dict]:
     """Every queue instance as plus_qstat -f prints it: type, reserved, used
     and total slots, load, arch, states (d disabled, s suspended, u unknown),
@@ -184,15 +203,40 @@ def _refuse_fenced(scheduler: Scheduler) -> None:
                                "nothing was changed; try again")
 
 
+def _by_the_leader(scheduler: Scheduler, relay: Relay, name: str, caller, args: dict,
+                   carry_out: Callable[[Any, dict], Any]) -> Any:
+    """A job-changing operation carried out here when this daemon leads,
+    else relayed to the leader."""
+    if scheduler.standing_by:
+        return relay.ask(name, caller, args)
+    _refuse_fenced(scheduler)
+    return carry_out(caller, args)
+
+
 def submit_claimed(scheduler: Scheduler, relay: Relay, reservation: Reservation,
                    job: Mapping[str, Any]) -> dict:
     """A ResKey claim's job (plus_qsub's fields), submitted into the AR as
     its owner; at a standby, by the leader."""
-    if scheduler.standing_by:
-        owner = Relayed(-1, reservation.owner, (), False)
-        return relay.ask(_CLAIMED, owner, {"ar": reservation.id, "job": dict(job)})
-    _refuse_fenced(scheduler)
-    return _claimed(scheduler, reservation, job)
+    return _by_the_leader(scheduler, relay, _CLAIMED, Relayed(-1, reservation.owner, (), False),
+                          {"ar": reservation.id, "job": dict(job)},
+                          lambda _caller, args: _claimed(scheduler, reservation, args["job"]))
+
+
+def delete_job(scheduler: Scheduler, relay: Relay, job_id: str, caller: Relayed) -> list[str]:
+    """plus_qdel of the one job whose id is ``job_id`` (no job's name starts
+    with a digit, so it names no other), for DELETE /jobs/{id}; at a
+    standby, by the leader."""
+    return _by_the_leader(scheduler, relay, "job_delete", caller, {"jobs": [job_id]},
+                          lambda who, args: _delete(scheduler, who, args))
+
+
+def _delete(scheduler: Scheduler, caller, args: dict) -> list[str]:
+    references = _checked("jobs", "strings", args.get("jobs", []))
+    users = _checked("users", "strings", args.get("users", []))
+    if not references and not users:
+        raise RequestError("give job ids or names, or -u user")
+    return scheduler.delete(Submitter(caller.user, tuple(caller.groups), caller.is_manager),
+                            references, users)
 
 
 def _claimed(scheduler: Scheduler, reservation: Reservation, job: Mapping[str, Any]) -> dict:
@@ -224,9 +268,7 @@ def operations(scheduler: Scheduler, relay: Relay,
     def served(name: str) -> Callable:
         def serve(caller, args: dict):
             if name in CHANGING:
-                if scheduler.standing_by:
-                    return relay.ask(name, caller, args)
-                _refuse_fenced(scheduler)
+                return _by_the_leader(scheduler, relay, name, caller, args, local[name])
             return local[name](caller, args)
         return serve
 
@@ -248,11 +290,7 @@ def carried_out(scheduler: Scheduler,
         return scheduler.submit(who(caller), submission)
 
     def delete(caller, args: dict) -> list[str]:
-        references = _checked("jobs", "strings", args.get("jobs", []))
-        users = _checked("users", "strings", args.get("users", []))
-        if not references and not users:
-            raise RequestError("give job ids or names, or -u user")
-        return scheduler.delete(who(caller), references, users)
+        return _delete(scheduler, caller, args)
 
     def status(caller, args: dict) -> list[dict]:
         users = _checked("users", "strings", args.get("users") or [caller.user])

@@ -9,5 +9,7 @@ dispatch table of ``service.Service``, and the HTTP API's routers
 - ``identities``: who am I, bearer tokens and their revocation
 - ``web``: the calendar page's sign-in
 - ``reports``: the calendar, usage and accounting
+- ``nodes``: every node with its state, slots, attributes and ARs now
+- ``jobs``: the batch system's jobs as the backend lists them, and deleting one
 - ``control``: stopping the daemon
 """

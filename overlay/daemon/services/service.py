@@ -17,7 +17,9 @@ from overlay.daemon.services import (
     feeds,
     ggf,
     identities,
+    jobs,
     metrics,
+    nodes,
     reports,
     reservations,
     web,
@@ -34,7 +36,7 @@ from overlay.reporting.accounting import ReportingFollower
 from overlay.usecases.manager import Caller, Manager
 from overlay.wire import codec
 
-FAMILIES = (reservations, ggf, claims, identities, web, reports, metrics, feeds, events,
+FAMILIES = (reservations, ggf, claims, identities, web, reports, metrics, feeds, events, nodes, jobs,
             control)
 """The modules whose OPERATIONS the socket serves."""
 

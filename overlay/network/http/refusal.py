@@ -4,7 +4,8 @@ kind of refusal, and the body, as the commands would say it."""
 from __future__ import annotations
 
 STATUS = {"invalid": 400, "token": 401, "forbidden": 403, "unknown": 404, "capacity": 409,
-          "conflict": 409, "limit": 409, "busy": 429, "unavailable": 503, "internal": 500}
+          "conflict": 409, "limit": 409, "busy": 429, "unavailable": 503, "internal": 500,
+          "unsupported": 501}
 
 
 class Refusal(Exception):

@@ -189,6 +189,54 @@ class JobSubmitted(BaseModel):
     id: int | str
 
 
+class Node(_Shown):
+    """A node as GET /nodes lists it, the same at every daemon (its load
+    within the inventory's step)."""
+    name: str
+    state: str = Field(description="down, reserved (an AR in its window holds it), busy "
+                                   "(running jobs) or idle: the first that holds")
+    slots: int
+    reserved_slots: int = Field(description="slots the ARs in their window hold now")
+    running_jobs: int
+    runs_jobs: bool = Field(description="false for a host that only takes reservations "
+                                        "(the native backend's exec: none)")
+    memory_mb: int
+    ncpus: int
+    arch: str
+    os: str
+    properties: dict[str, str]
+    queues: list[str]
+    queue_states: list[list[str]] = Field(description="[queue, state] of each queue instance "
+                                                      "that runs no jobs now")
+    load: float | None
+    ars: list[int] = Field(description="the ARs holding it now (in their window)")
+
+
+class Job(_Shown):
+    """A job of the batch system, as the backend lists it: the native
+    scheduler's every job as plus_qstat shows it; Grid Engine's and
+    TORQUE's running jobs, from the leader's last look (null: not known)."""
+    id: str
+    owner: str
+    state: str = Field(description="the batch system's letters: qw, hqw, Eqw, t, r, dr, ...")
+    nodes: list[str]
+    ar: int | None
+    name: str | None
+    slots: int | None
+    queue: str | None = Field(description="the master queue instance of a running job")
+    priority: float | None
+    submit_time: int | None
+    start_time: int | None
+    runtime_limit_end: int | None = Field(description="when its run time limit (h_rt, "
+                                                      "walltime) ends")
+
+
+class JobDeleted(_Shown):
+    id: str
+    owner: str
+    messages: list[str] = Field(description="the batch system's answer, as its qdel prints it")
+
+
 class WebConfig(_Shown):
     oidc: dict[str, Any] | None
     why: str | None = None

@@ -16,12 +16,14 @@ from overlay.network.http.routes import (
     ggf,
     health,
     identities,
+    jobs,
     metrics,
+    nodes,
     reports,
     reservations,
     web,
 )
 
 API_ROUTERS = tuple(family.router for family in (identities, reservations, reports, ggf, claims,
-                                                   feeds, events))
+                                                   feeds, events, nodes, jobs))
 FIXED_ROUTERS = (web.router, metrics.router, health.router)
