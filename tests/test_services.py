@@ -24,7 +24,8 @@ WIRE_NAMES = {
     "ping", "token", "revoke_tokens", "web_link", "web_session", "web_config",
     "calendar", "usage", "accounting", "shutdown", "daemons", "metrics", "health", "feed",
     "feed_token", "feed_tokens", "revoke_feed_token",
-    "events", "event_head", "webhook_add", "webhooks", "webhook_remove"}
+    "events", "event_head", "webhook_add", "webhooks", "webhook_remove",
+    "nodes", "jobs", "job", "remove_job"}
 """The operations the commands and the HTTP API send: a name changed here
 breaks every client installed."""
 MANAGER_INTERNALS = {"ars", "store", "backend", "inside", "refusals", "by_key", "nodes",

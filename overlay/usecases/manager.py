@@ -356,6 +356,11 @@ class Manager:
                 for node in nodes
                 for key in self.planner.keys_on(node) + self.inside.keys_on(node)}
 
+    def known_nodes(self) -> dict[str, Node]:
+        """The nodes by name as the last refresh took them in (the dict is
+        replaced whole by the next one, never changed: safe to read)."""
+        return self.nodes
+
     def capacity(self) -> dict[str, int]:
         """Each node's slots, worked out once per refresh of the nodes (read only)."""
         if self._capacity is None:

@@ -44,7 +44,7 @@ def nodes(context: Context, caller: Caller, args: codec.Arguments) -> dict:
     wanted = Request(0, 1, 1, attributes=args.names("properties", "property", _property) or ())
     args.done()
     manager = context.manager
-    known = manager.nodes
+    known = manager.known_nodes()
     holding = _holding_now(manager.tally.in_window())
     found = []
     for name in sorted(known):
