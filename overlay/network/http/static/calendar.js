@@ -967,7 +967,7 @@ async function start() {
     editable: {updateTime: true, updateGroup: false, add: false, remove: false},
     onMove: moved, snap: date => new Date(Math.round(date.valueOf() / 60000) * 60000),
     tooltip: {followMouse: true}, margin: {item: {vertical: 4, horizontal: 0}},
-    groupHeightMode: "auto", maxHeight: phone ? "70vh" : undefined,
+    groupHeightMode: "auto",
   });
   /* Set after creation: vis-timeline shows itself once a range change is done.
    * A phone shows 3 hours, so that a bar of an hour is wide enough to read. */
