@@ -402,6 +402,14 @@ function draw() {
   view.items.update(items.filter(item => !same(held[item.id], item)));
 }
 
+/* Stacked in a row: live ARs on top, then jobs, then ended and cancelled
+ * ARs (drawn thin), each by start. */
+function stackOrder(a, b) {
+  const rank = item => item.ar === undefined ? 1 : item.className.includes("state-exited")
+    || item.className.includes("state-deleted") ? 2 : 0;
+  return rank(a) - rank(b) || a.start - b.start;
+}
+
 function same(old, item) {
   return old !== undefined && old.start === item.start && old.end === item.end
     && old.className === item.className && old.content === item.content && old.label === item.label
@@ -967,7 +975,7 @@ async function start() {
     editable: {updateTime: true, updateGroup: false, add: false, remove: false},
     onMove: moved, snap: date => new Date(Math.round(date.valueOf() / 60000) * 60000),
     tooltip: {followMouse: true}, margin: {item: {vertical: 4, horizontal: 0}},
-    groupHeightMode: "auto",
+    groupHeightMode: "auto", order: stackOrder,
   });
   /* Set after creation: vis-timeline shows itself once a range change is done.
    * A phone shows 3 hours, so that a bar of an hour is wide enough to read. */
