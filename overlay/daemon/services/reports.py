@@ -37,11 +37,8 @@ def calendar(context: Context, caller: Caller, args: codec.Arguments) -> dict:
     if len(ars) > limits.MAX_WINDOW_ARS:
         raise InvalidRequest(f"the window holds {len(ars)} ARs, more than "
                              f"{limits.MAX_WINDOW_ARS}: ask for a shorter one")
-    nodes = manager.nodes
     return {"revision": revision, "now": args.now, "nodes": list(manager.capacity()),
-            "slots": manager.capacity(),
-            "properties": {name: node.properties for name, node in nodes.items()
-                           if node.properties},
+            "slots": manager.capacity(), "properties": manager.node_properties(),
             "ars": summary_rows(ars, True, False), "jobs": jobs}
 
 
