@@ -94,6 +94,11 @@ npm_files vis-timeline@8.5.4 "$PLUS_VENV/share/plus/web" \
 # The API's browsable documentation (/docs): Swagger UI's prebuilt files.
 npm_files swagger-ui-dist@5.35.0 "$PLUS_VENV/share/plus/docs" \
     swagger-ui-bundle.js swagger-ui.css LICENSE NOTICE
+# The tests' accessibility check of the calendar page (tests/test_web_page.py
+# injects it); not served by the API.
+if [[ ${1:-} == *test* ]]; then
+    npm_files axe-core@4.11.0 "$PLUS_VENV/share/plus/axe" axe.min.js LICENSE
+fi
 phase web
 
 if [[ ${PLUS_LINK_COMMANDS:-yes} != no ]]; then

@@ -6,16 +6,18 @@ artifacts/web/ (CI keeps that folder)."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import re
 import time
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import httpx
 import pytest
 
-from daemon_harness import Daemon, job_daemon
+from daemon_harness import VENV, Daemon, job_daemon
 from http_harness import answering, auth, free_port, start_api, token
 from test_native_daemon import accounting, states, submit, wait_for
 
@@ -24,10 +26,14 @@ ARTIFACTS = Path(__file__).parents[1] / "artifacts" / "web"
 CONF = Path(__file__).parents[1] / "conf"
 CLUSTER = (CONF / "cluster.yaml").read_text()
 FILES = {"complexes.yaml": (CONF / "complexes.yaml").read_text()}
-SETTINGS = """\
-http: {address: {address}}
+SITE_ZONE = "Asia/Kolkata"
+"""The site's zone: neither UTC (the machine's) nor the browsers' zone below."""
+BROWSER_ZONE = "America/Los_Angeles"
+SETTINGS = f"""\
+http: {{address: {{address}}}}
+timezone: {SITE_ZONE}
 policies:
-  site-limits: {type: limits, max_duration: 6h}
+  site-limits: {{type: limits, max_duration: 6h}}
 """
 
 JOB_CLUSTER = """\
@@ -69,17 +75,20 @@ PATIENCE_MS = 120_000
 holds, so this fails only a page that never gets there, not a slow machine."""
 
 
-def new_page(browser):
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+def new_page(browser, **options):
+    """A tab of its own (storage and all), in a zone that is not the site's;
+    ``options``: Playwright's new_page options (viewport, color_scheme, ...)."""
+    page = browser.new_page(**{"viewport": {"width": 1400, "height": 1000},
+                               "timezone_id": BROWSER_ZONE, **options})
     page.set_default_timeout(PATIENCE_MS)
     return page
 
 
-def signed_in(browser, daemon, user: str):
+def signed_in(browser, daemon, user: str, **options):
     """A page signed in as ``user`` through the link plus_web prints."""
     out = daemon.ok(user, "plus_web")
     link = re.search(r"https?://\S+", out).group(0)
-    page = new_page(browser)
+    page = new_page(browser, **options)
     page.goto(link)
     page.wait_for_selector("body[data-ready=yes]")
     return page
@@ -144,8 +153,13 @@ def clean(site):
         daemon.run("root", "plus_cancel", "-r", str(ar["id"]))
 
 
+def bar(page, ar_id: int):
+    """The AR's first bar (each bar carries its AR's id for the keyboard)."""
+    return page.locator(f".vis-item.ar[data-ar='{ar_id}']").first
+
+
 def click_bar(page, ar_id: int) -> None:
-    page.locator(f".vis-item.ar:has-text('#{ar_id}')").first.click()
+    bar(page, ar_id).click()
     page.wait_for_selector("#detail:not([hidden])")
     until(page, f"document.getElementById('detail').dataset.ar == '{ar_id}'")
 
@@ -163,9 +177,69 @@ def test_only_the_owner_sees_the_owners_actions(site, browser):
     click_bar(page, mine["id"])
     assert page.locator("#detail-owner-actions").is_visible()
     shot(page, "03-own-ar")
+
+
+def pending(daemon: Daemon, ar_id: int) -> str | None:
+    """The AR's -T operation waiting for commit or abort, if any."""
+    held = daemon.status("-r", str(ar_id))[0]["pending"]
+    return held and held["operation"]
+
+
+def test_a_cancel_is_confirmed_and_can_be_undone_while_the_ar_waits(site, browser):
+    daemon, _ = site
+    mine = daemon.reserve("plusu1", "-s", "now+1h", "-D", "1h", "-n", "1", "-N", "undoable")
+    page = signed_in(browser, daemon, "plusu1")
+    click_bar(page, mine["id"])
     page.locator("#cancel-ar").click()
+    page.wait_for_selector("#cancel-confirm:not([hidden])")
+    shot(page, "13-cancel-asks-first")
+    assert "undo it for 10 seconds" in page.locator("#cancel-confirm-text").inner_text()
+    assert daemon.status("-r", str(mine["id"]))[0]["state"] == "w"      # one click does nothing
+    page.locator("#cancel-no").click()
+    assert page.locator("#cancel-confirm").is_hidden() and pending(daemon, mine["id"]) is None
+    page.locator("#cancel-ar").click()
+    page.locator("#cancel-yes").click()
+    page.wait_for_selector("#undo:not([hidden])")
+    shot(page, "14-cancel-can-be-undone")
+    assert pending(daemon, mine["id"]) == "cancel"          # held (-T): nobody takes its nodes
+    page.locator("#undo-button").click()
+    assert "its cancel was undone" in said(page, "15-cancel-undone")
+    after = daemon.status("-r", str(mine["id"]))[0]
+    assert (after["state"], after["pending"], after["allocations"]) == \
+        ("w", None, mine["allocations"])
+    page.locator("#cancel-ar").click()
+    page.locator("#cancel-yes").click()
+    page.wait_for_selector("#undo:not([hidden])")
+    page.wait_for_selector("#undo", state="hidden")          # the seconds pass: committed
     page.wait_for_selector("#message.info")
+    assert page.locator("#message").inner_text() == f"AR {mine['id']} cancelled."
     assert daemon.status("-r", str(mine["id"]))[0]["state"] == "d"
+
+
+def test_a_cancel_left_with_the_page_closed_is_committed(site, browser):
+    daemon, _ = site
+    mine = daemon.reserve("plusu1", "-s", "now+1h", "-D", "1h", "-n", "1")
+    page = signed_in(browser, daemon, "plusu1")
+    click_bar(page, mine["id"])
+    page.locator("#cancel-ar").click()
+    page.locator("#cancel-yes").click()
+    page.wait_for_selector("#undo:not([hidden])")
+    page.close(run_before_unload=True)
+    wait_for(lambda: daemon.status("-r", str(mine["id"]))[0]["state"] == "d",
+             "the cancel committed as the page went")
+
+
+def test_a_running_ars_cancel_is_confirmed_and_says_it_cannot_be_undone(site, browser):
+    daemon, _ = site
+    running = daemon.reserve("plusu1", "-s", "now", "-D", "1h", "-n", "1")
+    wait_for(lambda: daemon.status("-r", str(running["id"]))[0]["state"] == "r", "the AR to start")
+    page = signed_in(browser, daemon, "plusu1")
+    click_bar(page, running["id"])
+    page.locator("#cancel-ar").click()
+    assert "cannot be undone" in page.locator("#cancel-confirm-text").inner_text()
+    page.locator("#cancel-yes").click()
+    assert said(page, "16-running-cancelled") == f"AR {running['id']} cancelled."
+    assert daemon.status("-r", str(running["id"]))[0]["state"] == "d"
 
 
 def free_starts(page, nodes: int, hours: float) -> None:
@@ -198,10 +272,11 @@ def test_a_refused_booking_shows_the_policys_text(site, browser):
 
 
 def click_in_first_free_span(page) -> None:
-    """A click about an hour into the first shaded span (the page shows a day)."""
+    """A click about an hour into the first shaded span, in its node's row
+    (the page shows a day)."""
     span = page.locator(".vis-item.vis-background.free").first.bounding_box()
     timeline = page.locator(".vis-panel.vis-center").bounding_box()
-    page.mouse.click(max(span["x"], timeline["x"]) + 60, timeline["y"] + 20)
+    page.mouse.click(max(span["x"], timeline["x"]) + 60, span["y"] + span["height"] / 2)
     page.wait_for_selector("#confirm:not([hidden])")
 
 
@@ -228,11 +303,11 @@ def drag_end(page, ar_id: int, hours: float) -> None:
     answered, narrowing it, and vis-timeline lays the bars out anew at its
     next resize check (each second): the handle is measured after both, or
     on a slow machine the drag misses it and no message ever comes."""
-    bar = page.locator(f".vis-item.ar:has-text('#{ar_id}')").first
-    bar.click()
+    handle = bar(page, ar_id)
+    handle.click()
     page.wait_for_selector(f"#detail:not([hidden])[data-ar='{ar_id}']")
     until(page, "view.timeline.props.lastWidth === view.timeline.dom.root.offsetWidth")
-    box = bar.locator(".vis-drag-right").bounding_box()
+    box = handle.locator(".vis-drag-right").bounding_box()
     hour = page.locator(".vis-panel.vis-center").bounding_box()["width"] / 24
     page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
     page.mouse.down()
@@ -430,3 +505,221 @@ def test_the_apis_documentation_renders_offline_under_the_pages_policy(site, bro
     shot(page, "12-api-docs")
     assert elsewhere == []
     page.close()
+
+
+def boxes_overlap(a: dict, b: dict) -> bool:
+    return (a["x"] < b["x"] + b["width"] and b["x"] < a["x"] + a["width"]
+            and a["y"] < b["y"] + b["height"] and b["y"] < a["y"] + a["height"])
+
+
+def test_ars_sharing_a_node_by_slots_are_stacked_each_to_be_clicked(site, browser):
+    daemon, _ = site
+    first = daemon.reserve("plusu1", "-s", "now+1h", "-D", "2h", "-n", "1", "-sn", "2", "-N", "a")
+    second = daemon.reserve("plusu2", "-s", "now+2h", "-D", "2h", "-n", "1", "-sn", "2", "-N", "b")
+    node = first["allocations"][0]["node"]
+    assert second["allocations"][0]["node"] == node, (first, second)
+    page = signed_in(browser, daemon, "plusu1")
+    shot(page, "17-stacked-slots")
+    one, other = bar(page, first["id"]).bounding_box(), bar(page, second["id"]).bounding_box()
+    assert not boxes_overlap(one, other), (one, other)
+    for ar in (first, second):
+        click_bar(page, ar["id"])
+        assert page.locator("#detail-title").inner_text().startswith(f"AR {ar['id']} ")
+
+
+def test_ended_and_cancelled_ars_are_drawn_and_the_legend_filters_by_state(site, browser):
+    daemon, _ = site
+    ended = daemon.reserve("plusu1", "-s", "now", "-D", "3s", "-n", "1", "-N", "short")
+    cancelled = daemon.reserve("plusu1", "-s", "now+1h", "-D", "1h", "-n", "1", "-N", "gone")
+    daemon.ok("plusu1", "plus_cancel", "-r", str(cancelled["id"]))
+    wait_for(lambda: daemon.status("-r", str(ended["id"]))[0]["state"] == "x", "the AR to end")
+    page = signed_in(browser, daemon, "plusu1")
+    page.locator("[data-zoom='21600']").click()
+    page.locator("#now").click()
+    shot(page, "18-ended-and-cancelled")
+    shown = bars(page)
+    assert (shown[ended["id"]]["state"], shown[cancelled["id"]]["state"]) == ("exited", "deleted")
+    page.locator("#legend input[data-state='d']").uncheck()
+    until(page, f"view.items.get('ar{cancelled['id']}@{cancelled['allocations'][0]['node']}') === null")
+    assert ended["id"] in bars(page) and cancelled["id"] not in bars(page)
+    click_bar(page, ended["id"])
+    assert page.locator("#detail-owner-actions").is_hidden()
+
+
+def local(seconds: int, zone: str) -> str:
+    """The time as the page shows it in ``zone`` without the zone's name."""
+    return dt.datetime.fromtimestamp(seconds, ZoneInfo(zone)).strftime("%H:%M")
+
+
+def test_times_show_their_zone_the_sites_by_default_and_the_users_choice_stays(site, browser):
+    daemon, url = site
+    assert httpx.get(url + "/web/config").json()["timezone"] == SITE_ZONE
+    mine = daemon.reserve("plusu1", "-s", "now+1h", "-D", "1h", "-n", "1")
+    page = signed_in(browser, daemon, "plusu1")
+    assert page.evaluate("Intl.DateTimeFormat().resolvedOptions().timeZone") == BROWSER_ZONE
+    assert page.locator("#zone").input_value() == SITE_ZONE
+    click_bar(page, mine["id"])
+    fields = page.locator("#detail-fields").inner_text()
+    assert f"{local(mine['start'], SITE_ZONE)} GMT+5:30" in fields, fields
+    axis = page.evaluate("view.timeline.getWindow().start.valueOf()")
+    assert page.evaluate(f"zoned({axis}).format('HH:mm')") == local(axis // 1000, SITE_ZONE)
+    page.locator("#zone").select_option(BROWSER_ZONE)
+    until(page, "document.getElementById('detail-fields').textContent.includes('PST') || "
+                "document.getElementById('detail-fields').textContent.includes('PDT')")
+    shot(page, "19-chosen-zone")
+    fields = page.locator("#detail-fields").inner_text()
+    assert local(mine["start"], BROWSER_ZONE) in fields, fields
+    page.reload()
+    page.wait_for_selector("body[data-ready=yes]")
+    assert page.locator("#zone").input_value() == BROWSER_ZONE      # kept for this browser
+    page.locator("#edit-end").wait_for(state="attached")
+
+
+def test_rows_filter_by_node_property_and_bars_by_owner(site, browser):
+    daemon, _ = site
+    mine = daemon.reserve("plusu1", "-s", "now+1h", "-D", "1h", "-n", "8")
+    theirs = daemon.reserve("plusu2", "-s", "now+3h", "-D", "1h", "-n", "1")
+    page = signed_in(browser, daemon, "plusu1")
+    page.fill("#property-filter", "gpu=yes")
+    until(page, "view.groups.length === 2")
+    assert sorted(page.evaluate("view.groups.getIds()")) == ["node005", "node006"]
+    page.fill("#property-filter", "gpu")
+    until(page, "view.groups.length === 2")
+    page.fill("#property-filter", "gpu=no*")
+    until(page, "view.groups.length === 0")
+    assert page.locator("#node-page").inner_text() == "no nodes"
+    page.fill("#property-filter", "")
+    page.locator("#owner-filter").select_option("plusu2")
+    until(page, "view.items.get().every(i => i.ar === undefined || i.label.includes(' of plusu2: '))")
+    shot(page, "20-owner-filter")
+    assert theirs["id"] in bars(page) and mine["id"] not in bars(page)
+
+
+def test_an_ar_is_found_by_id_or_name_and_has_a_link(site, browser):
+    daemon, url = site
+    later = daemon.reserve("plusu2", "-s", "now+5h", "-D", "1h", "-n", "1", "-N", "findme")
+    other = daemon.reserve("plusu2", "-s", "now+2h", "-D", "1h", "-n", "1", "-N", "another")
+    page = signed_in(browser, daemon, "plusu1")
+    page.fill("#search", "FINDme")
+    page.press("#search", "Enter")
+    page.wait_for_selector(f"#detail:not([hidden])[data-ar='{later['id']}']")
+    assert page.evaluate("location.hash") == f"#ar={later['id']}"
+    page.fill("#search", str(other["id"]))
+    page.locator("#search-form button").click()
+    page.wait_for_selector(f"#detail:not([hidden])[data-ar='{other['id']}']")
+    shot(page, "21-found")
+    page.fill("#search", "nothing-like-it")
+    page.press("#search", "Enter")
+    assert "No AR whose name holds \"nothing-like-it\"" in said(page, "22-not-found", refused=True)
+    link = page.locator("#detail-link").get_attribute("href")
+    page.goto(f"{url}/web/#ar={later['id']}")             # the link, in the same tab
+    page.wait_for_selector("body[data-ready=yes]")
+    page.wait_for_selector(f"#detail:not([hidden])[data-ar='{later['id']}']")
+    assert link == f"#ar={other['id']}"
+    page.evaluate(f"location.hash = '#ar={other['id']}'")
+    page.wait_for_selector(f"#detail:not([hidden])[data-ar='{other['id']}']")
+
+
+AXE = Path(VENV) / "share" / "plus" / "axe" / "axe.min.js"
+
+
+def serious_violations(page) -> list[dict]:
+    """axe-core's serious and critical findings on the page as it is (the
+    page needs bypass_csp: axe is injected, never served)."""
+    if not AXE.is_file():
+        pytest.fail(f"{AXE} is missing: scripts/install.sh test installs axe-core")
+    page.add_script_tag(path=str(AXE))
+    found = page.evaluate("""async () => (await axe.run(document, {resultTypes: ["violations"]}))
+      .violations.map(v => ({id: v.id, impact: v.impact, help: v.help,
+                             nodes: v.nodes.slice(0, 3).map(n => n.target.join(" ") + ": " + n.failureSummary)}))""")
+    return [v for v in found if v["impact"] in ("serious", "critical")]
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_every_bar_and_action_works_from_the_keyboard_and_axe_finds_nothing_serious(
+        site, browser, scheme):
+    daemon, _ = site
+    mine = daemon.reserve("plusu1", "-s", "now+1h", "-D", "1h", "-n", "2", "-N", "keys")
+    daemon.reserve("plusu2", "-s", "now+3h", "-D", "1h", "-n", "1")
+    page = signed_in(browser, daemon, "plusu1", color_scheme=scheme, bypass_csp=True)
+    until(page, "document.querySelectorAll('.vis-item.ar[role=button][tabindex=\"0\"]').length"
+                " === document.querySelectorAll('.vis-item.ar').length")
+    page.locator("#search").focus()
+    for _ in range(200):                                # Tab on until a bar has the focus
+        page.keyboard.press("Tab")
+        if page.evaluate("document.activeElement.dataset.ar !== undefined"):
+            break
+    assert page.evaluate("Number(document.activeElement.dataset.ar)") in bars(page)
+    bar(page, mine["id"]).focus()
+    page.keyboard.press("Enter")
+    page.wait_for_selector(f"#detail:not([hidden])[data-ar='{mine['id']}']")
+    label = bar(page, mine["id"]).get_attribute("aria-label")
+    assert label.startswith(f"AR {mine['id']} keys of plusu1: waiting, ")
+    end = dt.datetime.strptime(page.locator("#edit-end").input_value(), "%Y-%m-%dT%H:%M")
+    page.locator("#edit-end").fill((end + dt.timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M"))
+    page.locator("#edit-window").focus()
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#message.info")
+    after = daemon.status("-r", str(mine["id"]))[0]      # the site's zone has no DST
+    assert (after["start"], after["end"]) == (mine["start"], mine["end"] // 60 * 60 + 3600)
+    background = page.evaluate("getComputedStyle(document.body).backgroundColor")
+    assert (background == "rgb(22, 24, 28)") == (scheme == "dark"), background
+    shot(page, f"23-keyboard-{scheme}")
+    assert serious_violations(page) == []
+    page.locator("#cancel-ar").focus()
+    page.keyboard.press("Enter")
+    assert page.evaluate("document.activeElement.id") == "cancel-no"
+    page.keyboard.press("Enter")
+    assert page.locator("#cancel-confirm").is_hidden()
+
+
+def test_on_a_phone_bars_stay_readable(site, browser):
+    daemon, _ = site
+    mine = daemon.reserve("plusu1", "-s", "now+1h", "-D", "1h", "-n", "1", "-N", "phone")
+    page = signed_in(browser, daemon, "plusu1", viewport={"width": 390, "height": 844},
+                     is_mobile=True, has_touch=True, device_scale_factor=2)
+    shown = bar(page, mine["id"])
+    shot(page, "24-phone")
+    box = shown.bounding_box()
+    font = shown.evaluate("b => parseFloat(getComputedStyle(b).fontSize)")
+    clipped = shown.locator(".vis-item-overflow").evaluate("o => getComputedStyle(o).overflow")
+    assert box["height"] >= 28 and font >= 14 and box["width"] >= 80, (box, font)  # an hour
+    assert clipped == "visible"             # a name longer than its bar runs on, readable
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    click_bar(page, mine["id"])
+    detail = page.locator("#detail").bounding_box()
+    assert detail["y"] > page.locator("#timeline").bounding_box()["y"] and detail["width"] > 300
+    shot(page, "24-phone")
+
+
+def test_booking_with_slots_properties_users_and_a_name_on_a_nodes_free_row(site, browser):
+    daemon, _ = site
+    busy = daemon.reserve("plusu2", "-s", "now", "-D", "6h", "-n", "1", "-l", "gpu=yes")
+    held = busy["allocations"][0]["node"]
+    page = signed_in(browser, daemon, "plusu1")
+    page.fill("#book-slots", "2")
+    page.fill("#book-properties", "gpu=yes")
+    page.fill("#book-users", "plusu2")
+    page.fill("#book-name", "fromweb")
+    free_starts(page, 1, 1)
+    page.wait_for_selector(".vis-item.vis-background.free")
+    shot(page, "25-free-per-node")
+    shaded = page.evaluate("view.items.get().filter(i => i.className === 'free')"
+                           ".map(i => [i.group, i.start])")
+    assert {node for node, _ in shaded} == {"node005", "node006"}, shaded    # gpu=yes only
+    assert all(start >= busy["end"] * 1000 for node, start in shaded if node == held), shaded
+    click_in_first_free_span(page)
+    confirm = page.locator("#confirm-text").inner_text()
+    assert "as fromweb" in confirm and "the daemon chooses the nodes" in confirm, confirm
+    page.locator("#book").click()
+    booked = int(re.search(r"Booked: AR (\d+)", said(page, "26-booked-with-options")).group(1))
+    [ar] = daemon.status("-r", str(booked))
+    assert (ar["name"], ar["allocations"][0]["slots"]) == ("fromweb", 2)
+    assert "plusu2" in ar["acl"] and ar["allocations"][0]["node"] in ("node005", "node006")
+    page.fill("#book-properties", "gpu")
+    page.locator("#find").click()
+    assert "Properties: \"gpu\" is not name=value" in said(page, "27-bad-property", refused=True)
+    page.fill("#book-properties", "")
+    page.fill("#book-name", "a;nodes=99")
+    page.locator("#find").click()
+    page.wait_for_selector("#message:has-text(\"';' is not accepted\")")

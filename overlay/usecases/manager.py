@@ -367,6 +367,10 @@ class Manager:
             self._capacity = {name: node.slots for name, node in self.nodes.items()}
         return self._capacity
 
+    def node_properties(self) -> dict[str, dict[str, str]]:
+        """The PluS properties of each node that has some (read only)."""
+        return {name: node.properties for name, node in self.nodes.items() if node.properties}
+
     def _book(self, ar: Reservation) -> None:
         self._unbook(ar.id)
         for key, node, start, end, slots, within in _spans(ar):

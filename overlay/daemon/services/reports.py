@@ -13,10 +13,13 @@ from overlay.wire import codec
 
 
 def calendar(context: Context, caller: Caller, args: codec.Arguments) -> dict:
-    """The calendar page's window [start, end): the nodes, the ARs there
-    as plus_status's summary rows with their nodes, and the backend's
-    jobs there. The page polls with the ``revision`` it has: while no AR
-    has changed, the answer has only the jobs."""
+    """The calendar page's window [start, end): the nodes (with their
+    slots and properties, which the page filters rows by), the ARs there
+    as plus_status's summary rows with their nodes, ended and cancelled
+    ones too while the daemon keeps them (the page draws them as the
+    legend says), and the backend's jobs there. The page polls with the
+    ``revision`` it has: while no AR has changed, the answer has only the
+    jobs."""
     start, end = args.time("start", "start", True), args.time("end", "end", True)
     since = args.integer("since", 0, 2**62, what="since")
     args.done()
@@ -30,11 +33,12 @@ def calendar(context: Context, caller: Caller, args: codec.Arguments) -> dict:
     revision = manager.revision
     if since == revision:
         return {"revision": revision, "unchanged": True, "jobs": jobs}
-    ars = manager.status(start=start, end=end)
+    ars = manager.status(start=start, end=end, expired=limits.MAX_WINDOW_ARS)
     if len(ars) > limits.MAX_WINDOW_ARS:
         raise InvalidRequest(f"the window holds {len(ars)} ARs, more than "
                              f"{limits.MAX_WINDOW_ARS}: ask for a shorter one")
     return {"revision": revision, "now": args.now, "nodes": list(manager.capacity()),
+            "slots": manager.capacity(), "properties": manager.node_properties(),
             "ars": summary_rows(ars, True, False), "jobs": jobs}
 
 

@@ -46,14 +46,17 @@ def web_session(context: Context, caller: Caller, args: codec.Arguments) -> dict
 
 def web_config(context: Context, caller: Caller, args: codec.Arguments) -> dict:
     """How the calendar page may sign in: through the site's identity
-    provider (its endpoints, the page's client id) if one is set up."""
+    provider (its endpoints, the page's client id) if one is set up; and
+    the site's zone, the page's default, so that its times and
+    plus_status's agree for a browser elsewhere."""
     args.done()
+    zone = {"timezone": context.config.timezone}
     if context.provider is None:
-        return {"oidc": None}
+        return {"oidc": None, **zone}
     try:
-        return {"oidc": context.provider.sign_in()}
+        return {"oidc": context.provider.sign_in(), **zone}
     except (OSError, ValueError) as exc:
-        return {"oidc": None, "why": f"the identity provider cannot be reached: {exc}"}
+        return {"oidc": None, **zone, "why": f"the identity provider cannot be reached: {exc}"}
 
 
 OPERATIONS: dict[str, Operation] = {

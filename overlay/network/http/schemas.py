@@ -128,12 +128,16 @@ class AccountingRecord(_Shown):
 class Calendar(_Shown):
     """A window of the calendar page: rows as compact as the page polls
     them. ``ars``: [id, name, owner, state, start, end, nodes joined by
-    commas]; ``jobs``: [id, owner, kind, start, end, nodes joined by commas].
-    While no AR changed since ``since``: ``unchanged``, and the jobs only."""
+    commas], ended and cancelled ones too; ``jobs``: [id, owner, kind,
+    start, end, nodes joined by commas]; ``slots`` and ``properties``: each
+    node's (nodes without properties left out). While no AR changed since
+    ``since``: ``unchanged``, and the jobs only."""
     revision: int
     unchanged: bool | None = None
     now: int | None = None
     nodes: list[str] | None = None
+    slots: dict[str, int] | None = None
+    properties: dict[str, dict[str, Any]] | None = None
     ars: list[list[int | str]] | None = None
     jobs: list[list[int | str]]
 
@@ -239,6 +243,8 @@ class JobDeleted(_Shown):
 
 class WebConfig(_Shown):
     oidc: dict[str, Any] | None
+    timezone: str = Field(description="the site's zone (plus.yaml's timezone), in which the "
+                                      "page shows times unless its user chooses another")
     why: str | None = None
 
 

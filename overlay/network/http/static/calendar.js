@@ -1,29 +1,39 @@
 /* The reservations calendar: a Gantt view of the ARs by node (vis-timeline),
- * an AR's detail, booking in a free span (RESQUERY, then SETRES), changing
- * or cancelling one's own ARs, and reserved against used node-hours.
+ * ARs sharing a node stacked, ended and cancelled ones too; an AR's detail
+ * and its link (#ar=<id>); booking in a free span (RESQUERY, then SETRES);
+ * changing or cancelling one's own ARs (a cancel can be undone while the AR
+ * waits); filters and search; times in the site's zone or the user's; and
+ * reserved against used node-hours.
  *
- * Every call is the HTTP API's, with the bearer token that the one-time link
- * of plus_web was exchanged for, or the site's identity provider gave; the
- * daemon decides what the caller may do.
+ * Every call is the HTTP API's (/v1), with the bearer token that the
+ * one-time link of plus_web was exchanged for, or the site's identity
+ * provider gave; the daemon decides what the caller may do.
  * The timeline holds one page of node rows at a time: vis-timeline draws
  * every row it holds, and a thousand rows would take seconds. */
 "use strict";
 
+const API = "/v1";
 const STATES = {w: "waiting", r: "running", x: "exited", d: "deleted", W: "warning",
                 E: "error", p: "pending"};
 const STATE_WORDS = {w: "waiting", r: "running", x: "ended", d: "cancelled",
                      W: "warning", E: "error", p: "pending (-T)"};
+const LIVE = "wrpWE";
 const POLL_MS = 5000;
 const ROW_PX = 28;
 const HOUR = 3600;
 const WEEK = 7 * 86400;
 const WIDEN_AFTER_MS = 250;
+const UNDO_SECONDS = 10;
+const COMMIT_MARGIN = 5;
+const LISTED_STARTS = 5;
+const LISTED_FOUND = 20;
 
 const view = {
-  token: null, user: null, manager: false,
-  nodes: [], page: 0, pageSize: 30,
+  token: null, user: null, manager: false, config: {}, zone: "UTC",
+  nodes: [], slots: {}, properties: {}, page: 0, pageSize: 30,
   loaded: null, asked: null, widening: null, revision: null, tickets: 0, loading: 0,
-  ars: [], jobs: [], starts: [], booking: null, pendingStart: null,
+  ars: [], jobs: [], starts: [], free: {}, booking: null, pendingStart: null,
+  shown: null, undo: null,
   timeline: null, items: null, groups: null, usageChart: null,
 };
 
@@ -31,11 +41,15 @@ class ApiError extends Error {
   constructor(status, text) { super(text); this.status = status; }
 }
 
+function headers(body) {
+  const sent = {"Authorization": "Bearer " + view.token};
+  if (body !== undefined) sent["Content-Type"] = "application/json";
+  return sent;
+}
+
 async function api(method, path, body) {
-  const headers = {"Authorization": "Bearer " + view.token};
-  if (body !== undefined) headers["Content-Type"] = "application/json";
-  const response = await fetch(path, {method, headers,
-                                      body: body === undefined ? undefined : JSON.stringify(body)});
+  const response = await fetch(API + path, {method, headers: headers(body),
+                                            body: body === undefined ? undefined : JSON.stringify(body)});
   let data = null;
   try { data = await response.json(); } catch (error) { data = null; }
   if (!response.ok) {
@@ -61,13 +75,92 @@ function html(text) {
   return String(text).replace(/[&<>"']/g, c => `&#${c.charCodeAt(0)};`);
 }
 
-function when(seconds) {
-  return new Date(seconds * 1000).toLocaleString([], {dateStyle: "medium", timeStyle: "short"});
-}
-
 function length(seconds) {
   const h = Math.floor(seconds / 3600), m = Math.floor(seconds % 3600 / 60);
   return `${h}:${String(m).padStart(2, "0")}`;
+}
+
+/* -- times in a zone: the site's (GET /web/config) unless the user chose
+ *    another; the timeline's axis, every time shown and every time typed ---- */
+
+const formats = new Map();
+
+function format(zone, options) {
+  const key = zone + JSON.stringify(options);
+  if (!formats.has(key)) formats.set(key, new Intl.DateTimeFormat("en-US", {timeZone: zone, ...options}));
+  return formats.get(key);
+}
+
+const offsets = new Map();
+const OFFSET_SLOT_MS = 15 * 60000;
+
+/* The zone's offset from UTC in minutes at ``ms``: zones change offset on
+ * quarter hours, so one answer per quarter hour is kept. */
+function offsetMinutes(ms, zone) {
+  const slot = Math.floor(ms / OFFSET_SLOT_MS), key = `${zone} ${slot}`;
+  if (!offsets.has(key)) {
+    if (offsets.size > 20000) offsets.clear();
+    const at = slot * OFFSET_SLOT_MS;
+    const parts = format(zone, {hourCycle: "h23", year: "numeric", month: "numeric", day: "numeric",
+                                hour: "numeric", minute: "numeric"}).formatToParts(new Date(at));
+    const get = type => Number(parts.find(p => p.type === type).value);
+    const shown = Date.UTC(get("year"), get("month") - 1, get("day"), get("hour") % 24, get("minute"));
+    offsets.set(key, Math.round((shown - at) / 60000));
+  }
+  return offsets.get(key);
+}
+
+function when(seconds) {
+  return format(view.zone, {year: "numeric", month: "short", day: "numeric", hour: "2-digit",
+                            minute: "2-digit", hourCycle: "h23", timeZoneName: "short"})
+    .format(new Date(seconds * 1000));
+}
+
+/* ``seconds`` as a datetime-local input's value in the zone. */
+function zoneInput(seconds) {
+  const ms = seconds * 1000 + offsetMinutes(seconds * 1000, view.zone) * 60000;
+  return new Date(ms).toISOString().slice(0, 16);
+}
+
+/* A datetime-local input's value, read in the zone: epoch seconds, or null. */
+function zoneTime(text) {
+  const m = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2}))?$/.exec(text);
+  if (!m) return null;
+  const shown = Date.UTC(+m[1], m[2] - 1, +m[3], +m[4], +m[5], +(m[6] || 0));
+  let ms = shown - offsetMinutes(shown, view.zone) * 60000;
+  ms = shown - offsetMinutes(ms, view.zone) * 60000;
+  return ms / 1000;
+}
+
+function zones() {
+  const all = typeof Intl.supportedValuesOf === "function" ? Intl.supportedValuesOf("timeZone") : [];
+  const browser = Intl.DateTimeFormat().resolvedOptions().timeZone;
+  const first = [[view.config.timezone, "the site's"], ["UTC", ""], [browser, "this browser's"]];
+  const options = [], seen = new Set();
+  for (const [zone, whose] of [...first, ...all.map(z => [z, ""])]) {
+    if (!zone || seen.has(zone)) continue;
+    seen.add(zone);
+    options.push(new Option(whose ? `${zone} (${whose})` : zone, zone));
+  }
+  return options;
+}
+
+function chooseZone(zone) {
+  view.zone = zone;
+  $("zone").value = zone;
+  if (zone === view.config.timezone) localStorage.removeItem("plus.zone");
+  else localStorage.setItem("plus.zone", zone);
+  if (view.timeline) {
+    view.timeline.setOptions({moment: zoned});
+    draw();
+    if (view.shown) showDetail(view.shown.id).catch(error => say(error.message));
+  }
+}
+
+/* vis-timeline's dates, in the zone (its axis and labels). */
+function zoned(date) {
+  const moment = vis.moment(date);
+  return moment.utcOffset(offsetMinutes(moment.valueOf(), view.zone));
 }
 
 /* -- login: plus_web's one-time code, exchanged once for a session token, or
@@ -90,7 +183,7 @@ async function login() {
   }
   view.token = sessionStorage.getItem("plus.token");
   if (!view.token) {
-    const config = await fetch("/web/config").then(r => r.json()).catch(() => ({}));
+    const config = view.config;
     if (config.oidc) offerProviderSignIn(config.oidc);
     throw new ApiError(401, (config.oidc ? "Sign in with your site's account, or open "
                                          : "Open ") + "the link that plus_web prints on the "
@@ -176,10 +269,11 @@ async function load(start, end, force) {
   if (!data.unchanged) {
     view.ars = data.ars;
     view.revision = data.revision;
-    if (data.nodes.join("\n") !== view.nodes.join("\n")) {
-      view.nodes = data.nodes;
-      chooseNodes();
-    }
+    view.slots = data.slots || {};
+    view.properties = data.properties || {};
+    if (data.nodes.join("\n") !== view.nodes.join("\n")) view.nodes = data.nodes;
+    listOwners();
+    chooseNodes();
   }
   view.loaded = {start, end};
   draw();
@@ -187,42 +281,97 @@ async function load(start, end, force) {
 
 function arNodes(row) { return row[6] ? row[6].split(",") : []; }
 
-function chooseNodes() {
+/* -- filters: rows by name, node property and one's own ARs; bars by owner
+ *    and state (the legend's boxes) --------------------------------------------- */
+
+function listOwners() {
+  const select = $("owner-filter"), chosen = select.value;
+  const owners = [...new Set([view.user, ...view.ars.map(row => row[2])])].sort();
+  if (owners.join("\n") === [...select.options].slice(1).map(o => o.value).join("\n")) return;
+  select.replaceChildren(new Option("everyone", ""), ...owners.map(o => new Option(o, o)));
+  select.value = owners.includes(chosen) ? chosen : "";
+}
+
+/* "rack=1" (the value may hold * and ?), or "gpu" for any value. */
+function propertyTest(text) {
+  const [name, ...rest] = text.split("=");
+  const key = name.trim();
+  if (!key) return () => true;
+  if (!rest.length) return node => (view.properties[node] || {})[key] !== undefined;
+  const pattern = new RegExp("^" + rest.join("=").trim().replace(/[.+^${}()|[\]\\]/g, "\\$&")
+    .replace(/\*/g, ".*").replace(/\?/g, ".") + "$");
+  return node => {
+    const value = (view.properties[node] || {})[key];
+    return value !== undefined && pattern.test(String(value));
+  };
+}
+
+function filteredNodes() {
   const filter = $("filter").value.trim().toLowerCase();
   let nodes = view.nodes;
   if (filter) nodes = nodes.filter(n => n.toLowerCase().includes(filter));
+  const property = $("property-filter").value.trim();
+  if (property) nodes = nodes.filter(propertyTest(property));
   if ($("mine-only").checked) {
     const mine = new Set();
     for (const row of view.ars) if (row[2] === view.user) arNodes(row).forEach(n => mine.add(n));
     nodes = nodes.filter(n => mine.has(n));
   }
+  return nodes;
+}
+
+function chooseNodes() {
+  const nodes = filteredNodes();
   const pages = Math.max(1, Math.ceil(nodes.length / view.pageSize));
-  view.page = Math.min(view.page, pages - 1);
+  view.page = Math.max(0, Math.min(view.page, pages - 1));
   const first = view.page * view.pageSize;
   const shown = nodes.slice(first, first + view.pageSize);
   $("node-page").textContent = nodes.length
     ? `${first + 1}–${first + shown.length} of ${nodes.length}` : "no nodes";
   $("previous-nodes").disabled = view.page === 0;
   $("next-nodes").disabled = view.page >= pages - 1;
+  const rows = shown.map((name, order) => ({
+    id: name, order, content: html(view.slots[name] > 1 ? `${name} · ${view.slots[name]}` : name),
+    title: html(`${name}: ${view.slots[name] || 1} slot(s)`
+                + Object.entries(view.properties[name] || {}).map(([k, v]) => `, ${k}=${v}`).join(""))}));
+  const held = view.groups.get({returnType: "Object"});
+  if (rows.length === Object.keys(held).length
+      && rows.every(row => held[row.id] && held[row.id].order === row.order
+                    && held[row.id].content === row.content && held[row.id].title === row.title)) return;
   view.groups.clear();
-  view.groups.add(shown.map((name, order) => ({id: name, content: html(name), order})));
+  view.groups.add(rows);
 }
+
+function shownAr(row) {
+  const owner = $("owner-filter").value;
+  return (!owner || row[2] === owner) && shownStates().has(row[3]);
+}
+
+function shownStates() {
+  return new Set([...document.querySelectorAll("#legend input:checked")].map(box => box.dataset.state));
+}
+
+/* -- drawing: ARs sharing a node by slots are stacked (vis-timeline's stack),
+ *    each its own bar ---------------------------------------------------------- */
 
 function draw() {
   const rows = new Set(view.groups.getIds());
   const items = [];
   for (const row of view.ars) {
+    if (!shownAr(row)) continue;
     const [id, name, owner, letter, start, end] = row;
     const mine = owner === view.user;
     const editable = (mine || view.manager) && (letter === "w" || letter === "r" || letter === "W")
       ? {updateTime: true, updateGroup: false, remove: false} : false;
+    const label = `AR ${id}${name ? " " + name : ""} of ${owner}: ${STATE_WORDS[letter] || letter}, `
+      + `${when(start)} to ${when(end)}`;
     for (const node of arNodes(row)) {
       if (!rows.has(node)) continue;
       items.push({
         id: `ar${id}@${node}`, group: node, ar: id, start: start * 1000, end: end * 1000,
-        content: html(`#${id}${name ? " " + name : ""}`), editable,
+        content: html(`#${id}${name ? " " + name : ""}`), editable, label: `${label}, on ${node}`,
         className: `ar state-${STATES[letter] || "waiting"}${mine ? " mine" : ""}`,
-        title: html(`AR ${id} of ${owner}: ${STATE_WORDS[letter] || letter}, ${when(start)} to ${when(end)}`),
+        title: html(label),
       });
     }
   }
@@ -236,11 +385,15 @@ function draw() {
       });
     }
   }
-  /* a booking's free span: from its first start to the end of its last */
-  view.starts.forEach(([low, high], i) => items.push({
-    id: `free${i}`, start: low * 1000, end: (high + view.booking.seconds) * 1000,
-    type: "background", className: "free", content: "",
-  }));
+  /* a booking's free starts on each node free then: from a start to the end of its booking */
+  view.free = {};
+  for (const node of rows) {
+    view.free[node] = freeStarts(node);
+    view.free[node].forEach(([low, high], i) => items.push({
+      id: `free${i}@${node}`, group: node, start: low * 1000, end: (high + view.booking.seconds) * 1000,
+      type: "background", className: "free", content: "",
+    }));
+  }
   /* Only what changed goes to vis-timeline: each item it is handed is laid
    * out again, and a scroll keeps most of them. */
   const held = view.items.get({returnType: "Object"});
@@ -249,10 +402,38 @@ function draw() {
   view.items.update(items.filter(item => !same(held[item.id], item)));
 }
 
+/* Stacked in a row: live ARs on top, then jobs, then ended and cancelled
+ * ARs (drawn thin), each by start. */
+function stackOrder(a, b) {
+  const rank = item => item.ar === undefined ? 1 : item.className.includes("state-exited")
+    || item.className.includes("state-deleted") ? 2 : 0;
+  return rank(a) - rank(b) || a.start - b.start;
+}
+
 function same(old, item) {
   return old !== undefined && old.start === item.start && old.end === item.end
-    && old.className === item.className && old.content === item.content
+    && old.className === item.className && old.content === item.content && old.label === item.label
     && old.title === item.title && JSON.stringify(old.editable) === JSON.stringify(item.editable);
+}
+
+/* Every AR bar drawn is a button for the keyboard and screen readers:
+ * Tab reaches it, Enter or Space opens it (vis-timeline draws plain divs). */
+function describeBars() {
+  for (const item of Object.values(view.timeline.itemSet.items)) {
+    const box = item.dom && item.dom.box;
+    if (!box || item.data.ar === undefined || box.getAttribute("aria-label") === item.data.label) continue;
+    box.dataset.ar = item.data.ar;
+    box.tabIndex = 0;
+    box.setAttribute("role", "button");
+    box.setAttribute("aria-label", item.data.label);
+  }
+}
+
+function barKey(event) {
+  const ar = event.target.dataset && event.target.dataset.ar;
+  if (!ar || (event.key !== "Enter" && event.key !== " ")) return;
+  event.preventDefault();
+  showDetail(Number(ar)).catch(error => say(error.message));
 }
 
 function visibleWindow() {
@@ -287,10 +468,11 @@ function widen() {
   load(low, high, true).catch(error => say(error.message));
 }
 
-/* -- detail, cancel, modify by dragging ---------------------------------------- */
+/* -- an AR's detail, its link (#ar=<id>), changing its window ------------------- */
 
 async function showDetail(arId) {
   const ar = await api("GET", `/reservations/${arId}`);
+  view.shown = ar;
   $("detail-title").textContent = `AR ${ar.id}${ar.name ? " (" + ar.name + ")" : ""}`;
   const fields = [
     ["owner", ar.owner], ["group", ar.group], ["state", STATE_WORDS[ar.state] || ar.state],
@@ -312,19 +494,52 @@ async function showDetail(arId) {
   }
   const ownerActions = (ar.owner === view.user || view.manager) && "wrWE".includes(ar.state);
   $("detail-owner-actions").hidden = !ownerActions;
-  $("cancel-ar").dataset.ar = ar.id;
+  $("cancel-ar").hidden = Boolean(ar.pending);
+  $("cancel-confirm").hidden = true;
+  $("edit-start").value = zoneInput(ar.start);
+  $("edit-end").value = zoneInput(ar.end);
+  $("detail-link").href = `#ar=${ar.id}`;
   $("detail").hidden = false;
   $("detail").dataset.ar = ar.id;
+  if (location.hash !== `#ar=${ar.id}`) history.replaceState(null, "", `#ar=${ar.id}`);
+  return ar;
 }
 
-async function cancelShown() {
-  const arId = $("cancel-ar").dataset.ar;
-  try {
-    await api("POST", `/reservations/${arId}/cancel`);
-    say(`AR ${arId} cancelled.`, true);
-    $("detail").hidden = true;
-    await refresh(true);
-  } catch (error) { say(error.message); }
+function closeDetail() {
+  $("detail").hidden = true;
+  view.shown = null;
+  history.replaceState(null, "", location.pathname + location.search);
+}
+
+/* Open an AR: its detail, the timeline moved to its window and its first
+ * node's row brought into the page of rows. */
+async function openAr(arId) {
+  const ar = await showDetail(arId);
+  const [start, end] = visibleWindow();
+  if (ar.end * 1000 < start * 1000 || ar.start > end) {
+    view.timeline.moveTo(new Date((ar.start + Math.min(ar.end - ar.start, end - start) / 2) * 1000),
+                         {animation: false});
+  }
+  const node = ar.allocations.length ? ar.allocations[0].node : null;
+  const index = node === null ? -1 : filteredNodes().indexOf(node);
+  if (index >= 0 && Math.floor(index / view.pageSize) !== view.page) {
+    view.page = Math.floor(index / view.pageSize);
+    chooseNodes();
+    draw();
+  }
+  $("detail-title").focus();
+}
+
+function linked() {
+  const found = /^#ar=(\d{1,7})$/.exec(location.hash);
+  return found ? Number(found[1]) : null;
+}
+
+async function openLinked() {
+  const arId = linked() || Number(sessionStorage.getItem("plus.open")) || null;
+  sessionStorage.removeItem("plus.open");
+  if (arId === null) return;
+  try { await openAr(arId); } catch (error) { say(`AR ${arId}: ${error.message}`); }
 }
 
 /* A dragged end snaps to the minute; the end not dragged keeps its second. */
@@ -335,20 +550,133 @@ function dragged(now, before) {
 async function moved(item, callback) {
   const before = view.items.get(item.id);
   const start = dragged(item.start, before.start), end = dragged(item.end, before.end);
-  try {
-    await api("PATCH", `/reservations/${item.ar}`, {start, end});
-    callback(item);
-    if (!$("detail").hidden && $("detail").dataset.ar === String(item.ar)) await showDetail(item.ar);
-    say(`AR ${item.ar} now runs from ${when(start)} to ${when(end)}.`, true);
-  } catch (error) {
-    callback(null);
-    say(`AR ${item.ar} was not changed: ${error.message}`);
+  if (await changeWindow(item.ar, start, end)) callback(item);
+  else callback(null);
+}
+
+/* The owner's keyboard way to what a drag does; a field not changed keeps its second. */
+async function windowTyped() {
+  const ar = view.shown;
+  const typed = id => $(id).value === zoneInput(id === "edit-start" ? ar.start : ar.end)
+    ? (id === "edit-start" ? ar.start : ar.end) : zoneTime($(id).value);
+  const start = typed("edit-start"), end = typed("edit-end");
+  if (start === null || end === null) {
+    say("Give the start and the end as a date and a time (in the zone shown above).");
+    return;
   }
+  await changeWindow(ar.id, start, end);
+}
+
+async function changeWindow(arId, start, end) {
+  let changed = false;
+  try {
+    await api("PATCH", `/reservations/${arId}`, {start, end});
+    changed = true;
+    if (!$("detail").hidden && $("detail").dataset.ar === String(arId)) await showDetail(arId);
+    say(`AR ${arId} now runs from ${when(start)} to ${when(end)}.`, true);
+  } catch (error) {
+    say(`AR ${arId} was not changed: ${error.message}`);
+  }
+  await refresh(true);
+  return changed;
+}
+
+/* -- cancelling: confirmed first; a waiting AR's cancel can be undone for a
+ *    few seconds. It is a two-phase cancel (-T): the store marks the AR as
+ *    being cancelled at once, for every daemon and plus_status, while its
+ *    nodes stay held, so that Undo (an abort) gives it back exactly as it
+ *    was, and nobody can take its nodes meanwhile; once the seconds are up
+ *    the page commits. A tab closed meanwhile commits as it goes (pagehide),
+ *    and if even that is lost the daemon aborts at commit_timeout: the AR
+ *    stays, the side a user can see and put right. ------------------------------ */
+
+function askCancel() {
+  const ar = view.shown;
+  const undoable = ar.state === "w" && ar.start - Date.now() / 1000 > UNDO_SECONDS + COMMIT_MARGIN;
+  $("cancel-confirm-text").textContent = undoable
+    ? `Cancel AR ${ar.id}? You can undo it for ${UNDO_SECONDS} seconds.`
+    : `Cancel AR ${ar.id}? It has started: jobs in it are stopped, and this cannot be undone.`;
+  $("cancel-confirm").hidden = false;
+  $("cancel-confirm").dataset.undoable = undoable ? "yes" : "no";
+  $("cancel-no").focus();
+}
+
+async function cancelConfirmed() {
+  const arId = view.shown.id, undoable = $("cancel-confirm").dataset.undoable === "yes";
+  $("cancel-confirm").hidden = true;
+  try {
+    if (!undoable) {
+      await api("POST", `/reservations/${arId}/cancel`);
+      say(`AR ${arId} cancelled.`, true);
+      closeDetail();
+    } else {
+      const held = await api("POST", `/reservations/${arId}/cancel?transactional=true`);
+      const allowed = held.pending.expires - held.pending.since - COMMIT_MARGIN;
+      offerUndo(arId, Math.max(1, Math.min(UNDO_SECONDS, allowed)));
+      await showDetail(arId);
+    }
+  } catch (error) { say(error.message); }
   await refresh(true);
 }
 
-/* -- booking: RESQUERY's ranges shaded, a click books there (SETRES) ------------ */
+function offerUndo(arId, seconds) {
+  const due = Date.now() + seconds * 1000;
+  const tell = () => {
+    $("undo-text").textContent = `AR ${arId} will be cancelled in `
+      + `${Math.max(0, Math.ceil((due - Date.now()) / 1000))} s.`;
+  };
+  tell();
+  view.undo = {ar: arId, commit: setTimeout(commitCancel, seconds * 1000),
+               tick: setInterval(tell, 1000)};
+  say("");
+  $("undo").hidden = false;
+  $("undo-button").focus();
+}
 
+function endUndo() {
+  const undo = view.undo;
+  view.undo = null;
+  clearTimeout(undo.commit);
+  clearInterval(undo.tick);
+  $("undo").hidden = true;
+  return undo.ar;
+}
+
+async function commitCancel() {
+  const arId = endUndo();
+  try {
+    await api("POST", `/reservations/${arId}/commit`);
+    say(`AR ${arId} cancelled.`, true);
+    if (view.shown && view.shown.id === arId) closeDetail();
+  } catch (error) { say(`AR ${arId} was not cancelled: ${error.message}`); }
+  await refresh(true);
+}
+
+async function undoCancel() {
+  if (!view.undo) return;
+  const arId = endUndo();
+  try {
+    await api("POST", `/reservations/${arId}/abort`);
+    say(`AR ${arId} is kept: its cancel was undone.`, true);
+    if (view.shown && view.shown.id === arId) await showDetail(arId);
+  } catch (error) { say(`AR ${arId}: the cancel could not be undone: ${error.message}`); }
+  await refresh(true);
+}
+
+/* The tab goes away with a cancel waiting: the user asked for it, so it is
+ * committed (keepalive: the request outlives the page). */
+function leaving() {
+  if (!view.undo) return;
+  const arId = endUndo();
+  fetch(`${API}/reservations/${arId}/commit`, {method: "POST", headers: headers(), keepalive: true});
+}
+
+/* -- booking: RESQUERY's ranges shaded on each node free then, a click books
+ *    there (SETRES) ---------------------------------------------------------------- */
+
+/* The booking's ResourceList items. The daemon checks each value and says
+ * what it accepts; the page only keeps ';' out, which would start an item of
+ * its own. */
 function bookingShape() {
   const nodes = parseInt($("book-nodes").value, 10);
   const seconds = Math.round(parseFloat($("book-hours").value) * HOUR);
@@ -356,7 +684,29 @@ function bookingShape() {
     throw new ApiError(400, "Give a number of nodes (1 or more) and a duration of at least "
                        + "a minute (0.1 hours = 6 minutes).");
   }
-  return {nodes, seconds};
+  const items = [`nodes=${nodes}`];
+  const field = (id, what) => {
+    const value = $(id).value.trim();
+    if (value.includes(";")) throw new ApiError(400, `${what}: ';' is not accepted here.`);
+    return value;
+  };
+  const slots = field("book-slots", "Slots per node");
+  if (slots) items.push(`ppn=${slots}`);
+  const properties = field("book-properties", "Properties").split(/[\s,]+/).filter(Boolean);
+  for (const property of properties) {
+    if (!/^[^=]+=[^=]+$/.test(property)) {
+      throw new ApiError(400, `Properties: "${property}" is not name=value (such as rack=1); `
+                         + "separate several with spaces.");
+    }
+    items.push(property);
+  }
+  const fits = node => (!slots || (view.slots[node] || 1) >= Number(slots))
+    && properties.every(property => propertyTest(property)(node));
+  const users = field("book-users", "Users").split(/[\s,]+/).filter(Boolean);
+  if (users.length) items.push(`users=${users.join(",")}`);
+  const name = field("book-name", "Name");
+  if (name) items.push(`name=${name}`);
+  return {nodes, seconds, resources: items.join(";"), name, fits};
 }
 
 /* ``refusal``: the SETRES refusal that made the spans stale, said again
@@ -369,34 +719,71 @@ async function findFree(refusal) {
     const answer = await api("POST", "/ggf/resquery", {
       UserID: view.user, TimeNeeded: `${shape.seconds}s`,
       TimeSpec: `${Math.max(start, now)},${Math.max(end, now + 60)}`,
-      ResourceList: `nodes=${shape.nodes}`});
+      ResourceList: shape.resources});
     view.booking = shape;
     view.starts = answer.ranges.map(r => [r.STime, r.EndSTime]);
     $("booking-hint").textContent = view.starts.length
-      ? `Click in a shaded span to book ${shape.nodes} node(s) for ${length(shape.seconds)} from there.`
+      ? `Click in a shaded span (or choose a start here) to book ${shape.nodes} node(s) for `
+        + `${length(shape.seconds)} from there:`
       : "No start in this window: scroll on or ask for less.";
+    $("free-list").replaceChildren(...view.starts.slice(0, LISTED_STARTS).map(([low]) => {
+      const button = document.createElement("button");
+      button.type = "button";
+      button.textContent = `from ${when(low)}`;
+      button.addEventListener("click", () => offerBooking(low));
+      return button;
+    }));
     say(refusal || "");
     draw();
   } catch (error) { say(error.message); }
 }
 
-/* The start for a click at ``seconds``: there, or the latest start of the
- * range the click falls in when the booking would run past its end. */
-function startAt(seconds) {
-  for (const [low, high] of view.starts) {
+/* The spans of RESQUERY's starts at which ``node``, if it has the slots
+ * and properties asked for, holds no live AR and no job for the booking's
+ * length: where a booking could start with it. The daemon still chooses
+ * the nodes (a request cannot name one). */
+function freeStarts(node) {
+  if (!view.booking || !view.starts.length || !view.booking.fits(node)) return [];
+  const busy = [];
+  for (const row of view.ars) {
+    if (LIVE.includes(row[3]) && arNodes(row).includes(node)) busy.push([row[4], row[5]]);
+  }
+  for (const job of view.jobs) if (job[5].split(",").includes(node)) busy.push([job[3], job[4]]);
+  let spans = view.starts.map(([low, high]) => [low, high]);
+  for (const [from, to] of busy) {
+    const blockedLow = from - view.booking.seconds, blockedHigh = to;
+    spans = spans.flatMap(([low, high]) => {
+      if (blockedHigh <= low || blockedLow >= high) return [[low, high]];
+      const kept = [];
+      if (blockedLow >= low) kept.push([low, blockedLow]);
+      if (blockedHigh <= high) kept.push([blockedHigh, high]);
+      return kept;
+    });
+  }
+  return spans;
+}
+
+/* The start for a click at ``seconds`` among ``spans``: there, or the
+ * latest start of the span the click falls in when the booking would run
+ * past its end. */
+function startAt(seconds, spans) {
+  for (const [low, high] of spans) {
     const start = Math.min(Math.max(low, Math.round(seconds / 60) * 60), high);
     if (seconds >= low && seconds <= high + view.booking.seconds) return start;
   }
   return null;
 }
 
-function offerBooking(seconds) {
-  const start = startAt(seconds);
-  if (start === null || !view.booking) return;
+function offerBooking(seconds, node) {
+  if (!view.booking) return;
+  const start = startAt(seconds, node ? view.free[node] || [] : view.starts);
+  if (start === null) return;
   view.pendingStart = start;
+  const where = node ? ` (${node} is free then; the daemon chooses the nodes)` : "";
   $("confirm-text").textContent = `Book ${view.booking.nodes} node(s) from ${when(start)} to `
-    + `${when(start + view.booking.seconds)}?`;
+    + `${when(start + view.booking.seconds)}${view.booking.name ? " as " + view.booking.name : ""}?${where}`;
   $("confirm").hidden = false;
+  $("book").focus();
 }
 
 async function book() {
@@ -405,14 +792,45 @@ async function book() {
   try {
     const answer = await api("POST", "/ggf/setres", {
       UserID: view.user, TimeNeeded: `${shape.seconds}s`, StartTime: String(start),
-      ResourceList: `nodes=${shape.nodes}`});
+      ResourceList: shape.resources});
     view.starts = [];
     $("booking-hint").textContent = "";
+    $("free-list").replaceChildren();
     say(`Booked: AR ${answer.reservation.id} from ${when(start)}. Its ResKey, shown this once: `
         + answer.ResKey, true);
     await refresh(true);
   } catch (error) {
     await findFree(`Not booked: ${error.message}`);
+  }
+}
+
+/* -- search: an AR by id (anywhere), or by name among those loaded ------------- */
+
+async function search(event) {
+  event.preventDefault();
+  const text = $("search").value.trim();
+  const results = $("search-results");
+  results.hidden = true;
+  if (!text) return;
+  if (/^\d{1,7}$/.test(text)) {
+    try { await openAr(Number(text)); } catch (error) { say(error.message); }
+    return;
+  }
+  const needle = text.toLowerCase();
+  const found = view.ars.filter(row => row[1] && row[1].toLowerCase().includes(needle));
+  if (found.length === 1) {
+    await openAr(found[0][0]).catch(error => say(error.message));
+  } else if (!found.length) {
+    say(`No AR whose name holds "${text}" from ${when(view.loaded.start)} to ${when(view.loaded.end)}.`);
+  } else {
+    results.replaceChildren(`${found.length} ARs match: `, ...found.slice(0, LISTED_FOUND).map(row => {
+      const button = document.createElement("button");
+      button.type = "button";
+      button.textContent = `#${row[0]} ${row[1]} (${STATE_WORDS[row[3]] || row[3]})`;
+      button.addEventListener("click", () => openAr(row[0]).catch(error => say(error.message)));
+      return button;
+    }));
+    results.hidden = false;
   }
 }
 
@@ -480,6 +898,13 @@ async function refresh(force) {
   else await load(view.loaded.start, view.loaded.end, false);
 }
 
+/* How the page learns of changes: a poll every POLL_MS for now, asking only
+ * whether an AR changed (and the jobs). The API's event stream will take its
+ * place here. */
+function watchChanges() {
+  setInterval(() => refresh(false).catch(error => say(error.message)), POLL_MS);
+}
+
 function zoom(seconds) {
   const [start, end] = visibleWindow();
   const middle = (start + end) / 2;
@@ -487,61 +912,86 @@ function zoom(seconds) {
                           {animation: false});
 }
 
+function rows() { view.page = Math.max(0, view.page); chooseNodes(); draw(); }
+
 function wire() {
   document.querySelectorAll("[data-zoom]").forEach(button =>
     button.addEventListener("click", () => zoom(Number(button.dataset.zoom))));
   $("now").addEventListener("click", () => view.timeline.moveTo(new Date(), {animation: false}));
-  $("filter").addEventListener("input", () => { view.page = 0; chooseNodes(); draw(); });
-  $("mine-only").addEventListener("change", () => { view.page = 0; chooseNodes(); draw(); });
-  $("previous-nodes").addEventListener("click", () => { view.page -= 1; chooseNodes(); draw(); });
-  $("next-nodes").addEventListener("click", () => { view.page += 1; chooseNodes(); draw(); });
+  $("filter").addEventListener("input", () => { view.page = 0; rows(); });
+  $("property-filter").addEventListener("input", () => { view.page = 0; rows(); });
+  $("mine-only").addEventListener("change", () => { view.page = 0; rows(); });
+  $("previous-nodes").addEventListener("click", () => { view.page -= 1; rows(); });
+  $("next-nodes").addEventListener("click", () => { view.page += 1; rows(); });
+  $("owner-filter").addEventListener("change", draw);
+  $("legend").addEventListener("change", draw);
+  $("search-form").addEventListener("submit", search);
+  $("zone").addEventListener("change", () => chooseZone($("zone").value));
   $("find").addEventListener("click", () => findFree());
   $("book").addEventListener("click", book);
   $("book-cancel").addEventListener("click", () => { $("confirm").hidden = true; });
-  $("cancel-ar").addEventListener("click", cancelShown);
-  $("detail-close").addEventListener("click", () => { $("detail").hidden = true; });
+  $("cancel-ar").addEventListener("click", askCancel);
+  $("cancel-yes").addEventListener("click", cancelConfirmed);
+  $("cancel-no").addEventListener("click", () => { $("cancel-confirm").hidden = true; });
+  $("undo-button").addEventListener("click", undoCancel);
+  $("edit-window").addEventListener("click", windowTyped);
+  $("detail-close").addEventListener("click", closeDetail);
   $("usage-show").addEventListener("click", showUsage);
+  $("timeline").addEventListener("keydown", barKey);
+  window.addEventListener("hashchange", openLinked);
+  window.addEventListener("pagehide", leaving);
   view.timeline.on("rangechange", follow);
+  view.timeline.on("changed", describeBars);
   view.timeline.on("click", props => {
     if (props.item && props.item.startsWith("ar")) {
       showDetail(view.items.get(props.item).ar).catch(error => say(error.message));
     } else if (props.time && view.booking) {
-      offerBooking(props.time.valueOf() / 1000);
+      offerBooking(props.time.valueOf() / 1000, props.group);
     }
   });
 }
 
 async function start() {
+  view.config = await fetch("/web/config").then(r => r.json()).catch(() => ({}));
+  const saved = localStorage.getItem("plus.zone");
+  $("zone").replaceChildren(...zones());
+  view.zone = [saved, view.config.timezone, "UTC"].find(
+    zone => zone && [...$("zone").options].some(option => option.value === zone));
+  $("zone").value = view.zone;
+  if (linked() !== null) sessionStorage.setItem("plus.open", String(linked()));
   try {
     await login();
   } catch (error) {
     say(error.message);
     return;
   }
-  const now = Date.now();
-  const rows = Math.max(10, Math.floor((window.innerHeight - 260) / ROW_PX));
-  view.pageSize = rows;
+  const now = Date.now(), phone = window.innerWidth <= 640;
+  view.pageSize = Math.max(10, Math.floor((window.innerHeight - 260) / ROW_PX));
   view.items = new vis.DataSet();
   view.groups = new vis.DataSet();
   view.timeline = new vis.Timeline($("timeline"), view.items, view.groups, {
-    zoomMin: HOUR * 1000, zoomMax: 62 * 86400 * 1000, stack: false,
-    showCurrentTime: true, orientation: "top", groupHeightMode: "fixed",
+    zoomMin: HOUR * 1000, zoomMax: 62 * 86400 * 1000, stack: true,
+    showCurrentTime: true, orientation: "top", moment: zoned,
     editable: {updateTime: true, updateGroup: false, add: false, remove: false},
     onMove: moved, snap: date => new Date(Math.round(date.valueOf() / 60000) * 60000),
-    tooltip: {followMouse: true}, margin: {item: {vertical: 4}},
+    tooltip: {followMouse: true}, margin: {item: {vertical: 4, horizontal: 0}},
+    groupHeightMode: "auto", order: stackOrder,
   });
-  /* Set after creation: vis-timeline shows itself once a range change is done. */
-  view.timeline.setWindow(now - 6 * HOUR * 1000, now + 18 * HOUR * 1000, {animation: false});
+  /* Set after creation: vis-timeline shows itself once a range change is done.
+   * A phone shows 3 hours, so that a bar of an hour is wide enough to read. */
+  const [before, after] = phone ? [0.5, 2.5] : [6, 18];
+  view.timeline.setWindow(now - before * HOUR * 1000, now + after * HOUR * 1000, {animation: false});
   const today = new Date();
   $("usage-to").value = dayKey(today);
   $("usage-from").value = dayKey(new Date(today.valueOf() - 13 * 86400000));
   wire();
   try {
     await refresh(true);
+    await openLinked();
     document.body.dataset.ready = "yes";
     view.widening = setTimeout(widen, WIDEN_AFTER_MS);
   } catch (error) { say(error.message); }
-  setInterval(() => refresh(false).catch(error => say(error.message)), POLL_MS);
+  watchChanges();
 }
 
 document.addEventListener("DOMContentLoaded", start);
