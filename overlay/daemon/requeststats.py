@@ -27,7 +27,8 @@ class RequestStats:
 
     def name(self, operation: object) -> str:
         """The label an operation is counted under."""
-        return operation if operation in self.operations else OTHER
+        return operation if isinstance(operation, str) and operation in self.operations \
+            else OTHER
 
     def record(self, operation: object, outcome: str, seconds: float) -> None:
         """One request of ``operation`` answered with ``outcome`` (``ok``,

@@ -63,18 +63,18 @@ def make_app(socket_path: str, timeout: float = 5.0, provider: str = "",
     read is tagged for conditional GETs (etags)."""
     app = FastAPI(title="PluS reservations", version=VERSION[1:], description=__doc__,
                   responses=REFUSALS, docs_url=None, redoc_url=None,
-                  generate_unique_id_function=lambda route: route.name,
-                  dependencies=[Depends(known_parameters)])
+                  generate_unique_id_function=lambda route: route.name)
     app.state.asker = Asker(socket_path, timeout)
     app.state.events = EventHub(socket_path, timeout)
     app.state.stream_seconds = timeout + STREAM_SLACK
     app.state.page_headers = pages.headers(provider)
     errors.install(app)
     docs.install(app)
-    for router in API_ROUTERS:
-        app.include_router(router, prefix=f"/{VERSION}")
+    checked = [Depends(known_parameters)]      # not the page's: a sign-in returns to it with
+    for router in API_ROUTERS:                  # the identity provider's code and state
+        app.include_router(router, prefix=f"/{VERSION}", dependencies=checked)
     for router in API_ROUTERS:                  # the first paths, aliases of the first version
-        app.include_router(router, include_in_schema=False)
+        app.include_router(router, include_in_schema=False, dependencies=checked)
     for router in FIXED_ROUTERS:
         app.include_router(router)
     app.add_middleware(ETags)
