@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any
 
-from fastapi import Depends, Path, Request, Response
+from fastapi import Depends, Path, Query, Request, Response
 from pydantic import Field, StrictInt, StrictStr
 
 from overlay.language import limits
@@ -26,6 +26,10 @@ Count = Annotated[StrictInt, Field(ge=1, le=limits.MAX_COUNT)]
 ArId = Annotated[int, Path(ge=1, le=MAX_AR_ID, description="the AR's id")]
 Text = Annotated[StrictStr, Field(max_length=limits.MAX_ARGUMENT)]
 Names = Annotated[list[Text], Field(max_length=limits.MAX_ITEMS)]
+Limit = Annotated[int, Query(ge=1, le=limits.MAX_PAGE,
+                             description=f"items on this page (at most {limits.MAX_PAGE})")]
+Offset = Annotated[int, Query(ge=0, le=limits.MAX_COUNT, description="items before this page")]
+"""A listing's page, as every listing takes it (``paged``)."""
 
 
 class Asker:

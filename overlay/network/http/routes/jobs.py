@@ -11,7 +11,7 @@ from fastapi import APIRouter, Path, Query, Request, Response
 from overlay.language import limits
 from overlay.language.request import MAX_AR_ID
 from overlay.network.http.identity import Who
-from overlay.network.http.routes.base import Ask, Names, paged
+from overlay.network.http.routes.base import Ask, Limit, Names, Offset, paged
 from overlay.network.http.schemas import Job, JobDeleted, answers
 
 router = APIRouter()
@@ -35,10 +35,7 @@ async def list_jobs(
                                                          "of them")] = None,
         ar: Annotated[int | None, Query(ge=1, le=MAX_AR_ID,
                                         description="only jobs in this AR")] = None,
-        limit: Annotated[int, Query(ge=1, le=limits.MAX_PAGE,
-                                    description="jobs on this page")] = limits.PAGE,
-        offset: Annotated[int, Query(ge=0, le=limits.MAX_COUNT,
-                                     description="jobs before this page")] = 0) -> Response:
+        limit: Limit = limits.PAGE, offset: Offset = 0) -> Response:
     page = await ask(who, "jobs", {"owner": owner, "states": state, "ar": ar, "limit": limit,
                                    "offset": offset}, passed=True)
     return paged(request, page, limit, offset)

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Query, Request, Response
 
 from overlay.language import limits
 from overlay.network.http.identity import Who
-from overlay.network.http.routes.base import Ask, Names, paged
+from overlay.network.http.routes.base import Ask, Limit, Names, Offset, paged
 from overlay.network.http.schemas import Node, answers
 
 router = APIRouter()
@@ -25,10 +25,7 @@ async def list_nodes(
         property: Annotated[Names | None, Query(description="NAME=PATTERN as plus_reserve -l "
                                                             "matches a node's properties; "
                                                             "repeated: every one")] = None,
-        limit: Annotated[int, Query(ge=1, le=limits.MAX_PAGE,
-                                    description="nodes on this page")] = limits.PAGE,
-        offset: Annotated[int, Query(ge=0, le=limits.MAX_COUNT,
-                                     description="nodes before this page")] = 0) -> Response:
+        limit: Limit = limits.PAGE, offset: Offset = 0) -> Response:
     page = await ask(who, "nodes", {"states": state, "properties": property, "limit": limit,
                                     "offset": offset}, passed=True)
     return paged(request, page, limit, offset)

@@ -11,7 +11,7 @@ from fastapi.responses import Response
 
 from overlay.language import limits
 from overlay.network.http.identity import Who
-from overlay.network.http.routes.base import Ask, Names, paged
+from overlay.network.http.routes.base import Ask, Limit, Names, Offset, paged
 from overlay.network.http.schemas import AccountingRecord, Calendar, Usage, answers
 
 router = APIRouter()
@@ -26,9 +26,7 @@ async def list_accounting(who: Who, ask: Ask, request: Request,
                      end: Annotated[int | None, Query(ge=0, le=2**40)] = None,
                      owner: Annotated[Names | None, Query()] = None,
                      node: Annotated[Names | None, Query()] = None,
-                     limit: Annotated[int, Query(ge=1, le=limits.MAX_PAGE)] = limits.PAGE,
-                     offset: Annotated[int, Query(ge=0, le=limits.MAX_COUNT)] = 0
-                     ) -> Response:
+                     limit: Limit = limits.PAGE, offset: Offset = 0) -> Response:
     page = await ask(who, "accounting", {"start": start, "end": end, "owners": owner,
                                          "nodes": node, "limit": limit, "offset": offset},
                      passed=True)

@@ -18,7 +18,9 @@ from overlay.network.http.routes.base import (
     Ask,
     Count,
     Epoch,
+    Limit,
     Names,
+    Offset,
     Text,
     location,
     paged,
@@ -88,10 +90,7 @@ async def list_reservations(
             max_length=128, description="fields to sort by, comma-separated, each with - "
             "before it for descending: id, name, owner, state, start, end, "
             "submission_time (default id)")] = None,
-        limit: Annotated[int, Query(ge=1, le=limits.MAX_PAGE,
-                                    description="ARs on this page")] = limits.PAGE,
-        offset: Annotated[int, Query(ge=0, le=limits.MAX_COUNT,
-                                     description="ARs before this page")] = 0) -> Response:
+        limit: Limit = limits.PAGE, offset: Offset = 0) -> Response:
     page = await ask(who, "status", {"owner": owner, "start": start, "end": end,
                                      "expired": expired or None,
                                      "idempotency_key": idempotency_key, "states": state,
