@@ -10,17 +10,14 @@ filtered (one owner's), sorted, and read again with its ETag (304).
 from __future__ import annotations
 
 import os
-import socket
 import sys
 import tempfile
 import time
-from pathlib import Path
 
 import httpx
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_core import Daemon  # noqa: E402
-from bench_metrics import fill, summary, timed  # noqa: E402
+from bench_metrics import api_daemon, summary, timed  # noqa: E402
 from calibration import python_speed  # noqa: E402
 from overlay.wire import protocol  # noqa: E402
 
@@ -32,16 +29,7 @@ def main() -> None:
     runs = int(sys.argv[2]) if len(sys.argv) > 2 else 20
     print(python_speed())
     with tempfile.TemporaryDirectory(prefix="plus-bench-list-") as folder:
-        os.chmod(folder, 0o755)       # the API runs as nobody: it must reach the socket
-        daemon = Daemon(Path(folder))
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            port = probe.getsockname()[1]
-        with open(daemon.work / "plus.yaml", "a") as conf:
-            conf.write(f"http: {{address: '127.0.0.1:{port}'}}\n")
-        (daemon.work / "state").mkdir()
-        fill(daemon.url, count, int(time.time()))
-        daemon.start()
+        daemon, port = api_daemon(folder, count)
         try:
             reply = protocol.call(daemon.socket, "token", {})
             if not reply.get("ok"):

@@ -80,22 +80,29 @@ def summary(taken: list[float]) -> str:
             f"p99 {ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]:.2f} ms")
 
 
+def api_daemon(folder: str, count: int, http: str = "") -> tuple[Daemon, int]:
+    """A daemon in ``folder`` with ``count`` ARs (``fill``) and its HTTP API
+    on a free loopback port (``http``: more of its section), started; and
+    the port."""
+    os.chmod(folder, 0o755)       # the API runs as nobody: it must reach the socket
+    daemon = Daemon(Path(folder))
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with open(daemon.work / "plus.yaml", "a") as conf:
+        conf.write(f"http: {{address: '127.0.0.1:{port}'{http}}}\n")
+    (daemon.work / "state").mkdir()
+    fill(daemon.url, count, int(time.time()))
+    daemon.start()
+    return daemon, port
+
+
 def main() -> None:
     count = int(sys.argv[1]) if len(sys.argv) > 1 else 10_000
     scrapes = int(sys.argv[2]) if len(sys.argv) > 2 else 100
     print(python_speed())
     with tempfile.TemporaryDirectory(prefix="plus-bench-metrics-") as folder:
-        os.chmod(folder, 0o755)       # the API runs as nobody: it must reach the socket
-        daemon = Daemon(Path(folder))
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            port = probe.getsockname()[1]
-        with open(daemon.work / "plus.yaml", "a") as conf:
-            conf.write(f"http: {{address: '127.0.0.1:{port}', metrics: open}}\n")
-        (daemon.work / "state").mkdir()
-        now = int(time.time())
-        fill(daemon.url, count, now)
-        daemon.start()
+        daemon, port = api_daemon(folder, count, ", metrics: open")
         try:
             url = f"http://127.0.0.1:{port}/metrics"
             deadline = time.monotonic() + 60

@@ -11,15 +11,14 @@ new leader goes on where the last one stopped). Events are kept for
 from __future__ import annotations
 
 import time
-from contextlib import contextmanager
-from typing import Iterator, NamedTuple
+from typing import NamedTuple
 
 from sqlalchemy import BigInteger, delete, func, insert, update
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import Field, Session, SQLModel, select
+from sqlmodel import Field, SQLModel, select
 
 from overlay.language.model import LimitExceeded, UnknownReservation
-from overlay.persistence.store import EventRow, Store, database_errors, locked_write
+from overlay.persistence.store import EventRow, Store, locked_write
 
 KEEP_SECONDS = 7 * 86400
 """How long events are kept: a stream or a receiver down for longer
@@ -95,27 +94,22 @@ class EventLog:
     def __init__(self, store: Store) -> None:
         self.store = store
 
-    @contextmanager
-    def _session(self) -> Iterator[Session]:
-        with database_errors(self.store.url), Session(self.store.engine) as session:
-            yield session
-
     # -- events ------------------------------------------------------------------
 
     def head(self) -> int:
         """The last event's id (0 before any): one read of the primary key's end."""
-        with self._session() as session:
+        with self.store.session() as session:
             return session.exec(select(func.max(_EVENTS.c.id))).one() or 0
 
     def oldest(self) -> int:
         """The first event kept (0 when none is)."""
-        with self._session() as session:
+        with self.store.session() as session:
             return session.exec(select(func.min(_EVENTS.c.id))).one() or 0
 
     def after(self, after: int, most: int) -> list[Event]:
         """At most ``most`` events after id ``after``, in order: one range
         read of the primary key, whatever the table holds."""
-        with self._session() as session:
+        with self.store.session() as session:
             rows = session.exec(select(_EVENTS.c.id, _EVENTS.c.time, _EVENTS.c.type,
                                        _EVENTS.c.ar_id, _EVENTS.c.owner, _EVENTS.c.acl,
                                        _EVENTS.c.data)
@@ -164,7 +158,7 @@ class EventLog:
 
     def hooks(self, owner: str | None = None) -> list[Webhook]:
         """The webhooks of ``owner`` (None: all), oldest first."""
-        with self._session() as session:
+        with self.store.session() as session:
             query = select(WebhookRow).order_by(WebhookRow.created, WebhookRow.id)
             if owner is not None:
                 query = query.where(WebhookRow.owner == owner)
@@ -183,13 +177,13 @@ class EventLog:
     def delivered(self, hook_id: str, cursor: int, count: int) -> None:
         """The receiver took the events up to ``cursor`` (``count`` of them
         posted): it goes on after it, whichever daemon leads."""
-        with self._session() as session, session.begin():
+        with self.store.session() as session, session.begin():
             session.exec(update(WebhookRow).where(WebhookRow.id == hook_id).values(
                 cursor=cursor, delivered=WebhookRow.delivered + count, failures=0,
                 last_error=""))
 
     def failed(self, hook_id: str, failures: int, error: str) -> None:
         """A delivery failed (the ``failures``-th in a row), and why."""
-        with self._session() as session, session.begin():
+        with self.store.session() as session, session.begin():
             session.exec(update(WebhookRow).where(WebhookRow.id == hook_id).values(
                 failures=failures, last_error=error[:200]))

@@ -6,14 +6,13 @@ token's row (one lookup by primary key). Only the secret's digest is kept
 from __future__ import annotations
 
 import time
-from contextlib import contextmanager
-from typing import Iterator, NamedTuple
+from typing import NamedTuple
 
 from sqlalchemy import BigInteger, delete, func
-from sqlmodel import Field, Session, SQLModel, select
+from sqlmodel import Field, SQLModel, select
 
 from overlay.language.model import LimitExceeded, UnknownReservation
-from overlay.persistence.store import Store, database_errors, locked_write
+from overlay.persistence.store import Store, locked_write
 
 
 class FeedTokenRow(SQLModel, table=True):
@@ -44,11 +43,6 @@ class FeedTokens:
     def __init__(self, store: Store) -> None:
         self.store = store
 
-    @contextmanager
-    def _session(self) -> Iterator[Session]:
-        with database_errors(self.store.url), Session(self.store.engine) as session:
-            yield session
-
     def add(self, owner: str, token_id: str, digest: str, label: str, most: int) -> FeedToken:
         """Keep a new token of ``owner``; LimitExceeded when ``owner`` holds
         ``most`` already (counted under the store's write lock, so that
@@ -66,7 +60,7 @@ class FeedTokens:
 
     def of(self, owner: str) -> list[FeedToken]:
         """``owner``'s tokens, oldest first."""
-        with self._session() as session:
+        with self.store.session() as session:
             rows = session.exec(select(FeedTokenRow).where(FeedTokenRow.owner == owner)
                                 .order_by(FeedTokenRow.created, FeedTokenRow.id)).all()
             return [FeedToken(row.id, row.owner, row.label, row.created) for row in rows]
@@ -83,6 +77,6 @@ class FeedTokens:
 
     def kept(self, token_id: str) -> tuple[str, str] | None:
         """The owner and digest of token ``token_id``, or None."""
-        with self._session() as session:
+        with self.store.session() as session:
             row = session.get(FeedTokenRow, token_id)
             return None if row is None else (row.owner, row.digest)

@@ -654,6 +654,14 @@ class Store:
     # -- reading ---------------------------------------------------------------
 
     @contextmanager
+    def session(self) -> Iterator[Session]:
+        """A plain session on the store's database, its failures said as the
+        store's (StoreUnavailable): for the tables of the store's neighbours
+        (feed tokens, events), which keep their own transactions."""
+        with database_errors(self.url), Session(self.engine) as session:
+            yield session
+
+    @contextmanager
     def _read(self) -> Iterator[Session]:
         """A session that sees one committed state across its statements
         (PostgreSQL: REPEATABLE READ; SQLite reads see one snapshot anyway)."""
