@@ -16,7 +16,10 @@ PLUS_VENV=${PLUS_VENV:-/opt/plus-venv}
 _plus_repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 # 3>&1 first, so fd 3 is the capture; then stdout goes to stderr.
-if _plus_pg_port=$(PLUS_VENV=$PLUS_VENV bash "$_plus_repo/scripts/test-services.sh" 3>&1 1>&2); then
+# Bounded: a set-up step that never ends fails here with a line, rather than
+# holding CI until its own limit with nothing said.
+if _plus_pg_port=$(PLUS_VENV=$PLUS_VENV timeout -k 10 1800 \
+        bash "$_plus_repo/scripts/test-services.sh" 3>&1 1>&2); then
     export PLUS_VENV
     export PLUS_TEST_PG_URL="postgresql+psycopg://plus:plus@127.0.0.1:${_plus_pg_port}/plus_test"
     unset _plus_pg_port _plus_repo
@@ -24,6 +27,6 @@ if _plus_pg_port=$(PLUS_VENV=$PLUS_VENV bash "$_plus_repo/scripts/test-services.
         printf 'export PLUS_VENV=%q\nexport PLUS_TEST_PG_URL=%q\n' "$PLUS_VENV" "$PLUS_TEST_PG_URL"
     fi
 else
-    echo "test-env: set-up FAILED (see above)" >&2
+    echo "test-env: set-up FAILED, or ran past 30 minutes (see above)" >&2
     return 1 2>/dev/null || exit 1
 fi

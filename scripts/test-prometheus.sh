@@ -66,14 +66,18 @@ ours() {
     done
     return 1
 }
-ready() { curl -sf "http://$address/-/ready" >/dev/null 2>&1; }
+ready() { curl -sf --max-time 2 "http://$address/-/ready" >/dev/null 2>&1; }
 if pid=$(ours); then
     [[ $changed == no ]] || kill -HUP "$pid"     # Prometheus re-reads its configuration
 else
-    no_fds setsid setpriv --reuid=prometheus --regid=prometheus --init-groups \
+    # setsid -f forks the daemon off and returns at once. Not "&": a
+    # background subshell would wait for Prometheus holding our inherited
+    # descriptors, among them test-env.sh's capture pipe, which then
+    # never ends (a fresh machine's CI run hung here).
+    no_fds setsid -f setpriv --reuid=prometheus --regid=prometheus --init-groups \
         /usr/bin/prometheus --config.file="$home/prometheus.yml" --storage.tsdb.path="$data" \
         --storage.tsdb.retention.time=1d --web.listen-address="$address" \
-        >>/var/log/plus-test-prometheus.log 2>&1 &
+        >>/var/log/plus-test-prometheus.log 2>&1
 fi
 for _ in {1..300}; do ready && break; sleep 0.1; done
 ready || { echo "$PLUS_LOG_TAG: prometheus does not answer on $address" \
