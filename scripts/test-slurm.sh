@@ -74,14 +74,20 @@ our_pid() {
     done
     return 1
 }
-# stop PID: SIGTERM, then wait (bounded) for its end
+# stop PID...: SIGTERM to all, then wait (bounded) for their ends (a
+# zombie has ended: PID 1 may be slow to reap it)
 stop() {
-    kill "$1" 2>/dev/null || return 0
+    local pid alive
+    kill "$@" 2>/dev/null || true
     for _ in {1..100}; do
-        [[ -e /proc/$1 ]] || return 0
+        alive=()
+        for pid in "$@"; do
+            [[ $(awk '{ print $3 }' "/proc/$pid/stat" 2>/dev/null) == [^Z]* ]] && alive+=("$pid")
+        done
+        ((${#alive[@]})) || return 0
         sleep 0.1
     done
-    kill -9 "$1" 2>/dev/null || true
+    kill -9 "${alive[@]}" 2>/dev/null || true
 }
 
 # --- munge: a key if none, munged running as munge
@@ -121,7 +127,7 @@ SchedulerType=sched/backfill
 SchedulerParameters=sched_interval=1,bf_interval=1,bf_resolution=1
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
-ReturnToService=2
+ReturnToService=1
 SlurmdParameters=config_overrides
 MessageTimeout=5
 TCPTimeout=2
@@ -158,10 +164,12 @@ install -d -m 0755 "$lib/spool"
 ctld_pid() { our_pid /usr/sbin/slurmctld; }
 slurmd_pid() { our_pid /usr/sbin/slurmd -N "$1"; }
 if [[ $changed == yes ]]; then
+    pids=()
     for node in "${nodes[@]}"; do
-        if pid=$(slurmd_pid "$node"); then stop "$pid"; fi
+        if pid=$(slurmd_pid "$node"); then pids+=("$pid"); fi
     done
-    if pid=$(ctld_pid); then stop "$pid"; fi
+    if pid=$(ctld_pid); then pids+=("$pid"); fi
+    ((${#pids[@]} == 0)) || stop "${pids[@]}"
 fi
 started=no
 if ! ctld_pid >/dev/null; then
