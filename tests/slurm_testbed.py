@@ -97,6 +97,9 @@ def clean(prefix: str = "") -> None:
     ``prefix`` (every one when empty), no node down or drained."""
     for user in TEST_USERS:
         sh("scancel", "-u", user)
+    # a reservation that a job still names (even one ending) is "in use"
+    wait_for(lambda: not sh("squeue", "-h", "-u", ",".join(TEST_USERS), check=True).stdout,
+             what="the test users' jobs gone")
     for name in reservation_names():
         if name.startswith(prefix):
             sh("scontrol", "delete", f"ReservationName={name}")
