@@ -46,15 +46,15 @@ def _plugins_from_source() -> None:
 _plugins_from_source()
 
 # Test files that use a service of which the machine has one and that they
-# change: the Grid Engine qmaster and its hosts, and the test sshd (which
-# test_remote restarts). Run in parallel (scripts/test.sh: pytest-xdist),
+# change: the Grid Engine qmaster and its hosts, the test sshd (which
+# test_remote restarts), and the Slurm cluster (scripts/test-slurm.sh). Run in parallel (scripts/test.sh: pytest-xdist),
 # these go to one worker, one after the other; every other file goes whole
 # to a worker, so its module fixtures (a daemon, a cluster) are made once.
 ONE_AT_A_TIME = "grid-engine-and-sshd"
 SHARED_SERVICE_FILES = {
     "test_sge.py", "test_sge_e2e.py", "test_slow_batch_system.py", "test_qrsub_differential.py",
     "test_torque.py", "test_remote.py", "test_native_daemon.py", "test_native_execution.py",
-    "test_native_cluster.py",
+    "test_native_cluster.py", "test_slurm_env.py",
 }
 
 
