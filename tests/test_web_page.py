@@ -75,20 +75,29 @@ PATIENCE_MS = 120_000
 holds, so this fails only a page that never gets there, not a slow machine."""
 
 
+OPEN: list = []
+"""The tabs a test opened, closed after it: each holds an event stream, and
+a user may hold four."""
+
+
 def new_page(browser, **options):
     """A tab of its own (storage and all), in a zone that is not the site's;
     ``options``: Playwright's new_page options (viewport, color_scheme, ...)."""
     page = browser.new_page(**{"viewport": {"width": 1400, "height": 1000},
                                "timezone_id": BROWSER_ZONE, **options})
     page.set_default_timeout(PATIENCE_MS)
+    OPEN.append(page)
     return page
 
 
-def signed_in(browser, daemon, user: str, **options):
-    """A page signed in as ``user`` through the link plus_web prints."""
+def signed_in(browser, daemon, user: str, requests: list | None = None, **options):
+    """A page signed in as ``user`` through the link plus_web prints; the
+    requests it makes are appended to ``requests`` if given."""
     out = daemon.ok(user, "plus_web")
     link = re.search(r"https?://\S+", out).group(0)
     page = new_page(browser, **options)
+    if requests is not None:
+        page.on("request", lambda request: requests.append(request))
     page.goto(link)
     page.wait_for_selector("body[data-ready=yes]")
     return page
@@ -148,6 +157,10 @@ def test_the_page_shows_the_ars_as_plus_status_does(site, browser):
 @pytest.fixture(autouse=True)
 def clean(site):
     yield
+    while OPEN:
+        page = OPEN.pop()
+        if not page.is_closed():
+            page.close()
     daemon, _ = site
     for ar in daemon.status():
         daemon.run("root", "plus_cancel", "-r", str(ar["id"]))
@@ -723,3 +736,62 @@ def test_booking_with_slots_properties_users_and_a_name_on_a_nodes_free_row(site
     page.fill("#book-name", "a;nodes=99")
     page.locator("#find").click()
     page.wait_for_selector("#message:has-text(\"';' is not accepted\")")
+
+
+def live(page) -> None:
+    """Wait until the page reads the event stream."""
+    until(page, "document.getElementById('live').dataset.state === 'live'")
+
+
+def listings(requests: list) -> list:
+    return [r for r in requests if "/v1/calendar?" in r.url]
+
+
+def test_changes_by_others_come_through_the_event_stream_not_a_poll(site, browser):
+    """Another user's AR made on the socket and one's own made through the
+    API are drawn without a poll: over a heartbeat of the stream (10 s of
+    silence, in which the old poll asked twice) the page asks nothing; the
+    daemon restarts, the page says live updates are lost, comes back with
+    Last-Event-ID and goes on."""
+    daemon, url = site
+    requests: list = []
+    page = signed_in(browser, daemon, "plusu1", requests)
+    live(page)
+    theirs = daemon.reserve("plusu2", "-s", "now+2h", "-D", "1h", "-n", "1", "-N", "elsewhere")
+    until(page, f"view.items.get().some(i => i.ar === {theirs['id']})")
+    now = int(time.time())
+    mine = httpx.post(url + "/v1/reservations", headers=auth(token(daemon, "plusu1")),
+                      json={"start": now + 3 * 3600, "end": now + 4 * 3600, "nodes": 2})
+    assert mine.status_code == 201, mine.text
+    until(page, f"view.items.get().some(i => i.ar === {mine.json()['id']})")
+    shot(page, "28-live")
+    asked, beats = len(listings(requests)), page.evaluate("view.live.beats")
+    until(page, f"view.live.beats > {beats}")
+    assert len(listings(requests)) == asked, [r.url for r in listings(requests)]
+    assert asked <= 3 + page.evaluate("view.reloads"), [r.url for r in listings(requests)]
+    last = page.evaluate("view.live.last")
+    daemon.stop()
+    until(page, "document.getElementById('live').dataset.state === 'lost'")
+    assert page.locator("#live").inner_text().startswith("Live updates lost: trying again in ")
+    shot(page, "29-live-lost")
+    daemon.start()
+    live(page)
+    streams = [r for r in requests if "/v1/events" in r.url]
+    assert streams[-1].headers.get("last-event-id") == last, [r.headers for r in streams]
+    after = daemon.reserve("plusu2", "-s", "now+5h", "-D", "1h", "-n", "1", "-N", "after")
+    until(page, f"view.items.get().some(i => i.ar === {after['id']})")
+    shot(page, "30-live-again")
+
+
+def test_a_daemon_without_the_stream_is_polled_and_the_page_says_so(site, browser):
+    daemon, _ = site
+    page = new_page(browser)
+    page.route("**/v1/events?*", lambda route: route.fulfill(status=404, body="{}"))
+    page.goto(re.search(r"https?://\S+", daemon.ok("plusu1", "plus_web")).group(0))
+    page.wait_for_selector("body[data-ready=yes]")
+    until(page, "document.getElementById('live').dataset.state === 'refused'")
+    assert page.locator("#live").inner_text() == \
+        "Updated every 5 s (this daemon has no event stream)"
+    theirs = daemon.reserve("plusu2", "-s", "now+2h", "-D", "1h", "-n", "1")
+    until(page, f"view.items.get().some(i => i.ar === {theirs['id']})")
+    shot(page, "31-polled")

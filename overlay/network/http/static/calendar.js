@@ -19,6 +19,7 @@ const STATE_WORDS = {w: "waiting", r: "running", x: "ended", d: "cancelled",
                      W: "warning", E: "error", p: "pending (-T)"};
 const LIVE = "wrpWE";
 const POLL_MS = 5000;
+const SETTLE_MS = 300;
 const ROW_PX = 28;
 const HOUR = 3600;
 const WEEK = 7 * 86400;
@@ -35,6 +36,7 @@ const view = {
   ars: [], jobs: [], starts: [], free: {}, booking: null, pendingStart: null,
   shown: null, undo: null,
   timeline: null, items: null, groups: null, usageChart: null,
+  live: null, touched: new Set(), stale: false, settling: null, reloads: 0,
 };
 
 class ApiError extends Error {
@@ -898,11 +900,50 @@ async function refresh(force) {
   else await load(view.loaded.start, view.loaded.end, false);
 }
 
-/* How the page learns of changes: a poll every POLL_MS for now, asking only
- * whether an AR changed (and the jobs). The API's event stream will take its
- * place here. */
+/* How the page learns of changes: the API's event stream (live.js), which
+ * tells of other users' ARs too (calendar=true: their ids only). Events
+ * that come together cost one reload (the first schedules it SETTLE_MS
+ * ahead, the others join it), which asks only whether an AR changed; an
+ * open detail is read again if its AR was named. A daemon without the
+ * stream (404, 501) is polled every POLL_MS instead. */
 function watchChanges() {
-  setInterval(() => refresh(false).catch(error => say(error.message)), POLL_MS);
+  view.live = liveEvents(`${API}/events?calendar=true`, headers, changed, liveState);
+}
+
+function changed(type, data) {
+  if (type === "refused") return;              /* the stream ends, and is opened again */
+  if (type === "gap") view.stale = true;       /* events were missed: load afresh */
+  const ar = data.reservation && data.reservation.id;
+  if (ar !== undefined) view.touched.add(ar);
+  if (view.settling === null) view.settling = setTimeout(reloadChanged, SETTLE_MS);
+}
+
+async function reloadChanged() {
+  const touched = view.touched, stale = view.stale;
+  view.settling = null;
+  view.touched = new Set();
+  view.stale = false;
+  view.reloads += 1;
+  try {
+    await refresh(stale);
+    if (view.shown && touched.has(view.shown.id)) await showDetail(view.shown.id);
+  } catch (error) { say(error.message); }
+}
+
+function liveState(state, detail) {
+  const box = $("live");
+  box.dataset.state = state;
+  if (state === "live") {
+    box.textContent = "Live";
+    if (!detail) changed("opened", {});      /* what changed before the stream began */
+  } else if (state === "lost") {
+    box.textContent = `Live updates lost: trying again in ${detail} s`;
+  } else if (state === "refused") {
+    box.textContent = `Updated every ${POLL_MS / 1000} s (this daemon has no event stream)`;
+    setInterval(() => refresh(false).catch(error => say(error.message)), POLL_MS);
+  } else {
+    box.textContent = "Live updates stopped: sign in again";
+  }
 }
 
 function zoom(seconds) {
