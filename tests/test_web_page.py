@@ -268,6 +268,7 @@ def test_a_booking_made_by_clicking_a_free_span_appears_in_plus_status(site, bro
     page.wait_for_selector(".vis-item.vis-background.free")
     shot(page, "04-free-starts")
     click_in_first_free_span(page)
+    assert "the daemon chooses the nodes" in page.locator("#confirm-text").inner_text()
     page.locator("#book").click()
     booked = int(re.search(r"Booked: AR (\d+)", said(page, "05-booked")).group(1))
     [ar] = daemon.status("-r", str(booked))
@@ -723,12 +724,13 @@ def test_booking_with_slots_properties_users_and_a_name_on_a_nodes_free_row(site
     assert all(start >= busy["end"] * 1000 for node, start in shaded if node == held), shaded
     click_in_first_free_span(page)
     confirm = page.locator("#confirm-text").inner_text()
-    assert "as fromweb" in confirm and "the daemon chooses the nodes" in confirm, confirm
+    chosen = re.match(r"Book 1 node\(s\) on (node00[56]) from ", confirm)  # one node: the row's
+    assert "as fromweb" in confirm and chosen, confirm
     page.locator("#book").click()
     booked = int(re.search(r"Booked: AR (\d+)", said(page, "26-booked-with-options")).group(1))
     [ar] = daemon.status("-r", str(booked))
     assert (ar["name"], ar["allocations"][0]["slots"]) == ("fromweb", 2)
-    assert "plusu2" in ar["acl"] and ar["allocations"][0]["node"] in ("node005", "node006")
+    assert "plusu2" in ar["acl"] and ar["allocations"][0]["node"] == chosen.group(1)
     page.fill("#book-properties", "gpu")
     page.locator("#find").click()
     assert "Properties: \"gpu\" is not name=value" in said(page, "27-bad-property", refused=True)
@@ -795,3 +797,88 @@ def test_a_daemon_without_the_stream_is_polled_and_the_page_says_so(site, browse
     theirs = daemon.reserve("plusu2", "-s", "now+2h", "-D", "1h", "-n", "1")
     until(page, f"view.items.get().some(i => i.ar === {theirs['id']})")
     shot(page, "31-polled")
+
+
+def test_a_running_ars_panel_shows_node_hours_so_far_and_follows_its_events(
+        job_site, browser, work):
+    """Reserved against used node-hours of a running AR with one job on one
+    of its two nodes, as GET /v1/usage/{id} gives them, carried on each
+    second; read again when an event names the AR; for its owner, its users
+    and managers only."""
+    daemon, url = job_site
+    ar = daemon.reserve("plusu1", "-s", "now", "-D", "1h", "-n", "2", "-N", "busy")
+    wait_for(lambda: daemon.status("-r", str(ar["id"]))[0]["state"] == "r", "the AR to start")
+    job = submit(daemon, work, "-ar", str(ar["id"]), "-b", "y", "sleep", "300")
+    wait_for(lambda: states(daemon).get(job) == "r", "the job to run")
+    bearer = auth(token(daemon, "plusu1"))
+    wait_for(lambda: httpx.get(url + f"/v1/usage/{ar['id']}", headers=bearer).json()["busy"] == 1,
+             "the job in the inventory")
+    page = signed_in(browser, daemon, "plusu1")
+    click_bar(page, ar["id"])
+    page.wait_for_selector("#ar-usage:not([hidden])")
+    until(page, "Number(document.getElementById('ar-usage').dataset.used) > 0")
+    answer = httpx.get(url + f"/v1/usage/{ar['id']}", headers=bearer).json()
+    shown = page.evaluate("({...document.getElementById('ar-usage').dataset, "
+                          "now: Date.now() / 1000})")
+    assert (answer["nodes"], answer["busy"], answer["start"]) == (2, 1, ar["start"])
+    assert abs(answer["reserved"] - 2 * (answer["now"] - ar["start"])) <= 2, answer
+    assert 0 < answer["used"] <= answer["reserved"] / 2 + 2, answer
+    for key, rate in (("reserved", 2), ("used", 1)):       # the page's, carried on to its now
+        expected = answer[key] + rate * (shown["now"] - answer["now"])
+        assert abs(int(shown[key]) - expected) <= 2 * rate + 1, (key, shown, answer)
+    assert page.locator("#ar-usage-text").inner_text().endswith(
+        "1 of 2 node(s) running its jobs now.")
+    shot(page, "32-ar-usage")
+    asked = page.evaluate("Number(document.getElementById('ar-usage').dataset.asked)")
+    daemon.ok("plusu1", "plus_modify", "-r", str(ar["id"]), "-D", "2h")   # on the socket
+    until(page, f"Number(document.getElementById('ar-usage').dataset.asked) > {asked}")
+    assert page.evaluate("view.arUsage.answer.end") == ar["start"] + 7200
+    refused = httpx.get(url + f"/v1/usage/{ar['id']}", headers=auth(token(daemon, "plusu2")))
+    assert refused.status_code == 403 and "for its owner, the users its access list names" \
+        in refused.text, refused.text
+    other = signed_in(browser, daemon, "plusu2")
+    click_bar(other, ar["id"])
+    assert other.locator("#ar-usage").is_hidden()
+    waiting = daemon.reserve("plusu1", "-s", "now+2h", "-D", "1h", "-n", "1")
+    for ar_id, status, words in ((waiting["id"], 400, "is not in its window (state w)"),
+                                 (9_999_999, 404, "9999999"), (0, 422, "ar_id")):
+        answer = httpx.get(url + f"/v1/usage/{ar_id}", headers=bearer)
+        assert answer.status_code == status and words in answer.text, answer.text
+    daemon.ok("root", "plus_qdel", job)
+
+
+def test_a_click_on_a_nodes_name_books_that_node(site, browser):
+    """hostname= (h=, Grid Engine's built-in complex) names nodes in any
+    request: the page's row choice, plus_reserve -l and SETRES alike."""
+    daemon, url = site
+    page = signed_in(browser, daemon, "plusu1")
+    page.locator(".vis-labelset .vis-label[data-node='node003']").click()
+    until(page, "view.booking !== null && view.starts.length > 0")
+    assert page.locator("#book-properties").input_value() == "hostname=node003"
+    assert page.locator("#book-nodes").input_value() == "1"
+    shaded = page.evaluate("view.items.get().filter(i => i.className === 'free').map(i => i.group)")
+    assert set(shaded) == {"node003"}, shaded
+    shot(page, "33-node-chosen")
+    click_in_first_free_span(page)
+    assert page.locator("#confirm-text").inner_text().startswith("Book 1 node(s) on node003 from ")
+    page.locator("#book").click()
+    booked = int(re.search(r"Booked: AR (\d+)", said(page, "34-node-booked")).group(1))
+    assert [a["node"] for a in daemon.status("-r", str(booked))[0]["allocations"]] == ["node003"]
+    page.locator(".vis-labelset .vis-label[data-node='node004']").focus()    # the keyboard's way
+    page.keyboard.press("Enter")
+    until(page, "document.getElementById('book-properties').value === 'hostname=node004'")
+    two = daemon.reserve("plusu2", "-s", "now+1h", "-D", "1h", "-n", "2", "-l",
+                         "h=node001|node002")
+    assert sorted(a["node"] for a in two["allocations"]) == ["node001", "node002"]
+    ranged = daemon.reserve("plusu2", "-s", "now+1h", "-D", "1h", "-n", "1", "-l",
+                            "hostname=node00[56]")
+    assert ranged["allocations"][0]["node"] in ("node005", "node006")
+    refused = daemon.run("plusu2", "plus_reserve", "-s", "now+1h", "-D", "1h", "-n", "1",
+                         "-l", "h=nosuch")
+    assert refused.returncode == 1 and "0 match the request" in refused.stderr, refused.stderr
+    setres = httpx.post(url + "/v1/ggf/setres", headers=auth(token(daemon, "plusu2")),
+                        json={"UserID": "plusu2", "TimeNeeded": "3600s",
+                              "StartTime": str(int(time.time()) + 7200),
+                              "ResourceList": "nodes=1;h=node006"})
+    assert setres.status_code == 201, setres.text
+    assert [a["node"] for a in setres.json()["reservation"]["allocations"]] == ["node006"]
