@@ -287,10 +287,17 @@ def test_a_refused_booking_shows_the_policys_text(site, browser):
 
 def click_in_first_free_span(page) -> None:
     """A click about an hour into the first shaded span, in its node's row
-    (the page shows a day)."""
+    (the page shows a day), or on from there where no bar is (ended and
+    cancelled ARs of earlier tests are drawn there too)."""
     span = page.locator(".vis-item.vis-background.free").first.bounding_box()
     timeline = page.locator(".vis-panel.vis-center").bounding_box()
-    page.mouse.click(max(span["x"], timeline["x"]) + 60, span["y"] + span["height"] / 2)
+    y = span["y"] + span["height"] / 2
+    x = next(x for x in range(int(max(span["x"], timeline["x"])) + 60,
+                              int(min(span["x"] + span["width"], timeline["x"] + timeline["width"])),
+                              10)
+             if not page.evaluate(f"document.elementFromPoint({x}, {y}).closest('.vis-item.ar, "
+                                  f".vis-item.job')"))
+    page.mouse.click(x, y)
     page.wait_for_selector("#confirm:not([hidden])")
 
 
