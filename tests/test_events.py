@@ -14,6 +14,7 @@ import ipaddress
 import json
 import threading
 import time
+from typing import Iterator
 
 import httpx
 import pytest
@@ -273,6 +274,68 @@ def test_a_user_sees_only_the_events_of_ars_they_may_see(api):
         stream.close()
         mine.close()
         everyone.close()
+
+
+def _frames(lines: Iterator[str], enough) -> list[dict]:
+    """A stream's next frames (a heartbeat as {"comment": ...}) from its
+    ``lines`` until ``enough(frames)``."""
+    frames: list[dict] = []
+    fields: dict[str, str] = {}
+    for line in lines:
+        if line.startswith(":"):
+            frames.append({"comment": line[1:].strip()})
+        elif line == "":
+            if fields:
+                frames.append(fields)
+            fields = {}
+        else:
+            name, _, value = line.partition(":")
+            fields[name] = value.removeprefix(" ")
+        if enough(frames):
+            return frames
+    return frames
+
+
+def test_a_calendar_stream_is_told_others_ars_by_id_only_and_no_event_twice(api):
+    """With calendar=true, plusu2 is told that plusu1's private AR changed
+    (its id, nothing more: what GET /calendar shows anyone) and sees
+    plusu1's shared AR whole; a frame of the id alone moves the stream past
+    what it may not see; after a heartbeat no event comes again."""
+    daemon, url, _ = api
+    one, two = token(daemon, "plusu1"), token(daemon, "plusu2")
+    now = int(time.time())
+    made: list[dict] = []
+
+    def make(**extra) -> None:
+        answer = httpx.post(url + "/v1/reservations", headers=auth(one),
+                            json={"start": now + 3600, "end": now + 7200, "nodes": 1, **extra})
+        assert answer.status_code == 201, answer.text
+        made.append(answer.json())
+
+    def events(frames: list[dict]) -> list[dict]:
+        return [json.loads(f["data"]) for f in frames if "data" in f and "id" in f]
+
+    with httpx.stream("GET", url + "/v1/events", params={"calendar": "true"},
+                      headers=auth(two), timeout=60) as response:
+        assert response.status_code == 200
+        lines = response.iter_lines()
+        make()                 # after the stream began: its head was read before it answered
+        frames = _frames(lines, lambda frames: events(frames))
+        assert list(frames[1]) == ["id"], frames            # from now on: its id first
+        make(users=["plusu2"])
+        frames += _frames(lines, lambda more: any(f.get("comment") == "heartbeat"
+                                                     for f in more))
+        make(users=["plusu2"])
+        frames += _frames(lines, lambda more: events(more))
+    told = events(frames)
+    assert [(e["type"], e["reservation"]) for e in told[:1]] == \
+        [("calendar.changed", {"id": made[0]["id"]})], told
+    assert [(e["type"], e["reservation"]["id"]) for e in told[1:]] == \
+        [(GRANTED, made[1]["id"]), (GRANTED, made[2]["id"])], told
+    ids = [e["id"] for e in told]
+    assert ids == sorted(set(ids)), "an event twice in the stream"
+    refused = httpx.get(url + "/v1/events", params={"calendar": "maybe"}, headers=auth(two))
+    assert refused.status_code == 422 and "calendar" in refused.text, refused.text
 
 
 def test_bad_registrations_and_streams_are_refused_saying_what_is_accepted(api):

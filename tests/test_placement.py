@@ -8,6 +8,7 @@ import pytest
 
 from overlay.language.model import Allocation, NoCapacity, Node, Request
 from overlay.placement.base import NodeQuestion
+from overlay.placement.eligible import node_satisfies
 from overlay.placement.factory import DEFAULT_POLICY, MATCH_POLICIES, match_policy
 from overlay.placement.first_fit import FirstFit
 from test_manager import ALICE, BOB, HOUR, T0, Env
@@ -107,3 +108,20 @@ def test_a_modify_keeps_its_nodes_and_later_requests_keep_the_node_order(env):
 def test_the_manager_asks_its_placer_with_the_default_policy(env):
     assert isinstance(env.manager.placer.policy, FirstFit)
     assert env.manager.placer.reservable() == env.manager.placer.eligible(env.request())
+
+
+@pytest.mark.parametrize("attributes, matched", [
+    ((("hostname", "b"),), ["b"]),
+    ((("h", "a|d"),), ["a", "d"]),                  # seed 000's -l "h=host1|host2"
+    ((("h", "[bd]"),), ["b", "d"]),
+    ((("hostname", "nosuch"),), []),
+    ((("rack", "1|2"),), ["a", "b"]),
+    ((("hostname", "x"),), ["e"]),                  # a property of that name is what matches
+    ((("hostname", "e"),), []),
+])
+def test_hostname_names_nodes_and_bar_separates_alternatives(attributes, matched):
+    nodes = [Node("a", properties={"rack": "1"}), Node("b", properties={"rack": "2"}),
+             Node("c", properties={"rack": "3"}), Node("d"),
+             Node("e", properties={"hostname": "x"})]
+    request = Request(T0, T0 + HOUR, 1, attributes=attributes)
+    assert [n.name for n in nodes if node_satisfies(n, request)] == matched

@@ -22,7 +22,7 @@ WIRE_NAMES = {
     "reserve", "modify", "cancel", "destroy", "commit", "abort", "status", "availnodes",
     "query", "resquery", "setres", "resqandset", "claim",
     "ping", "token", "revoke_tokens", "web_link", "web_session", "web_config",
-    "calendar", "usage", "accounting", "shutdown", "daemons", "metrics", "health", "feed",
+    "calendar", "usage", "ar_usage", "accounting", "shutdown", "daemons", "metrics", "health", "feed",
     "feed_token", "feed_tokens", "revoke_feed_token",
     "events", "event_head", "webhook_add", "webhooks", "webhook_remove",
     "nodes", "jobs", "job", "remove_job"}

@@ -75,20 +75,29 @@ PATIENCE_MS = 120_000
 holds, so this fails only a page that never gets there, not a slow machine."""
 
 
+OPEN: list = []
+"""The tabs a test opened, closed after it: each holds an event stream, and
+a user may hold four."""
+
+
 def new_page(browser, **options):
     """A tab of its own (storage and all), in a zone that is not the site's;
     ``options``: Playwright's new_page options (viewport, color_scheme, ...)."""
     page = browser.new_page(**{"viewport": {"width": 1400, "height": 1000},
                                "timezone_id": BROWSER_ZONE, **options})
     page.set_default_timeout(PATIENCE_MS)
+    OPEN.append(page)
     return page
 
 
-def signed_in(browser, daemon, user: str, **options):
-    """A page signed in as ``user`` through the link plus_web prints."""
+def signed_in(browser, daemon, user: str, requests: list | None = None, **options):
+    """A page signed in as ``user`` through the link plus_web prints; the
+    requests it makes are appended to ``requests`` if given."""
     out = daemon.ok(user, "plus_web")
     link = re.search(r"https?://\S+", out).group(0)
     page = new_page(browser, **options)
+    if requests is not None:
+        page.on("request", lambda request: requests.append(request))
     page.goto(link)
     page.wait_for_selector("body[data-ready=yes]")
     return page
@@ -148,6 +157,10 @@ def test_the_page_shows_the_ars_as_plus_status_does(site, browser):
 @pytest.fixture(autouse=True)
 def clean(site):
     yield
+    while OPEN:
+        page = OPEN.pop()
+        if not page.is_closed():
+            page.close()
     daemon, _ = site
     for ar in daemon.status():
         daemon.run("root", "plus_cancel", "-r", str(ar["id"]))
@@ -255,6 +268,7 @@ def test_a_booking_made_by_clicking_a_free_span_appears_in_plus_status(site, bro
     page.wait_for_selector(".vis-item.vis-background.free")
     shot(page, "04-free-starts")
     click_in_first_free_span(page)
+    assert "the daemon chooses the nodes" in page.locator("#confirm-text").inner_text()
     page.locator("#book").click()
     booked = int(re.search(r"Booked: AR (\d+)", said(page, "05-booked")).group(1))
     [ar] = daemon.status("-r", str(booked))
@@ -273,10 +287,17 @@ def test_a_refused_booking_shows_the_policys_text(site, browser):
 
 def click_in_first_free_span(page) -> None:
     """A click about an hour into the first shaded span, in its node's row
-    (the page shows a day)."""
+    (the page shows a day), or on from there where no bar is (ended and
+    cancelled ARs of earlier tests are drawn there too)."""
     span = page.locator(".vis-item.vis-background.free").first.bounding_box()
     timeline = page.locator(".vis-panel.vis-center").bounding_box()
-    page.mouse.click(max(span["x"], timeline["x"]) + 60, span["y"] + span["height"] / 2)
+    y = span["y"] + span["height"] / 2
+    x = next(x for x in range(int(max(span["x"], timeline["x"])) + 60,
+                              int(min(span["x"] + span["width"], timeline["x"] + timeline["width"])),
+                              10)
+             if not page.evaluate(f"document.elementFromPoint({x}, {y}).closest('.vis-item.ar, "
+                                  f".vis-item.job')"))
+    page.mouse.click(x, y)
     page.wait_for_selector("#confirm:not([hidden])")
 
 
@@ -710,12 +731,13 @@ def test_booking_with_slots_properties_users_and_a_name_on_a_nodes_free_row(site
     assert all(start >= busy["end"] * 1000 for node, start in shaded if node == held), shaded
     click_in_first_free_span(page)
     confirm = page.locator("#confirm-text").inner_text()
-    assert "as fromweb" in confirm and "the daemon chooses the nodes" in confirm, confirm
+    chosen = re.match(r"Book 1 node\(s\) on (node00[56]) from ", confirm)  # one node: the row's
+    assert "as fromweb" in confirm and chosen, confirm
     page.locator("#book").click()
     booked = int(re.search(r"Booked: AR (\d+)", said(page, "26-booked-with-options")).group(1))
     [ar] = daemon.status("-r", str(booked))
     assert (ar["name"], ar["allocations"][0]["slots"]) == ("fromweb", 2)
-    assert "plusu2" in ar["acl"] and ar["allocations"][0]["node"] in ("node005", "node006")
+    assert "plusu2" in ar["acl"] and ar["allocations"][0]["node"] == chosen.group(1)
     page.fill("#book-properties", "gpu")
     page.locator("#find").click()
     assert "Properties: \"gpu\" is not name=value" in said(page, "27-bad-property", refused=True)
@@ -723,3 +745,147 @@ def test_booking_with_slots_properties_users_and_a_name_on_a_nodes_free_row(site
     page.fill("#book-name", "a;nodes=99")
     page.locator("#find").click()
     page.wait_for_selector("#message:has-text(\"';' is not accepted\")")
+
+
+def live(page) -> None:
+    """Wait until the page reads the event stream."""
+    until(page, "document.getElementById('live').dataset.state === 'live'")
+
+
+def listings(requests: list) -> list:
+    return [r for r in requests if "/v1/calendar?" in r.url]
+
+
+def test_changes_by_others_come_through_the_event_stream_not_a_poll(site, browser):
+    """Another user's AR made on the socket and one's own made through the
+    API are drawn without a poll: over a heartbeat of the stream (10 s of
+    silence, in which the old poll asked twice) the page asks nothing; the
+    daemon restarts, the page says live updates are lost, comes back with
+    Last-Event-ID and goes on."""
+    daemon, url = site
+    requests: list = []
+    page = signed_in(browser, daemon, "plusu1", requests)
+    live(page)
+    theirs = daemon.reserve("plusu2", "-s", "now+2h", "-D", "1h", "-n", "1", "-N", "elsewhere")
+    until(page, f"view.items.get().some(i => i.ar === {theirs['id']})")
+    now = int(time.time())
+    mine = httpx.post(url + "/v1/reservations", headers=auth(token(daemon, "plusu1")),
+                      json={"start": now + 3 * 3600, "end": now + 4 * 3600, "nodes": 2})
+    assert mine.status_code == 201, mine.text
+    until(page, f"view.items.get().some(i => i.ar === {mine.json()['id']})")
+    shot(page, "28-live")
+    asked, beats = len(listings(requests)), page.evaluate("view.live.beats")
+    until(page, f"view.live.beats > {beats}")
+    assert len(listings(requests)) == asked, [r.url for r in listings(requests)]
+    assert asked <= 3 + page.evaluate("view.reloads"), [r.url for r in listings(requests)]
+    last = page.evaluate("view.live.last")
+    daemon.stop()
+    until(page, "document.getElementById('live').dataset.state === 'lost'")
+    assert page.locator("#live").inner_text().startswith("Live updates lost: trying again in ")
+    shot(page, "29-live-lost")
+    daemon.start()
+    live(page)
+    streams = [r for r in requests if "/v1/events" in r.url]
+    assert streams[-1].headers.get("last-event-id") == last, [r.headers for r in streams]
+    after = daemon.reserve("plusu2", "-s", "now+5h", "-D", "1h", "-n", "1", "-N", "after")
+    until(page, f"view.items.get().some(i => i.ar === {after['id']})")
+    shot(page, "30-live-again")
+
+
+def test_a_daemon_without_the_stream_is_polled_and_the_page_says_so(site, browser):
+    daemon, _ = site
+    page = new_page(browser)
+    page.route("**/v1/events?*", lambda route: route.fulfill(status=404, body="{}"))
+    page.goto(re.search(r"https?://\S+", daemon.ok("plusu1", "plus_web")).group(0))
+    page.wait_for_selector("body[data-ready=yes]")
+    until(page, "document.getElementById('live').dataset.state === 'refused'")
+    assert page.locator("#live").inner_text() == \
+        "Updated every 5 s (this daemon has no event stream)"
+    theirs = daemon.reserve("plusu2", "-s", "now+2h", "-D", "1h", "-n", "1")
+    until(page, f"view.items.get().some(i => i.ar === {theirs['id']})")
+    shot(page, "31-polled")
+
+
+def test_a_running_ars_panel_shows_node_hours_so_far_and_follows_its_events(
+        job_site, browser, work):
+    """Reserved against used node-hours of a running AR with one job on one
+    of its two nodes, as GET /v1/usage/{id} gives them, carried on each
+    second; read again when an event names the AR; for its owner, its users
+    and managers only."""
+    daemon, url = job_site
+    ar = daemon.reserve("plusu1", "-s", "now", "-D", "1h", "-n", "2", "-N", "busy")
+    wait_for(lambda: daemon.status("-r", str(ar["id"]))[0]["state"] == "r", "the AR to start")
+    job = submit(daemon, work, "-ar", str(ar["id"]), "-b", "y", "sleep", "300")
+    wait_for(lambda: states(daemon).get(job) == "r", "the job to run")
+    bearer = auth(token(daemon, "plusu1"))
+    wait_for(lambda: httpx.get(url + f"/v1/usage/{ar['id']}", headers=bearer).json()["busy"] == 1,
+             "the job in the inventory")
+    page = signed_in(browser, daemon, "plusu1")
+    click_bar(page, ar["id"])
+    page.wait_for_selector("#ar-usage:not([hidden])")
+    until(page, "Number(document.getElementById('ar-usage').dataset.used) > 0")
+    answer = httpx.get(url + f"/v1/usage/{ar['id']}", headers=bearer).json()
+    shown = page.evaluate("({...document.getElementById('ar-usage').dataset, "
+                          "now: Date.now() / 1000})")
+    assert (answer["nodes"], answer["busy"], answer["start"]) == (2, 1, ar["start"])
+    assert abs(answer["reserved"] - 2 * (answer["now"] - ar["start"])) <= 2, answer
+    assert 0 < answer["used"] <= answer["reserved"] / 2 + 2, answer
+    for key, rate in (("reserved", 2), ("used", 1)):       # the page's, carried on to its now
+        expected = answer[key] + rate * (shown["now"] - answer["now"])
+        assert abs(int(shown[key]) - expected) <= 2 * rate + 1, (key, shown, answer)
+    assert page.locator("#ar-usage-text").inner_text().endswith(
+        "1 of 2 node(s) running its jobs now.")
+    shot(page, "32-ar-usage")
+    asked = page.evaluate("Number(document.getElementById('ar-usage').dataset.asked)")
+    daemon.ok("plusu1", "plus_modify", "-r", str(ar["id"]), "-D", "2h")   # on the socket
+    until(page, f"Number(document.getElementById('ar-usage').dataset.asked) > {asked}")
+    assert page.evaluate("view.arUsage.answer.end") == ar["start"] + 7200
+    refused = httpx.get(url + f"/v1/usage/{ar['id']}", headers=auth(token(daemon, "plusu2")))
+    assert refused.status_code == 403 and "for its owner, the users its access list names" \
+        in refused.text, refused.text
+    other = signed_in(browser, daemon, "plusu2")
+    click_bar(other, ar["id"])
+    assert other.locator("#ar-usage").is_hidden()
+    waiting = daemon.reserve("plusu1", "-s", "now+2h", "-D", "1h", "-n", "1")
+    for ar_id, status, words in ((waiting["id"], 400, "is not in its window (state w)"),
+                                 (9_999_999, 404, "9999999"), (0, 422, "ar_id")):
+        answer = httpx.get(url + f"/v1/usage/{ar_id}", headers=bearer)
+        assert answer.status_code == status and words in answer.text, answer.text
+    daemon.ok("root", "plus_qdel", job)
+
+
+def test_a_click_on_a_nodes_name_books_that_node(site, browser):
+    """hostname= (h=, Grid Engine's built-in complex) names nodes in any
+    request: the page's row choice, plus_reserve -l and SETRES alike."""
+    daemon, url = site
+    page = signed_in(browser, daemon, "plusu1")
+    page.locator(".vis-labelset .vis-label[data-node='node003']").click()
+    until(page, "view.booking !== null && view.starts.length > 0")
+    assert page.locator("#book-properties").input_value() == "hostname=node003"
+    assert page.locator("#book-nodes").input_value() == "1"
+    shaded = page.evaluate("view.items.get().filter(i => i.className === 'free').map(i => i.group)")
+    assert set(shaded) == {"node003"}, shaded
+    shot(page, "33-node-chosen")
+    click_in_first_free_span(page)
+    assert page.locator("#confirm-text").inner_text().startswith("Book 1 node(s) on node003 from ")
+    page.locator("#book").click()
+    booked = int(re.search(r"Booked: AR (\d+)", said(page, "34-node-booked")).group(1))
+    assert [a["node"] for a in daemon.status("-r", str(booked))[0]["allocations"]] == ["node003"]
+    page.locator(".vis-labelset .vis-label[data-node='node004']").focus()    # the keyboard's way
+    page.keyboard.press("Enter")
+    until(page, "document.getElementById('book-properties').value === 'hostname=node004'")
+    two = daemon.reserve("plusu2", "-s", "now+1h", "-D", "1h", "-n", "2", "-l",
+                         "h=node001|node002")
+    assert sorted(a["node"] for a in two["allocations"]) == ["node001", "node002"]
+    ranged = daemon.reserve("plusu2", "-s", "now+1h", "-D", "1h", "-n", "1", "-l",
+                            "hostname=node00[56]")
+    assert ranged["allocations"][0]["node"] in ("node005", "node006")
+    refused = daemon.run("plusu2", "plus_reserve", "-s", "now+1h", "-D", "1h", "-n", "1",
+                         "-l", "h=nosuch")
+    assert refused.returncode == 1 and "0 match the request" in refused.stderr, refused.stderr
+    setres = httpx.post(url + "/v1/ggf/setres", headers=auth(token(daemon, "plusu2")),
+                        json={"UserID": "plusu2", "TimeNeeded": "3600s",
+                              "StartTime": str(int(time.time()) + 7200),
+                              "ResourceList": "nodes=1;h=node006"})
+    assert setres.status_code == 201, setres.text
+    assert [a["node"] for a in setres.json()["reservation"]["allocations"]] == ["node006"]

@@ -37,6 +37,9 @@ JOB_ENDED = "job.ended"
 TYPES = (GRANTED, CHANGED, STARTED, ENDING_SOON, ENDED, CANCELLED, IN_ERROR, REPAIRED,
          JOB_STARTED, JOB_ENDED)
 """Every event type, in the order of an AR's life."""
+CALENDAR_CHANGED = "calendar.changed"
+"""What a stream that draws every AR (GET /v1/events?calendar=true) is
+told of an event it may not see: only that the AR it names changed."""
 
 BY_AR_LOG = {EVENT_MODIFIED: CHANGED, EVENT_START: STARTED, EVENT_TERMINATED: ENDED,
              EVENT_DELETED: CANCELLED, EVENT_UNSATISFIED: IN_ERROR, EVENT_SATISFIED: REPAIRED}

@@ -15,6 +15,24 @@ KINDS_KEPT = 64
 """Kinds of request whose eligible nodes are kept between refreshes of the nodes."""
 
 
+HOST_NAME = ("hostname", "h")
+"""Grid Engine's built-in complex that every host has (``h`` its shortcut,
+of type HOST: seed 002), so ``-l hostname=node005``, ``-l h="node00[56]"``
+or seed 000's ``-l "h=host1|host2"`` name nodes on every backend. A node
+property of that name, where a site gives one, is what it matches."""
+
+
+def _attribute_matches(node: Node, name: str, wanted: str) -> bool:
+    """Whether ``node``'s attribute ``name`` (a property, or its name as
+    hostname) matches ``wanted``: wildcards, and ``|`` between
+    alternatives as Grid Engine's string requests take them (seed 002)."""
+    have = node.properties.get(name)
+    if have is None and name in HOST_NAME:
+        have = node.name
+    return have is not None and any(wildcard_match(str(have), alternative)
+                                    for alternative in wanted.split("|"))
+
+
 def node_satisfies(node: Node, request: Request) -> bool:
     """Whether ``node`` can ever hold ``request`` (its static attributes)."""
     if request.slots_per_node is not None and request.slots_per_node > node.slots:
@@ -30,11 +48,7 @@ def node_satisfies(node: Node, request: Request) -> bool:
     if request.queues and not any(wildcard_match(q, pattern)
                                   for q in node.queues for pattern in request.queues):
         return False
-    for name, wanted in request.attributes:
-        have = node.properties.get(name)
-        if have is None or not wildcard_match(str(have), wanted):
-            return False
-    return True
+    return all(_attribute_matches(node, name, wanted) for name, wanted in request.attributes)
 
 
 class EligibleNodes:

@@ -1,13 +1,15 @@
 """Node-seconds of the jobs that ended inside each AR still in its window,
 summed from the reporting file's acct records as they are appended (a
 record counts one node, as /usage counts it): /metrics reads them at every
-scrape, so a scrape costs the records appended since the last."""
+scrape, and the calendar's AR panel at each change, so a read costs the
+records appended since the last. With the running jobs, what each AR in
+its window has reserved and used so far (``so_far``)."""
 
 from __future__ import annotations
 
 import threading
-from collections import Counter
-from typing import Collection
+from collections import Counter, defaultdict
+from typing import Collection, Iterable, NamedTuple
 
 from overlay.reporting.accounting import ReportingFollower
 
@@ -41,3 +43,43 @@ class EndedJobs:
             for ar_id in [ar_id for ar_id in self.starts if ar_id not in open_ars]:
                 del self.starts[ar_id]
                 self.node_seconds.pop(ar_id, None)
+
+
+class SoFar(NamedTuple):
+    """An AR in its window: node-seconds reserved since its start and used
+    by its jobs, and how many of its nodes run its jobs now."""
+
+    id: int
+    owner: str
+    nodes: int
+    end: int
+    reserved: int
+    used: int
+    busy: int
+
+
+def so_far(ended: EndedJobs, ars: Iterable, jobs: Iterable, now: int) -> list[SoFar]:
+    """Each of ``ars`` (in their window) by id: reserved is its nodes times
+    the time since its start; used, its ended jobs' (the reporting file)
+    and its running ``jobs``' so far (the inventory's)."""
+    ars = sorted(ars, key=lambda ar: ar.id)
+    open_ids = {ar.id for ar in ars}
+    ended.update(open_ids)
+    running = defaultdict(list)
+    for job in jobs:
+        if job.reservation in open_ids:
+            running[job.reservation].append(job)
+    rows = []
+    for ar in ars:
+        nodes = set(ar.node_names)
+        used = ended.node_seconds.get(ar.id, 0)
+        starts = ended.starts.get(ar.id, ())
+        busy: set[str] = set()
+        for job in running.get(ar.id, ()):
+            busy.update(job.nodes)
+            if job.start not in starts:
+                used += len(set(job.nodes)) * max(0, now - max(job.start or ar.start, ar.start))
+        rows.append(SoFar(ar.id, ar.owner, len(nodes), ar.end,
+                          len(nodes) * max(0, min(now, ar.end) - ar.start), used,
+                          len(busy & nodes)))
+    return rows

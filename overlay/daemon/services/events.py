@@ -8,7 +8,7 @@ import time
 
 from overlay.daemon.services.base import Context, Operation
 from overlay.events import hooks
-from overlay.events.catalog import shown
+from overlay.events.catalog import CALENDAR_CHANGED, shown
 from overlay.events.visibility import chosen, sees
 from overlay.language import limits
 from overlay.language.model import InvalidRequest, PermissionDenied
@@ -41,11 +41,15 @@ def events(context: Context, caller: Caller, args: codec.Arguments) -> dict:
     now without it: a stream from now on), of the ``types`` chosen, with
     the ending-soon events of the lead ``ending_soon``; ``next`` is where
     the next read goes on, ``missed`` whether events after ``after`` were
-    dropped as too old."""
+    dropped as too old. With ``calendar``, each chosen event of an AR the
+    caller may not see is a ``calendar.changed`` event that names only the
+    AR, which GET /calendar shows anyone: a page that draws every AR
+    redraws on it."""
     after = args.integer("after", 0, 2 ** 62, what="after")
     most = args.integer("limit", 1, MAX_EVENTS, what="limit") or MAX_EVENTS
     types = _types(args)
     lead = _lead(context, args, types)
+    calendar = args.flag("calendar")
     args.done()
     log = context.watch.events
     if after is None:
@@ -58,9 +62,13 @@ def events(context: Context, caller: Caller, args: codec.Arguments) -> dict:
         if len(found) == most:
             break
         cursor = event.id
-        if sees(event, caller.user, caller.groups, caller.is_manager) and \
-                chosen(event, types, lead):
+        if not chosen(event, types, lead):
+            continue
+        if sees(event, caller.user, caller.groups, caller.is_manager):
             found.append(shown(event.id, event.type, event.time, event.data))
+        elif calendar:
+            found.append({"id": event.id, "type": CALENDAR_CHANGED, "time": event.time,
+                          "reservation": {"id": event.ar_id}})
     return {"events": found, "next": cursor, "head": batch[-1].id if batch else cursor,
             "missed": missed, "user": caller.user}
 

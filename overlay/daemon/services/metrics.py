@@ -13,11 +13,11 @@ window and the running jobs are walked."""
 from __future__ import annotations
 
 import hmac
-from collections import defaultdict
 
 from overlay.daemon.services.base import Context, Operation
 from overlay.language.model import PermissionDenied
 from overlay.network.tokens import TokenRefused
+from overlay.reporting.endedjobs import so_far
 from overlay.usecases.manager import Caller
 from overlay.wire import codec
 
@@ -40,7 +40,8 @@ def metrics(context: Context, caller: Caller, args: codec.Arguments) -> dict:
                       sorted(manager.tally.by_state_and_owner().items())],
               "nodes": len(manager.capacity()),
               "nodes_reserved": len({node for ar in in_window for node in ar.node_names}),
-              "in_window": _in_window(context, in_window, inventory.jobs, now),
+              "in_window": [list(row) for row in
+                            so_far(context.ended_jobs, in_window, inventory.jobs, now)],
               "inventory_age": None if inventory.observed_at is None
               else max(0, now - inventory.observed_at)}
     if context.requests is not None:
@@ -61,32 +62,6 @@ def _check_scraper(context: Context, caller: Caller, credential: str | None) -> 
         raise TokenRefused("send the metrics secret (the file http.metrics_token names, "
                            "metrics.token in state_dir by default) as 'Authorization: Bearer "
                            "<secret>'")
-
-
-def _in_window(context: Context, ars: list, jobs, now: int) -> list[list]:
-    """[id, owner, nodes, end, reserved node-seconds, used node-seconds,
-    nodes running its jobs now] of each AR in its window: reserved is its
-    nodes times the time since its start; used, its ended jobs' (the
-    reporting file) and its running jobs' so far (the inventory)."""
-    open_ids = {ar.id for ar in ars}
-    context.ended_jobs.update(open_ids)
-    running = defaultdict(list)
-    for job in jobs:
-        if job.reservation in open_ids:
-            running[job.reservation].append(job)
-    rows = []
-    for ar in sorted(ars, key=lambda ar: ar.id):
-        nodes = set(ar.node_names)
-        used = context.ended_jobs.node_seconds.get(ar.id, 0)
-        ended = context.ended_jobs.starts.get(ar.id, ())
-        busy: set[str] = set()
-        for job in running.get(ar.id, ()):
-            busy.update(job.nodes)
-            if job.start not in ended:
-                used += len(set(job.nodes)) * max(0, now - max(job.start or ar.start, ar.start))
-        rows.append([ar.id, ar.owner, len(nodes), ar.end, len(nodes) * max(0, min(now, ar.end)
-                     - ar.start), used, len(busy & nodes)])
-    return rows
 
 
 OPERATIONS: dict[str, Operation] = {"metrics": metrics}

@@ -1,13 +1,16 @@
 """What the ARs and jobs add up to: the calendar page's window, reserved and
-used node-hours, and plus_account -l's records for the HTTP API."""
+used node-hours (over a period, or of one AR in its window so far), and
+plus_account -l's records for the HTTP API."""
 
 from __future__ import annotations
 
 from overlay.daemon.services.base import Context, Operation
 from overlay.daemon.services.views import summary_rows
+from overlay.kit.users import listed
 from overlay.language import limits
-from overlay.language.model import InvalidRequest
+from overlay.language.model import InvalidRequest, PermissionDenied
 from overlay.reporting.accounting import used
+from overlay.reporting.endedjobs import so_far
 from overlay.usecases.manager import Caller
 from overlay.wire import codec
 
@@ -66,6 +69,30 @@ def usage(context: Context, caller: Caller, args: codec.Arguments) -> dict:
     return answer
 
 
+def ar_usage(context: Context, caller: Caller, args: codec.Arguments) -> dict:
+    """AR ``id``'s node-seconds reserved and used so far while it is in its
+    window, and the nodes running its jobs now (the rate ``used`` grows
+    at until a job starts or ends): for its owner, the users its access
+    list names and managers, as its events are. The ARs in their window are
+    walked (ended jobs are summed for all of them, as /metrics does)."""
+    ar_id = codec.ar_id(args, True)
+    args.done()
+    manager = context.manager
+    [ar] = manager.status(ar_id=ar_id)
+    if not (caller.is_manager or ar.owner == caller.user
+            or listed(ar.acl, caller.user, caller.groups)):
+        raise PermissionDenied(f"AR {ar_id}'s usage is for its owner, the users its access "
+                               "list names and managers")
+    row = next((row for row in so_far(context.ended_jobs, manager.tally.in_window(),
+                                      manager.inventory.jobs, args.now) if row.id == ar_id), None)
+    if row is None:
+        raise InvalidRequest(f"AR {ar_id} is not in its window (state {ar.state.value}): its "
+                             "usage so far is shown while it runs; GET /v1/usage gives a "
+                             "period's")
+    return {"id": ar_id, "now": args.now, "start": ar.start, "end": ar.end, "nodes": row.nodes,
+            "reserved": row.reserved, "used": row.used, "busy": row.busy}
+
+
 def _span(owner: str, start: int, end: int, nodes: int) -> dict:
     return {"owner": owner, "start": start, "end": end, "nodes": nodes}
 
@@ -94,4 +121,4 @@ def accounting(context: Context, caller: Caller, args: codec.Arguments) -> dict:
 
 
 OPERATIONS: dict[str, Operation] = {
-    "calendar": calendar, "usage": usage, "accounting": accounting}
+    "calendar": calendar, "usage": usage, "ar_usage": ar_usage, "accounting": accounting}

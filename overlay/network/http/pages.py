@@ -24,7 +24,8 @@ VENDOR_DIR = Path(sys.prefix) / "share" / "plus" / "web"
 VENDOR_FILES = {"vis-timeline-graph2d.min.js": "text/javascript",
                 "vis-timeline-graph2d.min.css": "text/css"}
 """vis-timeline's standalone build (vis-data and its other dependencies inside)."""
-PAGE_FILES = {"calendar.js": "text/javascript", "calendar.css": "text/css"}
+PAGE_FILES = {"calendar.js": "text/javascript", "live.js": "text/javascript",
+              "calendar.css": "text/css"}
 
 
 def headers(provider: str = "") -> dict[str, str]:

@@ -155,6 +155,19 @@ class Usage(_Shown):
     used: list[Span] = Field(description="each job in an AR")
 
 
+class ARUsage(_Shown):
+    id: int
+    now: int = Field(description="when the figures were taken (epoch seconds)")
+    start: int
+    end: int
+    nodes: int
+    reserved: int = Field(description="node-seconds reserved since the start")
+    used: int = Field(description="node-seconds its jobs have used: ended (the reporting "
+                                  "file) and running")
+    busy: int = Field(description="its nodes running its jobs now: used grows by this many "
+                                  "node-seconds a second until a job starts or ends")
+
+
 class QueryAnswer(_Shown):
     UserID: str
     StartTime: int

@@ -3,9 +3,12 @@ server-sent events, and the webhooks their owners register.
 
 A stream begins after the id its client last had (``Last-Event-ID``, which
 a browser's EventSource sends by itself when it reconnects, or ``after``),
-or from now on; each event's ``id:`` is the event's, so a client that
-comes back after a drop, a restart of the daemon or the end of a stream
-goes on without a gap or a repeat. A stream lasts at most the companion's
+or from now on; each event's ``id:`` is the event's, and where the stream
+has read past events its client may not see, a frame of the ``id:`` alone
+says so (an EventSource keeps it as its last id without an event), so a
+client that comes back after a drop, a restart of the daemon or the end of
+a stream goes on without a gap or a repeat, and never reads again what it
+was not shown. A stream lasts at most the companion's
 answer time (``stream_seconds``, then the client reconnects, told how soon
 by ``retry:``), says a heartbeat comment when nothing happens, and is
 counted: at most MAX_STREAMS_PER_USER per user and MAX_STREAMS in all."""
@@ -67,13 +70,17 @@ async def event_stream(
                                                  "time (seconds), one of the site's")] = None,
         after: Annotated[int | None, Query(ge=0, le=2 ** 62, description="the last event id "
                                            "had (Last-Event-ID wins)")] = None,
+        calendar: Annotated[bool, Query(description="also, for each event of an AR one may "
+                                        "not see, a calendar.changed event naming only the AR "
+                                        "(GET /calendar shows every AR to anyone): for a page "
+                                        "that draws them all")] = False,
         last_event_id: Annotated[str | None, Header(max_length=20)] = None) -> Response:
     if last_event_id is not None:
         if not last_event_id.strip().isdigit():
             raise Refusal(400, {"error": "Last-Event-ID: expected an event id (a whole number)",
                                 "status": protocol.EXIT_USAGE, "kind": "invalid"})
         after = int(last_event_id)
-    query = {"types": types, "ending_soon": ending_soon}
+    query = {"types": types, "ending_soon": ending_soon, "calendar": calendar}
     first = await ask(who, "events", {**query, "after": after})   # refusals before the stream
     events = hub(request)
     user = first["user"]
@@ -95,20 +102,19 @@ async def _stream(who: Credentials, ask: Ask, request: Request, events: EventHub
         yield f"retry: {RETRY_MS}\n\n"
         if answer.get("missed"):
             yield "event: gap\ndata: {\"missed\":true}\n\n"
+        told = -1
         while True:
             for event in answer["events"]:
                 yield _frame(event)
             cursor, head = answer["next"], answer["head"]
-            if cursor < head:            # more to read at once
-                answer = await ask(who, "events", {**query, "after": cursor})
-                continue
-            left = ends - loop_time()
-            if left <= 0:
-                return
-            moved = await events.past(head, min(HEARTBEAT, left))
-            if moved <= head:
-                yield ": heartbeat\n\n"
-                continue
+            if cursor > told and not (answer["events"] and answer["events"][-1]["id"] == cursor):
+                yield f"id: {cursor}\n\n"        # read past what it may not see
+            told = cursor
+            if cursor >= head:           # all read: wait for more, saying it is alive
+                while await events.past(head, min(HEARTBEAT, ends - loop_time())) <= head:
+                    if loop_time() >= ends:
+                        return
+                    yield ": heartbeat\n\n"
             answer = await ask(who, "events", {**query, "after": cursor})
     except Refusal as exc:                # the token expired, the daemon went away
         yield f"event: refused\ndata: {json.dumps(exc.body)}\n\n"

@@ -1,6 +1,6 @@
 """What the ARs and jobs add up to (overlay.daemon.services.reports):
-plus_account -l's records, and the calendar page's two reads, the
-calendar of a window and usage for a period."""
+plus_account -l's records, and the calendar page's reads: the calendar of
+a window, usage for a period, and one AR's usage so far while it runs."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from fastapi.responses import Response
 
 from overlay.language import limits
 from overlay.network.http.identity import Who
-from overlay.network.http.routes.base import Ask, Limit, Names, Offset, paged
-from overlay.network.http.schemas import AccountingRecord, Calendar, Usage, answers
+from overlay.network.http.routes.base import ArId, Ask, Limit, Names, Offset, paged
+from overlay.network.http.schemas import AccountingRecord, ARUsage, Calendar, Usage, answers
 
 router = APIRouter()
 EpochQuery = Annotated[int, Query(ge=0, le=2**40, description="UTC epoch seconds")]
@@ -49,3 +49,12 @@ async def get_usage(caller: Who, ask: Ask, start: EpochQuery, end: EpochQuery,
                 owner: Annotated[str | None, Query(max_length=limits.MAX_NAME)] = None) -> Response:
     return Response(await ask(caller, "usage", {"start": start, "end": end, "owner": owner},
                               passed=True), media_type="application/json")
+
+
+@router.get("/usage/{ar_id}",
+            summary="An AR's node-hours reserved and used so far while it runs (its owner, "
+                    "its users and managers)",
+            response_model=None, responses=answers(ARUsage))
+async def get_ar_usage(caller: Who, ask: Ask, ar_id: ArId) -> Response:
+    return Response(await ask(caller, "ar_usage", {"id": ar_id}, passed=True),
+                    media_type="application/json")

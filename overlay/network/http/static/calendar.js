@@ -19,6 +19,7 @@ const STATE_WORDS = {w: "waiting", r: "running", x: "ended", d: "cancelled",
                      W: "warning", E: "error", p: "pending (-T)"};
 const LIVE = "wrpWE";
 const POLL_MS = 5000;
+const SETTLE_MS = 300;
 const ROW_PX = 28;
 const HOUR = 3600;
 const WEEK = 7 * 86400;
@@ -27,14 +28,18 @@ const UNDO_SECONDS = 10;
 const COMMIT_MARGIN = 5;
 const LISTED_STARTS = 5;
 const LISTED_FOUND = 20;
+const IN_WINDOW = "rWE";
+const HOST_NAME = ["hostname", "h"];
 
 const view = {
   token: null, user: null, manager: false, config: {}, zone: "UTC",
   nodes: [], slots: {}, properties: {}, page: 0, pageSize: 30,
   loaded: null, asked: null, widening: null, revision: null, tickets: 0, loading: 0,
   ars: [], jobs: [], starts: [], free: {}, booking: null, pendingStart: null,
-  shown: null, undo: null,
+  shown: null, undo: null, pendingHost: null,
   timeline: null, items: null, groups: null, usageChart: null,
+  live: null, touched: new Set(), stale: false, settling: null, reloads: 0,
+  arUsage: null,
 };
 
 class ApiError extends Error {
@@ -292,16 +297,25 @@ function listOwners() {
   select.value = owners.includes(chosen) ? chosen : "";
 }
 
-/* "rack=1" (the value may hold * and ?), or "gpu" for any value. */
+/* A node's attribute as the daemon matches it: a property, or its name as
+ * hostname (h), which every node has. */
+function attribute(node, key) {
+  const value = (view.properties[node] || {})[key];
+  return value === undefined && HOST_NAME.includes(key) ? node : value;
+}
+
+/* "rack=1" (the value may hold * and ?, and | between alternatives), or
+ * "gpu" for any value. */
 function propertyTest(text) {
   const [name, ...rest] = text.split("=");
   const key = name.trim();
   if (!key) return () => true;
-  if (!rest.length) return node => (view.properties[node] || {})[key] !== undefined;
-  const pattern = new RegExp("^" + rest.join("=").trim().replace(/[.+^${}()|[\]\\]/g, "\\$&")
-    .replace(/\*/g, ".*").replace(/\?/g, ".") + "$");
+  if (!rest.length) return node => attribute(node, key) !== undefined;
+  const pattern = new RegExp("^(?:" + rest.join("=").trim().split("|").map(
+    alternative => alternative.replace(/[.+^${}()[\]\\]/g, "\\$&").replace(/\*/g, ".*")
+      .replace(/\?/g, ".")).join("|") + ")$");
   return node => {
-    const value = (view.properties[node] || {})[key];
+    const value = attribute(node, key);
     return value !== undefined && pattern.test(String(value));
   };
 }
@@ -430,10 +444,11 @@ function describeBars() {
 }
 
 function barKey(event) {
-  const ar = event.target.dataset && event.target.dataset.ar;
-  if (!ar || (event.key !== "Enter" && event.key !== " ")) return;
+  const {ar, node} = event.target.dataset || {};
+  if ((!ar && !node) || (event.key !== "Enter" && event.key !== " ")) return;
   event.preventDefault();
-  showDetail(Number(ar)).catch(error => say(error.message));
+  if (node) chooseNode(node);
+  else showDetail(Number(ar)).catch(error => say(error.message));
 }
 
 function visibleWindow() {
@@ -499,6 +514,7 @@ async function showDetail(arId) {
   $("edit-start").value = zoneInput(ar.start);
   $("edit-end").value = zoneInput(ar.end);
   $("detail-link").href = `#ar=${ar.id}`;
+  await showArUsage(ar);
   $("detail").hidden = false;
   $("detail").dataset.ar = ar.id;
   if (location.hash !== `#ar=${ar.id}`) history.replaceState(null, "", `#ar=${ar.id}`);
@@ -508,6 +524,7 @@ async function showDetail(arId) {
 function closeDetail() {
   $("detail").hidden = true;
   view.shown = null;
+  hideArUsage();
   history.replaceState(null, "", location.pathname + location.search);
 }
 
@@ -702,11 +719,37 @@ function bookingShape() {
   }
   const fits = node => (!slots || (view.slots[node] || 1) >= Number(slots))
     && properties.every(property => propertyTest(property)(node));
+  const named = properties.map(p => p.split("=")).filter(([key]) => HOST_NAME.includes(key));
+  const host = named.length === 1 && /^[^*?[|]+$/.test(named[0][1]) ? named[0][1] : null;
   const users = field("book-users", "Users").split(/[\s,]+/).filter(Boolean);
   if (users.length) items.push(`users=${users.join(",")}`);
   const name = field("book-name", "Name");
   if (name) items.push(`name=${name}`);
-  return {nodes, seconds, resources: items.join(";"), name, fits};
+  return {nodes, seconds, resources: items.join(";"), name, fits, host};
+}
+
+/* A click on a node's name (or Enter on it) books there: the form asks
+ * for one node by name (hostname=, which every backend matches) and its
+ * free starts are shaded. */
+function chooseNode(node) {
+  const kept = $("book-properties").value.split(/[\s,]+/)
+    .filter(p => p && !HOST_NAME.includes(p.split("=")[0]));
+  $("book-properties").value = [...kept, `hostname=${node}`].join(" ");
+  $("book-nodes").value = "1";
+  findFree();
+}
+
+/* Each node's name in the rows is a button for the keyboard and screen
+ * readers, as the bars are. */
+function describeRows() {
+  for (const [node, group] of Object.entries(view.timeline.itemSet.groups)) {
+    const label = group.dom && group.dom.label;
+    if (!label || label.dataset.node === node || view.groups.get(node) === null) continue;
+    label.dataset.node = node;
+    label.tabIndex = 0;
+    label.setAttribute("role", "button");
+    label.setAttribute("aria-label", `${node}: book this node`);
+  }
 }
 
 /* ``refusal``: the SETRES refusal that made the spans stale, said again
@@ -740,8 +783,9 @@ async function findFree(refusal) {
 
 /* The spans of RESQUERY's starts at which ``node``, if it has the slots
  * and properties asked for, holds no live AR and no job for the booking's
- * length: where a booking could start with it. The daemon still chooses
- * the nodes (a request cannot name one). */
+ * length: where a booking could start with it. The daemon chooses the
+ * nodes unless the booking names one (hostname=: a click on a node's name,
+ * or in its row for a booking of one node). */
 function freeStarts(node) {
   if (!view.booking || !view.starts.length || !view.booking.fits(node)) return [];
   const busy = [];
@@ -779,20 +823,22 @@ function offerBooking(seconds, node) {
   const start = startAt(seconds, node ? view.free[node] || [] : view.starts);
   if (start === null) return;
   view.pendingStart = start;
-  const where = node ? ` (${node} is free then; the daemon chooses the nodes)` : "";
-  $("confirm-text").textContent = `Book ${view.booking.nodes} node(s) from ${when(start)} to `
-    + `${when(start + view.booking.seconds)}${view.booking.name ? " as " + view.booking.name : ""}?${where}`;
+  view.pendingHost = view.booking.host || (node && view.booking.nodes === 1 ? node : null);
+  const on = view.pendingHost ? ` on ${view.pendingHost}` : "";
+  const note = !on && node ? ` (${node} is free then; the daemon chooses the nodes)` : "";
+  $("confirm-text").textContent = `Book ${view.booking.nodes} node(s)${on} from ${when(start)} to `
+    + `${when(start + view.booking.seconds)}${view.booking.name ? " as " + view.booking.name : ""}?${note}`;
   $("confirm").hidden = false;
   $("book").focus();
 }
 
 async function book() {
-  const shape = view.booking, start = view.pendingStart;
+  const shape = view.booking, start = view.pendingStart, host = view.pendingHost;
   $("confirm").hidden = true;
   try {
     const answer = await api("POST", "/ggf/setres", {
       UserID: view.user, TimeNeeded: `${shape.seconds}s`, StartTime: String(start),
-      ResourceList: shape.resources});
+      ResourceList: shape.resources + (host && !shape.host ? `;hostname=${host}` : "")});
     view.starts = [];
     $("booking-hint").textContent = "";
     $("free-list").replaceChildren();
@@ -889,6 +935,51 @@ async function showUsage() {
   } catch (error) { say(error.message); }
 }
 
+/* -- an AR's usage while it runs: node-hours reserved against used so far
+ *    (GET /usage/{id}, for its owner, its users and managers), read again
+ *    when an event names the AR and carried on each second in between at
+ *    the rates the answer gives (its nodes, and those running its jobs) -- */
+
+async function showArUsage(ar) {
+  hideArUsage();
+  if (!IN_WINDOW.includes(ar.state)) return;
+  let answer;
+  try {
+    answer = await api("GET", `/usage/${ar.id}`);
+  } catch (error) {
+    if (error.status === 403 || error.status === 400) return;   /* not theirs, or no longer running */
+    throw error;
+  }
+  view.arUsage = {answer, tick: setInterval(drawArUsage, 1000)};
+  $("ar-usage").dataset.asked = String(Number($("ar-usage").dataset.asked || 0) + 1);
+  drawArUsage();
+  $("ar-usage").hidden = false;
+}
+
+function hideArUsage() {
+  if (view.arUsage) clearInterval(view.arUsage.tick);
+  view.arUsage = null;
+  $("ar-usage").hidden = true;
+}
+
+function drawArUsage() {
+  const a = view.arUsage.answer;
+  const now = Math.max(a.now, Math.min(Date.now() / 1000, a.end));
+  const reserved = a.reserved + a.nodes * (now - a.now), used = a.used + a.busy * (now - a.now);
+  const hours = seconds => `${length(seconds)}:${String(Math.floor(seconds % 60)).padStart(2, "0")}`;
+  const share = reserved > 0 ? Math.min(100, 100 * used / reserved) : 0;
+  const box = $("ar-usage");
+  box.dataset.reserved = String(Math.round(reserved));
+  box.dataset.used = String(Math.round(used));
+  $("ar-usage-reserved").textContent = `reserved ${hours(reserved)}`;
+  $("ar-usage-used").textContent = `used ${hours(used)}`;
+  box.querySelector(".used").style.width = `${share}%`;
+  $("ar-usage-chart").setAttribute("aria-label", `node time ${hours(reserved)} reserved, `
+                                   + `${hours(used)} used (${Math.round(share)}%)`);
+  $("ar-usage-text").textContent = `${Math.round(share)}% used; ${a.busy} of ${a.nodes} `
+    + `node(s) running its jobs now.`;
+}
+
 /* -- the page ------------------------------------------------------------------- */
 
 async function refresh(force) {
@@ -898,11 +989,50 @@ async function refresh(force) {
   else await load(view.loaded.start, view.loaded.end, false);
 }
 
-/* How the page learns of changes: a poll every POLL_MS for now, asking only
- * whether an AR changed (and the jobs). The API's event stream will take its
- * place here. */
+/* How the page learns of changes: the API's event stream (live.js), which
+ * tells of other users' ARs too (calendar=true: their ids only). Events
+ * that come together cost one reload (the first schedules it SETTLE_MS
+ * ahead, the others join it), which asks only whether an AR changed; an
+ * open detail is read again if its AR was named. A daemon without the
+ * stream (404, 501) is polled every POLL_MS instead. */
 function watchChanges() {
-  setInterval(() => refresh(false).catch(error => say(error.message)), POLL_MS);
+  view.live = liveEvents(`${API}/events?calendar=true`, headers, changed, liveState);
+}
+
+function changed(type, data) {
+  if (type === "refused") return;              /* the stream ends, and is opened again */
+  if (type === "gap") view.stale = true;       /* events were missed: load afresh */
+  const ar = data.reservation && data.reservation.id;
+  if (ar !== undefined) view.touched.add(ar);
+  if (view.settling === null) view.settling = setTimeout(reloadChanged, SETTLE_MS);
+}
+
+async function reloadChanged() {
+  const touched = view.touched, stale = view.stale;
+  view.settling = null;
+  view.touched = new Set();
+  view.stale = false;
+  view.reloads += 1;
+  try {
+    await refresh(stale);
+    if (view.shown && touched.has(view.shown.id)) await showDetail(view.shown.id);
+  } catch (error) { say(error.message); }
+}
+
+function liveState(state, detail) {
+  const box = $("live");
+  box.dataset.state = state;
+  if (state === "live") {
+    box.textContent = "Live";
+    if (!detail) changed("opened", {});      /* what changed before the stream began */
+  } else if (state === "lost") {
+    box.textContent = `Live updates lost: trying again in ${detail} s`;
+  } else if (state === "refused") {
+    box.textContent = `Updated every ${POLL_MS / 1000} s (this daemon has no event stream)`;
+    setInterval(() => refresh(false).catch(error => say(error.message)), POLL_MS);
+  } else {
+    box.textContent = "Live updates stopped: sign in again";
+  }
 }
 
 function zoom(seconds) {
@@ -941,10 +1071,12 @@ function wire() {
   window.addEventListener("hashchange", openLinked);
   window.addEventListener("pagehide", leaving);
   view.timeline.on("rangechange", follow);
-  view.timeline.on("changed", describeBars);
+  view.timeline.on("changed", () => { describeBars(); describeRows(); });
   view.timeline.on("click", props => {
     if (props.item && props.item.startsWith("ar")) {
       showDetail(view.items.get(props.item).ar).catch(error => say(error.message));
+    } else if (props.what === "group-label" && props.group !== null) {
+      chooseNode(props.group);
     } else if (props.time && view.booking) {
       offerBooking(props.time.valueOf() / 1000, props.group);
     }
