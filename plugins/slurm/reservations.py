@@ -6,9 +6,11 @@ its users (each @group's members listed by name: a reservation's Groups=
 and Users= cannot be given together), with IGNORE_JOBS so that it can be
 made over jobs already running there (the conflict policy deals with those
 at the start; Slurm's own scheduler starts no job that would overrun into
-the window once it exists). A slot AR reserves cores (CoreCnt), which
-Slurm spreads evenly over the nodes. Every name is checked before it
-reaches scontrol.
+the window once it exists). A slot AR reserves its slots on each node as
+cores (``CoreCnt=1,2`` beside ``Nodes=n1,n2``: one count per node; a
+single total must divide evenly). Slurm 22.05 cannot change a core-based
+reservation ("Core-based reservation can not be updated"): one is made
+anew. Every name is checked before it reaches scontrol.
 """
 
 from __future__ import annotations
@@ -56,7 +58,7 @@ class Wanted:
     end: int
     nodes: tuple[str, ...]
     users: tuple[str, ...]
-    cores: int               # 0: whole nodes
+    cores: tuple[int, ...]   # slots per node, in the order of ``nodes``; () whole nodes
     partition: str
 
     def fields(self, now: int, started: bool) -> dict[str, str]:
@@ -68,7 +70,7 @@ class Wanted:
         chosen.update({"EndTime": utc(self.end), "Nodes": ",".join(self.nodes),
                        "Users": ",".join(self.users) or "root"})
         if self.cores:
-            chosen["CoreCnt"] = str(self.cores)
+            chosen["CoreCnt"] = ",".join(str(count) for count in self.cores)
         if self.partition:
             chosen["PartitionName"] = self.partition
         return chosen
@@ -84,7 +86,7 @@ class Wanted:
             found.append("end")
         if not started and current.start != self.start and self.start > now:
             found.append("start")
-        if self.cores and current.cores != self.cores:
+        if current.cores != (sum(self.cores) or current.cores):
             found.append("cores")
         return found
 
@@ -92,8 +94,11 @@ class Wanted:
 def wanted(ar: Reservation, cpus: dict[str, int], partition: str) -> Wanted:
     """The reservation of ``ar``; ``cpus``: each node's CPUs as last seen,
     to tell a slot AR (fewer slots than CPUs somewhere) from whole nodes."""
-    nodes = tuple(sorted(_checked(node, "node") for node in ar.node_names))
-    slots = sum(a.slots for a in ar.allocations)
-    whole = all(a.slots >= cpus.get(a.node, 0) for a in ar.allocations)
+    slots: dict[str, int] = {}
+    for allocation in ar.allocations:
+        node = _checked(allocation.node, "node")
+        slots[node] = slots.get(node, 0) + allocation.slots
+    nodes = tuple(sorted(slots))
+    whole = all(count >= cpus.get(node, 0) for node, count in slots.items())
     return Wanted(name(ar.id), ar.start, ar.end, nodes, users(ar),
-                  0 if whole else slots, partition)
+                  () if whole else tuple(slots[node] for node in nodes), partition)
