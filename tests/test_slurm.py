@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import datetime
 import json
-import time
 from pathlib import Path
 
 import pytest
@@ -20,8 +19,8 @@ from overlay_slurm.backend import SlurmBackend
 from overlay_slurm.ledger import Ledger
 from overlay_slurm.slurm import Slurm
 from sge_cluster import reservation
-from slurm_testbed import clean, job, reservation as shown, reservation_names, require, sbatch, sh
-from slurm_testbed import wait_for
+from slurm_testbed import clean, job, require, reservation_names, sbatch, sh, wait_for
+from slurm_testbed import reservation as shown
 
 PREFIX = "R9"
 """The ARs here are 9xx: clean() removes their reservations."""
@@ -157,7 +156,8 @@ def test_a_crash_between_any_two_commands_converges(tmp_path):
     k = 0
     while True:
         foreign = sbatch("plusu2", "-w", "snode1", "-t", "10", "--wrap", "sleep 600")
-        wait_for(lambda: job(foreign)["JobState"] == "RUNNING", what="the foreign job to run")
+        wait_for(lambda job_id=foreign: job(job_id)["JobState"] == "RUNNING",
+                 what="the foreign job to run")
         state_dir = tmp_path / str(k)
         state_dir.mkdir()
         crashing = backend(state_dir, runner=CrashingRunner(env, k))
@@ -186,7 +186,7 @@ def test_a_crash_between_any_two_commands_converges(tmp_path):
         recovered.teardown(ar)
         recovered.reconcile([])
         assert "R910" not in reservation_names(), f"crash after {k} commands in {crashed_in}"
-        wait_for(lambda: job(foreign)["JobState"] == "RUNNING",
+        wait_for(lambda job_id=foreign: job(job_id)["JobState"] == "RUNNING",
                  what=f"the foreign job released after a crash after {k} commands")
         sh("scancel", foreign, check=True)
         k += 1

@@ -9,8 +9,7 @@ import time
 import pytest
 
 from daemon_harness import Daemon
-from slurm_testbed import clean, job, require, reservation, reservation_names, sbatch, sh
-from slurm_testbed import wait_for
+from slurm_testbed import clean, job, require, reservation, reservation_names, sbatch, sh, wait_for
 
 SETTINGS = """\
 backend: slurm
