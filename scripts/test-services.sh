@@ -82,4 +82,7 @@ bash "$repo/scripts/test-oidc.sh"
 # --- a real Prometheus on 127.0.0.1:9391 scraping the test daemons' /metrics
 bash "$repo/scripts/test-prometheus.sh"
 
+# --- a real Slurm (slurmctld, slurmd for snode1..snode4) for the Slurm backend
+bash "$repo/scripts/test-slurm.sh"
+
 echo "$port" >&3

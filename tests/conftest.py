@@ -47,15 +47,19 @@ _plugins_from_source()
 
 # Test files that use a service of which the machine has one and that they
 # change: the Grid Engine qmaster and its hosts, and the test sshd (which
-# test_remote restarts). Run in parallel (scripts/test.sh: pytest-xdist),
-# these go to one worker, one after the other; every other file goes whole
-# to a worker, so its module fixtures (a daemon, a cluster) are made once.
+# test_remote restarts); and, apart, the Slurm cluster
+# (scripts/test-slurm.sh). Run in parallel (scripts/test.sh: pytest-xdist),
+# each group goes to one worker, its files one after the other, and the two
+# groups may run beside each other; every other file goes whole to a worker,
+# so its module fixtures (a daemon, a cluster) are made once.
 ONE_AT_A_TIME = "grid-engine-and-sshd"
 SHARED_SERVICE_FILES = {
     "test_sge.py", "test_sge_e2e.py", "test_slow_batch_system.py", "test_qrsub_differential.py",
     "test_torque.py", "test_remote.py", "test_native_daemon.py", "test_native_execution.py",
     "test_native_cluster.py",
 }
+SLURM_CLUSTER = "slurm-cluster"
+SLURM_FILES = {"test_slurm_env.py", "test_slurm.py", "test_slurm_e2e.py"}
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -72,14 +76,18 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log):
     """pytest-xdist's scheduler by scope (a scope goes whole to one worker),
-    each test file a scope and the files of SHARED_SERVICE_FILES one scope
-    together (the biggest, so it starts first)."""
+    each test file a scope, the files of SHARED_SERVICE_FILES one scope
+    together (the biggest, so it starts first) and those of SLURM_FILES
+    another."""
     from xdist.scheduler import LoadScopeScheduling
 
     class SharedServicesTogether(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             file = nodeid.split("::", 1)[0]
-            return ONE_AT_A_TIME if Path(file).name in SHARED_SERVICE_FILES else file
+            name = Path(file).name
+            if name in SHARED_SERVICE_FILES:
+                return ONE_AT_A_TIME
+            return SLURM_CLUSTER if name in SLURM_FILES else file
 
     return SharedServicesTogether(config, log)
 
