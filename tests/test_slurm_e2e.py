@@ -35,7 +35,8 @@ def test_an_ar_window_on_slurm_from_grant_to_end(daemon):
     foreign = sbatch("plusu2", "-w", "snode1", "-t", "10", "--wrap", "sleep 600")
     wait_for(lambda: state(foreign) == "RUNNING", what="the foreign job to run")
 
-    view = daemon.reserve("plusu1", "-s", "now+30s", "-D", "90s", "-n", "1")
+    # the window outlasts Slurm's 120 s between a requeue and the job's next start
+    view = daemon.reserve("plusu1", "-s", "now+20s", "-D", "110s", "-n", "1")
     ar_id, name = view["id"], f"R{view['id']}"
     node = view["allocations"][0]["node"]
     if node != "snode1":
@@ -58,7 +59,7 @@ def test_an_ar_window_on_slurm_from_grant_to_end(daemon):
     assert time.time() >= view["start"]
     assert job(ar_job)["NodeList"] == node
     wait_for(lambda: state(foreign) == "PENDING", 10, "the foreign job requeued")
-    assert job(foreign)["Reason"] == "JobHeldAdmin"
+    assert job(foreign)["Reason"] == "job_requeued_in_held_state"
     normal = sbatch("plusu1", "-w", node, "-t", "1", "--wrap", "sleep 300")
     time.sleep(3)
     assert state(normal) == "PENDING"                            # the owner's normal job stays out
@@ -67,7 +68,7 @@ def test_an_ar_window_on_slurm_from_grant_to_end(daemon):
     wait_for(lambda: name not in reservation_names(), view["end"] + 20 - time.time(),
              "the reservation gone at the end")
     assert state(ar_job) in ("CANCELLED", "COMPLETING", "TIMEOUT")
-    wait_for(lambda: state(foreign) == "RUNNING", 30, "the requeued job to run again")
+    wait_for(lambda: state(foreign) == "RUNNING", 40, "the requeued job to run again")
     assert daemon.status("-ne", "1")[0]["state"] == "x"
 
 

@@ -39,7 +39,7 @@ from overlay.api.plugin import (
 )
 from overlay_slurm import reservations, settings
 from overlay_slurm.ledger import FOREIGN, SHUT, Ledger
-from overlay_slurm.slurm import Slurm, SlurmError
+from overlay_slurm.slurm import ReservationInUse, Slurm, SlurmError
 from overlay_slurm.status import SlurmJob
 
 log = logging.getLogger("plus.slurm")
@@ -212,6 +212,10 @@ class SlurmBackend(QueueBackend):
             self._release(self.ledger.held(ar.id, SHUT))
 
     def _release(self, jobs: list[str]) -> None:
+        """Jobs this overlay held, released. One it requeued may run again
+        120 s after its requeue at the earliest (Slurm's own delay, which
+        keeps a job from starting again on a node still ending it: lifted
+        at once, slurmd refused the launch, "Job already killed")."""
         if jobs:
             self.slurm.release(jobs)
             self.ledger.note_released(jobs)
@@ -220,17 +224,35 @@ class SlurmBackend(QueueBackend):
     # -- window closed, cancel, forget --------------------------------------------------------
 
     def _end(self, ar_id: int) -> None:
-        """The AR's jobs cancelled, its nodes given back (the reservation
-        deleted), the jobs held for it released."""
+        """The AR's jobs cancelled (also those Slurm held when it ended the
+        reservation itself: RESV_DEL_HOLD), its nodes given back (the
+        reservation deleted once no job names it), the jobs held for it
+        released."""
         name = reservations.name(ar_id)
-        mine = [job.id for job in self.jobs_now(fresh=True) if job.reservation == name]
+        orphaned = f"Reservation_{name}_was_deleted"
+        mine = [job.id for job in self.jobs_now(fresh=True)
+                if job.reservation == name or job.reason == orphaned]
         if mine:
             log.info("cancelling job(s) %s of AR %d", ", ".join(mine), ar_id)
             self.slurm.cancel(mine)
         self.ledger.set_active(ar_id, None)
-        self.slurm.delete_reservation(name)
+        self._delete_when_unused(name)
         self._release(self.ledger.held(ar_id))
         self._changed()
+
+    def _delete_when_unused(self, name: str) -> None:
+        """Slurm deletes no reservation a job still names: cancelled jobs
+        take KillWait to go. Waits that long at most (bounded by
+        ``timeout``), then leaves it to the next pass."""
+        deadline = time.monotonic() + self.settings.timeout
+        while True:
+            try:
+                self.slurm.delete_reservation(name)
+                return
+            except ReservationInUse:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
 
     def remove(self, ar_id: int) -> None:
         self._end(ar_id)

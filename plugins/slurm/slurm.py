@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import time
-from typing import Iterable, Mapping
+from typing import Callable, Iterable, Mapping
 
 from overlay.api.plugin import CommandError, Result, Runner
 from overlay_slurm import status
@@ -23,8 +23,10 @@ _UNREACHABLE = re.compile(r"Unable to contact slurm controller|Socket timed out 
                           re.IGNORECASE)
 _NO_RESERVATION = re.compile(r"Reservation \S+ not found|Requested reservation is invalid"
                              r"|Invalid reservation name", re.IGNORECASE)
-_GONE_JOB = re.compile(r"Invalid job id specified|Job/step already completing or completed"
-                       r"|Job has already finished", re.IGNORECASE)
+_ALREADY = re.compile(r"Invalid job id specified|Job/step already completing or completed"
+                      r"|Job has already finished|Job is pending execution", re.IGNORECASE)
+"""A job gone, or (requeuehold) already back in the queue: what was asked is so."""
+_IN_USE = re.compile(r"Requested reservation is in use", re.IGNORECASE)
 _SUBMITTED = re.compile(r"^(\d+)(?:;\S+)?$")
 MAX_JOBS_PER_COMMAND = 500
 """Job ids per scontrol or scancel command line."""
@@ -32,6 +34,10 @@ MAX_JOBS_PER_COMMAND = 500
 
 class SlurmError(Exception):
     """A Slurm command failed; the text has the command and its answer."""
+
+
+class ReservationInUse(SlurmError):
+    """Slurm deletes no reservation a job still names, running or pending."""
 
 
 def utc(seconds: int) -> str:
@@ -106,38 +112,38 @@ class Slurm:
                       *(f"{k}={v}" for k, v in fields.items())])
 
     def delete_reservation(self, name: str) -> None:
-        """Gone already is done."""
+        """Gone already is done; ReservationInUse while a job names it."""
         result = self.run(["scontrol", "delete", f"ReservationName={name}"])
         if result.status != 0 and not _NO_RESERVATION.search(result.text):
-            raise SlurmError(f"scontrol delete ReservationName={name} failed: "
-                             f"{result.text.strip()}")
+            error = ReservationInUse if _IN_USE.search(result.text) else SlurmError
+            raise error(f"scontrol delete ReservationName={name} failed: {result.text.strip()}")
 
     # -- jobs ----------------------------------------------------------------------------
 
-    def _each(self, argv: list[str], ids: Iterable[str]) -> None:
-        """``argv`` with the job ids, in chunks; a job gone is left gone."""
+    def _each(self, ids: Iterable[str], command: Callable[[list[str]], list[str]]) -> None:
+        """``command(chunk)`` for the job ids, in chunks; a job gone, or
+        already as asked, is left so."""
         for chunk in _chunks(ids):
-            result = self.run([*argv, ",".join(chunk)] if argv[0] == "scontrol"
-                              else [*argv, *chunk])
+            argv = command(chunk)
+            result = self.run(argv)
             if result.status != 0:
                 left = [line for line in result.text.splitlines()
-                        if line.strip() and not _GONE_JOB.search(line)]
+                        if line.strip() and not _ALREADY.search(line)]
                 if left:
-                    raise SlurmError(f"{' '.join(argv)} {','.join(chunk)} failed: "
-                                     f"{'; '.join(left)}")
+                    raise SlurmError(f"{' '.join(argv)} failed: {'; '.join(left)}")
 
     def requeue_held(self, ids: Iterable[str]) -> None:
         """Back to pending, held until released (scontrol requeuehold)."""
-        self._each(["scontrol", "requeuehold"], ids)
+        self._each(ids, lambda chunk: ["scontrol", "requeuehold", ",".join(chunk)])
 
     def release(self, ids: Iterable[str]) -> None:
-        self._each(["scontrol", "release"], ids)
+        self._each(ids, lambda chunk: ["scontrol", "release", ",".join(chunk)])
 
     def hold(self, ids: Iterable[str]) -> None:
-        self._each(["scontrol", "hold"], ids)
+        self._each(ids, lambda chunk: ["scontrol", "hold", ",".join(chunk)])
 
     def cancel(self, ids: Iterable[str]) -> None:
-        self._each(["scancel"], ids)
+        self._each(ids, lambda chunk: ["scancel", *chunk])
 
     def submit(self, options: list[str], script: str, user: str) -> str:
         """sbatch as ``user``, the script on standard input: the job id."""
