@@ -128,3 +128,11 @@ def test_a_reservation_deleted_by_hand_is_made_again(daemon):
     wait_for(lambda: name in reservation_names(), 30, "the reservation")
     sh("scontrol", "delete", f"ReservationName={name}", check=True)
     wait_for(lambda: name in reservation_names(), 60, "the next pass to make it again")
+
+
+def test_a_slot_ar_is_its_slots_as_cores_on_each_node(daemon):
+    view = daemon.reserve("plusu1", "-s", "now+1h", "-D", "1h", "-n", "2", "-sn", "3")
+    name = f"R{view['id']}"
+    wait_for(lambda: name in reservation_names(), 30, "the reservation")
+    made = reservation(name)
+    assert made["CoreCnt"] == "6" and made["TRES"] == "cpu=6"
