@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,7 @@ from sge_cluster import reservation
 from slurm_testbed import clean, job, require, reservation_names, sbatch, sh, wait_for
 from slurm_testbed import reservation as shown
 
-PREFIX = "R9"
+PREFIX = r"R9\d\d$"
 """The ARs here are 9xx: clean() removes their reservations."""
 
 
@@ -146,7 +147,7 @@ def test_cancel_gives_the_nodes_back_and_reconcile_forgets_what_the_store_forgot
     slurm.release(cancelled)
     assert "R908" not in reservation_names()
     backend(tmp_path).reconcile([kept, cancelled])               # a restart after 909 was destroyed
-    assert {"R907"} == {n for n in reservation_names() if n.startswith(PREFIX)}
+    assert {"R907"} == {n for n in reservation_names() if re.match(PREFIX, n)}
 
 
 def test_a_crash_between_any_two_commands_converges(tmp_path):
@@ -193,3 +194,18 @@ def test_a_crash_between_any_two_commands_converges(tmp_path):
         sh("scancel", foreign, check=True)
         k += 1
     assert k > 5                                                  # the cycle has many commands
+
+
+def test_a_claims_job_is_submitted_into_the_reservation_as_its_owner(tmp_path):
+    slurm = backend(tmp_path)
+    ar = reservation(911, ("snode2",), state=State.RUNNING, start_in=-2, slots=4)
+    slurm.prepare(ar)
+    answer = slurm.submit_claimed(ar, {"script": "#!/bin/sh\nsleep 300\n", "name": "claimed",
+                                       "stdout": "/dev/null"})
+    shown_job = job(answer["id"])
+    assert shown_job["UserId"].startswith("plusu1(") and shown_job["Reservation"] == "R911"
+    assert shown_job["JobName"] == "claimed"
+    wait_for(lambda: job(answer["id"])["JobState"] == "RUNNING", what="the claimed job to run")
+    with pytest.raises(Exception, match="field 'queue' is not taken by Slurm"):
+        slurm.submit_claimed(ar, {"script": "true", "queue": "debug"})
+

@@ -11,6 +11,8 @@ import pytest
 from daemon_harness import Daemon
 from slurm_testbed import clean, job, require, reservation, reservation_names, sbatch, sh, wait_for
 
+ARS = r"R\d{1,3}$"
+"""The reservations of a test daemon's ARs (a fresh store: ids from 1)."""
 SETTINGS = """\
 backend: slurm
 slurm: {conflict: %s}
@@ -20,11 +22,11 @@ slurm: {conflict: %s}
 @pytest.fixture
 def daemon(request):
     require()
-    clean("R")
+    clean(ARS)
     d = Daemon(SETTINGS % getattr(request, "param", "requeue")).start()
     yield d
     d.cleanup()
-    clean("R")
+    clean(ARS)
 
 
 def state(job_id: str) -> str:
