@@ -53,6 +53,7 @@ class SlurmBackend(QueueBackend):
     controller's host over SSH, as root or SlurmUser."""
 
     name = "slurm"
+    delete_command = "scancel"
 
     def __init__(self, slurm: Slurm, ledger: Ledger, config: settings.Settings) -> None:
         super().__init__(ledger)
