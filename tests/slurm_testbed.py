@@ -94,14 +94,15 @@ def all_idle() -> bool:
 
 def clean(prefix: str = "") -> None:
     """No job of the test users, no reservation whose name starts with
-    ``prefix`` (every one when empty), no node down or drained."""
+    ``prefix`` (a regular expression matched at the start; every one when
+    empty), no node down or drained."""
     for user in TEST_USERS:
         sh("scancel", "-u", user)
     # a reservation that a job still names (even one ending) is "in use"
     wait_for(lambda: not sh("squeue", "-h", "-u", ",".join(TEST_USERS), check=True).stdout,
              what="the test users' jobs gone")
     for name in reservation_names():
-        if name.startswith(prefix):
+        if re.match(prefix, name):
             sh("scontrol", "delete", f"ReservationName={name}")
     for name, (state, flags, _) in nodes().items():
         if state == "down" or "DRAIN" in flags:

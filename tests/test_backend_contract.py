@@ -29,6 +29,10 @@ from overlay_sge import settings as sge_settings
 from overlay_sge.backend import SgeBackend
 from overlay_sge.gridengine import GridEngine
 from overlay_sge.ledger import Ledger as SgeLedger
+from overlay_slurm import settings as slurm_settings
+from overlay_slurm.backend import SlurmBackend
+from overlay_slurm.ledger import Ledger as SlurmLedger
+from overlay_slurm.slurm import Slurm
 from overlay_torque import settings as torque_settings
 from overlay_torque.backend import TorqueBackend
 from overlay_torque.ledger import Ledger as TorqueLedger
@@ -81,7 +85,9 @@ def _queue_backends(tmp_path, runner: Runner) -> list[Backend]:
     return [SgeBackend(GridEngine(runner), SgeLedger(str(tmp_path / "sge.json")),
                        sge_settings.load({"conflict": "avoid"}), 60),
             TorqueBackend(Torque(runner), TorqueLedger(str(tmp_path / "torque.json")),
-                          torque_settings.load({"conflict": "avoid"}), 60)]
+                          torque_settings.load({"conflict": "avoid"}), 60),
+            SlurmBackend(Slurm(runner), SlurmLedger(str(tmp_path / "slurm.json")),
+                         slurm_settings.load({"conflict": "avoid"}))]
 
 
 NOW = int(time.time())
@@ -129,7 +135,8 @@ def test_the_queue_backends_answer_the_use_cases_from_the_inventory(tmp_path):
         assert [(job.id, job.owner, job.state, job.ar) for job in listed] == [
             ("7", "bob", "r", None), ("8", "bob", "r", None), ("9", "carol", "r", 4)]
         with pytest.raises(Unsupported, match=f"the {backend.name} backend does not delete "
-                                              "jobs.*with the batch system's own qdel"):
+                                              f"jobs.*with the batch system's own "
+                                              f"{backend.delete_command}"):
             backend.delete_job("7", "bob", (), False)
         assert runner.commands == []
 

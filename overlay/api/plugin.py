@@ -8,7 +8,7 @@ from overlay.contract.policy import PolicyContext
 from overlay.contract.settings import FLAG, Check, choice, read_section
 from overlay.daemon.config import read_yaml
 from overlay.kit import queuekit
-from overlay.kit.queuekit import OPEN_STATES, QueueBackend, busy_hosts
+from overlay.kit.queuekit import OPEN_STATES, QueueBackend, busy_hosts, kept_shut
 from overlay.kit.remote import (
                             USER_PATTERN,
                             CommandError,
@@ -90,7 +90,8 @@ __all__ = [
     "wildcard_match", "Allocation", "InvalidRequest", "NoCapacity", "Node", "Request",
     "Reservation", "ReservationError", "State", "DEFAULT_JOB_ORDER", "ORDER_SETTINGS", "JobOrder",
     "OrderError", "order_jobs", "read_orders", "sort_nodes", "INFINITY", "Planner",
-    "PolicyContext", "OPEN_STATES", "QueueBackend", "busy_hosts", "USER_PATTERN", "CommandError",
+    "PolicyContext", "OPEN_STATES", "QueueBackend", "busy_hosts", "kept_shut", "USER_PATTERN",
+    "CommandError",
     "LocalRunner", "Result", "Runner", "SshSettings", "parse_ssh", "runner_from_options",
     "DEFAULT_ACCOUNT", "MAX_SLOTS", "RequestError", "format_pe_range", "parse_memory_mb",
     "valid_name", "save_state", "StoreError", "StoreUnavailable", "create_tables", "database_errors", "make_engine", "next_id",

@@ -171,6 +171,8 @@ class Backend(ABC):
     """Enforces AR windows on one batch system."""
 
     name = "abstract"
+    #: The batch system's own command that deletes a job, as refusals name it.
+    delete_command = "qdel"
     #: Whether every reconcile pass must see every AR (``health``, each AR's
     #: state applied again, ``reconcile``): a backend that watches a batch
     #: system for changes made behind its back (a queue deleted by hand).
@@ -336,7 +338,8 @@ class Backend(ABC):
         the batch system's own command."""
         raise Unsupported(f"the {self.name} backend does not delete jobs for the overlay's "
                           f"clients: it sees jobs only as the leader's last look listed them, "
-                          f"and a job is deleted by its owner with the batch system's own qdel")
+                          f"and a job is deleted by its owner with the batch system's own "
+                          f"{self.delete_command}")
 
     @called(NONE, SERVICE, idempotent=True, raises=FAILS_COMMAND, optional=True)
     def submit_hint(self, reservation: Reservation) -> str | None:

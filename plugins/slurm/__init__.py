@@ -1,0 +1,1 @@
+"""The Slurm backend: each AR is a Slurm reservation R<id> (overlay_slurm.backend)."""

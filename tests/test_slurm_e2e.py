@@ -1,0 +1,140 @@
+"""End to end on the real Slurm: plus_scheduler with the slurm backend,
+the commands run as real users, jobs really running on snode1..snode4."""
+
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+
+from daemon_harness import Daemon
+from slurm_testbed import clean, job, require, reservation, reservation_names, sbatch, sh, wait_for
+
+ARS = r"R\d{1,3}$"
+"""The reservations of a test daemon's ARs (a fresh store: ids from 1)."""
+SETTINGS = """\
+backend: slurm
+slurm: {conflict: %s}
+"""
+
+
+@pytest.fixture
+def daemon(request):
+    require()
+    clean(ARS)
+    d = Daemon(SETTINGS % getattr(request, "param", "requeue")).start()
+    yield d
+    d.cleanup()
+    clean(ARS)
+
+
+def state(job_id: str) -> str:
+    return job(job_id)["JobState"]
+
+
+def test_an_ar_window_on_slurm_from_grant_to_end(daemon):
+    foreign = sbatch("plusu2", "-w", "snode1", "-t", "10", "--wrap", "sleep 600")
+    wait_for(lambda: state(foreign) == "RUNNING", what="the foreign job to run")
+
+    # the window outlasts Slurm's 120 s between a requeue and the job's next start
+    view = daemon.reserve("plusu1", "-s", "now+20s", "-D", "110s", "-n", "1")
+    ar_id, name = view["id"], f"R{view['id']}"
+    node = view["allocations"][0]["node"]
+    if node != "snode1":
+        sh("scancel", foreign)
+        foreign = sbatch("plusu2", "-w", node, "-t", "10", "--wrap", "sleep 600")
+        wait_for(lambda: state(foreign) == "RUNNING", what="the foreign job to run")
+    wait_for(lambda: name in reservation_names(), 30, "the enforcer to make the reservation")
+    made = reservation(name)
+    assert made["Nodes"] == node and made["Users"] == "plusu1"
+    detail = daemon.ok("plusu1", "plus_status", "-r", str(ar_id))
+    assert re.search(rf"submit: +sbatch --reservation={name} job\.sh", detail)
+
+    ar_job = sbatch("plusu1", f"--reservation={name}", "-t", "1", "--wrap", "sleep 300")
+    stranger = sh("sbatch", f"--reservation={name}", "-t", "1", "--wrap", "true", user="plusu3")
+    assert stranger.returncode != 0 and "Access denied" in stranger.stderr
+    assert state(ar_job) == "PENDING"                            # nobody runs before the start
+
+    wait_for(lambda: state(ar_job) == "RUNNING", view["start"] + 20 - time.time(),
+             "the AR's job to run at the start")
+    assert time.time() >= view["start"]
+    assert job(ar_job)["NodeList"] == node
+    wait_for(lambda: state(foreign) == "PENDING", 10, "the foreign job requeued")
+    assert job(foreign)["Reason"] == "job_requeued_in_held_state"
+    normal = sbatch("plusu1", "-w", node, "-t", "1", "--wrap", "sleep 300")
+    time.sleep(3)
+    assert state(normal) == "PENDING"                            # the owner's normal job stays out
+    assert daemon.status("-r", str(ar_id))[0]["state"] == "r"
+
+    wait_for(lambda: name not in reservation_names(), view["end"] + 20 - time.time(),
+             "the reservation gone at the end")
+    assert state(ar_job) in ("CANCELLED", "COMPLETING", "TIMEOUT")
+    wait_for(lambda: state(foreign) == "RUNNING", 40, "the requeued job to run again")
+    assert daemon.status("-ne", "1")[0]["state"] == "x"
+
+
+def test_a_daemon_killed_during_the_window_converges_after_a_restart(daemon):
+    view = daemon.reserve("plusu1", "-s", "now+3s", "-D", "12s", "-n", "2")
+    name = f"R{view['id']}"
+    wait_for(lambda: reservation(name) is not None and reservation(name)["State"] == "ACTIVE",
+             20, "the window to open")
+    daemon.kill9()
+    wait_for(lambda: time.time() > view["end"] + 1, 30, "the end to pass")
+    daemon.start()
+    wait_for(lambda: name not in reservation_names(), 20, "the restarted daemon to tear down")
+    assert daemon.status("-ne", "1")[0]["state"] == "x"
+
+
+@pytest.mark.parametrize("daemon", ["avoid"], indirect=True)
+def test_avoid_refuses_nodes_whose_jobs_would_outlast_the_start(daemon):
+    endless = sbatch("plusu2", "-w", "snode1", "-t", "UNLIMITED", "--wrap", "sleep 600")
+    wait_for(lambda: state(endless) == "RUNNING", what="the job to run")
+    wait_for(lambda: " 1 running job(s) " in daemon.ok("plusu1", "plus_query", "plusu1", "30m",
+                                                       "nodes=1"), 60, "a pass to observe the job")
+    result = daemon.run("plusu1", "plus_reserve", "-s", "now+1h", "-D", "1h", "-n", "4")
+    assert result.returncode == 1
+    assert f"node busy: job {endless} of plusu2 has no time limit" in result.stderr
+    view = daemon.reserve("plusu1", "-s", "now+1h", "-D", "1h", "-n", "3")
+    assert "snode1" not in [a["node"] for a in view["allocations"]]
+
+
+def test_modify_cancel_and_destroy(daemon):
+    view = daemon.reserve("plusu1", "-s", "now+1h", "-D", "1h", "-n", "1")
+    name = f"R{view['id']}"
+    wait_for(lambda: name in reservation_names(), 30, "the enforcer to make the reservation")
+    daemon.ok("plusu1", "plus_modify", "-r", str(view["id"]), "-e", "now+3h")
+    wait_for(lambda: reservation(name)["Duration"] == "02:00:00", 30,
+             "the reservation to follow the modify")
+    daemon.ok("plusu1", "plus_cancel", "-r", str(view["id"]))
+    wait_for(lambda: name not in reservation_names(), 30, "the enforcer to give the nodes back")
+    daemon.ok("plusu1", "plus_destroy", "-r", str(view["id"]))
+    assert daemon.status("-ne", "1") == [] or daemon.status("-ne", "1")[0]["state"] != "r"
+
+
+def test_a_node_down_puts_the_ar_in_w_and_back(daemon):
+    view = daemon.reserve("plusu1", "-s", "now+1h", "-D", "1h", "-n", "1")
+    node = view["allocations"][0]["node"]
+    wait_for(lambda: f"R{view['id']}" in reservation_names(), 30, "the reservation")
+    sh("scontrol", "update", f"NodeName={node}", "State=DOWN", "Reason=plus e2e", check=True)
+    wait_for(lambda: daemon.status("-r", str(view["id"]))[0]["state"] == "W", 60,
+             "the AR to go W")
+    sh("scontrol", "update", f"NodeName={node}", "State=RESUME", check=True)
+    wait_for(lambda: daemon.status("-r", str(view["id"]))[0]["state"] == "w", 60,
+             "the AR to come back")
+
+
+def test_a_reservation_deleted_by_hand_is_made_again(daemon):
+    view = daemon.reserve("plusu1", "-s", "now+1h", "-D", "1h", "-n", "1")
+    name = f"R{view['id']}"
+    wait_for(lambda: name in reservation_names(), 30, "the reservation")
+    sh("scontrol", "delete", f"ReservationName={name}", check=True)
+    wait_for(lambda: name in reservation_names(), 60, "the next pass to make it again")
+
+
+def test_a_slot_ar_is_its_slots_as_cores_on_each_node(daemon):
+    view = daemon.reserve("plusu1", "-s", "now+1h", "-D", "1h", "-n", "2", "-sn", "3")
+    name = f"R{view['id']}"
+    wait_for(lambda: name in reservation_names(), 30, "the reservation")
+    made = reservation(name)
+    assert made["CoreCnt"] == "6" and made["TRES"] == "cpu=6"
