@@ -71,7 +71,7 @@ def put_job_events(connection: Connection, url: str,
     hold_write_lock(connection, url)
     wanted = sorted({t.ar_id for t in transitions})
     ars = {row.id: {"owner": row.owner, "acl": row.acl,
-                    "name": json.loads(row.request).get("name") or None}
+                    "name": json.loads(row.request).get("name", "")}
            for row in connection.execute(select(_ARS.id, _ARS.owner, _ARS.acl, _ARS.request)
                                          .where(_ARS.id.in_(wanted)))}
     put_events(connection, [job_event(JOB_ENDED if t.ended else JOB_STARTED, t.time,
