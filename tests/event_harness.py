@@ -4,17 +4,22 @@ registered for a receiver, and a wait for a condition."""
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import json
 import threading
 import time
+from typing import Iterator
 
 import httpx
 
-from http_harness import auth
+from http_harness import auth, token
 from overlay.events import signing
+from overlay.events.catalog import JOB_ENDED, JOB_STARTED
 
 WAIT = 90
+API_SETTINGS = "http: {{address: '127.0.0.1:{port}'}}\nwebhook_networks: [127.0.0.0/8]\n"
+"""A daemon's HTTP API on ``port``, its webhooks allowed to loopback receivers."""
 
 
 class Receiver:
@@ -118,3 +123,49 @@ def register_hook(url: str, bearer: str, receiver: Receiver, **extra) -> dict:
     assert made.status_code == 201, made.text
     assert made.headers["Location"].endswith("/v1/webhooks/" + made.json()["id"])
     return made.json()
+
+
+def job_events(events: list[dict]) -> list[tuple[str, str]]:
+    """(type, job id) of the job events among ``events``, in order."""
+    return [(e["type"], e["job"]["id"]) for e in events if e["type"].startswith("job.")]
+
+
+def complete(seen: list[tuple[str, str]], jobs: tuple[str, ...]) -> bool:
+    """Whether ``seen`` holds each job's start and end once, the start first."""
+    return sorted(seen) == sorted((kind, job) for job in jobs for kind in (JOB_STARTED, JOB_ENDED)) \
+        and all(seen.index((JOB_STARTED, job)) < seen.index((JOB_ENDED, job)) for job in jobs)
+
+
+@contextlib.contextmanager
+def watching(daemon, url: str) -> Iterator[tuple[dict[str, Stream], Receiver]]:
+    """The streams of plusu1 (an AR's owner), plusu2 (named in its access
+    list) and plusu3 (not named), connected, and plusu1's webhook's receiver."""
+    receiver = Receiver()
+    register_hook(url, token(daemon, "plusu1"), receiver)
+    streams = {user: Stream(url, token(daemon, user)) for user in ("plusu1", "plusu2", "plusu3")}
+    try:
+        until(lambda: all(s.connects for s in streams.values()), "the streams")
+        yield streams, receiver
+    finally:
+        for stream in streams.values():
+            stream.close()
+        receiver.close()
+
+
+def seen_gone_once(streams: dict[str, Stream], receiver: Receiver, jobs: tuple[str, ...],
+                   member_job: str, node: str, ran: int) -> None:
+    """Each of ``jobs`` (of a Grid Engine or TORQUE AR of plusu1's naming
+    plusu2) was seen started and ended once by id by plusu1, plusu2 and the
+    webhook, none by plusu3; ``member_job``, plusu2's, ran ``ran`` seconds
+    or more on ``node`` and left the running jobs (its exit status unknown)."""
+    for user in ("plusu1", "plusu2"):
+        until(lambda user=user: complete(job_events(streams[user].events), jobs),
+              f"{user}'s stream")
+    until(lambda: complete(job_events(receiver.taken()), jobs), "the webhook")
+    assert job_events(streams["plusu1"].events) == job_events(receiver.taken())
+    assert streams["plusu3"].events == []
+    ended = {e["job"]["id"]: e for e in streams["plusu2"].events if e["type"] == JOB_ENDED}
+    job = ended[member_job]["job"]
+    assert (job["owner"], ended[member_job]["reservation"]["owner"]) == ("plusu2", "plusu1")
+    assert job["nodes"] == [node] and (job["how"], job["exit_status"]) == ("gone", None)
+    assert job["end"] - job["start"] >= ran

@@ -15,7 +15,7 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from daemon_harness import Daemon, job_daemon
-from event_harness import Receiver, Stream, register_hook, until
+from event_harness import API_SETTINGS, Stream, complete, job_events, until, watching
 from http_harness import answering, free_port, token
 from overlay.events.catalog import GRANTED, JOB_ENDED, JOB_STARTED
 
@@ -24,7 +24,6 @@ nodes:
   - {name: local1, slots: 2, ncpus: 2, exec: local}
 scheduler: {schedule_interval: 1}
 """
-SETTINGS = "http: {{address: '127.0.0.1:{port}'}}\nwebhook_networks: [127.0.0.0/8]\n"
 
 
 def submit(daemon: Daemon, work: Path, user: str, *args: str) -> str:
@@ -32,17 +31,6 @@ def submit(daemon: Daemon, work: Path, user: str, *args: str) -> str:
     match = re.match(r'Your job (\d+) \(".*"\) has been submitted', output)
     assert match, output
     return match.group(1)
-
-
-def job_events(events: list[dict]) -> list[tuple[str, str]]:
-    """(type, job id) of the job events among ``events``, in order."""
-    return [(e["type"], e["job"]["id"]) for e in events if e["type"].startswith("job.")]
-
-
-def complete(seen: list[tuple[str, str]], jobs: tuple[str, ...]) -> bool:
-    """Whether ``seen`` holds each job's start and end once, the start first."""
-    return sorted(seen) == sorted((kind, job) for job in jobs for kind in (JOB_STARTED, JOB_ENDED)) \
-        and all(seen.index((JOB_STARTED, job)) < seen.index((JOB_ENDED, job)) for job in jobs)
 
 
 def stored_job_events(url: str) -> list[tuple[str, str]]:
@@ -61,28 +49,21 @@ def stored_job_events(url: str) -> list[tuple[str, str]]:
 def jobs_api(store_url, work):
     work.chmod(0o777)                   # plusu2's job writes its output there too
     port = free_port()
-    settings = SETTINGS.format(port=port) + f"store: {store_url}\n"
+    settings = API_SETTINGS.format(port=port) + f"store: {store_url}\n"
     with job_daemon(CLUSTER, settings=settings) as daemon:
         yield daemon, answering(daemon, port), port, store_url
 
 
 def test_an_ars_jobs_start_and_end_once_by_id_across_a_restart(jobs_api, work):
     daemon, url, port, store_url = jobs_api
-    owner, member, outsider = (token(daemon, user) for user in ("plusu1", "plusu2", "plusu3"))
-    receiver = Receiver()
-    register_hook(url, owner, receiver)
-    streams = {who: Stream(url, bearer) for who, bearer in
-               (("plusu1", owner), ("plusu2", member), ("plusu3", outsider))}
-    try:
-        until(lambda: all(s.connects for s in streams.values()), "the streams")
+    with watching(daemon, url) as (streams, receiver):
         ar = daemon.reserve("plusu1", "-s", "now+3s", "-D", "0:5:0", "-n", "1", "-U", "plusu2")
         quick = submit(daemon, work, "plusu1", "-ar", str(ar["id"]), "true")
         longer = submit(daemon, work, "plusu2", "-ar", str(ar["id"]), "sleep", "8")
         until(lambda: (JOB_ENDED, quick) in job_events(streams["plusu1"].events)
               and (JOB_STARTED, longer) in job_events(streams["plusu1"].events),
               "the quick job's end and the longer one's start")
-        assert (JOB_ENDED, longer) not in job_events(streams["plusu1"].events), \
-            streams["plusu1"].events
+        assert (JOB_ENDED, longer) not in job_events(streams["plusu1"].events)
         daemon.stop()                                 # the restart while the longer one runs
         daemon.start()
         answering(daemon, port)
@@ -110,10 +91,6 @@ def test_an_ars_jobs_start_and_end_once_by_id_across_a_restart(jobs_api, work):
         assert set(started["job"]) == {"id", "owner", "nodes", "start"}
         assert started["time"] == started["job"]["start"]
         assert [e["type"] for e in receiver.taken()][0] == GRANTED
-    finally:
-        for stream in streams.values():
-            stream.close()
-        receiver.close()
 
 
 def test_a_deleted_job_ends_saying_so_and_a_job_outside_ars_has_no_event(jobs_api, work):
