@@ -1,23 +1,32 @@
-"""Job events on the native backend: jobs of an AR, a one-second one and
+"""Job events. On the native backend: jobs of an AR, a one-second one and
 a longer one across a restart of the daemon, each seen started and ended
 exactly once by id by an SSE client and by a webhook receiver, carrying
 the job's id, owner, nodes, the AR's id and owner, and how it ended; the
 job owner named in the AR's access list sees them, a user the AR does not
 name sees none. The events are written in the scheduler's own writes of
-the job (the store's event table read directly: none twice, none lost)."""
+the job (the store's event table read directly: none twice, none lost).
+From the inventory a Grid Engine or TORQUE leader publishes: each once
+across restarts and leaders (their end to end tests are in
+test_sge_e2e.py and test_torque_e2e.py)."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
 import pytest
-from sqlalchemy import create_engine, text
+from sqlalchemy import create_engine, insert, text
 
 from daemon_harness import Daemon, job_daemon
 from event_harness import API_SETTINGS, Stream, complete, job_events, until, watching
 from http_harness import answering, free_port, token
-from overlay.events.catalog import GRANTED, JOB_ENDED, JOB_STARTED
+from overlay.contract.backend import Job
+from overlay.events.catalog import GRANTED, JOB_ENDED, JOB_STARTED, shown
+from overlay.events.visibility import sees
+from overlay.persistence.events import EventLog
+from overlay.persistence.inventory import PublishedInventory
+from overlay.persistence.store import ReservationRow, Store
 
 CLUSTER = """\
 nodes:
@@ -110,3 +119,51 @@ def test_a_deleted_job_ends_saying_so_and_a_job_outside_ars_has_no_event(jobs_ap
         assert outside not in {job for _, job in job_events(stream.events)}
     finally:
         stream.close()
+
+
+def _ar_row(store: Store, ar_id: int, owner: str, acl: str) -> None:
+    """An AR's row as far as a job event reads it (owner, access list, name)."""
+    with store.session() as session, session.begin():
+        session.connection().execute(insert(ReservationRow.__table__).values(
+            id=ar_id, owner=owner, owner_group="grp", state="r", submission_time=0,
+            start_time=0, end_time=10 ** 6, acl=acl, request=json.dumps({"name": "nightly"})))
+
+
+def test_the_inventorys_job_events_are_written_once_across_restarts_and_leaders(store_url):
+    """What a Grid Engine or TORQUE leader publishes: a job of an AR that
+    came is a start, one that left an end, each once whichever daemon
+    publishes (a restart, a new leader, an old one that wakes up with its
+    memory of before), seen by the AR's owner, its access list and the
+    job's owner; a backend that writes its own (native) gets none here."""
+    first = Store(store_url)
+    _ar_row(first, 7, "alice", "alice,@physics")
+    log = EventLog(first)
+    job, outside = Job("41", "bob", ("n1",), 7, None, 100), Job("42", "carol", ("n2",))
+    leader = PublishedInventory(first)
+    leader.publish([], [job, outside], 110, job_events=True)
+    (started,) = log.after(0, 10)
+    assert (started.type, started.time, started.owner, started.acl) == \
+        (JOB_STARTED, 100, "alice", ("alice", "@physics", "bob"))
+    assert shown(started.id, started.type, started.time, started.data) == {
+        "id": started.id, "type": JOB_STARTED, "time": 100,
+        "reservation": {"id": 7, "owner": "alice", "name": "nightly"},
+        "job": {"id": "41", "owner": "bob", "nodes": ["n1"], "start": 100}}
+    assert [user for user, groups in (("alice", ()), ("bob", ()), ("eve", ("physics",)),
+                                      ("mallory", ("chemistry",)))
+            if sees(started, user, groups, manager=False)] == ["alice", "bob", "eve"]
+    restarted = PublishedInventory(Store(store_url))
+    restarted.publish([], [job, outside], 120, job_events=True)
+    assert len(log.after(0, 10)) == 1                  # still running: no second start
+    restarted.publish([], [outside], 130, job_events=True)
+    leader.publish([], [outside], 140, job_events=True)     # the old leader, memory of before
+    ended = log.after(started.id, 10)
+    assert [(e.type, e.time) for e in ended] == [(JOB_ENDED, 130)]
+    assert json.loads(ended[0].data)["job"] == {"id": "41", "owner": "bob", "nodes": ["n1"],
+                                                "start": 100, "end": 130, "exit_status": None,
+                                                "how": "gone"}
+    orphan = Job("43", "dave", ("n1",), 99, None, 150)       # its AR no longer stored
+    restarted.publish([], [outside, orphan], 150, job_events=True)
+    (alone,) = log.after(ended[0].id, 10)
+    assert (alone.owner, alone.acl, json.loads(alone.data)["reservation"]) == ("dave", (), {"id": 99})
+    PublishedInventory(Store(store_url)).publish([], [outside], 160, job_events=False)
+    assert log.after(alone.id, 10) == []

@@ -22,7 +22,8 @@ stopped and woke up after another took over writes nothing (``Fenced``):
 whatever it wrote before the new leader's epoch, the new leader reads.
 A job's end and its records, for the accounting file and the reporting
 file (the store's outbox), commit in one transaction, so a crash leaves
-both or neither, and a fenced leader leaves neither. A job is started on its host only after
+both or neither, and a fenced leader leaves neither; so do a job of an
+AR's start (its write as running) and end and their events. A job is started on its host only after
 its write as being started (t, with its placement) committed under the
 fence, so a fenced leader starts nothing more; a start whose write
 committed just before another daemon took the epoch is refused by its host
