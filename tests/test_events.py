@@ -9,10 +9,7 @@ unseen; bad registrations refused saying what is accepted."""
 from __future__ import annotations
 
 import asyncio
-import http.server
 import ipaddress
-import json
-import threading
 import time
 from typing import Iterator
 
@@ -20,6 +17,7 @@ import httpx
 import pytest
 
 from daemon_harness import Daemon
+from event_harness import Receiver, Stream, register_hook, until
 from http_harness import answering, auth, free_port, token
 from overlay.events import signing
 from overlay.events.catalog import (
@@ -37,102 +35,6 @@ from overlay.language.model import InvalidRequest
 
 SETTINGS = ("http: {{address: '127.0.0.1:{port}'}}\nending_soon: [60, 600]\n"
             "webhook_networks: [127.0.0.0/8, '::1']\n")
-WAIT = 90
-
-
-class Receiver:
-    """A webhook receiver on loopback: what it was sent (id, headers, body,
-    when), answering ``status`` (or hanging ``delay`` seconds first)."""
-
-    def __init__(self, status: int = 200, delay: float = 0.0, port: int = 0) -> None:
-        self.status, self.delay = status, delay
-        self.got: list[tuple[int, dict, bytes, float]] = []
-        self.lock = threading.Lock()
-        outer = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers["Content-Length"]))
-                with outer.lock:
-                    outer.got.append((int(self.headers[signing.EVENT_ID_HEADER]),
-                                      dict(self.headers), body, time.monotonic()))
-                    status, delay = outer.status, outer.delay
-                time.sleep(delay)
-                self.send_response(status)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, *args) -> None:
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def taken(self) -> list[dict]:
-        """The events answered 2xx, each id once (a repeat dropped, as a receiver does)."""
-        with self.lock:
-            seen = {}
-            for event_id, _, body, _ in self.got:
-                seen.setdefault(event_id, json.loads(body))
-            return [seen[key] for key in sorted(seen)]
-
-    def close(self) -> None:
-        self.server.shutdown()
-
-
-class Stream:
-    """An SSE client on a thread of its own, reconnecting with Last-Event-ID
-    as EventSource does, keeping every event and each id's count."""
-
-    def __init__(self, url: str, bearer: str, **params) -> None:
-        self.url, self.bearer, self.params = url, bearer, params
-        self.events: list[dict] = []
-        self.last: str | None = None
-        self.stopping = threading.Event()
-        self.connects = 0
-        threading.Thread(target=self._run, daemon=True).start()
-
-    def _run(self) -> None:
-        while not self.stopping.is_set():
-            headers = auth(self.bearer)
-            if self.last is not None:
-                headers["Last-Event-ID"] = self.last
-            try:
-                with httpx.stream("GET", self.url + "/v1/events", headers=headers,
-                                  params=self.params, timeout=60) as response:
-                    if response.status_code != 200:
-                        time.sleep(0.3)
-                        continue
-                    self.connects += 1
-                    self._read(response)
-            except httpx.HTTPError:
-                time.sleep(0.3)
-
-    def _read(self, response: httpx.Response) -> None:
-        fields: dict[str, str] = {}
-        for line in response.iter_lines():
-            if self.stopping.is_set():
-                return
-            if line == "":
-                if "data" in fields and "id" in fields:
-                    self.events.append(json.loads(fields["data"]))
-                    self.last = fields["id"]
-                fields = {}
-            elif not line.startswith(":"):
-                name, _, value = line.partition(":")
-                fields[name] = value.removeprefix(" ")
-
-    def close(self) -> None:
-        self.stopping.set()
-
-
-def _until(condition, what: str, timeout: float = WAIT) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"waited {timeout} s for {what}"
-        time.sleep(0.1)
 
 
 def _types(events: list[dict], ar_id: int) -> list[str]:
@@ -149,28 +51,20 @@ def api():
     daemon.cleanup()
 
 
-def _hook(url: str, bearer: str, receiver: Receiver, **extra) -> dict:
-    made = httpx.post(url + "/v1/webhooks", headers=auth(bearer),
-                      json={"url": receiver.url, **extra})
-    assert made.status_code == 201, made.text
-    assert made.headers["Location"].endswith("/v1/webhooks/" + made.json()["id"])
-    return made.json()
-
-
 def test_a_whole_cycle_is_seen_once_by_id_by_a_stream_and_a_webhook_across_a_restart(api):
     daemon, url, port = api
     bearer = token(daemon, "plusu1")
     receiver = Receiver()
-    hook = _hook(url, bearer, receiver, ending_soon=60)
+    hook = register_hook(url, bearer, receiver, ending_soon=60)
     stream = Stream(url, bearer, ending_soon=60)
     try:
-        _until(lambda: stream.connects, "the stream")
+        until(lambda: stream.connects, "the stream")
         now = int(time.time())
         first = httpx.post(url + "/v1/reservations", headers=auth(bearer),
                            json={"start": now + 3600, "end": now + 7200, "nodes": 1}).json()
         doomed = httpx.post(url + "/v1/reservations", headers=auth(bearer),
                             json={"start": now + 3600, "end": now + 7200, "nodes": 1}).json()
-        _until(lambda: len(receiver.taken()) == 2 and len(stream.events) == 2, "two grants")
+        until(lambda: len(receiver.taken()) == 2 and len(stream.events) == 2, "two grants")
         daemon.stop()                                 # the restart in the middle
         daemon.start()
         answering(daemon, port)
@@ -181,7 +75,7 @@ def test_a_whole_cycle_is_seen_once_by_id_by_a_stream_and_a_webhook_across_a_res
         assert httpx.delete(url + f"/v1/reservations/{doomed['id']}",
                             headers=auth(bearer)).status_code == 200
         cycle = [GRANTED, CHANGED, STARTED, ENDING_SOON, ENDED]
-        _until(lambda: _types(receiver.taken(), first["id"]) == cycle
+        until(lambda: _types(receiver.taken(), first["id"]) == cycle
                and _types(stream.events, first["id"]) == cycle, "the cycle")
         for seen in (receiver.taken(), stream.events):
             assert _types(seen, doomed["id"]) == [GRANTED, CANCELLED]
@@ -213,7 +107,7 @@ def test_receivers_down_slow_or_failing_are_retried_with_backoff_and_hold_up_no_
     bearer = token(daemon, "plusu1")
     well, failing, slow = Receiver(), Receiver(status=500), Receiver(delay=60)
     down_port = free_port()
-    hooks = [_hook(url, bearer, receiver) for receiver in (well, failing, slow)]
+    hooks = [register_hook(url, bearer, receiver) for receiver in (well, failing, slow)]
     down = httpx.post(url + "/v1/webhooks", headers=auth(bearer),
                       json={"url": f"http://127.0.0.1:{down_port}/hook"}).json()
     late = None
@@ -221,20 +115,20 @@ def test_receivers_down_slow_or_failing_are_retried_with_backoff_and_hold_up_no_
         now = int(time.time())
         made = httpx.post(url + "/v1/reservations", headers=auth(bearer),
                           json={"start": now + 3600, "end": now + 7200, "nodes": 1}).json()
-        _until(lambda: len(failing.got) >= 3, "three tries of the failing receiver")
+        until(lambda: len(failing.got) >= 3, "three tries of the failing receiver")
         assert [e["reservation"]["id"] for e in well.taken()] == [made["id"]]
         assert well.got[0][3] < failing.got[1][3]      # the well one did not wait for it
         gaps = [b[3] - a[3] for a, b in zip(failing.got, failing.got[1:], strict=False)]
         assert gaps[0] >= 0.9 * BASE and gaps[1] >= 1.8 * BASE, gaps    # backing off
         failing.status = 200
-        _until(lambda: failing.taken(), "the failing receiver's success", 30)
+        until(lambda: failing.taken(), "the failing receiver's success", 30)
         late = Receiver(port=down_port)               # the receiver that was down comes up
-        _until(lambda: late.taken(), "the receiver that was down", 60)
+        until(lambda: late.taken(), "the receiver that was down", 60)
 
         def listed() -> dict:
             return {h["id"]: h for h in httpx.get(url + "/v1/webhooks", headers=auth(bearer)).json()}
 
-        _until(lambda: listed()[hooks[2]["id"]]["failures"] >= 1, "the slow receiver cut off", 60)
+        until(lambda: listed()[hooks[2]["id"]]["failures"] >= 1, "the slow receiver cut off", 60)
         assert "no answer within" in listed()[hooks[2]["id"]]["last_error"]
         assert listed()[down["id"]]["failures"] == 0 and listed()[down["id"]]["delivered"] == 1
     finally:
@@ -250,11 +144,11 @@ def test_a_user_sees_only_the_events_of_ars_they_may_see(api):
     daemon, url, _ = api
     one, two = token(daemon, "plusu1"), token(daemon, "plusu2")
     mine, everyone = Receiver(), Receiver()
-    _hook(url, two, mine)
-    _hook(url, token(daemon, "plusmgr"), everyone, every=True)
+    register_hook(url, two, mine)
+    register_hook(url, token(daemon, "plusmgr"), everyone, every=True)
     stream = Stream(url, two)
     try:
-        _until(lambda: stream.connects, "the stream")
+        until(lambda: stream.connects, "the stream")
         now = int(time.time())
         private = httpx.post(url + "/v1/reservations", headers=auth(one),
                              json={"start": now + 3600, "end": now + 7200, "nodes": 1}).json()
@@ -263,7 +157,7 @@ def test_a_user_sees_only_the_events_of_ars_they_may_see(api):
                                   "users": ["plusu2"]}).json()
         own = httpx.post(url + "/v1/reservations", headers=auth(two),
                          json={"start": now + 3600, "end": now + 7200, "nodes": 1}).json()
-        _until(lambda: len(everyone.taken()) == 3 and len(stream.events) == 2
+        until(lambda: len(everyone.taken()) == 3 and len(stream.events) == 2
                and len(mine.taken()) == 1, "the grants")
         assert [e["reservation"]["id"] for e in stream.events] == [shared["id"], own["id"]]
         assert [e["reservation"]["id"] for e in mine.taken()] == [own["id"]]
@@ -366,7 +260,7 @@ def test_bad_registrations_and_streams_are_refused_saying_what_is_accepted(api):
     assert httpx.get(url + "/v1/events").status_code == 401
     streams = [Stream(url, bearer["Authorization"].split()[1]) for _ in range(4)]
     try:
-        _until(lambda: all(s.connects for s in streams), "four streams")
+        until(lambda: all(s.connects for s in streams), "four streams")
         fifth = httpx.get(url + "/v1/events", headers=bearer)
         assert fifth.status_code == 429 and "4 event streams open" in fifth.text
         assert fifth.headers["Retry-After"]

@@ -5,6 +5,7 @@ accounting, and a restart."""
 
 from __future__ import annotations
 
+import json
 import re
 import textwrap
 
@@ -12,6 +13,7 @@ import pytest
 from sqlmodel import Session
 
 from overlay.api.plugin import StoreError
+from overlay.persistence.events import EventLog
 from overlay.persistence.outbox import Outbox
 from overlay.persistence.store import Store
 from overlay_native import acct
@@ -535,3 +537,52 @@ def test_a_job_end_the_store_cannot_record_is_recorded_at_the_next_poll_once(tmp
     assert len(world.accounting()) == 1 and len(outbox.look()[1]) == 1
     assert world.state(job) is None
     store.close()
+
+
+def _job_events(world: World) -> list[tuple[str, str, int, dict]]:
+    """(type, job id, time, the job's fields) of the job events the store holds."""
+    store = Store(world.url)
+    try:
+        return [(e.type, json.loads(e.data)["job"]["id"], e.time, json.loads(e.data)["job"])
+                for e in EventLog(store).after(0, 100)]
+    finally:
+        store.close()
+
+
+def test_an_ar_jobs_start_and_end_are_written_with_them_once(tmp_path, monkeypatch):
+    """The job's write as running carries its start's event, its end's
+    write the end's; a job outside ARs has none, nor does one whose start
+    failed; a job whose write as running failed (t while it ran) has both
+    with its end, once."""
+    world = World(tmp_path, SMALL)
+    world.scheduler.set_windows([ReservedWindow(7, T, T + 500, {"a": 1, "b": 1},
+                                                ("alice",), "r")])
+    inside = world.submit(ALICE, "x", "10", ar=7)
+    world.submit(ALICE, "x", "10")                                     # outside any AR
+    world.at(T)
+    assert _job_events(world) == [("job.started", str(inside), T, {
+        "id": str(inside), "owner": "alice", "nodes": ["a"], "start": T})]
+    world.at(T + 11)
+    assert [(kind, job, when) for kind, job, when, _ in _job_events(world)] == \
+        [("job.started", str(inside), T), ("job.ended", str(inside), T + 10)]
+    assert _job_events(world)[1][3] | {"start": T} == {
+        "id": str(inside), "owner": "alice", "nodes": ["a"], "start": T, "end": T + 10,
+        "exit_status": 0, "how": "exited"}
+    refused = world.submit(ALICE, "x", "10", ar=7)
+    world.hosts.refuse[str(refused)] = "plus shepherd: cannot start"
+    world.at(T + 12)
+    assert world.state(refused) == "Eqw" and len(_job_events(world)) == 2
+
+    unrecorded = world.submit(ALICE, "x", "5", ar=7)
+
+    def store_down(job):
+        raise StoreError("the store failed (connection refused)")
+    monkeypatch.setattr(world.scheduler, "_running", store_down)
+    with pytest.raises(StoreError):
+        world.at(T + 13)
+    monkeypatch.undo()
+    assert world.state(unrecorded) == "t" and len(_job_events(world)) == 2
+    world.at(T + 20)
+    world.at(T + 21)
+    assert [(kind, job, when) for kind, job, when, _ in _job_events(world)][2:] == \
+        [("job.started", str(unrecorded), T + 13), ("job.ended", str(unrecorded), T + 18)]

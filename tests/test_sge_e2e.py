@@ -9,6 +9,9 @@ import time
 import pytest
 
 from daemon_harness import Daemon
+from event_harness import API_SETTINGS, job_events, seen_gone_once, until, watching
+from http_harness import answering, free_port
+from overlay.events.catalog import JOB_ENDED, JOB_STARTED
 from sge_cluster import clean, instance_states, job_states, names, require, sh, submit, wait_for
 
 SETTINGS = """\
@@ -115,3 +118,41 @@ def test_cancel_and_destroy(daemon):
                                re.MULTILINE), 30, "the enforcer to release the hosts")
     daemon.ok("plusu1", "plus_destroy", "-r", str(view["id"]))
     wait_for(lambda: queue not in names("-sql"), 30, "the enforcer to delete the queue")
+
+
+@pytest.fixture
+def watched():
+    """The daemon with its HTTP API, for the event stream and webhooks."""
+    require()
+    clean()
+    port = free_port()
+    d = Daemon(SETTINGS % "requeue" + API_SETTINGS.format(port=port)).start()
+    yield d, answering(d, port), port
+    d.cleanup()
+    clean()
+
+
+def test_an_ars_jobs_start_and_end_once_by_id_across_a_restart(watched):
+    """Grid Engine's jobs of an AR's queue come into and leave the running
+    jobs the leader publishes: each is seen started and ended once by id,
+    by the AR's users (plusu2 named in its access list) and a webhook,
+    across a restart of the daemon while one runs; plusu3, whom the AR
+    does not name, sees none."""
+    daemon, url, port = watched
+    with watching(daemon, url) as (streams, receiver):
+        view = reserve(daemon, "-s", "now+10s", "-D", "90s", "-n", "1", "-U", "plusu2")
+        queue, node = f"R{view['id']}", view["allocations"][0]["node"]
+        wait_for(lambda: instance_states().get(f"{queue}@{node}") == "s", 30,
+                 "the enforcer to prepare the AR")
+        inside = ("-w", "e", "-q", queue, "-l", f"plus_rsv={queue}")
+        first = submit("plusu1", *inside, "sleep", "600")
+        second = submit("plusu2", *inside, "sleep", "15")
+        until(lambda: (JOB_STARTED, second) in job_events(streams["plusu1"].events),
+              "the second job's start")
+        daemon.stop()                                   # the restart while it runs
+        daemon.start()
+        answering(daemon, port)
+        until(lambda: (JOB_ENDED, second) in job_events(streams["plusu1"].events),
+              "the second job's end")
+        daemon.ok("plusu1", "plus_cancel", "-r", str(view["id"]))    # ends the first job
+        seen_gone_once(streams, receiver, (first, second), second, node, 15)

@@ -13,6 +13,9 @@ import time
 import pytest
 
 from daemon_harness import BIN, Daemon
+from event_harness import API_SETTINGS, job_events, seen_gone_once, until, watching
+from http_harness import answering, free_port
+from overlay.events.catalog import JOB_STARTED
 from sge_cluster import wait_for
 from torque_cleanup import leftovers, scrub
 from torque_double import install
@@ -183,3 +186,38 @@ def test_a_long_epilogue_delays_the_window_and_plus_status_says_why(double, daem
     assert "still on" not in daemon.ok("plusu1", "plus_status", "-r", str(view["id"]))
     log = [" ".join(e["argv"]) for e in double.command_log()]
     assert log.count(f"qrerun {foreign}") == 1
+
+
+@pytest.fixture
+def watched(double):
+    """The daemon with its HTTP API, for the event stream and webhooks."""
+    port = free_port()
+    d = Daemon(SETTINGS % double.path + API_SETTINGS.format(port=port))
+    double.set_submit_filter([str(BIN / "plus_torque_filter"), "--windows",
+                              str(d.dir / "state" / "torque-windows.json"), "--"])
+    d.start()
+    yield d, answering(d, port), port
+    d.cleanup()
+
+
+def test_an_ars_jobs_start_and_end_once_by_id_across_a_restart(double, watched):
+    """TORQUE's jobs of an AR's queue come into and leave the running jobs
+    the leader publishes: each is seen started and ended once by id, by the
+    AR's users (plusu2 named in its access list) and a webhook, across a
+    restart of the daemon while one runs; plusu3, whom the AR does not
+    name, sees none."""
+    daemon, url, port = watched
+    with watching(daemon, url) as (streams, receiver):
+        view = daemon.reserve("plusu1", "-s", "now+4s", "-D", "60s", "-n", "1", "-U", "plusu2")
+        queue = made(double, view)
+        first = submitted(double, "plusu1", "-q", queue, "-l", f"nodes=1:{queue}")
+        second = qsub(double, "plusu2", "-q", queue, "-l", f"nodes=1:{queue}", script="sleep 8")
+        assert second.returncode == 0, second.stderr
+        second = second.stdout.strip()
+        until(lambda: (JOB_STARTED, second) in job_events(streams["plusu1"].events),
+              "the second job's start")
+        daemon.stop()                                   # the restart while it runs
+        daemon.start()
+        answering(daemon, port)
+        daemon.ok("plusu1", "plus_cancel", "-r", str(view["id"]))    # ends the first job
+        seen_gone_once(streams, receiver, (first, second), second, "n1", 8)

@@ -180,6 +180,12 @@ class Backend(ABC):
     #: through ``nodes()``, so after the first pass a pass looks only at the
     #: ARs that changed, fell due, or hold hosts whose liveness changed.
     watches_drift = True
+    #: Whether the backend writes the events of jobs starting and ending in
+    #: ARs (``job.started``, ``job.ended``) itself, each in the store write
+    #: of the job's start or end (the native scheduler). False: the core
+    #: writes them as jobs of ARs come into and leave ``running_jobs`` (each
+    #: ``Job.reservation`` set for a job of an AR's queue).
+    writes_job_events = False
     #: Whether this daemon leads now: the daemon sets it to its store
     #: lease's check. Work a backend runs on its own (the native scheduler)
     #: asks it before acting, so that a daemon that lost the lead touches

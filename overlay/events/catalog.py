@@ -59,11 +59,20 @@ def reservation_event(kind: str, now: int, ar, key: str | None = None,
             "acl": ",".join(ar.acl), "data": json.dumps(data, separators=(",", ":")), "key": key}
 
 
-def job_event(kind: str, now: int, ar_id: int, owner: str, job: Mapping[str, object]) -> dict:
+def job_event(kind: str, now: int, ar: Mapping[str, object] | None, ar_id: int,
+              job: Mapping[str, object]) -> dict:
     """A job's start or end in AR ``ar_id`` as the event table holds it:
-    seen by those who see the job's owner's events and the AR's owner."""
-    data = {"reservation": {"id": ar_id}, "job": dict(job)}
-    return {"time": now, "type": kind, "ar_id": ar_id, "owner": owner, "acl": "",
+    ``ar`` the AR as the store holds it then (its ``owner``, ``name`` and
+    ``acl``; None: gone from the store). Seen as the AR's events are (its
+    owner, its access list), and by the job's owner, whom the access list
+    then names; with the AR gone, by the job's owner alone."""
+    owner = str(job["owner"])
+    shown = {"id": ar_id, "owner": ar["owner"], "name": ar["name"]} if ar else {"id": ar_id}
+    acl = [entry for entry in str(ar["acl"]).split(",") if entry] if ar else []
+    data = {"reservation": shown, "job": dict(job)}
+    return {"time": now, "type": kind, "ar_id": ar_id,
+            "owner": str(ar["owner"]) if ar else owner,
+            "acl": ",".join(acl if owner in acl else [*acl, owner]) if ar else "",
             "data": json.dumps(data, separators=(",", ":")), "key": None}
 
 

@@ -1,6 +1,8 @@
 """Who sees an event: the AR's owner, the users its access list names (who
 may run jobs in it), and managers; a webhook of a user's takes its owner's
-own ARs, one of a manager's may take every AR's."""
+own ARs, one of a manager's may take every AR's. A job's event names the
+job's owner in its access list (overlay.events.catalog.job_event), so they
+see it too."""
 
 from __future__ import annotations
 

@@ -15,23 +15,42 @@ to order nodes (LowestLoadAverage) and for policies' thresholds. Other
 daemons take in the rows written after the revision they hold (``take``,
 at each word of the change feed), so the cost follows what changed. On
 SQLite one daemon serves the store: nothing is written, the inventory
-stays in memory.
+stays in memory, unless the backend's jobs tell of jobs starting and ending
+in ARs (below).
+
+Job events: for a backend whose scheduler does not write them itself
+(Grid Engine, TORQUE), a job of an AR's queue that came into the
+published jobs started, and one that left them ended (``job.started``,
+``job.ended``: overlay.events.jobs), written in the transaction that writes
+the change, under the store's write lock taken before the rows are read,
+so each is written once whichever daemon leads and however often it
+restarted. Then SQLite's store is written too: a restarted daemon
+compares what it observes with the rows, not with an empty memory. A job
+that started and ended between two of the leader's passes is never seen.
 """
 
 from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterable
 
 from sqlalchemy import BigInteger, Table, select, text, update
-from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlmodel import Field, SQLModel
 
 from overlay.contract.backend import Inventory, Job
+from overlay.events.jobs import JobTransition, end_fields, job_fields, put_job_events
 from overlay.language.model import Node
-from overlay.persistence.store import CounterRow, Store, StoreUnavailable, database_errors
+from overlay.persistence.store import (
+    CounterRow,
+    Store,
+    StoreUnavailable,
+    database_errors,
+    hold_write_lock,
+)
 
 TOMBSTONES = 1000
 """Revisions a gone row is kept: a daemon further behind reads every row."""
@@ -135,10 +154,32 @@ _READ_COUNTERS = select(_COUNTERS.c.name, _COUNTERS.c.value).where(
     _COUNTERS.c.name.in_([_REVISION, _OBSERVED, _PRUNED]))
 
 
+def _upsert(connection, table: Table):
+    """An INSERT that may update its row, in the store's dialect."""
+    dialect = sqlite if connection.dialect.name == "sqlite" else postgresql
+    return dialect.insert(table)
+
+
 def _set_counter(connection, name: str, value: int) -> None:
-    statement = insert(_COUNTERS).values(name=name, value=value)
+    statement = _upsert(connection, _COUNTERS).values(name=name, value=value)
     connection.execute(statement.on_conflict_do_update(index_elements=["name"],
                                                        set_={"value": value}))
+
+
+def job_transitions(before: Mapping[str, Job], after: Mapping[str, Job],
+                    observed_at: int) -> list[JobTransition]:
+    """The jobs of ARs that left (ended) and came into (started) the
+    running jobs between two observations, in that order."""
+    ended = [JobTransition(True, observed_at, job.reservation,
+                           job_fields(job.id, job.owner, job.nodes, job.start)
+                           | end_fields(observed_at, None, "gone"))
+             for key, job in sorted(before.items()) if job.reservation is not None
+             and (key not in after or after[key].reservation != job.reservation)]
+    started = [JobTransition(False, job.start or observed_at, job.reservation,
+                             job_fields(job.id, job.owner, job.nodes, job.start))
+               for key, job in sorted(after.items()) if job.reservation is not None
+               and (key not in before or before[key].reservation != job.reservation)]
+    return ended + started
 
 
 class PublishedInventory:
@@ -152,18 +193,22 @@ class PublishedInventory:
         self._stored: dict[_Kind, dict[str, Any]] = {kind: {} for kind in _KINDS}
         self._lock = threading.Lock()
 
-    def publish(self, nodes: Iterable[Node], jobs: Iterable[Job], observed_at: int) -> Inventory:
+    def publish(self, nodes: Iterable[Node], jobs: Iterable[Job], observed_at: int,
+                job_events: bool = False) -> Inventory:
         """The leader observed ``nodes`` and ``jobs`` at ``observed_at``:
-        store what changed, then hold it."""
+        store what changed, with ``job_events`` the events of the jobs of
+        ARs that started or ended since, then hold it."""
         nodes, jobs = tuple(nodes), tuple(jobs)
         with self._lock:
-            if not self.store.is_sqlite:
-                self._write({_NODES: nodes, _JOBS: jobs}, observed_at)
+            if job_events or not self.store.is_sqlite:
+                self._write({_NODES: nodes, _JOBS: jobs}, observed_at, job_events)
             self.current = Inventory(jobs, observed_at, nodes)
             return self.current
 
-    def _write(self, observed: dict[_Kind, tuple], observed_at: int) -> None:
+    def _write(self, observed: dict[_Kind, tuple], observed_at: int, job_events: bool) -> None:
         with database_errors(self.store.url), self.store.engine.begin() as connection:
+            if job_events:            # the rows compared with are read under it
+                hold_write_lock(connection, self.store.url)
             counters = dict(connection.execute(_READ_COUNTERS).all())
             stored = counters.get(_REVISION, 0)
             revision, changes = stored, {}
@@ -177,15 +222,19 @@ class PublishedInventory:
                 written = {key: item for key, item in after.items()
                            if key not in before or not kind.same(before[key], item)}
                 changes[kind] = (before, written, sorted(before.keys() - after.keys()))
+                if job_events and kind is _JOBS:
+                    put_job_events(connection, self.store.url,
+                                   job_transitions(before, after, observed_at))
             if any(written or gone for _, written, gone in changes.values()):
                 revision = stored + 1
                 for kind, (_, written, gone) in changes.items():
                     self._write_kind(connection, kind, written, gone, revision)
                 self._prune(connection, revision, counters.get(_PRUNED, 0))
                 _set_counter(connection, _REVISION, revision)
-                connection.execute(text("SELECT pg_notify(:channel, :what)"),
-                                   {"channel": self.store.channel,
-                                    "what": f"inventory {revision}"})
+                if not self.store.is_sqlite:
+                    connection.execute(text("SELECT pg_notify(:channel, :what)"),
+                                       {"channel": self.store.channel,
+                                        "what": f"inventory {revision}"})
             _set_counter(connection, _OBSERVED, observed_at)
         for kind, (before, written, gone) in changes.items():
             before.update(written)
@@ -200,7 +249,7 @@ class PublishedInventory:
         rows = [kind.row(item) | {"revision": revision, "gone": False}
                 for item in written.values()]
         if rows:
-            upsert = insert(kind.table)
+            upsert = _upsert(connection, kind.table)
             connection.execute(upsert.on_conflict_do_update(
                 index_elements=["id"],
                 set_={name: upsert.excluded[name] for name in rows[0] if name != "id"}), rows)

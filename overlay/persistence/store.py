@@ -39,6 +39,7 @@ from typing import Callable, Iterable, Iterator, Mapping, NamedTuple
 
 from sqlalchemy import (
     BigInteger,
+    Connection,
     Engine,
     Integer,
     MetaData,
@@ -356,12 +357,16 @@ def put_reports(session: Session, lines: Iterable[str], target: str = REPORTING)
         session.connection().execute(_INSERT_REPORTS, rows)
 
 
-def put_events(session: Session, events: Iterable[Mapping]) -> None:
+def put_events(session: Session | Connection, events: Iterable[Mapping]) -> None:
     """Put events (EventRow's fields but the id) into the event table, in
     the transaction (holding the write lock) of the change they tell of."""
     rows = list(events)
     if rows:
-        session.connection().execute(_INSERT_EVENTS, rows)
+        _connection(session).execute(_INSERT_EVENTS, rows)
+
+
+def _connection(session: Session | Connection) -> Connection:
+    return session.connection() if isinstance(session, Session) else session
 
 
 def _insert_allocations(session: Session, ar: Reservation) -> None:
@@ -622,11 +627,11 @@ def locked_write(engine: Engine, url: str) -> Iterator[Session]:
             yield session
 
 
-def hold_write_lock(session: Session, url: str) -> None:
-    """Take the store's write lock in ``session``'s transaction until it
-    ends (SQLite: its BEGIN IMMEDIATE holds it already)."""
+def hold_write_lock(session: Session | Connection, url: str) -> None:
+    """Take the store's write lock in ``session``'s transaction (or a
+    connection's) until it ends (SQLite: its BEGIN IMMEDIATE holds it already)."""
     if not url.startswith("sqlite"):
-        session.exec(text(f"SELECT pg_advisory_xact_lock({_ADVISORY_LOCK})"))
+        _connection(session).execute(text(f"SELECT pg_advisory_xact_lock({_ADVISORY_LOCK})"))
 
 
 class Store:

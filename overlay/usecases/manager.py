@@ -304,7 +304,8 @@ class Manager:
         with self.lock:
             seen = self.activity.apply(seen, running, self.now())
         if publish:
-            self.observed.publish(seen, running, self.now())
+            self.observed.publish(seen, running, self.now(),
+                                  job_events=not self.backend.writes_job_events)
         return self._take_nodes(seen)
 
     def take_published(self) -> bool:

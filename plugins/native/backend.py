@@ -75,6 +75,7 @@ class NativeBackend(Backend):
 
     name = "native"
     watches_drift = False      # the scheduler's windows change only through this backend
+    writes_job_events = True   # the scheduler, in its writes of a job's start and end
 
     def __init__(self, cluster: Cluster, scheduler: Scheduler) -> None:
         self.cluster, self.scheduler = cluster, scheduler

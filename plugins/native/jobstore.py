@@ -22,7 +22,8 @@ stopped and woke up after another took over writes nothing (``Fenced``):
 whatever it wrote before the new leader's epoch, the new leader reads.
 A job's end and its records, for the accounting file and the reporting
 file (the store's outbox), commit in one transaction, so a crash leaves
-both or neither, and a fenced leader leaves neither. A job is started on its host only after
+both or neither, and a fenced leader leaves neither; so do a job of an
+AR's start (its write as running) and end and their events. A job is started on its host only after
 its write as being started (t, with its placement) committed under the
 fence, so a fenced leader starts nothing more; a start whose write
 committed just before another daemon took the epoch is refused by its host
@@ -49,15 +50,18 @@ from sqlalchemy.orm import registry
 from sqlmodel import Field, Session, SQLModel, delete, select
 
 from overlay.api.plugin import (
+    JobTransition,
     StoreError,
     StoreUnavailable,
     add_reports_within,
     advance_counter,
+    create_job_event_tables,
     create_outbox_tables,
     create_tables,
     database_errors,
     make_engine,
     next_id,
+    put_job_events,
 )
 from overlay_native.acct import one_line
 from overlay_native.jobs import MAX_JOB_ID, Job, JobState, Placement, Submission
@@ -178,6 +182,7 @@ class JobStore:
         """This daemon's epoch since it took the lead (``take_epoch``); None: not checked."""
         create_tables(self.engine, url, _Base.metadata, _ADDED)
         create_outbox_tables(self.engine, url)     # a job's end puts its records there
+        create_job_event_tables(self.engine, url)  # and a job of an AR its start's and end's events
 
     @property
     def shared(self) -> bool:
@@ -230,18 +235,21 @@ class JobStore:
             session.add(_row(job, self._advance(session)))
         return job
 
-    def save(self, job: Job, reports: Reports | None = None) -> None:
+    def save(self, job: Job, reports: Reports | None = None,
+             events: Iterable[JobTransition] = ()) -> None:
         """Store the job as it is now, and ``reports`` (records of the
         change by the outbox's target, as a job's end's accounting and
-        reporting acct records) into the store's outbox in the same
+        reporting acct records) into the store's outbox and ``events`` (a
+        job of an AR starting or ending) into the event table in the same
         transaction."""
-        with self._write(reports=reports) as session:
+        with self._write(reports=reports, events=events) as session:
             session.merge(_row(job, self._advance(session)))
 
-    def remove(self, job_id: int, reports: Reports | None = None) -> None:
+    def remove(self, job_id: int, reports: Reports | None = None,
+               events: Iterable[JobTransition] = ()) -> None:
         """Forget a job, leaving its tombstone (and dropping those older than
-        TOMBSTONE_SECONDS); ``reports`` go into the outbox with it, as with ``save``."""
-        with self._write(reports=reports) as session:
+        TOMBSTONE_SECONDS); ``reports`` and ``events`` go in with it, as with ``save``."""
+        with self._write(reports=reports, events=events) as session:
             session.exec(delete(JobRow).where(JobRow.id == job_id))
             now, revision = int(time.time()), self._advance(session)
             session.add(JobRemovedRow(revision=revision, job_id=job_id, removed_at=now))
@@ -266,10 +274,12 @@ class JobStore:
             session.merge(PublishedRow(name=name, value=value, revision=self._advance(session)))
 
     @contextmanager
-    def _write(self, fenced: bool = True, reports: Reports | None = None) -> Iterator[Session]:
+    def _write(self, fenced: bool = True, reports: Reports | None = None,
+               events: Iterable[JobTransition] = ()) -> Iterator[Session]:
         """A transaction holding the jobs' write lock; with ``fenced``, refused
         if another daemon took the lead since this one did; ``reports`` are
-        put into the store's outbox last, committed with the write or not at all."""
+        put into the store's outbox and ``events`` into the event table
+        last, committed with the write or not at all."""
         with database_errors(self.url), Session(self.engine) as session, session.begin():
             connection = session.connection()
             if self.shared:    # SQLite: BEGIN IMMEDIATE locks already
@@ -279,6 +289,7 @@ class JobStore:
                              "jobs; nothing was changed: try again")
             yield session
             add_reports_within(session, self.url, reports or {})
+            put_job_events(session.connection(), self.url, events)
 
     @staticmethod
     def _advance(session: Session) -> int:

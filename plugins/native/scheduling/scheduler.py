@@ -39,9 +39,12 @@ from typing import Callable, Iterable, NamedTuple
 from overlay.api.plugin import (
     DEFAULT_UID_MIN,
     REPORTING,
+    JobTransition,
     Outbox,
     ReportingDrain,
+    end_fields,
     format_pe_range,
+    job_fields,
     order_jobs,
     record_line,
     wildcard_match,
@@ -316,8 +319,10 @@ class Scheduler:
         job ended and its records, or neither (and the next leader accounts
         it). Memory follows once the store committed: a store that fails
         (or a fenced leader) leaves the job as it was, for the next poll to
-        account."""
+        account. A job of an AR that ran has its end's event in the same
+        write (``_end_events``)."""
         record = self._record(job, finished, now)
+        events = _end_events(job, finished, now)
         reports = {acct.TARGET: [record.line() + "\n"]}
         if self.reporting:
             reports[REPORTING] = [record_line(now, "acct", *record.line().split(":"))]
@@ -326,11 +331,11 @@ class Scheduler:
             when = time.strftime("%m/%d/%Y %H:%M:%S", time.localtime(now))
             failed = replace(job, state=JobState.ERROR, placement=None, start_time=None,
                              error=acct.one_line(f"{when} [{host}]: {finished.reason}"))
-            self.store.save(failed, reports)
+            self.store.save(failed, reports, events)
             job.state, job.placement, job.start_time, job.error = \
                 failed.state, failed.placement, failed.start_time, failed.error
         else:
-            self.store.remove(job.id, reports)
+            self.store.remove(job.id, reports, events)
             self.jobs.pop(job.id, None)
         self.accounting.wake()
 
@@ -733,8 +738,10 @@ class Scheduler:
             return job
 
     def _running(self, job: Job) -> None:
-        """A job being started (t) that runs on its host now."""
-        self.store.save(replace(job, state=JobState.RUNNING))
+        """A job being started (t) that runs on its host now; a job of an
+        AR has its start's event written with it, once: only this write
+        takes a job from t to r."""
+        self.store.save(replace(job, state=JobState.RUNNING), events=_start_events(job))
         job.state = JobState.RUNNING
 
     def _not_started(self, job: Job, host: str, error: Exception) -> None:
@@ -793,6 +800,43 @@ def enforced_h_rt(job: Job, placement: Placement, config: ClusterConfig) -> floa
         return placement.h_rt
     limits = Scheduler._limits(job, queue, config, placement.per_host[placement.master[1]])
     return _lower(placement.h_rt, limits.get("h_rt"))
+
+
+def _start_events(job: Job) -> list[JobTransition]:
+    """The event of an AR's job starting (none for a job outside ARs)."""
+    if job.ar is None or job.placement is None:
+        return []
+    return [JobTransition(False, int(job.start_time or 0), job.ar,
+                          job_fields(job.id, job.owner, job.placement.hosts, job.start_time))]
+
+
+def _end_events(job: Job, finished: Finished, now: int) -> list[JobTransition]:
+    """The event of an AR's job ending, if it ran (one whose start failed
+    never started); and its start's first if its run was never recorded
+    (it ended while still t: the write as running failed, or the leader
+    stopped before it)."""
+    recorded = job.state == JobState.RUNNING
+    if job.ar is None or job.placement is None or not (
+            recorded or (finished.start is not None and not finished.failed)):
+        return []
+    end = int(finished.end) if finished.end is not None else now
+    ended = JobTransition(True, end, job.ar,
+                          job_fields(job.id, job.owner, job.placement.hosts, job.start_time)
+                          | end_fields(end, finished.exit_code, _how(job, finished)))
+    return [ended] if recorded else [*_start_events(job), ended]
+
+
+def _how(job: Job, finished: Finished) -> str:
+    """How a job ended, in a job event's words (overlay.events.jobs.HOWS)."""
+    if job.deleting:
+        return "deleted"
+    if finished.reason in ("h_rt exceeded", "s_rt exceeded"):
+        return "limit"
+    if finished.reason in ("lost", "shepherd lost"):
+        return "lost"
+    if finished.reason == "killed" or finished.signal is not None:
+        return "signalled"
+    return "failed" if finished.reason or finished.failed else "exited"
 
 
 def _lower(*limits: float | None) -> float | None:
