@@ -9,6 +9,9 @@ import time
 import pytest
 
 from daemon_harness import Daemon
+from event_harness import API_SETTINGS, job_events, seen_gone_once, until, watching
+from http_harness import answering, free_port
+from overlay.events.catalog import JOB_ENDED, JOB_STARTED
 from slurm_testbed import clean, job, require, reservation, reservation_names, sbatch, sh, wait_for
 
 ARS = r"R\d{1,3}$"
@@ -138,3 +141,38 @@ def test_a_slot_ar_is_its_slots_as_cores_on_each_node(daemon):
     wait_for(lambda: name in reservation_names(), 30, "the reservation")
     made = reservation(name)
     assert made["CoreCnt"] == "6" and made["TRES"] == "cpu=6"
+
+
+@pytest.fixture
+def watched():
+    """The daemon with its HTTP API, for the event stream and webhooks."""
+    require()
+    clean(ARS)
+    port = free_port()
+    d = Daemon(SETTINGS % "requeue" + API_SETTINGS.format(port=port)).start()
+    yield d, answering(d, port), port
+    d.cleanup()
+    clean(ARS)
+
+
+def test_an_ars_jobs_start_and_end_once_by_id_across_a_restart(watched):
+    """Slurm's jobs in an AR's reservation come into and leave the running
+    jobs the leader publishes (squeue): each is seen started and ended once
+    by id by the AR's users and a webhook, across a restart of the daemon
+    while one runs; plusu3, whom the AR does not name, sees none."""
+    daemon, url, port = watched
+    with watching(daemon, url) as (streams, receiver):
+        view = daemon.reserve("plusu1", "-s", "now+5s", "-D", "90s", "-n", "1", "-U", "plusu2")
+        name, node = f"R{view['id']}", view["allocations"][0]["node"]
+        wait_for(lambda: name in reservation_names(), 30, "the reservation")
+        first = sbatch("plusu1", f"--reservation={name}", "-t", "1", "--wrap", "sleep 600")
+        second = sbatch("plusu2", f"--reservation={name}", "-t", "1", "--wrap", "sleep 15")
+        until(lambda: (JOB_STARTED, second) in job_events(streams["plusu1"].events),
+              "the second job's start")
+        daemon.stop()                                   # the restart while it runs
+        daemon.start()
+        answering(daemon, port)
+        until(lambda: (JOB_ENDED, second) in job_events(streams["plusu1"].events),
+              "the second job's end")
+        daemon.ok("plusu1", "plus_cancel", "-r", str(view["id"]))    # ends the first job
+        seen_gone_once(streams, receiver, (first, second), second, node, 15)
