@@ -9,6 +9,7 @@ another's rows; the schema is dropped afterwards.
 
 from __future__ import annotations
 
+import fcntl
 import importlib.util
 import os
 import pwd
@@ -60,6 +61,30 @@ SHARED_SERVICE_FILES = {
 }
 SLURM_CLUSTER = "slurm-cluster"
 SLURM_FILES = {"test_slurm_env.py", "test_slurm.py", "test_slurm_e2e.py"}
+CLUSTER_LOCKS = {ONE_AT_A_TIME: "/run/lock/plus-tests-grid-engine.lock",
+                 SLURM_CLUSTER: "/run/lock/plus-tests-slurm.lock"}
+"""Held by a test file of a group while it runs, so that two runs of the
+suite on one machine (a developer's and CI's, or a helper's) take turns on
+the clusters rather than cleaning each other's ARs and jobs away."""
+
+
+def _group(path: Path) -> str | None:
+    if path.name in SHARED_SERVICE_FILES:
+        return ONE_AT_A_TIME
+    return SLURM_CLUSTER if path.name in SLURM_FILES else None
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _cluster_turn(request: pytest.FixtureRequest):
+    """The machine's cluster, this file's alone from its first test to its
+    last (module fixtures such as a daemon span them)."""
+    group = _group(Path(str(request.fspath)))
+    if group is None:
+        yield
+        return
+    with open(CLUSTER_LOCKS[group], "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -84,10 +109,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
     class SharedServicesTogether(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             file = nodeid.split("::", 1)[0]
-            name = Path(file).name
-            if name in SHARED_SERVICE_FILES:
-                return ONE_AT_A_TIME
-            return SLURM_CLUSTER if name in SLURM_FILES else file
+            return _group(Path(file)) or file
 
     return SharedServicesTogether(config, log)
 
