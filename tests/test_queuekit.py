@@ -139,3 +139,21 @@ def test_after_a_crash_reconcile_drops_what_the_store_lacks_and_closes_what_it_c
     saved = json.loads((tmp_path / "ledger.json").read_text())
     assert saved == {"ars": [5, 7], "active": {"5": ["n1"]}}
     assert again.is_ar_queue("R5") and not again.is_ar_queue("R6") and not again.is_ar_queue(None)
+
+
+def test_a_new_leader_reads_the_ledger_its_predecessor_wrote(tmp_path):
+    """Daemons that may lead share the ledger: one that stood by reads it
+    again when it leads, so it removes what the old leader made for an AR
+    destroyed since, and applies the open one anew."""
+    standby = backend(tmp_path)
+    standby.stand_by()
+    leader = backend(tmp_path)
+    kept, gone = reservation(8, state=State.RUNNING), reservation(9, ("n2",), state=State.RUNNING)
+    for ar in (kept, gone):
+        leader.prepare(ar)
+        leader.activate(ar)
+    standby.reconcile([kept])                         # the leader died; 9 was destroyed meanwhile
+    assert standby.said == ["remove 9", "no window 9", "ahead [8]"]
+    assert standby.ledger.owned() == [8] and standby.ledger.active_ids() == {8}
+    standby.activate(kept)
+    assert standby.said[-3:] == ["others off n1 open=True", "open 8", "opened 8"]

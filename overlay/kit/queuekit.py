@@ -103,10 +103,16 @@ class Ledger:
     def __init__(self, path: str) -> None:
         self.path = path
         self.lock = threading.RLock()
-        raw = statefile.load(path, self.what)
-        self.ars: list[int] = raw.get("ars", [])
-        self.active: dict[str, list[str]] = raw.get("active", {})   # AR id -> hosts
-        self.load(raw)
+        self.reload()
+
+    def reload(self) -> None:
+        """What the file says now: at start, and when this daemon takes the
+        lead from another that shares the file (it wrote since)."""
+        with self.lock:
+            raw = statefile.load(self.path, self.what)
+            self.ars: list[int] = raw.get("ars", [])
+            self.active: dict[str, list[str]] = raw.get("active", {})   # AR id -> hosts
+            self.load(raw)
 
     def load(self, raw: dict[str, Any]) -> None:
         """Take the subclass's entries from the file's mapping."""
@@ -217,6 +223,21 @@ class QueueBackend(Backend):
         self.ledger = ledger
         self.lock = threading.RLock()
         self._applied = Applied()
+        self._stood_by = False
+
+    def stand_by(self) -> None:
+        """Another daemon leads and may write the ledger (daemons that may
+        lead share it, in a ``state_dir`` on storage they all write): the
+        first call after this one reads it again and applies every AR anew."""
+        with self.lock:
+            self._stood_by = True
+
+    def _current(self) -> None:
+        """Under ``self.lock``, at the start of every lifecycle call."""
+        if self._stood_by:
+            self.ledger.reload()
+            self._applied.clear()
+            self._stood_by = False
 
     # -- what a backend implements ---------------------------------------------------
 
@@ -283,6 +304,7 @@ class QueueBackend(Backend):
 
     def prepare(self, reservation: Reservation) -> None:
         with self.lock:
+            self._current()
             fingerprint = self.fingerprint(reservation)
             if self._applied.current(reservation.id, fingerprint):
                 return
@@ -294,6 +316,7 @@ class QueueBackend(Backend):
 
     def activate(self, reservation: Reservation) -> None:
         with self.lock:
+            self._current()
             hosts = sorted(reservation.node_names)
             fingerprint, shut = self.fingerprint(reservation), kept_shut(reservation)
             self.ledger.set_active(reservation.id, hosts)
@@ -305,6 +328,7 @@ class QueueBackend(Backend):
 
     def teardown(self, reservation: Reservation) -> None:
         with self.lock:
+            self._current()
             self._remove(reservation.id)
 
     def _remove(self, ar_id: int) -> None:
@@ -319,6 +343,7 @@ class QueueBackend(Backend):
         """plus_cancel: the AR's jobs go and its hosts are given back; its
         objects stay with the record until plus_destroy or expiry (PluS 3.1.5)."""
         with self.lock:
+            self._current()
             if not self.ledger.owns(reservation.id) or self.released(reservation.id):
                 return
             self.give_back(reservation)
@@ -329,6 +354,7 @@ class QueueBackend(Backend):
         """prepare() corrects every live object to the new AR; the reconcile
         step after it opens or closes the window as the new times say."""
         with self.lock:
+            self._current()
             self._applied.forget(after.id)
             self.prepare(after)
 
@@ -336,6 +362,7 @@ class QueueBackend(Backend):
         """Remove the objects of ARs the store no longer has, close the ARs
         the store says are not open, then the backend's own pass."""
         with self.lock:
+            self._current()
             known = {ar.id: ar for ar in reservations}
             for ar_id in self.ledger.owned():
                 if ar_id not in known:

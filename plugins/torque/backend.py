@@ -108,7 +108,9 @@ class TorqueBackend(QueueBackend):
             self._watch_departures()
 
     def stand_by(self) -> None:
-        """Another daemon leads: the self-scheduler starts no job here."""
+        """Another daemon leads: the self-scheduler starts no job here (and
+        the kit reads the shared ledger again when this one leads)."""
+        super().stand_by()
         if self.scheduler is not None:
             self.scheduler.stand_by()
 
