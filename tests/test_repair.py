@@ -59,7 +59,7 @@ def events(env, ar_id: int) -> list[tuple[str, dict]]:
             if event.ar_id == ar_id]
 
 
-def test_a_node_down_before_the_window_is_replaced_in_the_same_pass(env, smtp):
+def test_a_node_down_before_the_window_is_replaced_in_the_same_pass(env, smtp):  # noqa: F811
     ar = reserve(env)
     assert ar.node_names == ["n01", "n02"]
     env.cluster.set("n02")
@@ -87,7 +87,7 @@ def test_a_node_down_before_the_window_is_replaced_in_the_same_pass(env, smtp):
     assert len(ar_log(env, ar.id)) == 3
 
 
-def test_repair_none_keeps_the_warning_as_before(env, smtp):
+def test_repair_none_keeps_the_warning_as_before(env, smtp):  # noqa: F811
     ar = reserve(env, repair="none")
     env.cluster.set("n02")
     env.tick_at(T0 + 10)
@@ -104,7 +104,7 @@ def test_repair_none_keeps_the_warning_as_before(env, smtp):
 @pytest.mark.parametrize("mode, state, nodes", [
     ("before", State.ERROR, ["n01", "n02"]),
     ("always", State.RUNNING, ["n01", "n03"])])
-def test_during_the_window_only_always_repairs(env, smtp, mode, state, nodes):
+def test_during_the_window_only_always_repairs(env, smtp, mode, state, nodes):  # noqa: F811
     ar = reserve(env, repair=mode)
     env.tick_at(T0 + HOUR + 10)
     assert env.manager.ars[ar.id].state == State.RUNNING
@@ -120,7 +120,7 @@ def test_during_the_window_only_always_repairs(env, smtp, mode, state, nodes):
         assert subjects[-1].endswith("Repaired")
 
 
-def test_no_free_node_leaves_w_saying_so_and_a_node_freed_later_repairs(env, smtp, monkeypatch):
+def test_no_free_node_leaves_w_saying_so_and_a_node_freed_later_repairs(env, smtp, monkeypatch):  # noqa: F811
     ar = reserve(env)
     other = reserve(env, nodes=1)
     assert other.node_names == ["n03"]
