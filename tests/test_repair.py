@@ -18,6 +18,7 @@ from overlay.persistence.events import EventLog
 from overlay.usecases import manager as manager_module
 from overlay.wire import codec
 from test_ar_instance_states import ar_log
+from test_ar_instance_states import env as instance_env  # noqa: F401 (a fixture)
 from test_mail import ALICE, HOUR, T0, make_env, smtp  # noqa: F401 (fixtures)
 
 NODES = ("n01", "n02", "n03")
@@ -32,21 +33,20 @@ class Cluster:
 
     def set(self, *dead: str) -> None:
         path = self.env.cluster_file
-        later = path.stat().st_mtime_ns + 1_000_000_000 if path.exists() else None
+        later = path.stat().st_mtime_ns + 1_000_000_000
         path.write_text("nodes:\n" + "".join(
             f"  - {{name: {name}, slots: 2, alive: {str(name not in dead).lower()}}}\n"
             for name in NODES))
-        if later is not None:
-            os.utime(path, ns=(later, later))
+        os.utime(path, ns=(later, later))
 
 
 @pytest.fixture
-def env(smtp, make_env):  # noqa: F811
-    made = make_env(f"host: 127.0.0.1\nport: {smtp.port}\nsender: plus@cluster.test\n")
-    made.cluster = Cluster(made)
-    made.cluster.set()
-    made.tick_at(T0)
-    return made
+def env(instance_env):  # noqa: F811
+    """test_ar_instance_states' manager and mail, on three nodes any of which may die."""
+    instance_env.cluster = Cluster(instance_env)
+    instance_env.cluster.set()
+    instance_env.tick_at(T0)
+    return instance_env
 
 
 def reserve(env, nodes: int = 2, start: int = T0 + HOUR, **extra):
