@@ -479,7 +479,8 @@ def test_restart_catches_up_missed_transitions(env):
 
 
 def test_node_failure_puts_ar_in_warning_then_error(env):
-    ar = env.reserve(nodes=2, attributes=())
+    """Without repair (-repair none): the AR waits for its node to return."""
+    ar = env.reserve(nodes=2, attributes=(), repair="none")
     failed = [n for n in ar.node_names if n.startswith("n")][0]
     env.cluster_file.write_text(_with_alive(CLUSTER, failed, False))
     env.lifecycle.tick()
@@ -722,7 +723,7 @@ def test_lifecycle_events_reach_plugins(env):
     recorder = Recorder()
     env.pm.register(recorder, name="recorder")
     first = env.reserve(nodes=1)
-    second = env.reserve(nodes=1, transactional=True)
+    second = env.reserve(nodes=1, transactional=True, repair="none")
     assert recorder.events == [("granted", first.id)]
     env.manager.commit(ALICE, second.id)
     env.cluster_file.write_text(_with_alive(CLUSTER, second.node_names[0], False))

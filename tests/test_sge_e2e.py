@@ -156,3 +156,28 @@ def test_an_ars_jobs_start_and_end_once_by_id_across_a_restart(watched):
               "the second job's end")
         daemon.ok("plusu1", "plus_cancel", "-r", str(view["id"]))    # ends the first job
         seen_gone_once(streams, receiver, (first, second), second, node, 15)
+
+
+def test_an_ar_whose_instance_is_disabled_moves_to_a_free_host(daemon):
+    """Self-repair on Grid Engine: the AR's queue instance disabled on its
+    host (as an administrator's qmod -d, or a host whose execd is gone)
+    before the window; the AR's hostgroup takes a free host in its place."""
+    view = reserve(daemon, "-s", "now+1h", "-D", "1h", "-n", "1", "-m", "a")
+    ar_id, queue = view["id"], f"R{view['id']}"
+    (first,) = [a["node"] for a in view["allocations"]]
+    wait_for(lambda: instance_states().get(f"{queue}@{first}") == "s", 30,
+             "the enforcer to prepare the AR")
+    sh("qmod", "-d", f"{queue}@{first}", check=True)
+    moved: list[str] = []
+
+    def repaired() -> bool:
+        (ar,) = daemon.status("-r", str(ar_id))
+        moved[:] = [a["node"] for a in ar["allocations"]]
+        return ar["state"] == "w" and moved != [first]
+    wait_for(repaired, 60, "the AR repaired onto another host")
+    assert first not in moved
+    wait_for(lambda: sh("qconf", "-shgrp_resolved", f"@{queue}_hosts").stdout.split() == moved,
+             30, "the AR's hostgroup to hold the replacement")
+    wait_for(lambda: set(instance_states()) >= {f"{queue}@{moved[0]}"} and
+             f"{queue}@{first}" not in instance_states(), 30, "the AR queue to move")
+    assert "repaired: " in daemon.log.read_text()

@@ -116,7 +116,7 @@ def test_modify_cancel_and_destroy(daemon):
 
 
 def test_a_node_down_puts_the_ar_in_w_and_back(daemon):
-    view = daemon.reserve("plusu1", "-s", "now+1h", "-D", "1h", "-n", "1")
+    view = daemon.reserve("plusu1", "-s", "now+1h", "-D", "1h", "-n", "1", "-repair", "none")
     node = view["allocations"][0]["node"]
     wait_for(lambda: f"R{view['id']}" in reservation_names(), 30, "the reservation")
     sh("scontrol", "update", f"NodeName={node}", "State=DOWN", "Reason=plus e2e", check=True)
@@ -125,6 +125,31 @@ def test_a_node_down_puts_the_ar_in_w_and_back(daemon):
     sh("scontrol", "update", f"NodeName={node}", "State=RESUME", check=True)
     wait_for(lambda: daemon.status("-r", str(view["id"]))[0]["state"] == "w", 60,
              "the AR to come back")
+
+
+def test_a_node_down_before_the_window_is_replaced_in_the_reservation(daemon):
+    """Self-repair on Slurm: the reservation R<id> takes a free node in
+    place of the one that went down, and the AR is back in w."""
+    view = daemon.reserve("plusu1", "-s", "now+1h", "-D", "1h", "-n", "2")
+    name, nodes = f"R{view['id']}", [a["node"] for a in view["allocations"]]
+    wait_for(lambda: reservation(name) is not None, 30, "the reservation")
+    sh("scontrol", "update", f"NodeName={nodes[1]}", "State=DOWN", "Reason=plus repair",
+       check=True)
+    moved: list[str] = []
+
+    def repaired() -> bool:
+        (ar,) = daemon.status("-r", str(view["id"]))
+        moved[:] = [a["node"] for a in ar["allocations"]]
+        return ar["state"] == "w" and nodes[1] not in moved
+    wait_for(repaired, 60, "the AR repaired")
+    assert moved[0] == nodes[0] and len(moved) == 2
+    expected = sh("scontrol", "show", "hostnames", ",".join(moved), check=True).stdout.split()
+
+    def held() -> list[str]:
+        found = reservation(name)
+        return [] if found is None else sorted(sh(
+            "scontrol", "show", "hostnames", found["Nodes"], check=True).stdout.split())
+    wait_for(lambda: held() == sorted(expected), 60, "the reservation to hold the replacement")
 
 
 def test_a_reservation_deleted_by_hand_is_made_again(daemon):

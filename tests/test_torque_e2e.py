@@ -157,13 +157,22 @@ def test_cancel_and_destroy(double, daemon):
 
 
 def test_a_node_going_down_puts_the_ar_in_warning(double, daemon):
-    view = daemon.reserve("plusu1", "-s", "now+1h", "-D", "1h", "-n", "1")
+    view = daemon.reserve("plusu1", "-s", "now+1h", "-D", "1h", "-n", "1", "-repair", "none")
     node = view["allocations"][0]["node"]
     double.set_node_state(node, "down")
     wait_for(lambda: daemon.status("-r", str(view["id"]))[0]["state"] == "W", 10, "state W")
     assert f"node {node} down" in daemon.status("-r", str(view["id"]))[0]["message"]
     double.set_node_state(node, "free")
     wait_for(lambda: daemon.status("-r", str(view["id"]))[0]["state"] == "w", 10, "state w again")
+
+
+def test_a_node_going_down_before_the_window_is_replaced(double, daemon):
+    view = daemon.reserve("plusu1", "-s", "now+1h", "-D", "1h", "-n", "1")
+    node = view["allocations"][0]["node"]
+    double.set_node_state(node, "down")
+    wait_for(lambda: (ar := daemon.status("-r", str(view["id"]))[0])["state"] == "w" and
+             [a["node"] for a in ar["allocations"]] not in ([], [node]), 30,
+             "the AR repaired onto another node")
 
 
 def test_a_long_epilogue_delays_the_window_and_plus_status_says_why(double, daemon):

@@ -26,6 +26,7 @@ from overlay.language.request import (
     parse_object_name,
     parse_pattern,
     parse_queue_list,
+    parse_repair,
     parse_yes_no,
 )
 from overlay.language.timespec import (
@@ -165,6 +166,10 @@ def mail_options_arg(option: str) -> Callable[[str], str]:
 
 def mail_list_arg(option: str) -> Callable[[str], tuple[str, ...]]:
     return _typed(lambda text: parse_mail_list(text, option))
+
+
+def repair_arg(option: str) -> Callable[[str], str]:
+    return _typed(lambda text: parse_repair(text, option))
 
 
 def yes_no_arg(option: str) -> Callable[[str], bool]:

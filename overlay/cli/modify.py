@@ -22,6 +22,8 @@ def parser() -> common.Parser:
                    help="new number of nodes")
     p.add_argument("-U", metavar="users", type=common.names_arg("-U", groups=True),
                    help="new access list (the owner stays included)")
+    p.add_argument("-repair", metavar="none|before|always", type=common.repair_arg("-repair"),
+                   help="when a reserved node that goes down is replaced by a free one")
     p.add_argument("--reskey", metavar="FILE", help="change the AR whose ResKey (from "
                    "plus_setres or plus_resqandset) the file holds, as its owner: a signed "
                    "one-time claim is sent, never the key (not with -r or -T)")
@@ -32,10 +34,10 @@ def parser() -> common.Parser:
 def main(argv: list[str] | None = None) -> int:
     p = parser()
     args = p.parse_args(argv)
-    if all(value is None for value in (args.s, args.e, args.D, args.n, args.U)):
-        p.error("nothing to change: give at least one of -s, -e, -D, -n, -U")
+    if all(value is None for value in (args.s, args.e, args.D, args.n, args.U, args.repair)):
+        p.error("nothing to change: give at least one of -s, -e, -D, -n, -U, -repair")
     changes = {"start": args.s, "end": args.e, "duration": args.D, "nodes": args.n,
-               "users": list(args.U) if args.U is not None else None}
+               "users": list(args.U) if args.U is not None else None, "repair": args.repair}
     if args.reskey is not None:
         if args.r is not None or args.transactional:
             p.error("--reskey names the AR itself: it cannot be used with -r or -T")

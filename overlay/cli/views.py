@@ -80,6 +80,8 @@ def detail(view: dict) -> str:
     ]
     if view["request"].get("mail_list"):
         fields.append(("mail_list", ",".join(view["request"]["mail_list"])))
+    if view["request"].get("kind") != "slots":
+        fields.append(("repair", view["request"].get("repair") or "before"))
     outers = sorted({a["within"] for a in view["allocations"] if a.get("within")})
     if outers:
         fields.append(("inside", ",".join(f"R{outer}" for outer in outers)))

@@ -126,3 +126,10 @@ def plus_reservation_cancelled(reservation):
 @hookspec
 def plus_reservation_error(reservation, reason):
     """An AR entered W or E (``reason`` says why) or, with reason None, left it."""
+
+
+@hookspec
+def plus_reservation_repaired(reservation, replaced):
+    """An AR whose nodes went down got free ones in their place and left W
+    or E (self-repair): ``replaced`` maps each node replaced to its
+    replacement."""

@@ -147,6 +147,10 @@ class Request:
     and ``master_queues`` queue instance patterns (-q, -masterq), ``ckpt``
     a checkpointing environment (-ckpt), ``interactive`` -now y;
     ``account`` is -A's string for the accounting records.
+
+    ``repair`` (-repair) says when a node of the AR that goes down is
+    replaced by a free one: ``none``, ``before`` its window (the default)
+    or ``always`` (during it too): overlay.language.request.REPAIR_MODES.
     """
 
     start: int
@@ -173,6 +177,7 @@ class Request:
     interactive: bool = False
     account: str = ""
     kind: RequestKind | None = None
+    repair: str = "before"
 
     def __post_init__(self) -> None:
         kind = RequestKind.implied_by(self.nodes) if self.kind is None else RequestKind(self.kind)

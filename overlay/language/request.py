@@ -279,6 +279,21 @@ def parse_name_list(text: str, option: str, groups: bool = False) -> tuple[str, 
     return tuple(dict.fromkeys(items))
 
 
+REPAIR_MODES = ("none", "before", "always")
+"""-repair: when an AR's node that went down is replaced by a free one:
+never, before the AR's window opens (the default), or during it too."""
+DEFAULT_REPAIR = "before"
+
+
+def parse_repair(text: str, option: str = "-repair") -> str:
+    """-repair none|before|always."""
+    mode = text.strip().lower()
+    if mode not in REPAIR_MODES:
+        raise RequestError(f"{option}: invalid repair mode '{shown(text)}'; accepted: "
+                           f"{'|'.join(REPAIR_MODES)} (default {DEFAULT_REPAIR})")
+    return mode
+
+
 def parse_yes_no(text: str, option: str) -> bool:
     """y[es] or n[o], as qrsub -he takes them."""
     answer = {"y": True, "yes": True, "n": False, "no": False}.get(text.strip().lower())

@@ -76,14 +76,18 @@ class Placer:
 
     def nodes(self, owner: Owner, request: Request, context: PolicyContext,
               outers: Sequence[Reservation] = (), ignore: Iterable = (),
-              prefer: Iterable[str] = ()) -> list[Allocation]:
+              prefer: Iterable[str] = (), avoid: Iterable[str] = ()) -> list[Allocation]:
         """``request.nodes`` nodes free over its window (or inside one of
         ``outers``, the ARs its ResAccess may use), which the reservability
         hooks accept node by node, as the match policy picks them;
         ``ignore``: bookings left out (the AR a modify moves), ``prefer``:
-        its nodes. NoCapacity says why not."""
+        its nodes, ``avoid``: nodes not to take (those a repair replaces).
+        NoCapacity says why not."""
         hooks = self.hooks()
         candidates = self.eligible(request)
+        if avoid:
+            shunned = frozenset(avoid)
+            candidates = [node for node in candidates if node.name not in shunned]
         ordered = hooks.hook.plus_node_order(nodes=candidates, request=request,
                                              owner=owner.user, groups=owner.groups,
                                              context=context)

@@ -15,6 +15,9 @@ hold hosts whose liveness changed, carry a health problem, or failed to
 apply: its cost follows what changed, not how many ARs are stored, and
 commands wait on it for no longer.
 
+An AR whose node went down is repaired in the pass that finds it, when
+its -repair mode and a free node allow (overlay/usecases/repair.py).
+
 An AR that runs tells, once, that it is ending soon at each lead time of
 ``ending_soon`` before its end (its due times include them): the event is
 put once by its key, so a new leader repeating a pass repeats none.
@@ -38,6 +41,7 @@ from overlay.log.ratelog import RateLimitedLog, RateLimitFilter
 from overlay.persistence.events import EventLog
 from overlay.persistence.store import Stale
 from overlay.usecases.manager import Manager
+from overlay.usecases.repair import Repairs
 
 log = logging.getLogger("plus.lifecycle")
 # Clients at other daemons cause these (by changing ARs as fast as they
@@ -80,6 +84,7 @@ class Lifecycle:
         self._announced: dict[int, set[tuple[int, int]]] = {}   # ending soon told: (end, lead)
         self._events: EventLog | None = None
         self._primed = False
+        self._repairs = Repairs(manager)
 
     def start(self) -> None:
         """Run the timers, and a pass now; after ``pause``, the pass looks at
@@ -230,6 +235,7 @@ class Lifecycle:
                 self._problems[ar_id] = found[ar_id]
             else:
                 self._problems.pop(ar_id, None)
+                self._repairs.forget(ar_id)
 
     def _advance_fresh(self, ar_id: int, now: int) -> None:
         """One AR's transition; if another daemon changed the AR meanwhile,
@@ -258,6 +264,12 @@ class Lifecycle:
         if now >= ar.end:
             self.manager.end(ar)
             return
+        if reason:
+            reason = self._repairs.attempt(ar, now, reason)
+            if reason is None:             # repaired: healthy on its new nodes
+                self._problems.pop(ar.id, None)
+                return
+            ar = self.manager.ars[ar.id]
         target = ar.error_state(now) if reason else ar.window_state(now)
         if target != ar.state or (reason or "") != ar.message:
             self.manager.change_state(ar, target, reason)

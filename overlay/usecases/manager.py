@@ -19,7 +19,7 @@ import threading
 import time
 from dataclasses import dataclass, replace
 from functools import wraps
-from typing import Callable, Iterable, Iterator, NamedTuple
+from typing import Callable, Iterable, Iterator, Mapping, NamedTuple, Sequence
 
 import pluggy
 
@@ -104,11 +104,12 @@ class Caller:
 
 class Told(NamedTuple):
     """An ar_log event of a change, in 8.1.9's words; ``why`` goes to the
-    daemon's log only."""
+    daemon's log only, ``data`` to its event (overlay.events.catalog)."""
 
     event: str
     message: str
     why: str = ""
+    data: Mapping[str, object] | None = None
 
 
 @dataclass(frozen=True)
@@ -137,9 +138,11 @@ class Report:
     def told(self, now: int, ar: Reservation) -> list[dict]:
         """The change's events (overlay.events.catalog), for the event
         table in the same transaction: a grant, then one per ar_log event."""
-        kinds = [GRANTED] if self.granted else []
-        kinds += [BY_AR_LOG[told.event] for told in self.events if told.event in BY_AR_LOG]
-        return [reservation_event(kind, now, ar) for kind in kinds]
+        kinds: list[tuple[str, Mapping[str, object] | None]] = [(GRANTED, None)] \
+            if self.granted else []
+        kinds += [(BY_AR_LOG[told.event], told.data) for told in self.events
+                  if told.event in BY_AR_LOG]
+        return [reservation_event(kind, now, ar, **(data or {})) for kind, data in kinds]
 
 
 _MODIFIED = Report(attribute=True, events=(Told(EVENT_MODIFIED, "AR modified"),))
@@ -600,13 +603,14 @@ class Manager:
             raise PermissionDenied(refusal)
 
     def _allocate(self, owner: Caller, request: Request, context: PolicyContext,
-                  ignore: Iterable = (), prefer: Iterable[str] = ()) -> list[Allocation]:
+                  ignore: Iterable = (), prefer: Iterable[str] = (),
+                  avoid: Iterable[str] = ()) -> list[Allocation]:
         """The nodes the placement gives ``request``, on their own slots or
         inside the ARs its ResAccess names (checked here, among this
-        daemon's ARs); ``ignore`` and ``prefer`` as Placer.nodes."""
+        daemon's ARs); ``ignore``, ``prefer`` and ``avoid`` as Placer.nodes."""
         outers = accessible(self.ars, request.res_access, owner.user, owner.groups,
                             owner.is_manager)
-        return self.placer.nodes(owner, request, context, outers, ignore, prefer)
+        return self.placer.nodes(owner, request, context, outers, ignore, prefer, avoid)
 
     # -- reserve ---------------------------------------------------------------
 
@@ -825,7 +829,7 @@ class Manager:
     @_retried_when_stale
     def modify(self, caller: Caller, ar_id: int, start: int | None, end: int | None,
                duration: int | None, nodes: int | None, users: tuple[str, ...] | None,
-               transactional: bool = False) -> Reservation:
+               transactional: bool = False, repair: str | None = None) -> Reservation:
         with self.lock:
             ar = self._get(ar_id)
             self._check_owner(caller, ar, "modify")
@@ -844,7 +848,7 @@ class Manager:
             if started and start is not None and start != ar.start:
                 raise ReservationError(f"AR {ar_id} has started; its start time can no longer change")
             request = self._modified_request(ar.request, start, end, duration, nodes, users,
-                                             ar.owner)
+                                             ar.owner, repair)
             owner = caller if caller.user == ar.owner else owner_of(ar)
             context = self._context(ignoring=ar.id)
             try:
@@ -884,7 +888,7 @@ class Manager:
                                  "once; transactional modifications are for node reservations")
 
     def _modified_request(self, old: Request, start, end, duration, nodes, users,
-                          owner: str) -> Request:
+                          owner: str, repair: str | None = None) -> Request:
         """-s alone moves the window (same length); -e or -D set its end."""
         new_start = old.start if start is None else start
         if end is None and duration is None:
@@ -892,7 +896,8 @@ class Manager:
         new_end = window_end(new_start, end, duration)
         changed = replace(old, start=new_start, end=new_end,
                           nodes=old.nodes if nodes is None else nodes,
-                          users=old.users if users is None else users)
+                          users=old.users if users is None else users,
+                          repair=old.repair if repair is None else repair)
         return self._owned(owner, changed)
 
     @staticmethod
@@ -1147,6 +1152,37 @@ class Manager:
             self._event("plus_reservation_error", reservation=ar, reason=reason)
         elif satisfied:
             self._event("plus_reservation_error", reservation=ar, reason=None)
+
+    def repair(self, ar: Reservation, failed: Sequence[str], problem: str) -> dict[str, str]:
+        """Self-repair (overlay/usecases/repair.py): the ``failed`` nodes of
+        ``ar`` replaced by free ones that the placement and the
+        reservability hooks give its request, its other nodes kept; stored
+        with the capacity re-checked and the records of a modify and of
+        resources satisfied (after those of ``problem``'s W or E, if the AR
+        was not in it yet), back in w or r. Which node replaced which;
+        NoCapacity, a policy's refusal or the store's Conflict says why not."""
+        if self.inside.inner(ar.id):
+            raise InvalidRequest("ARs are placed inside it (ResAccess): its nodes stay")
+        kept = [name for name in ar.node_names if name not in failed]
+        allocations = self._allocate(owner_of(ar), ar.request, self._context(ignoring=ar.id),
+                                     ignore=booking_keys(ar.id), prefer=kept, avoid=failed)
+        taken = [a.node for a in allocations]
+        if not set(kept) <= set(taken):
+            raise NoCapacity(f"the placement would move nodes that are up ("
+                             f"{', '.join(sorted(set(kept) - set(taken)))})")
+        replaced = dict(zip(failed, [name for name in taken if name not in kept], strict=True))
+        if ar.state not in (State.WARNING, State.ERROR):
+            self.change_state(ar, ar.error_state(self.now()), problem)
+            ar = self.ars[ar.id]
+        told = ", ".join(f"{old} by {new}" for old, new in replaced.items())
+        report = Report(attribute=True, events=(
+            Told(EVENT_MODIFIED, "AR modified", f"repaired: {told}"),
+            Told(EVENT_SATISFIED, "AR resources satisfied", data={"replaced": replaced})))
+        ar = self._stored(ar, self.capacity(), report, allocations=allocations,
+                          state=ar.window_state(self.now()), message="")
+        self._book(ar)
+        self._event("plus_reservation_repaired", reservation=ar, replaced=replaced)
+        return replaced
 
     def time_out(self, ar: Reservation) -> Reservation:
         """A -T operation was not committed in time: it is aborted."""

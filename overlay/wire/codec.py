@@ -17,6 +17,7 @@ from typing import Any, Callable, Iterable
 from overlay.language import limits
 from overlay.language.model import Request, RequestKind
 from overlay.language.request import (
+    DEFAULT_REPAIR,
     MAX_AR_ID,
     MAX_SLOTS,
     RequestError,
@@ -32,6 +33,7 @@ from overlay.language.request import (
     parse_pattern,
     parse_pe_range,
     parse_queue_list,
+    parse_repair,
     request_wire,
 )
 from overlay.language.timespec import bounded_time
@@ -222,7 +224,13 @@ def reserve_request(args: Arguments) -> Request:
                                  lambda v: parse_queue_list(v, "-masterq")) or (),
         ckpt=args.checked("ckpt", lambda v: v and parse_name(v, "-ckpt")) or "",
         interactive=args.flag("interactive"),
-        account=args.checked("account", lambda v: v and parse_account(v)) or "", kind=kind)
+        account=args.checked("account", lambda v: v and parse_account(v)) or "", kind=kind,
+        repair=repair(args) or DEFAULT_REPAIR)
+
+
+def repair(args: Arguments) -> str | None:
+    """-repair: none, before or always (None when not given)."""
+    return args.checked("repair", parse_repair)
 
 
 def _kind(text: str) -> RequestKind:

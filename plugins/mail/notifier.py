@@ -85,6 +85,15 @@ class Notifier:
             self._errors_mailed.discard(reservation.id)
             self._notify(reservation, "a", "Error resolved", f"AR {reservation.id} is satisfied again")
 
+    @hookimpl
+    def plus_reservation_repaired(self, reservation: Reservation, replaced: dict) -> None:
+        """Self-repair, before the window or during it: -m a's mail, saying
+        which node took which one's place."""
+        self._errors_mailed.discard(reservation.id)
+        moves = ", ".join(f"{old} replaced by {new}" for old, new in replaced.items())
+        self._notify(reservation, "a", "Repaired",
+                     f"AR {reservation.id} was repaired: {moves}")
+
     def _error(self, reservation: Reservation, reason: str) -> None:
         """Once per error: a start into E calls both the start and the error hook."""
         if reservation.id in self._errors_mailed:

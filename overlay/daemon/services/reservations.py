@@ -55,10 +55,12 @@ def modified(context: Context, caller: Caller, ar_id: int, args: codec.Arguments
     start, end = args.time("start", "-s"), args.time("end", "-e")
     duration = args.integer("duration", 1, limits.MAX_DURATION, what="-D")
     nodes, users = args.count("nodes", "-n"), codec.users(args)
+    repair = codec.repair(args)
     transactional = args.flag("transactional")
     args.done()
     return context.manager.modify(caller, ar_id, start=start, end=end, duration=duration,
-                                  nodes=nodes, users=users, transactional=transactional)
+                                  nodes=nodes, users=users, transactional=transactional,
+                                  repair=repair)
 
 
 def _selected(context: Context, caller: Caller, args: codec.Arguments,

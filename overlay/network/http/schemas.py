@@ -58,6 +58,7 @@ class RequestShown(_Shown):
     interactive: bool
     account: str
     kind: str | None = Field(description="nodes or slots")
+    repair: str = Field("before", description="-repair: none, before or always")
 
 
 class Pending(_Shown):

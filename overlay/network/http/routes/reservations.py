@@ -29,6 +29,10 @@ from overlay.network.http.schemas import AvailableNodes, Reservation, answers
 
 router = APIRouter()
 
+RepairMode = Annotated[Text, Field(description="when a reserved node that goes down is "
+                                   "replaced by a free one: none, before (the window) or always")]
+"""-repair, checked by the daemon's codec with the commands' words."""
+
 
 class ReservationIn(BaseModel):
     """plus_reserve's request (overlay.language.request.request_wire), -T as
@@ -51,6 +55,7 @@ class ReservationIn(BaseModel):
     mail_list: Names = []
     res_access: Annotated[list[Annotated[StrictInt, Field(ge=1, le=MAX_AR_ID)]],
                           Field(max_length=limits.MAX_ITEMS)] = []
+    repair: RepairMode = "before"
     transactional: StrictBool = False
 
 
@@ -62,6 +67,7 @@ class ModifyIn(BaseModel):
     duration: Annotated[StrictInt, Field(ge=1, le=limits.MAX_DURATION)] | None = None
     nodes: Count | None = None
     users: Names | None = None
+    repair: RepairMode | None = None
     transactional: StrictBool = False
 
 
