@@ -45,6 +45,7 @@ def parser() -> common.Parser:
     p.add_argument("-M", metavar="user[@host],...", type=common.mail_list_arg("-M"),
                    help="mail these addresses (default: the owner)")
     p.add_argument("-N", metavar="name", type=common.ar_name_arg("-N"), help="AR name (as qrsub -N)")
+    common.add_notice_options(p)
     common.add_output_options(p, "print the new AR as XML (qrstat schema)")
     return p
 
@@ -60,7 +61,8 @@ def main(argv: list[str] | None = None) -> int:
         start=args.s, end=end, nodes=args.n, users=args.U or (), memory_mb=args.mem,
         ncpus=args.ncpu, arch=args.arch, os=args.os, attributes=args.l or (),
         slots_per_node=args.sn, queues=args.sgeq or (), name=args.N or "",
-        hard_error=bool(args.he), mail_options=args.m or "", mail_list=args.M or ())
+        hard_error=bool(args.he), mail_options=args.m or "", mail_list=args.M or (),
+        **common.given_leads(args))
     view = common.call("plus_reserve", "reserve",
                        {**request, "transactional": args.transactional})
     if args.x:

@@ -147,6 +147,10 @@ class Request:
     and ``master_queues`` queue instance patterns (-q, -masterq), ``ckpt``
     a checkpointing environment (-ckpt), ``interactive`` -now y;
     ``account`` is -A's string for the accounting records.
+
+    ``notify_start`` and ``notify_end`` are the leads (seconds) before the
+    start and the end at which the AR's users are told (mail, event);
+    None takes the site's (plus.yaml's ``notice:``), () none at all.
     """
 
     start: int
@@ -173,6 +177,8 @@ class Request:
     interactive: bool = False
     account: str = ""
     kind: RequestKind | None = None
+    notify_start: tuple[int, ...] | None = None
+    notify_end: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
         kind = RequestKind.implied_by(self.nodes) if self.kind is None else RequestKind(self.kind)
@@ -248,6 +254,10 @@ class Reservation:
     changed: int = field(default=0, compare=False)
     """When the store last wrote it (epoch seconds): a calendar feed's
     DTSTAMP, the time the event was last revised."""
+    window_set: int = 0
+    """When its window was last set (granted, modified, committed): a
+    notice whose lead was already past then is not given (0: at its
+    submission)."""
 
     @property
     def start(self) -> int:

@@ -55,10 +55,13 @@ def modified(context: Context, caller: Caller, ar_id: int, args: codec.Arguments
     start, end = args.time("start", "-s"), args.time("end", "-e")
     duration = args.integer("duration", 1, limits.MAX_DURATION, what="-D")
     nodes, users = args.count("nodes", "-n"), codec.users(args)
+    notify_start = args.leads("notify_start", "--notify-start")
+    notify_end = args.leads("notify_end", "--notify-end")
     transactional = args.flag("transactional")
     args.done()
     return context.manager.modify(caller, ar_id, start=start, end=end, duration=duration,
-                                  nodes=nodes, users=users, transactional=transactional)
+                                  nodes=nodes, users=users, transactional=transactional,
+                                  notify_start=notify_start, notify_end=notify_end)
 
 
 def _selected(context: Context, caller: Caller, args: codec.Arguments,

@@ -10,6 +10,7 @@ from fastapi import APIRouter, Header, Query, Request, Response
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 
 from overlay.language import limits
+from overlay.language.leads import LEAD_FORMS
 from overlay.language.request import MAX_AR_ID
 from overlay.network.http.identity import Who
 from overlay.network.http.refusal import Refusal
@@ -28,6 +29,10 @@ from overlay.network.http.routes.base import (
 from overlay.network.http.schemas import AvailableNodes, Reservation, answers
 
 router = APIRouter()
+
+Leads = Annotated[list[Annotated[StrictInt, Field(ge=0, le=2**40)]], Field(
+    max_length=limits.MAX_ITEMS, description=f"notice leads, seconds before the start or end: "
+                                             f"{LEAD_FORMS}; [] none, absent the site's")]
 
 
 class ReservationIn(BaseModel):
@@ -51,6 +56,8 @@ class ReservationIn(BaseModel):
     mail_list: Names = []
     res_access: Annotated[list[Annotated[StrictInt, Field(ge=1, le=MAX_AR_ID)]],
                           Field(max_length=limits.MAX_ITEMS)] = []
+    notify_start: Leads | None = None
+    notify_end: Leads | None = None
     transactional: StrictBool = False
 
 
@@ -62,6 +69,8 @@ class ModifyIn(BaseModel):
     duration: Annotated[StrictInt, Field(ge=1, le=limits.MAX_DURATION)] | None = None
     nodes: Count | None = None
     users: Names | None = None
+    notify_start: Leads | None = None
+    notify_end: Leads | None = None
     transactional: StrictBool = False
 
 
