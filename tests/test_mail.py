@@ -80,12 +80,14 @@ class Env:
     """A manager on a two-node native cluster whose plugins were configured
     from a file with ``mail_settings`` under ``mail:``."""
 
-    def __init__(self, tmp_path, mail_settings: str) -> None:
+    def __init__(self, tmp_path, mail_settings: str, settings: str = "") -> None:
+        """``settings``: more top-level keys of plus.yaml."""
         self.cluster_file = tmp_path / "cluster.yaml"
         self.node_alive(True)
         conf = tmp_path / "plus.yaml"
         conf.write_text("state_dir: state\nnative: {cluster: cluster.yaml, local_host: false}\n"
-                        "mail:\n" + textwrap.indent(textwrap.dedent(mail_settings), "  "))
+                        + settings + "mail:\n"
+                        + textwrap.indent(textwrap.dedent(mail_settings), "  "))
         config = config_module.load(str(conf))
         self.pm = plugins.plugin_manager()
         claimed = plugins.configure(self.pm, config)
@@ -101,8 +103,8 @@ class Env:
         """n02 up or down, as an administrator marks it in the cluster file."""
         self.cluster_file.write_text(CLUSTER % str(alive).lower())
 
-    def reserve(self, nodes: int = 1, start: int = T0 + HOUR, **extra):
-        request = Request(start=start, end=start + HOUR, nodes=nodes, **extra)
+    def reserve(self, nodes: int = 1, start: int = T0 + HOUR, hours: int = 1, **extra):
+        request = Request(start=start, end=start + hours * HOUR, nodes=nodes, **extra)
         return self.manager.reserve(ALICE, request)
 
     def tick_at(self, now: int) -> None:
