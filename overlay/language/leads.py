@@ -12,7 +12,12 @@ from __future__ import annotations
 
 from overlay.language.limits import MAX_ARGUMENT, shown
 from overlay.language.request import RequestError
-from overlay.language.timespec import DURATION_FORMS, TimeSpecError, parse_duration
+from overlay.language.timespec import (
+    DURATION_FORMS,
+    TimeSpecError,
+    format_duration,
+    parse_duration,
+)
 
 MAX_LEADS = 4
 """Leads in one list (before the start, or before the end)."""
@@ -67,5 +72,5 @@ def checked_leads(values: object, option: str) -> tuple[int, ...]:
 
 
 def shown_leads(leads: tuple[int, ...] | None) -> str:
-    """A lead list as plus_status -r shows it: seconds, or ``none``."""
-    return ",".join(f"{lead}s" for lead in leads) if leads else NONE
+    """A lead list as plus_status -r shows it: durations (h:mm:ss), or ``none``."""
+    return ",".join(format_duration(lead) for lead in leads) if leads else NONE
