@@ -59,7 +59,7 @@ SHARED_SERVICE_FILES = {
     "test_native_cluster.py", "test_slurm_ssh.py",
 }
 SLURM_CLUSTER = "slurm-cluster"
-SLURM_FILES = {"test_slurm_env.py", "test_slurm.py", "test_slurm_e2e.py"}
+SLURM_FILES = {"test_slurm_env.py", "test_slurm.py", "test_slurm_e2e.py", "test_slurm_notice.py"}
 
 
 @pytest.hookimpl(hookwrapper=True)
