@@ -391,7 +391,7 @@ def _from_rows(row: ReservationRow, allocations: list[AllocationRow]) -> Reserva
                              for a in allocations if a.pending],
         idempotency_key=row.idempotency_key, granted_pe=row.granted_pe or "",
         revision=row.revision or 0, changed=row.changed_time or row.submission_time,
-        window_set=row.window_set_time or row.submission_time)
+        window_set=row.window_set_time or 0)
 
 
 def _usage_row(used: Reservation) -> UsageRow:
