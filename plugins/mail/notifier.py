@@ -69,18 +69,19 @@ class Notifier:
     @hookimpl
     def plus_reservation_starting_soon(self, reservation: Reservation, lead: int,
                                        advice: Advice) -> None:
-        if reservation.request.mail_options != "n":
-            self._put(Draft(reservation, f"Starts in {in_words(lead)}",
-                            f"AR {reservation.id} starts in {in_words(lead)}, at "
-                            f"{advice.local(reservation.start)}", START_SOON, advice))
+        self._notice(reservation, "Starts", lead, reservation.start, START_SOON, advice)
 
     @hookimpl
     def plus_reservation_ending_soon(self, reservation: Reservation, lead: int,
                                      advice: Advice) -> None:
-        if reservation.request.mail_options != "n":
-            self._put(Draft(reservation, f"Ends in {in_words(lead)}",
-                            f"AR {reservation.id} ends in {in_words(lead)}, at "
-                            f"{advice.local(reservation.end)}", END_SOON, advice))
+        self._notice(reservation, "Ends", lead, reservation.end, END_SOON, advice)
+
+    def _notice(self, ar: Reservation, verb: str, lead: int, at: int, steps: str,
+                advice: Advice) -> None:
+        """A lead before the start or end came: mailed whatever -m's letters, unless n."""
+        if ar.request.mail_options != "n":
+            self._put(Draft(ar, f"{verb} in {in_words(lead)}", f"AR {ar.id} {verb.lower()} in "
+                            f"{in_words(lead)}, at {advice.local(at)}", steps, advice))
 
     @hookimpl
     def plus_reservation_started(self, reservation: Reservation, advice: Advice) -> None:
