@@ -80,12 +80,14 @@ class Env:
     """A manager on a two-node native cluster whose plugins were configured
     from a file with ``mail_settings`` under ``mail:``."""
 
-    def __init__(self, tmp_path, mail_settings: str) -> None:
+    def __init__(self, tmp_path, mail_settings: str, settings: str = "") -> None:
+        """``settings``: more top-level keys of plus.yaml."""
         self.cluster_file = tmp_path / "cluster.yaml"
         self.node_alive(True)
         conf = tmp_path / "plus.yaml"
         conf.write_text("state_dir: state\nnative: {cluster: cluster.yaml, local_host: false}\n"
-                        "mail:\n" + textwrap.indent(textwrap.dedent(mail_settings), "  "))
+                        + settings + "mail:\n"
+                        + textwrap.indent(textwrap.dedent(mail_settings), "  "))
         config = config_module.load(str(conf))
         self.pm = plugins.plugin_manager()
         claimed = plugins.configure(self.pm, config)
@@ -101,8 +103,8 @@ class Env:
         """n02 up or down, as an administrator marks it in the cluster file."""
         self.cluster_file.write_text(CLUSTER % str(alive).lower())
 
-    def reserve(self, nodes: int = 1, start: int = T0 + HOUR, **extra):
-        request = Request(start=start, end=start + HOUR, nodes=nodes, **extra)
+    def reserve(self, nodes: int = 1, start: int = T0 + HOUR, hours: int = 1, **extra):
+        request = Request(start=start, end=start + hours * HOUR, nodes=nodes, **extra)
         return self.manager.reserve(ALICE, request)
 
     def tick_at(self, now: int) -> None:
@@ -175,21 +177,41 @@ def test_e_mails_at_the_end_and_when_deleted(env, smtp):
     assert len(smtp.envelopes) == 2
 
 
-def test_a_mails_the_error_from_the_start_and_the_recovery(env, smtp):
+def test_a_mails_the_warning_before_the_start_and_the_recovery(env, smtp):
+    """Grid Engine mails nothing for W; we mail it at once (a user told
+    only at the start has lost the time to act), and not again as the
+    start finds it still broken."""
     ar = env.reserve(nodes=2, mail_options="a")
     env.node_alive(False)
     env.tick_at(T0 + 60)
     assert env.manager.ars[ar.id].state == State.WARNING
-    env.tick_at(ar.start)  # W mails nothing; the start finds it still broken
-    [error] = smtp.mails(1)
-    assert error["Subject"] == f"Advance Reservation {ar.id} (none) Error"
-    assert f"AR {ar.id} is in error state: reserved host(s) down: n02" in error.get_payload()
-    assert "state      = E (error)" in error.get_payload()
+    [warning] = smtp.mails(1)
+    assert warning["Subject"] == f"Advance Reservation {ar.id} (none) Warning"
+    body = warning.get_payload()
+    assert f"AR {ar.id} is in warning state (its start is ahead): reserved host(s) down: n02" \
+        in body
+    assert "state      = W (warning)" in body and f"plus_cancel -r {ar.id}" in body
+    env.tick_at(ar.start)  # still broken at the start: E, no second mail
+    assert env.manager.ars[ar.id].state == State.ERROR
     env.node_alive(True)
     env.tick_at(ar.start + 60)
     resolved = smtp.mails(2)[1]
     assert resolved["Subject"] == f"Advance Reservation {ar.id} (none) Error resolved"
     assert f"AR {ar.id} is satisfied again" in resolved.get_payload()
+    assert f"plus_qsub -ar {ar.id} job.sh" in resolved.get_payload()
+    env.close()
+    assert len(smtp.envelopes) == 2
+
+
+def test_a_mails_a_repair_before_the_start(env, smtp):
+    ar = env.reserve(nodes=2, mail_options="a")
+    env.node_alive(False)
+    env.tick_at(T0 + 60)
+    env.node_alive(True)
+    env.tick_at(T0 + 120)
+    assert env.manager.ars[ar.id].state == State.WAITING
+    subjects = [mail["Subject"].rsplit(") ", 1)[1] for mail in smtp.mails(2)]
+    assert subjects == ["Warning", "Error resolved"]
     env.close()
     assert len(smtp.envelopes) == 2
 

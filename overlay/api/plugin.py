@@ -1,6 +1,7 @@
 """What a plugin may use inside plus_scheduler (see overlay.api)."""
 
 from overlay.contract import settings
+from overlay.contract.advice import Advice
 from overlay.contract.backend import Backend, Holding, Inventory, Job, JobBar, ShownJob
 from overlay.contract.batchjob import batch_job, qsub_words
 from overlay.contract.hookspecs import hookimpl
@@ -89,7 +90,7 @@ from overlay.reporting.accounting import record_line
 from overlay.reporting.drain import ReportingDrain
 
 __all__ = [
-    "queuekit", "settings", "add_reports_within", "create_outbox_tables", "Outbox", "REPORTING",
+    "Advice", "queuekit", "settings", "add_reports_within", "create_outbox_tables", "Outbox", "REPORTING",
     "ReportingDrain", "record_line", "Backend", "Holding", "Inventory", "Job",
     "JobBar", "ShownJob",
     "batch_job", "qsub_words", "read_yaml", "hookimpl", "HORIZON", "MAX_ARGUMENT", "MAX_COUNT",

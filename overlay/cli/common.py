@@ -10,6 +10,7 @@ import sys
 from overlay.cli import options
 from overlay.kit.secretfile import check_private
 from overlay.language import limits
+from overlay.language.leads import MAX_LEADS, parse_leads
 from overlay.language.request import (
     RequestError,
     parse_account,
@@ -187,6 +188,26 @@ def name_arg(option: str) -> Callable[[str], str]:
 def ar_name_arg(option: str) -> Callable[[str], str]:
     """An AR's name (-N): a Grid Engine ar_name, as qrsub takes it."""
     return _typed(lambda text: parse_object_name(text, option, "AR name", digit_start=False))
+
+
+def leads_arg(option: str) -> Callable[[str], tuple[int, ...]]:
+    return _typed(lambda text: parse_leads(text, option))
+
+
+def add_notice_options(parser: Parser) -> None:
+    """--notify-start and --notify-end, as plus_reserve and plus_modify take them."""
+    for moment in ("start", "end"):
+        parser.add_argument(f"--notify-{moment}", metavar="LEAD[,LEAD]",
+                            type=leads_arg(f"--notify-{moment}"), dest=f"notify_{moment}",
+                            help=f"tell the AR's users (mail, event) this long before its "
+                                 f"{moment}, e.g. 1h,10m (at most {MAX_LEADS}); none: never; "
+                                 f"default: the site's")
+
+
+def given_leads(args: options.Namespace) -> dict[str, list[int]]:
+    """The notice leads the command line gave, as the request carries them."""
+    return {name: list(getattr(args, name)) for name in ("notify_start", "notify_end")
+            if getattr(args, name) is not None}
 
 
 def names_arg(option: str, groups: bool = False) -> Callable[[str], tuple[str, ...]]:

@@ -27,6 +27,7 @@ def parser() -> common.Parser:
     p.add_argument("--reskey", metavar="FILE", help="change the AR whose ResKey (from "
                    "plus_setres or plus_resqandset) the file holds, as its owner: a signed "
                    "one-time claim is sent, never the key (not with -r or -T)")
+    common.add_notice_options(p)
     return p
 
 
@@ -34,10 +35,14 @@ def parser() -> common.Parser:
 def main(argv: list[str] | None = None) -> int:
     p = parser()
     args = p.parse_args(argv)
-    if all(value is None for value in (args.s, args.e, args.D, args.n, args.U, args.repair)):
-        p.error("nothing to change: give at least one of -s, -e, -D, -n, -U, -repair")
+    leads = common.given_leads(args)
+    if all(value is None for value in (args.s, args.e, args.D, args.n, args.U, args.repair)) \
+            and not leads:
+        p.error("nothing to change: give at least one of -s, -e, -D, -n, -U, -repair, "
+                "--notify-start, --notify-end")
     changes = {"start": args.s, "end": args.e, "duration": args.D, "nodes": args.n,
-               "users": list(args.U) if args.U is not None else None, "repair": args.repair}
+               "users": list(args.U) if args.U is not None else None, "repair": args.repair,
+               **leads}
     if args.reskey is not None:
         if args.r is not None or args.transactional:
             p.error("--reskey names the AR itself: it cannot be used with -r or -T")

@@ -48,6 +48,7 @@ def parser() -> common.Parser:
     p.add_argument("-repair", metavar="none|before|always", type=common.repair_arg("-repair"),
                    help="replace a reserved node that goes down by a free one before the window "
                         "opens (before, the default), during it too (always), or never (none)")
+    common.add_notice_options(p)
     common.add_output_options(p, "print the new AR as XML (qrstat schema)")
     return p
 
@@ -64,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
         ncpus=args.ncpu, arch=args.arch, os=args.os, attributes=args.l or (),
         slots_per_node=args.sn, queues=args.sgeq or (), name=args.N or "",
         hard_error=bool(args.he), mail_options=args.m or "", mail_list=args.M or (),
-        **({"repair": args.repair} if args.repair else {}))
+        **({"repair": args.repair} if args.repair else {}), **common.given_leads(args))
     view = common.call("plus_reserve", "reserve",
                        {**request, "transactional": args.transactional})
     if args.x:

@@ -4,6 +4,7 @@ PluS's fields (overlay/schemas/qrstat.xsd)."""
 
 from __future__ import annotations
 
+from overlay.language.leads import shown_leads
 from overlay.language.limits import printable
 from overlay.language.timespec import (
     duration_formatter,
@@ -82,6 +83,9 @@ def detail(view: dict) -> str:
         fields.append(("mail_list", ",".join(view["request"]["mail_list"])))
     if view["request"].get("kind") != "slots":
         fields.append(("repair", view["request"].get("repair") or "before"))
+    fields += [(f"notify_{moment}", shown_leads(view["request"][f"notify_{moment}"]))
+               for moment in ("start", "end")
+               if view["request"].get(f"notify_{moment}") is not None]  # else the site's
     outers = sorted({a["within"] for a in view["allocations"] if a.get("within")})
     if outers:
         fields.append(("inside", ",".join(f"R{outer}" for outer in outers)))

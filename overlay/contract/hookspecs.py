@@ -102,34 +102,50 @@ def plus_node_order(nodes, request, owner, groups, context):
 
 
 # -- lifecycle events -----------------------------------------------------------
+# Each has ``advice``, an ``overlay.contract.advice.Advice``: the site's zone
+# and how jobs are submitted into the AR, for what a message tells its users.
+# These run under the use cases' lock, once, on the daemon that made the
+# change (the leader, for what the clock causes): queue work, never wait.
 
 @hookspec
-def plus_reservation_granted(reservation):
+def plus_reservation_granted(reservation, advice):
     """An AR was granted (committed, for -T)."""
 
 
 @hookspec
-def plus_reservation_started(reservation):
+def plus_reservation_starting_soon(reservation, lead, advice):
+    """An AR starts in ``lead`` seconds: one of its notice leads before its
+    start (``notify_start``, else plus.yaml's ``notice: start``) came."""
+
+
+@hookspec
+def plus_reservation_started(reservation, advice):
     """An AR's window opened."""
 
 
 @hookspec
-def plus_reservation_ended(reservation):
+def plus_reservation_ending_soon(reservation, lead, advice):
+    """An AR ends in ``lead`` seconds: one of its notice leads before its
+    end (``notify_end``, else plus.yaml's ``notice: end``) came."""
+
+
+@hookspec
+def plus_reservation_ended(reservation, advice):
     """An AR's window closed."""
 
 
 @hookspec
-def plus_reservation_cancelled(reservation):
+def plus_reservation_cancelled(reservation, advice):
     """An AR was cancelled (plus_cancel) or destroyed (plus_destroy)."""
 
 
 @hookspec
-def plus_reservation_error(reservation, reason):
+def plus_reservation_error(reservation, reason, advice):
     """An AR entered W or E (``reason`` says why) or, with reason None, left it."""
 
 
 @hookspec
-def plus_reservation_repaired(reservation, replaced):
+def plus_reservation_repaired(reservation, replaced, advice):
     """An AR whose nodes went down got free ones in their place and left W
     or E (self-repair): ``replaced`` maps each node replaced to its
     replacement."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import ipaddress
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 
@@ -19,6 +19,7 @@ from overlay.events.hooks import Network
 from overlay.feeds import zone
 from overlay.feeds.zone import machine_zone
 from overlay.kit.users import login_uid_min
+from overlay.language import leads
 from overlay.language.request import valid_name
 from overlay.network.http.settings import HttpSettings
 from overlay.network.http.settings import load as load_http
@@ -28,6 +29,14 @@ from overlay.wire import protocol
 
 class ConfigError(Exception):
     """The configuration cannot be used; the text names the key."""
+
+
+class SiteNotice(NamedTuple):
+    """``notice:``: the leads (seconds, longest first) before an AR's start
+    and end at which its users are told, for ARs that name none."""
+
+    start: tuple[int, ...] = ()
+    end: tuple[int, ...] = ()
 
 
 @dataclass
@@ -60,6 +69,7 @@ class Config:
     log_keep: int = 5
     timezone: str = field(default_factory=machine_zone)
     ending_soon: list[int] = field(default_factory=lambda: list(DEFAULT_LEADS))
+    notice: SiteNotice = field(default_factory=SiteNotice)
     webhook_networks: list[Network] = field(default_factory=list)
     http: HttpSettings = field(default_factory=HttpSettings)
     sections: dict[str, dict] = field(default_factory=dict)
@@ -133,6 +143,21 @@ def _leads(key: str, value: Any) -> list[int]:
     return sorted(set(value))
 
 
+def _notice(key: str, value: Any) -> SiteNotice:
+    """notice: the leads before an AR's start and end at which its users are
+    told, for ARs that name none of their own."""
+    accepted = (f"a mapping of start and end, each a list of at most {leads.MAX_LEADS} lead "
+                f"times in seconds, each {leads.SHORTEST} to {leads.LONGEST} (e.g. "
+                "{start: [3600], end: [900]})")
+    if not isinstance(value, dict) or not set(value) <= {"start", "end"}:
+        raise ConfigError(f"{key}: expected {accepted}, got {value!r}")
+    try:
+        return SiteNotice(*(leads.checked_leads(value.get(moment, []), f"{key}.{moment}")
+                            for moment in ("start", "end")))
+    except leads.LeadError:
+        raise ConfigError(f"{key}: expected {accepted}, got {value!r}") from None
+
+
 def _networks(key: str, value: Any) -> list[Network]:
     """webhook_networks: the networks beyond the public ones that webhooks
     may reach (the site's portal, a receiver on this host)."""
@@ -176,6 +201,7 @@ _VALIDATORS = {
     "log_keep": _non_negative,
     "timezone": zone.checked,
     "ending_soon": _leads,
+    "notice": _notice,
     "webhook_networks": _networks,
 }
 

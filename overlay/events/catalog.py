@@ -25,6 +25,7 @@ from overlay.reporting.accounting import (
 
 GRANTED = "reservation.granted"
 CHANGED = "reservation.changed"
+STARTING_SOON = "reservation.starting_soon"
 STARTED = "reservation.started"
 ENDING_SOON = "reservation.ending_soon"
 ENDED = "reservation.ended"
@@ -34,7 +35,7 @@ REPAIRED = "reservation.repaired"
 JOB_STARTED = "job.started"
 JOB_ENDED = "job.ended"
 
-TYPES = (GRANTED, CHANGED, STARTED, ENDING_SOON, ENDED, CANCELLED, IN_ERROR, REPAIRED,
+TYPES = (GRANTED, CHANGED, STARTING_SOON, STARTED, ENDING_SOON, ENDED, CANCELLED, IN_ERROR, REPAIRED,
          JOB_STARTED, JOB_ENDED)
 """Every event type, in the order of an AR's life."""
 CALENDAR_CHANGED = "calendar.changed"
@@ -50,7 +51,8 @@ def reservation_event(kind: str, now: int, ar, key: str | None = None,
                       **extra: object) -> dict:
     """An AR's event as the event table holds it (EventRow's fields): the
     AR as scripts want it (id, name, owner, state, window, nodes), and
-    ``extra`` (an ending-soon event's lead)."""
+    ``extra`` (a notice's ``lead``, and ``notice`` when the AR's users
+    are told at that lead)."""
     shown = {"id": ar.id, "name": ar.name, "owner": ar.owner, "state": ar.state.value,
              "start": ar.start, "end": ar.end, "nodes": ar.node_names,
              "message": ar.message}

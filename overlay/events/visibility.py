@@ -21,10 +21,12 @@ def sees(event: Event, user: str, groups: Iterable[str], manager: bool) -> bool:
 
 def chosen(event: Event, types: Iterable[str], lead: int | None) -> bool:
     """Whether a subscriber that chose ``types`` (none: every type) and the
-    ending-soon ``lead`` (none: no ending-soon events) takes ``event``."""
+    ending-soon ``lead`` (none: no ending-soon events but the notices ARs
+    ask for) takes ``event``."""
     types = tuple(types)
     if types and event.type not in types:
         return False
     if event.type == ENDING_SOON:
-        return lead is not None and json.loads(event.data).get("lead") == lead
+        told = json.loads(event.data)
+        return told.get("notice", False) or lead is not None and told.get("lead") == lead
     return True

@@ -151,6 +151,10 @@ class Request:
     ``repair`` (-repair) says when a node of the AR that goes down is
     replaced by a free one: ``none``, ``before`` its window (the default)
     or ``always`` (during it too): overlay.language.request.REPAIR_MODES.
+
+    ``notify_start`` and ``notify_end`` are the leads (seconds) before the
+    start and the end at which the AR's users are told (mail, event);
+    None takes the site's (plus.yaml's ``notice:``), () none at all.
     """
 
     start: int
@@ -178,6 +182,8 @@ class Request:
     account: str = ""
     kind: RequestKind | None = None
     repair: str = "before"
+    notify_start: tuple[int, ...] | None = None
+    notify_end: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
         kind = RequestKind.implied_by(self.nodes) if self.kind is None else RequestKind(self.kind)
@@ -253,6 +259,10 @@ class Reservation:
     changed: int = field(default=0, compare=False)
     """When the store last wrote it (epoch seconds): a calendar feed's
     DTSTAMP, the time the event was last revised."""
+    window_set: int = 0
+    """When its window was last set (granted, modified, committed): a
+    notice whose lead was already past then is not given (0: at its
+    submission)."""
 
     @property
     def start(self) -> int:

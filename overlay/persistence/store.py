@@ -155,6 +155,7 @@ class ReservationRow(SQLModel, table=True):
     granted_pe: str | None = None
     revision: int | None = Field(default=None, sa_type=BigInteger, index=True)
     changed_time: int | None = Field(default=None, sa_type=BigInteger)
+    window_set_time: int | None = Field(default=None, sa_type=BigInteger)
 
 
 class AllocationRow(SQLModel, table=True):
@@ -294,7 +295,8 @@ def _row_values(ar: Reservation) -> dict:
         pending=ar.pending.value if ar.pending else None, pending_since=ar.pending_since,
         pending_request=_encode_request(ar.pending_request) if ar.pending_request else None,
         idempotency_key=ar.idempotency_key, granted_pe=ar.granted_pe or None,
-        revision=ar.revision, changed_time=ar.changed or None)
+        revision=ar.revision, changed_time=ar.changed or None,
+        window_set_time=ar.window_set or None)
 
 
 def _to_row(ar: Reservation) -> ReservationRow:
@@ -388,7 +390,8 @@ def _from_rows(row: ReservationRow, allocations: list[AllocationRow]) -> Reserva
         pending_allocations=[Allocation(a.node, a.slots, a.within_id, a.queue or "")
                              for a in allocations if a.pending],
         idempotency_key=row.idempotency_key, granted_pe=row.granted_pe or "",
-        revision=row.revision or 0, changed=row.changed_time or row.submission_time)
+        revision=row.revision or 0, changed=row.changed_time or row.submission_time,
+        window_set=row.window_set_time or 0)
 
 
 def _usage_row(used: Reservation) -> UsageRow:
@@ -451,6 +454,7 @@ _ADDED_COLUMNS = {("allocation", "within_id"): "INTEGER",
                   ("allocation", "queue"): "VARCHAR", ("reservation", "granted_pe"): "VARCHAR",
                   ("reservation", "revision"): "BIGINT",
                   ("reservation", "changed_time"): "BIGINT",
+                  ("reservation", "window_set_time"): "BIGINT",
                   ("report_outbox", "target"): "VARCHAR NOT NULL DEFAULT 'reporting'",
                   ("inventory_node", "idle_since"): "BIGINT NOT NULL DEFAULT 0",
                   ("removed_reservation", "usage_id"): "INTEGER"}

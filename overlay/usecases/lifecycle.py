@@ -18,9 +18,11 @@ commands wait on it for no longer.
 An AR whose node went down is repaired in the pass that finds it, when
 its -repair mode and a free node allow (overlay/usecases/repair.py).
 
-An AR that runs tells, once, that it is ending soon at each lead time of
-``ending_soon`` before its end (its due times include them): the event is
-put once by its key, so a new leader repeating a pass repeats none.
+An AR tells, once each, that it is starting soon and ending soon at its
+notice leads and the site's ``ending_soon`` leads (overlay.usecases.notices;
+its due times include them): the event is put once by its key, and only
+the daemon that put it tells the plugins (the mail), so a new leader
+repeating a pass repeats none.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from typing import Callable
 
 from apscheduler.schedulers.background import BackgroundScheduler
 
-from overlay.events.catalog import ENDING_SOON, reservation_event
+from overlay.events.catalog import reservation_event
 from overlay.language.limits import HORIZON
 from overlay.language.model import FINISHED_STATES, Reservation, State
 from overlay.log.ratelog import RateLimitedLog, RateLimitFilter
@@ -42,6 +44,7 @@ from overlay.persistence.events import EventLog
 from overlay.persistence.store import Stale
 from overlay.usecases.manager import Manager
 from overlay.usecases.repair import Repairs
+from overlay.usecases.notices import Notice, notices
 
 log = logging.getLogger("plus.lifecycle")
 # Clients at other daemons cause these (by changing ARs as fast as they
@@ -81,7 +84,7 @@ class Lifecycle:
         self._finished_heap: list[tuple[int, int]] = []
         self._changed: set[int] = set()      # ARs changed since the last pass
         self._problems: dict[int, str] = {}  # ARs' last known health problems
-        self._announced: dict[int, set[tuple[int, int]]] = {}   # ending soon told: (end, lead)
+        self._announced: dict[int, set[tuple[str, int, int]]] = {}  # notices told: Notice.told
         self._events: EventLog | None = None
         self._primed = False
         self._repairs = Repairs(manager)
@@ -282,25 +285,34 @@ class Lifecycle:
         return self._events
 
     def _announce(self, ar_id: int, now: int) -> None:
-        """The AR's ending-soon events whose lead time has come, each once."""
+        """The AR's notices whose lead time has come, each once; the
+        plugins hear of those its users are told, from the daemon that
+        put the event."""
         ar = self.manager.ars.get(ar_id)
         if ar is None:
             return
         told = self._announced.setdefault(ar_id, set())
-        for lead in self._leads_due(ar, now):
-            key = f"soon:{ar.id}:{ar.submission_time}:{ar.end}:{lead}"
-            if self.events.add_once(reservation_event(ENDING_SOON, now, ar, key, lead=lead)):
+        for notice in self._untold(ar):
+            if notice.due > now:
+                continue
+            told.add(notice.told)     # given now, or never (its moment came first)
+            if not notice.open_for(ar, now):
+                continue
+            marks = {"notice": True} if notice.asked else {}
+            event = reservation_event(notice.kind, now, ar, notice.key(ar), lead=notice.lead,
+                                      **marks)
+            if self.events.add_once(event):
                 self.manager.reported()
-            told.add((ar.end, lead))
+                if notice.asked:
+                    self.manager.notify(ar, notice.moment, notice.lead)
 
-    def _leads_due(self, ar: Reservation, now: int) -> list[int]:
-        """The lead times of a running AR whose ending-soon event is due and
-        not told yet."""
-        if ar.state not in (State.RUNNING, State.ERROR) or now >= ar.end:
-            return []
+    def _untold(self, ar: Reservation) -> list[Notice]:
+        """The AR's notices whose moment is still to come, not told yet."""
+        config = self.manager.config
         told = self._announced.get(ar.id, set())
-        return [lead for lead in self.manager.config.ending_soon
-                if now >= ar.end - lead and (ar.end, lead) not in told]
+        return [notice for notice in notices(ar, config.notice.start, config.notice.end,
+                                             config.ending_soon)
+                if notice.told not in told and notice.ahead(ar)]
 
     def _health(self, ars: list[Reservation]) -> dict[int, str]:
         """The backend's word on ``ars`` (asked outside the use cases' lock)."""
@@ -332,7 +344,7 @@ class Lifecycle:
 
     def due_times(self, ar: Reservation) -> list[int]:
         """When the clock alone changes this AR: commit time-out, start, end,
-        expiry, and its ending-soon events not told yet."""
+        expiry, and its notices not told yet."""
         config = self.manager.config
         times = []
         if ar.pending is not None:
@@ -342,9 +354,7 @@ class Lifecycle:
         if ar.state not in FINISHED_STATES:
             times.append(ar.end)
             if ar.state != State.PENDING:
-                told = self._announced.get(ar.id, set())
-                times += [max(ar.start, ar.end - lead) for lead in config.ending_soon
-                          if (ar.end, lead) not in told]
+                times += [notice.due for notice in self._untold(ar)]
         else:
             times.append((ar.finished_time or 0) + config.expiry)
         return times

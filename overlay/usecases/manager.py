@@ -18,12 +18,13 @@ import pwd
 import threading
 import time
 from dataclasses import dataclass, replace
-from functools import wraps
+from functools import partial, wraps
 from typing import Callable, Iterable, Iterator, Mapping, NamedTuple, Sequence
 
 import pluggy
 
 from overlay.contract import plugins
+from overlay.contract.advice import Advice
 from overlay.contract.backend import Backend, Inventory, JobBar, ShownJob, problems_on
 from overlay.contract.policy import PolicyContext, context_for, used_part
 from overlay.daemon.config import Config
@@ -428,6 +429,8 @@ class Manager:
     def _event(self, hook: str, **arguments) -> None:
         """Tell the plugins of a change the store has already committed; a
         plugin that fails is logged, and the command still succeeds."""
+        ar = arguments["reservation"]
+        arguments["advice"] = Advice(self.config.timezone, partial(self.submit_hint, ar))
         try:
             getattr(self.pm.hook, hook)(**arguments)
         except Exception:
@@ -655,7 +658,7 @@ class Manager:
             ar = Reservation(
                 id=0, owner=caller.user, group=caller.groups[0] if caller.groups else "",
                 request=request, state=State.PENDING if transactional else State.WAITING,
-                submission_time=now, allocations=allocations,
+                submission_time=now, allocations=allocations, window_set=now,
                 acl=access_list(caller.user, request.users),
                 account=request.account,
                 pending=Operation.RESERVE if transactional else None,
@@ -829,7 +832,11 @@ class Manager:
     @_retried_when_stale
     def modify(self, caller: Caller, ar_id: int, start: int | None, end: int | None,
                duration: int | None, nodes: int | None, users: tuple[str, ...] | None,
-               transactional: bool = False, repair: str | None = None) -> Reservation:
+               transactional: bool = False, repair: str | None = None,
+               notify_start: tuple[int, ...] | None = None,
+               notify_end: tuple[int, ...] | None = None) -> Reservation:
+        """plus_modify: a new window, node count, access list, repair mode
+        or notice leads (None: unchanged)."""
         with self.lock:
             ar = self._get(ar_id)
             self._check_owner(caller, ar, "modify")
@@ -849,6 +856,8 @@ class Manager:
                 raise ReservationError(f"AR {ar_id} has started; its start time can no longer change")
             request = self._modified_request(ar.request, start, end, duration, nodes, users,
                                              ar.owner, repair)
+            request = replace(request, **{name: leads for name, leads in (
+                ("notify_start", notify_start), ("notify_end", notify_end)) if leads is not None})
             owner = caller if caller.user == ar.owner else owner_of(ar)
             context = self._context(ignoring=ar.id)
             try:
@@ -870,7 +879,8 @@ class Manager:
                 self._book(ar)
                 return ar
             updated = replace(ar, request=request, allocations=allocations,
-                              acl=access_list(ar.owner, request.users), granted_pe=granted_pe)
+                              acl=access_list(ar.owner, request.users), granted_pe=granted_pe,
+                              window_set=now)
             self.store.save(updated, self.capacity(), _MODIFIED.lines(now, updated),
                             _MODIFIED.told(now, updated))
             self._replace(ar, updated)
@@ -1016,14 +1026,15 @@ class Manager:
         if operation == Operation.RESERVE:
             state = ar.window_state(self.now())
             ar = self._stored(ar, report=Report(granted=True), pending=None, pending_since=None,
-                              state=state,
+                              state=state, window_set=self.now(),
                               # a short window that ended while pending
                               finished_time=self.now() if state == State.EXITED else None)
             self._book(ar)
             ar = self._granted(ar)
         elif operation == Operation.MODIFY:
             updated = replace(ar, request=ar.pending_request, allocations=ar.pending_allocations,
-                              acl=access_list(ar.owner, ar.pending_request.users))
+                              acl=access_list(ar.owner, ar.pending_request.users),
+                              window_set=self.now())
             updated.pending = updated.pending_since = updated.pending_request = None
             updated.pending_allocations = []
             now = self.now()
@@ -1183,6 +1194,12 @@ class Manager:
         self._book(ar)
         self._event("plus_reservation_repaired", reservation=ar, replaced=replaced)
         return replaced
+
+    def notify(self, ar: Reservation, moment: str, lead: int) -> None:
+        """One of the AR's notice leads came and its event was put: the
+        plugins tell its users (``moment``: "start" or "end")."""
+        hook = "plus_reservation_starting_soon" if moment == "start" else "plus_reservation_ending_soon"
+        self._event(hook, reservation=ar, lead=lead)
 
     def time_out(self, ar: Reservation) -> Reservation:
         """A -T operation was not committed in time: it is aborted."""

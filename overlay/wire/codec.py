@@ -15,6 +15,7 @@ from enum import Enum
 from typing import Any, Callable, Iterable
 
 from overlay.language import limits
+from overlay.language.leads import checked_leads
 from overlay.language.model import Request, RequestKind
 from overlay.language.request import (
     DEFAULT_REPAIR,
@@ -94,6 +95,12 @@ class Arguments:
 
     def count(self, key: str, option: str, required: bool = False) -> int | None:
         return self.integer(key, 1, limits.MAX_COUNT, required, option)
+
+    def leads(self, key: str, option: str) -> tuple[int, ...] | None:
+        """Notice leads in seconds (--notify-start, --notify-end), checked
+        as the commands check them; None when absent."""
+        value = self._get(key, False, list, "a list of whole seconds")
+        return None if value is None else checked_leads(value, option)
 
     def flag(self, key: str) -> bool:
         return self._get(key, False, bool, "true or false") or False
@@ -225,7 +232,9 @@ def reserve_request(args: Arguments) -> Request:
         ckpt=args.checked("ckpt", lambda v: v and parse_name(v, "-ckpt")) or "",
         interactive=args.flag("interactive"),
         account=args.checked("account", lambda v: v and parse_account(v)) or "", kind=kind,
-        repair=repair(args) or DEFAULT_REPAIR)
+        repair=repair(args) or DEFAULT_REPAIR,
+        notify_start=args.leads("notify_start", "--notify-start"),
+        notify_end=args.leads("notify_end", "--notify-end"))
 
 
 def repair(args: Arguments) -> str | None:

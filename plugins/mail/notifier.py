@@ -1,8 +1,10 @@
-"""Grid Engine's AR mails (qrsub -m b/e/a, -M), sent by SMTP.
+"""AR mails: Grid Engine's (qrsub -m b/e/a, -M), a notice at each of the
+AR's leads before its start and end, and what to do next in each; sent by
+SMTP.
 
 The lifecycle hooks run while the manager holds its lock, so they only
-compose a message and queue it; one background thread delivers, and a
-failed delivery is logged and dropped after one retry. The daemon offers
+queue a draft; one background thread writes and delivers it, and a failed
+delivery is logged and dropped after one retry. The daemon offers
 plugins no shutdown hook, so the thread is a daemon thread and ``close``
 runs at exit: mails still queued get ``timeout`` seconds to go out.
 """
@@ -17,9 +19,18 @@ import threading
 import time
 from dataclasses import dataclass
 from email.message import EmailMessage
-from email.utils import formatdate
 
-from overlay.api.plugin import Reservation, State, hookimpl
+from overlay.api.plugin import Advice, Reservation, State, hookimpl
+from overlay_mail.compose import (
+    BROKEN,
+    END_SOON,
+    OVER,
+    START_SOON,
+    SUBMIT,
+    Draft,
+    in_words,
+    written,
+)
 
 log = logging.getLogger("plus.mail")
 
@@ -38,18 +49,15 @@ class Settings:
     timeout: float = 10
 
 
-def _when(epoch: int) -> str:
-    return time.strftime("%Y-%m-%d %H:%M:%S %Z", time.localtime(epoch))
-
-
 class Notifier:
-    """Mails the -M list, or the owner when it is empty, about the events
-    the AR's -m letters ask for, with the subjects of Grid Engine's
-    qmaster (sge_ar_send_mail)."""
+    """Mails the -M list, or else the owner and the users the AR names,
+    about the events the AR's -m letters ask for (the subjects of Grid
+    Engine's qmaster, sge_ar_send_mail) and at its notice leads, unless
+    -m n says no mail at all."""
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self._queue: queue.Queue[EmailMessage | None] = queue.Queue()
+        self._queue: queue.Queue[Draft | None] = queue.Queue()
         self._closed = False
         self._errors_mailed: set[int] = set()
         self._worker = threading.Thread(target=self._run, name="plus-mail", daemon=True)
@@ -59,79 +67,99 @@ class Notifier:
     # -- hooks -------------------------------------------------------------------
 
     @hookimpl
-    def plus_reservation_started(self, reservation: Reservation) -> None:
-        self._notify(reservation, "b", "Started", f"AR {reservation.id} started")
-        if reservation.state == State.ERROR:  # broken before the start: its error mail is due now
-            self._error(reservation, reservation.message)
+    def plus_reservation_starting_soon(self, reservation: Reservation, lead: int,
+                                       advice: Advice) -> None:
+        self._notice(reservation, "Starts", lead, reservation.start, START_SOON, advice)
 
     @hookimpl
-    def plus_reservation_ended(self, reservation: Reservation) -> None:
+    def plus_reservation_ending_soon(self, reservation: Reservation, lead: int,
+                                     advice: Advice) -> None:
+        self._notice(reservation, "Ends", lead, reservation.end, END_SOON, advice)
+
+    def _notice(self, ar: Reservation, verb: str, lead: int, at: int, steps: str,
+                advice: Advice) -> None:
+        """A lead before the start or end came: mailed whatever -m's letters, unless n."""
+        if ar.request.mail_options != "n":
+            self._put(Draft(ar, f"{verb} in {in_words(lead)}", f"AR {ar.id} {verb.lower()} in "
+                            f"{in_words(lead)}, at {advice.local(at)}", steps, advice))
+
+    @hookimpl
+    def plus_reservation_started(self, reservation: Reservation, advice: Advice) -> None:
+        self._notify(reservation, "b", "Started", f"AR {reservation.id} started", SUBMIT, advice)
+        if reservation.state == State.ERROR:  # broken at the start: its error mail is due now
+            self._error(reservation, reservation.message, advice)
+
+    @hookimpl
+    def plus_reservation_ended(self, reservation: Reservation, advice: Advice) -> None:
         self._errors_mailed.discard(reservation.id)
-        self._notify(reservation, "e", "Finished", f"AR {reservation.id} ended")
+        self._notify(reservation, "e", "Finished", f"AR {reservation.id} ended", OVER, advice)
 
     @hookimpl
-    def plus_reservation_cancelled(self, reservation: Reservation) -> None:
+    def plus_reservation_cancelled(self, reservation: Reservation, advice: Advice) -> None:
         """Grid Engine sends -m e for a deleted AR too, as "Deleted"."""
         self._errors_mailed.discard(reservation.id)
-        self._notify(reservation, "e", "Deleted", f"AR {reservation.id} was deleted")
+        self._notify(reservation, "e", "Deleted", f"AR {reservation.id} was deleted", OVER,
+                     advice)
 
     @hookimpl
-    def plus_reservation_error(self, reservation: Reservation, reason: str | None) -> None:
-        """Only after the start, as Grid Engine: W (before it) mails nothing;
-        the start mails the error if it persists (seed 000, 5.2.2.2.1)."""
-        if reason is not None and reservation.state == State.ERROR:
-            self._error(reservation, reason)
-        elif reason is None and reservation.state == State.RUNNING:
+    def plus_reservation_error(self, reservation: Reservation, reason: str | None,
+                               advice: Advice) -> None:
+        """-m a: the AR went into W (before its start: Grid Engine mails
+        nothing then, but a user who learns of it only at the start has
+        lost the time to act) or E, or came back from either."""
+        if reason is not None:
+            self._error(reservation, reason, advice)
+        elif reservation.id in self._errors_mailed:
             self._errors_mailed.discard(reservation.id)
-            self._notify(reservation, "a", "Error resolved", f"AR {reservation.id} is satisfied again")
+            steps = SUBMIT if reservation.state == State.RUNNING else START_SOON
+            self._notify(reservation, "a", "Error resolved",
+                         f"AR {reservation.id} is satisfied again", steps, advice)
 
     @hookimpl
-    def plus_reservation_repaired(self, reservation: Reservation, replaced: dict) -> None:
+    def plus_reservation_repaired(self, reservation: Reservation, replaced: dict,
+                                  advice: Advice) -> None:
         """Self-repair, before the window or during it: -m a's mail, saying
-        which node took which one's place."""
+        which node took which one's place (instead of "Error resolved")."""
         self._errors_mailed.discard(reservation.id)
         moves = ", ".join(f"{old} replaced by {new}" for old, new in replaced.items())
+        steps = SUBMIT if reservation.state == State.RUNNING else START_SOON
         self._notify(reservation, "a", "Repaired",
-                     f"AR {reservation.id} was repaired: {moves}")
+                     f"AR {reservation.id} was repaired: {moves}", steps, advice)
 
-    def _error(self, reservation: Reservation, reason: str) -> None:
-        """Once per error: a start into E calls both the start and the error hook."""
-        if reservation.id in self._errors_mailed:
+    def _error(self, reservation: Reservation, reason: str, advice: Advice) -> None:
+        """Once per error: a start into E calls both the start and the error
+        hook, and an AR in W that starts broken goes on into E."""
+        if reservation.id in self._errors_mailed or "a" not in reservation.request.mail_options:
             return
         self._errors_mailed.add(reservation.id)
-        self._notify(reservation, "a", "Error", f"AR {reservation.id} is in error state: {reason}")
+        if reservation.state == State.WARNING:
+            self._notify(reservation, "a", "Warning", f"AR {reservation.id} is in warning "
+                         f"state (its start is ahead): {reason}", BROKEN, advice)
+        else:
+            self._notify(reservation, "a", "Error",
+                         f"AR {reservation.id} is in error state: {reason}", BROKEN, advice)
 
     # -- composing -----------------------------------------------------------------
 
     def recipients(self, reservation: Reservation) -> list[str]:
-        """-M addresses, else the owner; ``domain`` completes bare user names."""
+        """-M addresses, else the owner and the users its access list names
+        (not its @groups); ``domain`` completes bare user names."""
         domain = self.settings.domain
-        names = reservation.request.mail_list or (reservation.owner,)
+        names = reservation.request.mail_list or tuple(
+            name for name in reservation.acl or (reservation.owner,) if not name.startswith("@"))
         return [name if "@" in name or not domain else f"{name}@{domain}" for name in names]
 
-    def _notify(self, ar: Reservation, letter: str, event: str, headline: str) -> None:
-        if letter not in ar.request.mail_options:  # "" and "n" hold no event letter
-            return
+    def _notify(self, ar: Reservation, letter: str, event: str, headline: str, steps: str,
+                advice: Advice) -> None:
+        if letter in ar.request.mail_options:  # "" and "n" hold no event letter
+            self._put(Draft(ar, event, headline, steps, advice))
+
+    def _put(self, draft: Draft) -> None:
         if self._closed:
-            log.warning("AR %d: %s mail not sent: the notifier is closed", ar.id, event)
+            log.warning("AR %d: %s mail not sent: the notifier is closed", draft.ar.id,
+                        draft.event)
             return
-        message = EmailMessage()
-        message["From"] = self.settings.sender
-        message["To"] = ", ".join(self.recipients(ar))
-        message["Subject"] = f"Advance Reservation {ar.id} ({ar.name or 'none'}) {event}"
-        message["Date"] = formatdate(localtime=True)
-        lines = [headline, "",
-                 f"AR id      = {ar.id}",
-                 f"name       = {ar.name or 'none'}",
-                 f"owner      = {ar.owner}",
-                 f"start time = {_when(ar.start)}",
-                 f"end time   = {_when(ar.end)}",
-                 f"nodes      = {', '.join(ar.node_names)}",
-                 f"state      = {ar.state.value} ({ar.state.name.lower()})"]
-        if ar.message:
-            lines.append(f"reason     = {ar.message}")
-        message.set_content("\n".join(lines) + "\n")
-        self._queue.put(message)
+        self._queue.put(draft)
 
     # -- delivery --------------------------------------------------------------------
 
@@ -149,8 +177,13 @@ class Notifier:
         return not self._worker.is_alive()
 
     def _run(self) -> None:
-        while (message := self._queue.get()) is not None:
-            self._deliver(message)
+        while (draft := self._queue.get()) is not None:
+            try:
+                mail = written(draft, self.settings.sender, self.recipients(draft.ar))
+            except Exception:  # whatever happens, the worker must live on
+                log.exception("AR %d: %s mail not written", draft.ar.id, draft.event)
+                continue
+            self._deliver(mail)
 
     def _deliver(self, message: EmailMessage) -> None:
         try:

@@ -56,11 +56,14 @@ def modified(context: Context, caller: Caller, ar_id: int, args: codec.Arguments
     duration = args.integer("duration", 1, limits.MAX_DURATION, what="-D")
     nodes, users = args.count("nodes", "-n"), codec.users(args)
     repair = codec.repair(args)
+    notify_start = args.leads("notify_start", "--notify-start")
+    notify_end = args.leads("notify_end", "--notify-end")
     transactional = args.flag("transactional")
     args.done()
     return context.manager.modify(caller, ar_id, start=start, end=end, duration=duration,
                                   nodes=nodes, users=users, transactional=transactional,
-                                  repair=repair)
+                                  repair=repair, notify_start=notify_start,
+                                  notify_end=notify_end)
 
 
 def _selected(context: Context, caller: Caller, args: codec.Arguments,

@@ -59,6 +59,10 @@ class RequestShown(_Shown):
     account: str
     kind: str | None = Field(description="nodes or slots")
     repair: str = Field("before", description="-repair: none, before or always")
+    notify_start: list[int] | None = Field(None, description="notice leads (seconds) before "
+                                           "the start; null: the site's")
+    notify_end: list[int] | None = Field(None, description="notice leads (seconds) before "
+                                         "the end; null: the site's")
 
 
 class Pending(_Shown):

@@ -10,6 +10,7 @@ from fastapi import APIRouter, Header, Query, Request, Response
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 
 from overlay.language import limits
+from overlay.language.leads import LEAD_FORMS
 from overlay.language.request import MAX_AR_ID
 from overlay.network.http.identity import Who
 from overlay.network.http.refusal import Refusal
@@ -32,6 +33,9 @@ router = APIRouter()
 RepairMode = Annotated[Text, Field(description="when a reserved node that goes down is "
                                    "replaced by a free one: none, before (the window) or always")]
 """-repair, checked by the daemon's codec with the commands' words."""
+Leads = Annotated[list[Annotated[StrictInt, Field(ge=0, le=2**40)]], Field(
+    max_length=limits.MAX_ITEMS, description=f"notice leads, seconds before the start or end: "
+                                             f"{LEAD_FORMS}; [] none, absent the site's")]
 
 
 class ReservationIn(BaseModel):
@@ -56,6 +60,8 @@ class ReservationIn(BaseModel):
     res_access: Annotated[list[Annotated[StrictInt, Field(ge=1, le=MAX_AR_ID)]],
                           Field(max_length=limits.MAX_ITEMS)] = []
     repair: RepairMode = "before"
+    notify_start: Leads | None = None
+    notify_end: Leads | None = None
     transactional: StrictBool = False
 
 
@@ -68,6 +74,8 @@ class ModifyIn(BaseModel):
     nodes: Count | None = None
     users: Names | None = None
     repair: RepairMode | None = None
+    notify_start: Leads | None = None
+    notify_end: Leads | None = None
     transactional: StrictBool = False
 
 

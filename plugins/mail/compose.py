@@ -1,0 +1,94 @@
+"""The words of an AR's mail: what happened, the AR with its times in the
+site's zone, and what its users can do next (submit into it, move or
+extend it, release it), with the commands to type.
+
+Composed on the sender's thread, not in the hook: the submit line asks
+the backend (``Advice.submit_line``), which a hook, under the use cases'
+lock, must not.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from email.message import EmailMessage
+from email.utils import formatdate
+
+from overlay.api.plugin import Advice, Reservation
+
+EXTENSION = 3600
+"""How much longer the extension a mail suggests makes the AR."""
+
+
+@dataclass(frozen=True)
+class Draft:
+    """A mail to write: about ``ar`` (as it was when the hook ran), whose
+    ``event`` ("Started", "Starts in 1 hour", ...) the subject names,
+    ``headline`` its first line, ``steps`` which advice it gives."""
+
+    ar: Reservation
+    event: str
+    headline: str
+    steps: str
+    advice: Advice
+
+
+SUBMIT, START_SOON, END_SOON, OVER, BROKEN = "submit", "start", "end", "over", "broken"
+"""Which next steps a mail gives: into a running or repaired AR, before the
+start, before the end, after it, while it is broken."""
+
+
+def in_words(seconds: int) -> str:
+    """A lead as people say it: 1 hour, 15 minutes, 1 hour 30 minutes, 40 seconds."""
+    parts = []
+    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60), ("second", 1)):
+        count, seconds = divmod(seconds, size)
+        if count:
+            parts.append(f"{count} {unit}{'s' if count != 1 else ''}")
+    return " ".join(parts[:2]) or "0 seconds"
+
+
+def written(draft: Draft, sender: str, recipients: list[str]) -> EmailMessage:
+    """The mail of ``draft``, ready to send."""
+    ar, advice = draft.ar, draft.advice
+    mail = EmailMessage()
+    mail["From"] = sender
+    mail["To"] = ", ".join(recipients)
+    mail["Subject"] = f"Advance Reservation {ar.id} ({ar.name or 'none'}) {draft.event}"
+    mail["Date"] = formatdate(localtime=True)
+    lines = [draft.headline, "",
+             f"AR id      = {ar.id}",
+             f"name       = {ar.name or 'none'}",
+             f"owner      = {ar.owner}",
+             f"start time = {advice.local(ar.start)}",
+             f"end time   = {advice.local(ar.end)}",
+             f"nodes      = {', '.join(ar.node_names)}",
+             f"state      = {ar.state.value} ({ar.state.name.lower()})"]
+    if ar.message:
+        lines.append(f"reason     = {ar.message}")
+    steps = next_steps(draft)
+    if steps:
+        lines += ["", "What you can do now:"] + [f"  {step}" for step in steps]
+    lines += ["", f"Times are in {advice.zone}."]
+    mail.set_content("\n".join(lines) + "\n")
+    return mail
+
+
+def next_steps(draft: Draft) -> list[str]:
+    """What the AR's users can do next, each with the command to type."""
+    ar, advice, steps = draft.ar, draft.advice, draft.steps
+    submit = advice.submit_line()
+    extend = (f"extend it by an hour: plus_modify -r {ar.id} -e "
+              f"{advice.typed(ar.end + EXTENSION)}")
+    release = f"release its nodes now if you no longer need them: plus_cancel -r {ar.id}"
+    if steps == START_SOON:
+        return [*([f"get jobs ready for it: {submit}"] if submit else []),
+                f"move it: plus_modify -r {ar.id} -s NEW_START (its length is kept)", release]
+    if steps == SUBMIT:
+        return [*([f"submit jobs into it: {submit}"] if submit else []), extend, release]
+    if steps == END_SOON:
+        return [f"{extend} (if its nodes are free for it)",
+                "jobs still running in it at its end are ended with it: save your work", release]
+    if steps == BROKEN:
+        return ["the overlay keeps the AR and mails again once its nodes are healthy",
+                f"see why: plus_status -r {ar.id}", release]
+    return [f"reserve again: plus_reserve -s START -D DURATION -n {max(1, len(ar.node_names))}"]
