@@ -43,8 +43,8 @@ from overlay.log.ratelog import RateLimitedLog, RateLimitFilter
 from overlay.persistence.events import EventLog
 from overlay.persistence.store import Stale
 from overlay.usecases.manager import Manager
-from overlay.usecases.repair import Repairs
 from overlay.usecases.notices import Notice, notices
+from overlay.usecases.repair import Repairs
 
 log = logging.getLogger("plus.lifecycle")
 # Clients at other daemons cause these (by changing ARs as fast as they
