@@ -201,3 +201,20 @@ def test_an_ars_jobs_start_and_end_once_by_id_across_a_restart(watched):
               "the second job's end")
         daemon.ok("plusu1", "plus_cancel", "-r", str(view["id"]))    # ends the first job
         seen_gone_once(streams, receiver, (first, second), second, node, 15)
+
+
+def test_qrsubs_slots_are_cores_filled_up_over_the_nodes(daemon):
+    """Slurm has no parallel environments: qrsub's -pe NAME N reserves N
+    cores, node by node, as $fill_up would; the name is kept for qrstat."""
+    granted = daemon.run("plusu1", "plus_qrsub", "-d", "3600", "-pe", "mpi", "6")
+    assert granted.returncode == 0, granted.stderr
+    ar_id = int(re.search(r"advance reservation (\d+)", granted.stdout).group(1))
+    name = f"R{ar_id}"
+    wait_for(lambda: name in reservation_names(), 30, "the reservation")
+    made = reservation(name)
+    assert made["CoreCnt"] == "6" and made["Users"] == "plusu1"
+    assert "mpi" in daemon.ok("plusu1", "plus_qrstat", "-ar", str(ar_id))
+    for words, said in ((("-pe", "mpi", "100"), "100 slot(s) asked"),
+                        (("-alloc", "$round_robin", "2"), "-alloc needs a scheduler")):
+        refused = daemon.run("plusu1", "plus_qrsub", "-d", "3600", *words)
+        assert refused.returncode != 0 and said in refused.stderr, refused.stderr

@@ -173,6 +173,11 @@ class Backend(ABC):
     name = "abstract"
     #: The batch system's own command that deletes a job, as refusals name it.
     delete_command = "qdel"
+    #: Whether qrsub's slot requests are the batch system's cores, which the
+    #: core fills up over the nodes' free ones (overlay.placement.cores), for
+    #: a batch system without parallel environments (Slurm); else the
+    #: backend's ``place_slots`` places them.
+    slots_as_cores = False
     #: Whether every reconcile pass must see every AR (``health``, each AR's
     #: state applied again, ``reconcile``): a backend that watches a batch
     #: system for changes made behind its back (a queue deleted by hand).

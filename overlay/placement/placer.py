@@ -6,6 +6,7 @@ the Manager's lock, which also guards the planners it reads."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Callable, Iterable, Mapping, Protocol, Sequence
 
 import pluggy
@@ -23,6 +24,7 @@ from overlay.language.model import (
     Request,
     Reservation,
 )
+from overlay.placement import cores
 from overlay.placement.base import NodeQuestion
 from overlay.placement.eligible import EligibleNodes
 from overlay.placement.factory import DEFAULT_POLICY, match_policy
@@ -126,8 +128,12 @@ class Placer:
         if request.res_access:
             raise InvalidRequest("ResAccess places node reservations inside others; a qrsub "
                                  "request (slots) cannot use it")
-        allocations, pe = self.backend().place_slots(request, (owner.user, owner.groups),
-                                                   self._access(owner, request), ignore)
+        backend = self.backend()
+        if backend.slots_as_cores:
+            allocations, pe = self._cores(backend, request, ignore), request.pe
+        else:
+            allocations, pe = backend.place_slots(request, (owner.user, owner.groups),
+                                                  self._access(owner, request), ignore)
         per_node: dict[str, int] = {}
         for allocation in allocations:
             per_node[allocation.node] = per_node.get(allocation.node, 0) + allocation.slots
@@ -144,6 +150,17 @@ class Placer:
             if refusal:
                 raise NoCapacity(f"host {name}: {refusal}")
         return allocations, pe
+
+    def _cores(self, backend: Backend, request: Request, ignore: int | None) -> list[Allocation]:
+        """qrsub's slots as cores, filled up over the eligible nodes' free
+        cores (overlay.placement.cores), for a backend without PEs."""
+        cores.refuse_unsupported(request, backend.name)
+        skip = () if ignore is None else booking_keys(ignore)
+        blocked = backend.blocked_nodes(request, self.inventory())
+        nodes = [node for node in self.eligible(replace(request, queues=()))
+                 if node.name not in blocked]
+        return cores.fill_up(request, nodes, lambda node: self.planner.free(
+            node.name, request.start, request.end, skip))
 
     @staticmethod
     def _access(owner: Owner, request: Request) -> list[tuple[str, tuple[str, ...]]]:

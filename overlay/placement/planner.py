@@ -465,6 +465,13 @@ class MultiPlanner:
         planner = self._planners.get(name)
         return planner is not None and planner.fits(amount, start, end, ignore)
 
+    def free(self, name: str, start: int, end: int, ignore: Iterable = ()) -> int:
+        """What of ``name`` is free through all of [start, end)."""
+        planner = self._planners.get(name)
+        if planner is None:
+            return 0
+        return max(0, int(planner.capacity - planner.peak(start, end, ignore)))
+
     def free_nodes(self, names: Iterable[str], need: Callable[[str], int] | None,
                    start: int, end: int, ignore: Iterable = ()) -> list[str]:
         """The given names (order kept) with ``need(name)`` free over [start, end)."""

@@ -54,6 +54,7 @@ class SlurmBackend(QueueBackend):
 
     name = "slurm"
     delete_command = "scancel"
+    slots_as_cores = True
 
     def __init__(self, slurm: Slurm, ledger: Ledger, config: settings.Settings) -> None:
         super().__init__(ledger)
