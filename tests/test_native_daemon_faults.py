@@ -88,7 +88,8 @@ def test_plus_qsub_on_an_ar_awaiting_commit_says_so(daemon, work):
 
 
 def test_a_reserved_node_removed_from_the_cluster_file_puts_its_ar_in_w(daemon):
-    ar = daemon.reserve("plusu1", "-s", "now+1h", "-D", "1:0:0", "-n", "1", "-l", "pick=yes")["id"]
+    ar = daemon.reserve("plusu1", "-s", "now+1h", "-D", "1:0:0", "-n", "1", "-l", "pick=yes",
+                        "-repair", "none")["id"]                # W, as before self-repair
     assert [a["node"] for a in daemon.status("-r", str(ar))[0]["allocations"]] == ["r2"]
     try:
         edit_cluster(daemon, WITHOUT_R2.encode(), 1_000_000)
