@@ -131,3 +131,15 @@ def test_an_unknown_arguments_refusal_stays_short_whatever_its_name():
     assert message.startswith("reserve: unknown argument '" + "x" * 32 + "... (257 characters)'; "
                               "accepted: account, alloc_rule, ")
     assert len(message) <= 380
+
+
+def test_a_mistyped_argument_is_answered_with_the_closest_names_first():
+    wire = request_wire(start=NOW, end=NOW + 60, nodes=1)
+    arguments = Arguments("reserve", {**wire, "nodez": 2}, NOW)
+    reserve_request(arguments)
+    with pytest.raises(BadArguments) as refused:
+        arguments.done()
+    message = str(refused.value)
+    assert message.startswith("reserve: unknown argument 'nodez'; did you mean nodes? "
+                              "accepted: nodes, ")
+    assert message.endswith(" more") and len(message) <= 380

@@ -42,6 +42,27 @@ from overlay.language.timespec import bounded_time
 NAME_ECHO = 32
 """An unknown argument's name, as a refusal quotes it: a longer one is no
 typo, and the accepted names that follow must fit the refusal."""
+ACCEPTED_ECHO = 240
+"""Characters of accepted names a refusal lists (the closest first), so
+that it stays one bounded line however many fields a request grows."""
+
+
+def accepted_names(wrong: str, names: Iterable[str]) -> str:
+    """What to say instead of ``wrong``: the closest of ``names`` first,
+    then the others in order, as many as fit ACCEPTED_ECHO."""
+    import difflib  # here: the commands import this module, and refusals are rare
+
+    ordered = sorted(names)
+    close = difflib.get_close_matches(wrong, ordered, n=3)
+    listed, used = [], 0
+    for name in close + [n for n in ordered if n not in close]:
+        if used + len(name) + 2 > ACCEPTED_ECHO:
+            break
+        listed.append(name)
+        used += len(name) + 2
+    more = len(ordered) - len(listed)
+    hint = f"did you mean {close[0]}? " if close else ""
+    return f"{hint}accepted: {', '.join(listed)}" + (f" and {more} more" if more else "")
 
 
 class BadArguments(Exception):
@@ -77,7 +98,7 @@ class Arguments:
         unknown = sorted(set(self.args) - self.read)
         if unknown:
             raise BadArguments(f"{self.op}: unknown argument '{limits.shown(unknown[0], NAME_ECHO)}'; "
-                               f"accepted: {', '.join(sorted(self.read))}")
+                               f"{accepted_names(unknown[0], self.read)}")
 
     def integer(self, key: str, low: int, high: int, required: bool = False,
                 what: str = "") -> int | None:
