@@ -16,6 +16,7 @@ from overlay.events.jobs import (
                             put_job_events,
 )
 from overlay.kit import queuekit
+from overlay.kit.batchcommands import BatchCommands
 from overlay.kit.queuekit import OPEN_STATES, QueueBackend, busy_hosts, kept_shut
 from overlay.kit.remote import (
                             USER_PATTERN,
@@ -90,7 +91,7 @@ from overlay.reporting.accounting import record_line
 from overlay.reporting.drain import ReportingDrain
 
 __all__ = [
-    "Advice", "queuekit", "settings", "add_reports_within", "create_outbox_tables", "Outbox", "REPORTING",
+    "Advice", "queuekit", "BatchCommands", "settings", "add_reports_within", "create_outbox_tables", "Outbox", "REPORTING",
     "ReportingDrain", "record_line", "Backend", "Holding", "Inventory", "Job",
     "JobBar", "ShownJob",
     "batch_job", "qsub_words", "read_yaml", "hookimpl", "HORIZON", "MAX_ARGUMENT", "MAX_COUNT",
