@@ -17,7 +17,7 @@ from overlay.events.jobs import (
 )
 from overlay.kit import queuekit
 from overlay.kit.batchcommands import BatchCommands
-from overlay.kit.queuekit import OPEN_STATES, QueueBackend, busy_hosts, kept_shut
+from overlay.kit.queuekit import OPEN_STATES, QueueBackend, Recent, busy_hosts, kept_shut
 from overlay.kit.remote import (
                             USER_PATTERN,
                             CommandError,
@@ -99,7 +99,7 @@ __all__ = [
     "wildcard_match", "Allocation", "InvalidRequest", "NoCapacity", "Node", "Request",
     "Reservation", "ReservationError", "State", "DEFAULT_JOB_ORDER", "ORDER_SETTINGS", "JobOrder",
     "OrderError", "order_jobs", "read_orders", "sort_nodes", "INFINITY", "Planner",
-    "PolicyContext", "OPEN_STATES", "QueueBackend", "busy_hosts", "kept_shut", "USER_PATTERN",
+    "PolicyContext", "OPEN_STATES", "QueueBackend", "Recent", "busy_hosts", "kept_shut", "USER_PATTERN",
     "CommandError",
     "LocalRunner", "Result", "Runner", "SshSettings", "parse_ssh", "runner_from_options",
     "DEFAULT_ACCOUNT", "MAX_SLOTS", "RequestError", "format_pe_range", "parse_memory_mb",
