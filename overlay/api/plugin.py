@@ -16,7 +16,8 @@ from overlay.events.jobs import (
                             put_job_events,
 )
 from overlay.kit import queuekit
-from overlay.kit.queuekit import OPEN_STATES, QueueBackend, busy_hosts, kept_shut
+from overlay.kit.batchcommands import BatchCommands
+from overlay.kit.queuekit import OPEN_STATES, QueueBackend, Recent, busy_hosts, kept_shut
 from overlay.kit.remote import (
                             USER_PATTERN,
                             CommandError,
@@ -90,7 +91,7 @@ from overlay.reporting.accounting import record_line
 from overlay.reporting.drain import ReportingDrain
 
 __all__ = [
-    "Advice", "queuekit", "settings", "add_reports_within", "create_outbox_tables", "Outbox", "REPORTING",
+    "Advice", "queuekit", "BatchCommands", "settings", "add_reports_within", "create_outbox_tables", "Outbox", "REPORTING",
     "ReportingDrain", "record_line", "Backend", "Holding", "Inventory", "Job",
     "JobBar", "ShownJob",
     "batch_job", "qsub_words", "read_yaml", "hookimpl", "HORIZON", "MAX_ARGUMENT", "MAX_COUNT",
@@ -98,7 +99,7 @@ __all__ = [
     "wildcard_match", "Allocation", "InvalidRequest", "NoCapacity", "Node", "Request",
     "Reservation", "ReservationError", "State", "DEFAULT_JOB_ORDER", "ORDER_SETTINGS", "JobOrder",
     "OrderError", "order_jobs", "read_orders", "sort_nodes", "INFINITY", "Planner",
-    "PolicyContext", "OPEN_STATES", "QueueBackend", "busy_hosts", "kept_shut", "USER_PATTERN",
+    "PolicyContext", "OPEN_STATES", "QueueBackend", "Recent", "busy_hosts", "kept_shut", "USER_PATTERN",
     "CommandError",
     "LocalRunner", "Result", "Runner", "SshSettings", "parse_ssh", "runner_from_options",
     "DEFAULT_ACCOUNT", "MAX_SLOTS", "RequestError", "format_pe_range", "parse_memory_mb",

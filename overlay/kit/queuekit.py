@@ -17,6 +17,8 @@ what that takes, so a backend writes only its batch system's commands:
   consult the memo, write the ledger and call the hooks below in a fixed
   order; ``reconcile`` removes what ARs the store no longer has left
   behind and closes the ARs the store says are not open.
+- ``Recent``: a batch system's answer (qstat's, squeue's) that serves a
+  pass for a moment, forgotten when the backend changed something.
 
 A backend implements (each called under ``self.lock``, the ledger's claim
 already written where it says so):
@@ -53,8 +55,9 @@ its users.
 from __future__ import annotations
 
 import threading
+import time
 from abc import abstractmethod
-from typing import Any
+from typing import Any, Callable, Generic, TypeVar
 
 from overlay.contract.backend import Backend, Inventory
 from overlay.kit import statefile
@@ -64,6 +67,7 @@ OPEN_STATES = (State.RUNNING, State.ERROR)
 """States in which an AR's window is open on the batch system."""
 
 PREPARED, OPEN, RELEASED = "prepared", "open", "released"
+T = TypeVar("T")
 
 
 def kept_shut(ar: Reservation) -> bool:
@@ -90,6 +94,27 @@ def busy_hosts(inventory: Inventory, start: int, busy: str, limit: str) -> dict[
             continue
         blocked.update(dict.fromkeys(job.nodes, why))
     return blocked
+
+
+class Recent(Generic[T]):
+    """A batch system's answer that serves for a moment: a pass asks once,
+    not once per AR; forgotten when the backend changed something."""
+
+    def __init__(self, fetch: Callable[[], T], age: float = 2.0) -> None:
+        self._fetch = fetch
+        self._age = age
+        self._kept: tuple[float, T] | None = None
+
+    def get(self, fresh: bool = False) -> T:
+        now = time.monotonic()
+        if not fresh and self._kept is not None and now - self._kept[0] < self._age:
+            return self._kept[1]
+        answer = self._fetch()
+        self._kept = (now, answer)
+        return answer
+
+    def forget(self) -> None:
+        self._kept = None
 
 
 class Ledger:

@@ -24,6 +24,7 @@ from overlay.api.plugin import (
     Job,
     Node,
     QueueBackend,
+    Recent,
     Request,
     Reservation,
     ReservationError,
@@ -41,9 +42,6 @@ log = logging.getLogger("plus.sge")
 
 _PROBLEM_STATES = {"u": "unknown (host down or execd unreachable)", "E": "in error",
                    "d": "disabled", "o": "orphaned"}
-_OBSERVATION_AGE = 2.0
-"""Seconds one qstat answers for: a pass asks once, not once per AR."""
-
 
 class SgeBackend(QueueBackend):
     """Grid Engine through qconf/qmod/qstat/qdel/qresub, locally or over SSH."""
@@ -57,7 +55,7 @@ class SgeBackend(QueueBackend):
         self.settings = config
         self.duration_offset = duration_offset
         self._complex_ready = False
-        self._observed: tuple[float, Observation] | None = None
+        self._observed: Recent[Observation] = Recent(self.engine.observe)
         self._windows: dict[int, tuple[tuple[str, ...], int, int]] = {}
         self._calendar_years: dict[str, str] = {}
         self._warned: set[str] = set()
@@ -81,15 +79,10 @@ class SgeBackend(QueueBackend):
 
     def observe(self, fresh: bool = False) -> Observation:
         """qstat -f of every queue instance and job, at most a moment old."""
-        now = time.monotonic()
-        if not fresh and self._observed and now - self._observed[0] < _OBSERVATION_AGE:
-            return self._observed[1]
-        observation = self.engine.observe()
-        self._observed = (now, observation)
-        return observation
+        return self._observed.get(fresh)
 
     def _changed(self) -> None:
-        self._observed = None
+        self._observed.forget()
 
     def nodes(self) -> list[Node]:
         """Execution hosts as qhost reports them; slots are those of the

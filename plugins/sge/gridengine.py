@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
-from overlay.api.plugin import CommandError, Result, Runner
+from overlay.api.plugin import BatchCommands, Runner
 from overlay_sge import objects
 from overlay_sge.status import HostInfo, Observation, parse_hosts, parse_observation
 
@@ -32,30 +32,15 @@ class GridEngineError(Exception):
     """A Grid Engine command failed; the text has the command and its answer."""
 
 
-class GridEngine:
+class GridEngine(BatchCommands):
     """The commands the backend needs, with their outputs parsed."""
 
+    error = GridEngineError
+    server = "Grid Engine master"
+    unreachable = _UNREACHABLE
+
     def __init__(self, runner: Runner, timeout: float = 60) -> None:
-        self.runner = runner
-        self.timeout = timeout
-
-    def run(self, argv: list[str], as_user: str | None = None, stdin: str | None = None) -> Result:
-        try:
-            result = self.runner.run(argv, as_user=as_user, stdin=stdin, timeout=self.timeout)
-        except CommandError as exc:
-            raise GridEngineError(str(exc)) from None
-        if result.status != 0 and _UNREACHABLE.search(result.text):
-            raise GridEngineError(f"Grid Engine master unreachable ({self.runner.where}): "
-                                  f"{result.text.splitlines()[-1]}")
-        return result
-
-    def checked(self, argv: list[str], as_user: str | None = None,
-                stdin: str | None = None) -> Result:
-        result = self.run(argv, as_user, stdin)
-        if result.status != 0:
-            raise GridEngineError(f"{' '.join(argv)} failed ({result.status}) on "
-                                  f"{self.runner.where}: {result.text}")
-        return result
+        super().__init__(runner, timeout=timeout)
 
     # -- configuration objects ------------------------------------------------------
 

@@ -29,6 +29,7 @@ from overlay.api.plugin import (
     Job,
     Node,
     QueueBackend,
+    Recent,
     Request,
     Reservation,
     ReservationError,
@@ -44,9 +45,6 @@ from overlay_slurm.status import SlurmJob
 
 log = logging.getLogger("plus.slurm")
 
-_OBSERVATION_AGE = 2.0
-"""Seconds one squeue answers for: a pass asks once, not once per AR."""
-
 
 class SlurmBackend(QueueBackend):
     """Slurm through scontrol/squeue/scancel/sbatch, locally or on the
@@ -61,7 +59,7 @@ class SlurmBackend(QueueBackend):
         self.slurm = slurm
         self.settings = config
         self._cpus: dict[str, int] = {}
-        self._observed: tuple[float, list[SlurmJob]] | None = None
+        self._observed: Recent[list[SlurmJob]] = Recent(self.slurm.jobs)
 
     @classmethod
     def from_config(cls, config, options: dict) -> "SlurmBackend":
@@ -81,15 +79,10 @@ class SlurmBackend(QueueBackend):
 
     def jobs_now(self, fresh: bool = False) -> list[SlurmJob]:
         """squeue's jobs, at most a moment old."""
-        now = time.monotonic()
-        if not fresh and self._observed and now - self._observed[0] < _OBSERVATION_AGE:
-            return self._observed[1]
-        jobs = self.slurm.jobs()
-        self._observed = (now, jobs)
-        return jobs
+        return self._observed.get(fresh)
 
     def _changed(self) -> None:
-        self._observed = None
+        self._observed.forget()
 
     def nodes(self) -> list[Node]:
         """Nodes as scontrol shows them: features as properties (``-l

@@ -14,7 +14,7 @@ import re
 import time
 from typing import Callable, Iterable, Mapping
 
-from overlay.api.plugin import CommandError, Result, Runner
+from overlay.api.plugin import BatchCommands
 from overlay_slurm import status
 from overlay_slurm.status import SlurmJob, SlurmNode, SlurmReservation
 
@@ -50,32 +50,12 @@ def _chunks(ids: Iterable[str]) -> list[list[str]]:
     return [ids[i:i + MAX_JOBS_PER_COMMAND] for i in range(0, len(ids), MAX_JOBS_PER_COMMAND)]
 
 
-class Slurm:
+class Slurm(BatchCommands):
     """The commands the backend needs, with their outputs parsed."""
 
-    def __init__(self, runner: Runner, bin_dir: str = "", timeout: float = 60) -> None:
-        self.runner = runner
-        self.bin_dir = bin_dir.rstrip("/")
-        self.timeout = timeout
-
-    def run(self, argv: list[str], as_user: str | None = None, stdin: str | None = None) -> Result:
-        command = [f"{self.bin_dir}/{argv[0]}" if self.bin_dir else argv[0], *argv[1:]]
-        try:
-            result = self.runner.run(command, as_user=as_user, stdin=stdin, timeout=self.timeout)
-        except CommandError as exc:
-            raise SlurmError(str(exc)) from None
-        if result.status != 0 and _UNREACHABLE.search(result.text):
-            raise SlurmError(f"Slurm controller unreachable ({self.runner.where}): "
-                             f"{result.text.strip().splitlines()[-1]}")
-        return result
-
-    def checked(self, argv: list[str], as_user: str | None = None,
-                stdin: str | None = None) -> Result:
-        result = self.run(argv, as_user, stdin)
-        if result.status != 0:
-            raise SlurmError(f"{' '.join(argv)} failed ({result.status}) on "
-                             f"{self.runner.where}: {result.text.strip()}")
-        return result
+    error = SlurmError
+    server = "Slurm controller"
+    unreachable = _UNREACHABLE
 
     # -- what Slurm has ------------------------------------------------------------------
 

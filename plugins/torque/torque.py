@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
-from overlay.api.plugin import CommandError, Result, Runner
+from overlay.api.plugin import BatchCommands, Result
 from overlay_torque import windows
 from overlay_torque.status import TorqueJob, TorqueNode, parse_jobs, parse_nodes, parse_queues
 
@@ -41,32 +41,13 @@ class QueueBusy(TorqueError):
     """A queue still counts a job (even a completed one) and cannot go yet."""
 
 
-class Torque:
+class Torque(BatchCommands):
     """The commands the backend needs, with their outputs parsed."""
 
-    def __init__(self, runner: Runner, bin_dir: str = "", timeout: float = 60) -> None:
-        self.runner = runner
-        self.bin_dir = bin_dir.rstrip("/")
-        self.timeout = timeout
-
-    def run(self, argv: list[str], as_user: str | None = None, stdin: str | None = None) -> Result:
-        command = [f"{self.bin_dir}/{argv[0]}" if self.bin_dir else argv[0], *argv[1:]]
-        try:
-            result = self.runner.run(command, as_user=as_user, stdin=stdin, timeout=self.timeout)
-        except CommandError as exc:
-            raise TorqueError(str(exc)) from None
-        if _UNREACHABLE.search(result.stderr):
-            raise TorqueError(f"TORQUE server unreachable ({self.runner.where}): "
-                              f"{result.stderr.strip().splitlines()[-1]}")
-        return result
-
-    def checked(self, argv: list[str], as_user: str | None = None,
-                stdin: str | None = None) -> Result:
-        result = self.run(argv, as_user, stdin)
-        if result.status != 0:
-            raise TorqueError(f"{' '.join(argv)} failed ({result.status}) on {self.runner.where}: "
-                              f"{result.text}")
-        return result
+    error = TorqueError
+    server = "TORQUE server"
+    unreachable = _UNREACHABLE
+    unreachable_on_stderr = True
 
     def submit(self, options: list[str], script: str, owner: str) -> str:
         """qsub as ``owner`` with the script on standard input: the job's id."""
