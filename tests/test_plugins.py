@@ -45,7 +45,7 @@ def test_a_plugins_section_is_claimed_and_its_objects_registered(tmp_path):
     assert "quota" in claimed
     backend = plugins.build_backend(manager, "native", config, {}, claimed)
     assert backend.name == "native"
-    manager.hook.plus_reservation_granted(reservation="ar")
+    manager.hook.plus_reservation_granted(reservation="ar", advice=None)
     assert seen == ["ar"]
 
 
