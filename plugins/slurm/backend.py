@@ -155,22 +155,21 @@ class SlurmBackend(QueueBackend):
         started = ar.state in OPEN_STATES or ar.start <= now
         current = self.slurm.reservation(wanted.name)
         if current is None:
-            self._make(wanted, ar, now)
+            self._make(wanted, now)
         elif wanted.differences(current, started, now):
             if wanted.cores or current.cores != sum(
                     self._cpus.get(node, 0) for node in current.nodes):
                 self.slurm.delete_reservation(wanted.name)     # core-based: made anew
-                self._make(wanted, ar, now)
+                self._make(wanted, now)
             else:
                 fields = wanted.fields(now, started)
                 del fields["ReservationName"]
                 self.slurm.update_reservation(wanted.name, fields)
 
-    def _make(self, wanted: reservations.Wanted, ar: Reservation, now: int) -> None:
+    def _make(self, wanted: reservations.Wanted, now: int) -> None:
         fields = wanted.fields(now, started=False)
         fields["Flags"] = reservations.FLAGS
         self.slurm.create_reservation(fields)
-        log.info("made Slurm reservation %s for AR %d", wanted.name, ar.id)
 
     # -- window open: others off the nodes ---------------------------------------------------
 

@@ -86,7 +86,7 @@ class Wanted:
             found.append("end")
         if not started and current.start != self.start and self.start > now:
             found.append("start")
-        if current.cores != (sum(self.cores) or current.cores):
+        if self.cores and current.cores != sum(self.cores):
             found.append("cores")
         return found
 
