@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -125,7 +126,12 @@ def test_a_job_is_requeued_held_and_released():
     sh("scontrol", "hold", job_id, check=True)
     assert (job(job_id)["JobState"], job(job_id)["Reason"]) == ("PENDING", "JobHeldAdmin")
     sh("scontrol", "release", job_id, check=True)
-    # a requeued job may start only 120 s after the requeue, unless told now
+    # a requeued job may start only 120 s after the requeue, unless told now;
+    # but slurmd revokes a killed job's credential to the second and refuses
+    # a launch credential of that same second ("Killing non-startable batch
+    # JobId=...: Job credential revoked": the job then ends, exit 1)
+    requeued_by = int(time.time())
+    wait_for(lambda: int(time.time()) > requeued_by, what="a second after the requeue")
     sh("scontrol", "update", f"JobId={job_id}", "StartTime=now", check=True)
     wait_for(lambda: job(job_id)["JobState"] == "RUNNING", what=f"job {job_id} running again")
     assert job(job_id)["NodeList"] == "snode4"
