@@ -204,10 +204,20 @@ def add_notice_options(parser: Parser) -> None:
                                  f"default: the site's")
 
 
+def add_clear_notice_option(parser: Parser) -> None:
+    """--clear-notice, as plus_reserve and plus_modify take it."""
+    parser.add_argument("--clear-notice", metavar="LEAD[,LEAD]", dest="clear_notice",
+                        type=leads_arg("--clear-notice"),
+                        help="tell the owners of jobs still running on the AR's nodes past its "
+                             "start this long before it (mail, event), e.g. 1h; none: never; "
+                             "default: the site's")
+
+
 def given_leads(args: options.Namespace) -> dict[str, list[int]]:
     """The notice leads the command line gave, as the request carries them."""
-    return {name: list(getattr(args, name)) for name in ("notify_start", "notify_end")
-            if getattr(args, name) is not None}
+    return {name: list(getattr(args, name))
+            for name in ("notify_start", "notify_end", "clear_notice")
+            if getattr(args, name, None) is not None}
 
 
 def names_arg(option: str, groups: bool = False) -> Callable[[str], tuple[str, ...]]:

@@ -49,6 +49,12 @@ def parser() -> common.Parser:
                    help="replace a reserved node that goes down by a free one before the window "
                         "opens (before, the default), during it too (always), or never (none)")
     common.add_notice_options(p)
+    common.add_clear_notice_option(p)
+    p.add_argument("--maint", action="store_true",
+                   help="managers only: reserve the nodes for maintenance (busy or down nodes "
+                        "too); by default only you run jobs in it")
+    p.add_argument("--force", action="store_true",
+                   help="with --maint: take nodes other ARs hold too, putting those ARs in W/E")
     common.add_output_options(p, "print the new AR as XML (qrstat schema)")
     return p
 
@@ -56,6 +62,9 @@ def parser() -> common.Parser:
 @common.command("plus_reserve")
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    if args.force and not args.maint:
+        common.fail("plus_reserve", "--force: only a maintenance AR (--maint) takes nodes "
+                    "other ARs hold", EXIT_USAGE)
     try:
         end = window_end(args.s, args.e, args.D)
     except RequestError as exc:
@@ -65,9 +74,11 @@ def main(argv: list[str] | None = None) -> int:
         ncpus=args.ncpu, arch=args.arch, os=args.os, attributes=args.l or (),
         slots_per_node=args.sn, queues=args.sgeq or (), name=args.N or "",
         hard_error=bool(args.he), mail_options=args.m or "", mail_list=args.M or (),
-        **({"repair": args.repair} if args.repair else {}), **common.given_leads(args))
+        **({"repair": args.repair} if args.repair else {}), **common.given_leads(args),
+        **({"maint": True} if args.maint else {}))
     view = common.call("plus_reserve", "reserve",
-                       {**request, "transactional": args.transactional})
+                       {**request, "transactional": args.transactional,
+                        **({"force": True} if args.force else {})})
     if args.x:
         print(views.status_xml([view]))
     elif args.json:

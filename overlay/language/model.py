@@ -155,6 +155,13 @@ class Request:
     ``notify_start`` and ``notify_end`` are the leads (seconds) before the
     start and the end at which the AR's users are told (mail, event);
     None takes the site's (plus.yaml's ``notice:``), () none at all.
+
+    ``maint`` (plus_reserve --maint, managers only) reserves nodes for
+    maintenance: granted on busy and down nodes, its own health never puts
+    it in W/E, and ARs it was forced over (--force) are put in W/E naming
+    it. ``clear_notice`` are the leads before the start at which the owners
+    of jobs still running on its nodes past the start are told (None: the
+    site's ``clear_notice:``, () none).
     """
 
     start: int
@@ -184,6 +191,8 @@ class Request:
     repair: str = "before"
     notify_start: tuple[int, ...] | None = None
     notify_end: tuple[int, ...] | None = None
+    maint: bool = False
+    clear_notice: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
         kind = RequestKind.implied_by(self.nodes) if self.kind is None else RequestKind(self.kind)

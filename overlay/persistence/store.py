@@ -754,14 +754,16 @@ class Store:
 
     def create(self, ar: Reservation, capacity: Mapping[str, int],
                reports: Callable[[Reservation], Iterable[str]] | None = None,
-               events: Callable[[Reservation], Iterable[Mapping]] | None = None) -> Reservation:
+               events: Callable[[Reservation], Iterable[Mapping]] | None = None,
+               over: Iterable[int] = ()) -> Reservation:
         """Store a new AR under the next free id (1..9999999, wrapping,
         skipping ids in use), after checking its slots are still free; it
         gets its id and revision. ``reports`` and ``events``: the reporting
         records and events of its creation, made once it has its id, into
-        the outbox and the event table in the same transaction."""
+        the outbox and the event table in the same transaction. ``over``:
+        ARs whose bookings it may overlap (a maintenance AR's --force)."""
         with self._write() as session:
-            self._check_capacity(session, ar, capacity, own_id=None)
+            self._check_capacity(session, ar, capacity, own_id=None, over=frozenset(over))
             ar.id = self._next_id(session)
             ar.revision, ar.changed = self._advance(session), int(time.time())
             session.connection().execute(_INSERT_RESERVATION, [_row_values(ar)])
@@ -874,10 +876,11 @@ class Store:
         return found
 
     def _check_capacity(self, session: Session, ar: Reservation, capacity: Mapping[str, int],
-                        own_id: int | None) -> None:
+                        own_id: int | None, over: frozenset[int] = frozenset()) -> None:
         """Refuse if the AR's bookings would overfill a node in the database.
-        Rows of ``own_id`` (the AR being changed) are not counted, and its
-        current and pending bookings are alternatives, never summed."""
+        Rows of ``own_id`` (the AR being changed) and of the ARs it is let
+        ``over`` are not counted, and its current and pending bookings are
+        alternatives, never summed."""
         wanted = [row for row in _allocation_values(ar) if row["held"]]
         own = 0 if own_id is None else own_id     # ids start at 1
         for row in wanted:
@@ -892,7 +895,8 @@ class Store:
         planner = MultiPlanner()
         for node in nodes:
             planner.set_capacity(node, capacity.get(node, 0))
-        planner.book_many(tuple(row) for row in session.connection().execute(_BOOKED, bounds))
+        planner.book_many(tuple(row) for row in session.connection().execute(_BOOKED, bounds)
+                          if row[0] not in over)
         summed: dict[tuple, int] = {}   # a qrsub AR may hold two queues' slots on one node
         for row in wanted:
             key = (row["node"], row["start_time"], row["end_time"], row["pending"])

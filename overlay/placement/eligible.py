@@ -68,18 +68,26 @@ class EligibleNodes:
         self._nodes = list(nodes)
         self._reservable, self._by_kind = None, {}
 
-    def reservable(self) -> list[Node]:
-        """Live nodes of the reservable queues, in the configured NodeSortKey
-        order (which depends on nothing else); read only."""
+    def reservable(self, down_too: bool = False) -> list[Node]:
+        """Live nodes of the reservable queues (``down_too``: and those
+        down, for maintenance), in the configured NodeSortKey order (which
+        depends on nothing else); read only."""
+        if down_too:
+            return self._ordered(self._nodes)
         if self._reservable is None:
-            allowed = self.config.sge_queues
-            nodes = [n for n in self._nodes
-                     if n.alive and (not allowed or any(q in allowed for q in n.queues))]
-            self._reservable = sort_nodes(nodes, self.config.node_order, self.clock())
+            self._reservable = self._ordered([n for n in self._nodes if n.alive])
         return self._reservable
 
+    def _ordered(self, nodes: list[Node]) -> list[Node]:
+        allowed = self.config.sge_queues
+        kept = [n for n in nodes if not allowed or any(q in allowed for q in n.queues)]
+        return sort_nodes(kept, self.config.node_order, self.clock())
+
     def eligible(self, request: Request) -> list[Node]:
-        """Reservable nodes that can hold ``request``, in their order; read only."""
+        """Reservable nodes that can hold ``request``, in their order (a
+        maintenance request's down nodes too); read only."""
+        if request.maint:
+            return [n for n in self.reservable(down_too=True) if node_satisfies(n, request)]
         kind = (request.slots_per_node, request.memory_mb, request.ncpus, request.arch,
                 request.os, request.queues, request.attributes)
         eligible = self._by_kind.get(kind)

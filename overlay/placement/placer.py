@@ -84,7 +84,8 @@ class Placer:
         hooks accept node by node, as the match policy picks them;
         ``ignore``: bookings left out (the AR a modify moves), ``prefer``:
         its nodes, ``avoid``: nodes not to take (those a repair replaces).
-        NoCapacity says why not."""
+        A maintenance request may have busy and down nodes. NoCapacity
+        says why not."""
         hooks = self.hooks()
         candidates = self.eligible(request)
         if avoid:
@@ -98,7 +99,7 @@ class Placer:
         hook = plugins.PolicyHook(hooks, "plus_node_reservable", request=request,
                                   owner=owner.user, groups=owner.groups, context=context)
         wants_allocated = hook.wants("allocated")
-        blocked = self.backend().blocked_nodes(request, self.inventory())
+        blocked = {} if request.maint else self.backend().blocked_nodes(request, self.inventory())
         skip = frozenset(ignore)
 
         def offer(node: Node) -> Allocation | None:

@@ -42,6 +42,7 @@ from overlay.language.model import FINISHED_STATES, Reservation, State
 from overlay.log.ratelog import RateLimitedLog, RateLimitFilter
 from overlay.persistence.events import EventLog
 from overlay.persistence.store import Stale
+from overlay.usecases import maintenance
 from overlay.usecases.manager import Manager
 from overlay.usecases.notices import Notice, notices
 from overlay.usecases.repair import Repairs
@@ -184,8 +185,10 @@ class Lifecycle:
                 checked = commanded | manager.ars_on(moved) | self._problems.keys()
                 looked = checked | set(self._due.pop_due(now))
             asked = [manager.ars[i] for i in sorted(checked) if i in manager.ars]
-        found = self._health([ar for ar in asked if ar.holds_resources])
+        holding = [ar for ar in asked if ar.holds_resources]
+        found = self._health(holding)
         with manager.lock:
+            found = maintenance.adjusted(found, holding, manager.ars, manager.planner.keys_on)
             self._keep_health(checked, found)
             for ar_id in sorted(looked):
                 self._advance_fresh(ar_id, now)

@@ -72,6 +72,7 @@ from overlay.reporting.accounting import (
     ar_log_records,
     new_ar_records,
 )
+from overlay.usecases import maintenance
 from overlay.usecases.activity import Activity
 from overlay.usecases.enforcer import Enforcer
 from overlay.usecases.tally import Tally
@@ -620,13 +621,16 @@ class Manager:
     @_retried_when_stale
     def reserve(self, caller: Caller, request: Request, transactional: bool = False,
                 idempotency_key: str | None = None, verify: bool = False,
-                start_now: bool = False) -> Reservation:
+                start_now: bool = False, force: bool = False) -> Reservation:
         """A new AR; with ``idempotency_key``, the AR a request of the same
         key already made (the same request retried), whatever its state;
         with ``verify`` (qrsub -w v), the AR it would be, not stored (id 0);
         with ``start_now`` (qrsub without -a or -e), the window starts at
         this daemon's now and keeps its length, as 8.1.9's qmaster sets it
-        (a start the client took a second earlier would cost the end one)."""
+        (a start the client took a second earlier would cost the end one).
+        A maintenance request (managers only) with ``force`` takes nodes
+        other ARs hold, which go to W/E (overlay/usecases/maintenance.py)."""
+        self._check_maintenance(caller, request, force, transactional)
         with self.lock:
             if request.by_slots:
                 request = self.backend.canonical(request)
@@ -647,12 +651,14 @@ class Manager:
             start = now if start_now else max(request.start, now)
             end = start + request.duration if start_now else request.end
             request = self._owned(caller.user, replace(request, start=start, end=end))
-            granted_pe = ""
+            granted_pe, over = "", []
             if request.by_slots:
                 if transactional:
                     raise InvalidRequest("a qrsub request (slots) is granted at once; "
                                          "transactional reservations are for nodes")
                 allocations, granted_pe = self.placer.slots(caller, request, context)
+            elif request.maint:
+                allocations, over = self._maintenance_nodes(caller, request, context, force)
             else:
                 allocations = self._allocate(caller, request, context)
             ar = Reservation(
@@ -669,13 +675,62 @@ class Manager:
             report = None if transactional else Report(granted=True)
             self.store.create(ar, self.capacity(),
                               report and (lambda made: report.lines(now, made)),
-                              report and (lambda made: report.told(now, made)))
+                              report and (lambda made: report.told(now, made)), over=over)
             self._keep(ar)
             self._book(ar)
             self._told(ar, report)
             if not transactional:
                 ar = self._granted(ar)
+                self._degrade(over)
             return ar
+
+    @staticmethod
+    def _check_maintenance(caller: Caller, request: Request, force: bool,
+                           transactional: bool) -> None:
+        if request.maint and not caller.is_manager:
+            raise PermissionDenied(f"--maint: {caller.user} is not a manager; only managers "
+                                   "(plus.yaml's managers:) reserve nodes for maintenance")
+        if force and not request.maint:
+            raise InvalidRequest("--force: only a maintenance AR (--maint) takes nodes other "
+                                 "ARs hold")
+        if force and transactional:
+            raise InvalidRequest("--force takes other ARs' nodes at once; it cannot wait for "
+                                 "plus_commit (-T)")
+
+    def _maintenance_nodes(self, caller: Caller, request: Request, context: PolicyContext,
+                           force: bool) -> tuple[list[Allocation], list[int]]:
+        """A maintenance request's nodes (busy and down ones too), free ones
+        if enough are; else, with ``force``, over the ARs in the way, which
+        are returned; without it, refused naming them."""
+        try:
+            return self._allocate(caller, request, context), []
+        except NoCapacity as refused:
+            in_way = maintenance.in_the_way(request, self.ars.values())
+            if not in_way:
+                raise
+            ignored = [key for ar_id in in_way for key in booking_keys(ar_id)]
+            try:
+                allocations = self._allocate(caller, request, context, ignore=ignored)
+            except NoCapacity:
+                raise refused from None
+        chosen = {a.node for a in allocations}
+        over = sorted(ar_id for ar_id, nodes in in_way.items() if nodes & chosen)
+        if not force:
+            raise NoCapacity(f"--maint: the nodes are held by AR(s) "
+                             f"{', '.join(map(str, over))} over the window; --force takes them "
+                             "for maintenance and puts those ARs in W/E")
+        return allocations, over
+
+    def _degrade(self, over: Iterable[int]) -> None:
+        """ARs a maintenance AR was forced over: W or E, naming it."""
+        now = self.now()
+        for ar_id in over:
+            ar = self.ars.get(ar_id)
+            if ar is None or ar.state not in maintenance.DEGRADABLE:
+                continue
+            held = maintenance.held_by_maintenance(ar, self.ars, self.planner.keys_on)
+            reason = "; ".join(text for text in (ar.message, maintenance.problem(held)) if text)
+            self.change_state(ar, ar.error_state(now), reason)
 
     def start_ranges(self, caller: Caller, request: Request, last_start: int) -> list[tuple[int, int]]:
         """RESQUERY (seed 003): the closed ranges of start times, from the
@@ -824,7 +879,10 @@ class Manager:
 
     def _problem(self, ar: Reservation) -> str | None:
         """Why ``ar`` cannot be honoured on its nodes as last seen, if it
-        cannot; the lifecycle's next pass asks the backend."""
+        cannot (a maintenance AR always can); the lifecycle's next pass
+        asks the backend."""
+        if ar.request.maint:
+            return None
         return problems_on([ar], self.nodes).get(ar.id)
 
     # -- modify ----------------------------------------------------------------

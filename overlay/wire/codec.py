@@ -225,6 +225,8 @@ def reserve_request(args: Arguments) -> Request:
     if kind is not RequestKind.SLOTS and slot_fields:
         raise RequestError("-pe and -alloc ask for slots (qrsub), -n for nodes (plus_reserve): "
                            "give one or the other")
+    if kind is RequestKind.SLOTS and args.args.get("maint") is True:
+        raise RequestError("--maint reserves whole nodes (-n) for maintenance, not slots (qrsub)")
     if (pe or alloc_rule) and not pe_range:
         raise RequestError(f"{'-pe' if pe else '-alloc'}: a slot range is needed (e.g. 4 or 2-8)")
     if pe and alloc_rule:
@@ -255,7 +257,9 @@ def reserve_request(args: Arguments) -> Request:
         account=args.checked("account", lambda v: v and parse_account(v)) or "", kind=kind,
         repair=repair(args) or DEFAULT_REPAIR,
         notify_start=args.leads("notify_start", "--notify-start"),
-        notify_end=args.leads("notify_end", "--notify-end"))
+        notify_end=args.leads("notify_end", "--notify-end"),
+        maint=args.flag("maint"),
+        clear_notice=args.leads("clear_notice", "--clear-notice"))
 
 
 def repair(args: Arguments) -> str | None:

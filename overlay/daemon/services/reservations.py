@@ -27,10 +27,11 @@ def reserve(context: Context, caller: Caller, args: codec.Arguments) -> dict:
     key = args.checked("idempotency_key", parse_idempotency_key)
     verify = args.flag("verify")
     start_now = args.flag("start_now")
+    force = args.flag("force")
     args.done()
     manager = context.manager
     try:
-        ar = manager.reserve(caller, request, transactional, key, verify, start_now)
+        ar = manager.reserve(caller, request, transactional, key, verify, start_now, force)
     except NoCapacity as exc:
         if not verify:
             raise
