@@ -119,6 +119,15 @@ def plus_reservation_starting_soon(reservation, lead, advice):
 
 
 @hookspec
+def plus_reservation_nodes_busy(reservation, lead, jobs, advice):
+    """An AR starts in ``lead`` seconds (one of its clear-notice leads) and
+    ``jobs`` still run on its nodes past its start: each a mapping of
+    ``id``, ``owner``, ``nodes`` (the AR's it runs on) and ``limit_end``
+    (when its run time limit ends, None for none). At the start the
+    backend's conflict policy acts on those still there."""
+
+
+@hookspec
 def plus_reservation_started(reservation, advice):
     """An AR's window opened."""
 

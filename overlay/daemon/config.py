@@ -70,6 +70,7 @@ class Config:
     timezone: str = field(default_factory=machine_zone)
     ending_soon: list[int] = field(default_factory=lambda: list(DEFAULT_LEADS))
     notice: SiteNotice = field(default_factory=SiteNotice)
+    clear_notice: tuple[int, ...] = ()
     webhook_networks: list[Network] = field(default_factory=list)
     http: HttpSettings = field(default_factory=HttpSettings)
     sections: dict[str, dict] = field(default_factory=dict)
@@ -158,6 +159,15 @@ def _notice(key: str, value: Any) -> SiteNotice:
         raise ConfigError(f"{key}: expected {accepted}, got {value!r}") from None
 
 
+def _clear_notice(key: str, value: Any) -> tuple[int, ...]:
+    """clear_notice: the leads before an AR's start at which the owners of
+    jobs still running on its nodes past the start are told."""
+    try:
+        return leads.checked_leads(value, key)
+    except leads.LeadError as exc:
+        raise ConfigError(str(exc)) from None
+
+
 def _networks(key: str, value: Any) -> list[Network]:
     """webhook_networks: the networks beyond the public ones that webhooks
     may reach (the site's portal, a receiver on this host)."""
@@ -202,6 +212,7 @@ _VALIDATORS = {
     "timezone": zone.checked,
     "ending_soon": _leads,
     "notice": _notice,
+    "clear_notice": _clear_notice,
     "webhook_networks": _networks,
 }
 

@@ -32,11 +32,12 @@ ENDED = "reservation.ended"
 CANCELLED = "reservation.cancelled"
 IN_ERROR = "reservation.error"
 REPAIRED = "reservation.repaired"
+NODES_BUSY = "reservation.nodes_busy"
 JOB_STARTED = "job.started"
 JOB_ENDED = "job.ended"
 
-TYPES = (GRANTED, CHANGED, STARTING_SOON, STARTED, ENDING_SOON, ENDED, CANCELLED, IN_ERROR, REPAIRED,
-         JOB_STARTED, JOB_ENDED)
+TYPES = (GRANTED, CHANGED, NODES_BUSY, STARTING_SOON, STARTED, ENDING_SOON, ENDED, CANCELLED,
+         IN_ERROR, REPAIRED, JOB_STARTED, JOB_ENDED)
 """Every event type, in the order of an AR's life."""
 CALENDAR_CHANGED = "calendar.changed"
 """What a stream that draws every AR (GET /v1/events?calendar=true) is
@@ -59,6 +60,17 @@ def reservation_event(kind: str, now: int, ar, key: str | None = None,
     data = {"reservation": shown, **extra}
     return {"time": now, "type": kind, "ar_id": ar.id, "owner": ar.owner,
             "acl": ",".join(ar.acl), "data": json.dumps(data, separators=(",", ":")), "key": key}
+
+
+def nodes_busy_event(now: int, ar, key: str, lead: int,
+                     jobs: list[Mapping[str, object]]) -> dict:
+    """An AR's nodes still run ``jobs`` that would run past its start,
+    ``lead`` seconds before it: seen as the AR's events are, and by the
+    jobs' owners, whom the access list then names."""
+    event = reservation_event(NODES_BUSY, now, ar, key, lead=lead, jobs=list(jobs))
+    owners = [str(job["owner"]) for job in jobs if str(job["owner"]) not in ar.acl]
+    event["acl"] = ",".join(dict.fromkeys([*ar.acl, *owners]))
+    return event
 
 
 def job_event(kind: str, now: int, ar: Mapping[str, object] | None, ar_id: int,

@@ -36,7 +36,7 @@ from typing import Callable
 
 from apscheduler.schedulers.background import BackgroundScheduler
 
-from overlay.events.catalog import reservation_event
+from overlay.events.catalog import nodes_busy_event, reservation_event
 from overlay.language.limits import HORIZON
 from overlay.language.model import FINISHED_STATES, Reservation, State
 from overlay.log.ratelog import RateLimitedLog, RateLimitFilter
@@ -44,7 +44,7 @@ from overlay.persistence.events import EventLog
 from overlay.persistence.store import Stale
 from overlay.usecases import maintenance
 from overlay.usecases.manager import Manager
-from overlay.usecases.notices import Notice, notices
+from overlay.usecases.notices import CLEAR, Notice, jobs_in_the_way, notices
 from overlay.usecases.repair import Repairs
 
 log = logging.getLogger("plus.lifecycle")
@@ -301,6 +301,9 @@ class Lifecycle:
             told.add(notice.told)     # given now, or never (its moment came first)
             if not notice.open_for(ar, now):
                 continue
+            if notice.moment == CLEAR:
+                self._clear_ahead(ar, notice, now)
+                continue
             marks = {"notice": True} if notice.asked else {}
             event = reservation_event(notice.kind, now, ar, notice.key(ar), lead=notice.lead,
                                       **marks)
@@ -309,12 +312,22 @@ class Lifecycle:
                 if notice.asked:
                     self.manager.notify(ar, notice.moment, notice.lead)
 
+    def _clear_ahead(self, ar: Reservation, notice: Notice, now: int) -> None:
+        """A clear-notice lead came: the jobs still on the AR's nodes past
+        its start, as the inventory of this pass saw them, told once (event,
+        and the plugins mail their owners); none, nothing."""
+        jobs = jobs_in_the_way(ar, self.manager.inventory.jobs)
+        if jobs and self.events.add_once(nodes_busy_event(now, ar, notice.key(ar),
+                                                          notice.lead, jobs)):
+            self.manager.reported()
+            self.manager.nodes_busy(ar, notice.lead, jobs)
+
     def _untold(self, ar: Reservation) -> list[Notice]:
         """The AR's notices whose moment is still to come, not told yet."""
         config = self.manager.config
         told = self._announced.get(ar.id, set())
         return [notice for notice in notices(ar, config.notice.start, config.notice.end,
-                                             config.ending_soon)
+                                             config.ending_soon, config.clear_notice)
                 if notice.told not in told and notice.ahead(ar)]
 
     def _health(self, ars: list[Reservation]) -> dict[int, str]:

@@ -1259,6 +1259,12 @@ class Manager:
         hook = "plus_reservation_starting_soon" if moment == "start" else "plus_reservation_ending_soon"
         self._event(hook, reservation=ar, lead=lead)
 
+    def nodes_busy(self, ar: Reservation, lead: int, jobs: list[dict]) -> None:
+        """A clear-notice lead of the AR came with ``jobs`` still running on
+        its nodes past its start, and its event was put: the plugins tell
+        the jobs' owners."""
+        self._event("plus_reservation_nodes_busy", reservation=ar, lead=lead, jobs=jobs)
+
     def time_out(self, ar: Reservation) -> Reservation:
         """A -T operation was not committed in time: it is aborted."""
         return self._abort(ar, f"automatically: not committed within {self.config.commit_timeout} s")

@@ -30,11 +30,15 @@ class Draft:
     headline: str
     steps: str
     advice: Advice
+    to: tuple[str, ...] = ()
+    """Whom it goes to instead of the AR's recipients (a job's owner)."""
 
 
-SUBMIT, START_SOON, END_SOON, OVER, BROKEN = "submit", "start", "end", "over", "broken"
+SUBMIT, START_SOON, END_SOON, OVER, BROKEN, IN_THE_WAY = (
+    "submit", "start", "end", "over", "broken", "in the way")
 """Which next steps a mail gives: into a running or repaired AR, before the
-start, before the end, after it, while it is broken."""
+start, before the end, after it, while it is broken, to the owner of a job
+that would still run on its nodes at its start."""
 
 
 def in_words(seconds: int) -> str:
@@ -88,6 +92,11 @@ def next_steps(draft: Draft) -> list[str]:
     if steps == END_SOON:
         return [f"{extend} (if its nodes are free for it)",
                 "jobs still running in it at its end are ended with it: save your work", release]
+    if steps == IN_THE_WAY:
+        return [f"let your job end before {advice.local(ar.start)}, or end it now and submit "
+                "it again with a run time limit that ends before then (or after the AR)",
+                "at the start the site's conflict policy acts on jobs still there (requeued "
+                "or killed)"]
     if steps == BROKEN:
         return ["the overlay keeps the AR and mails again once its nodes are healthy",
                 f"see why: plus_status -r {ar.id}", release]

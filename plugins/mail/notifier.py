@@ -24,6 +24,7 @@ from overlay.api.plugin import Advice, Reservation, State, hookimpl
 from overlay_mail.compose import (
     BROKEN,
     END_SOON,
+    IN_THE_WAY,
     OVER,
     START_SOON,
     SUBMIT,
@@ -82,6 +83,23 @@ class Notifier:
         if ar.request.mail_options != "n":
             self._put(Draft(ar, f"{verb} in {in_words(lead)}", f"AR {ar.id} {verb.lower()} in "
                             f"{in_words(lead)}, at {advice.local(at)}", steps, advice))
+
+    @hookimpl
+    def plus_reservation_nodes_busy(self, reservation: Reservation, lead: int, jobs: list,
+                                    advice: Advice) -> None:
+        """A clear-notice lead: each owner of jobs in the way of the AR's
+        start is mailed once, naming them (whatever the AR's -m letters:
+        the mail is not the AR's users')."""
+        by_owner: dict[str, list] = {}
+        for job in jobs:
+            by_owner.setdefault(str(job["owner"]), []).append(job)
+        for owner, owned in sorted(by_owner.items()):
+            named = "; ".join(f"job {job['id']} on {', '.join(job['nodes'])}" for job in owned)
+            self._put(Draft(reservation, f"Nodes busy in {in_words(lead)}",
+                            f"AR {reservation.id} starts in {in_words(lead)}, at "
+                            f"{advice.local(reservation.start)}, on nodes where your jobs "
+                            f"would still run: {named}", IN_THE_WAY, advice,
+                            to=(owner,)))
 
     @hookimpl
     def plus_reservation_started(self, reservation: Reservation, advice: Advice) -> None:
@@ -144,9 +162,13 @@ class Notifier:
     def recipients(self, reservation: Reservation) -> list[str]:
         """-M addresses, else the owner and the users its access list names
         (not its @groups); ``domain`` completes bare user names."""
-        domain = self.settings.domain
         names = reservation.request.mail_list or tuple(
             name for name in reservation.acl or (reservation.owner,) if not name.startswith("@"))
+        return self.addressed(names)
+
+    def addressed(self, names: tuple[str, ...]) -> list[str]:
+        """``names`` as addresses: ``domain`` completes bare user names."""
+        domain = self.settings.domain
         return [name if "@" in name or not domain else f"{name}@{domain}" for name in names]
 
     def _notify(self, ar: Reservation, letter: str, event: str, headline: str, steps: str,
@@ -179,7 +201,8 @@ class Notifier:
     def _run(self) -> None:
         while (draft := self._queue.get()) is not None:
             try:
-                mail = written(draft, self.settings.sender, self.recipients(draft.ar))
+                mail = written(draft, self.settings.sender,
+                               self.addressed(draft.to) or self.recipients(draft.ar))
             except Exception:  # whatever happens, the worker must live on
                 log.exception("AR %d: %s mail not written", draft.ar.id, draft.event)
                 continue
