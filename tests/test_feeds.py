@@ -263,3 +263,24 @@ def test_a_token_revoked_at_one_daemon_is_refused_at_once_by_the_other(store_url
     finally:
         for daemon in daemons:
             daemon.cleanup()
+
+
+def test_the_maintenance_feed_shows_the_sites_maintenance_ars_only(api):
+    daemon, url = api
+    maint = httpx.post(url + "/reservations", headers=auth(token(daemon, "plusmgr")),
+                       json={**window(40), "nodes": 1, "maint": True, "name": "fw"}).json()
+    assert maint["request"]["maint"] is True
+    ordinary = httpx.post(url + "/reservations", headers=auth(token(daemon, "plusu1")),
+                          json={**window(40), "nodes": 1}).json()
+    refused = httpx.post(url + "/reservations", headers=auth(token(daemon, "plusu1")),
+                         json={**window(41), "nodes": 1, "maint": True})
+    assert refused.status_code == 403 and "--maint: plusu1 is not a manager" in refused.text
+    answer = _feed(url, "/feeds/maintenance.ics", _feed_token(daemon, "plusmgr"))
+    assert answer.status_code == 200
+    events = icalendar.Calendar.from_ical(answer.text).walk("VEVENT")
+    assert [str(event["SUMMARY"]) for event in events] == [f"Maintenance R{maint['id']} fw"]
+    assert str(events[0]["CATEGORIES"].to_ical(), "ascii") == "MAINTENANCE"
+    assert f"R{ordinary['id']}" not in answer.text
+    shown = daemon.ok("plusu1", "plus_status", "-r", str(maint["id"]))
+    assert "maintenance:                yes" in shown
+    assert "[M]fw" in daemon.ok("plusu1", "plus_status")

@@ -25,6 +25,7 @@ API_ENDPOINTS = {
     "/jobs": {"post", "get"}, "/jobs/{job_id}": {"get", "delete"}, "/nodes": {"get"},
     "/calendar": {"get"}, "/usage": {"get"}, "/usage/{ar_id}": {"get"},
     "/feeds/users/{user}.ics": {"get"}, "/feeds/queues/{queue}.ics": {"get"},
+    "/feeds/maintenance.ics": {"get"},
     "/feeds/tokens": {"get", "post"}, "/feeds/tokens/{token_id}": {"delete"},
     "/events": {"get"}, "/webhooks": {"get", "post"}, "/webhooks/{hook_id}": {"delete"}}
 """The API's documented endpoints (README, "HTTP API") and their methods,

@@ -586,3 +586,22 @@ def test_an_ar_jobs_start_and_end_are_written_with_them_once(tmp_path, monkeypat
     world.at(T + 21)
     assert [(kind, job, when) for kind, job, when, _ in _job_events(world)][2:] == \
         [("job.started", str(unrecorded), T + 13), ("job.ended", str(unrecorded), T + 18)]
+
+
+def test_from_the_grant_on_a_job_that_would_overrun_the_start_is_kept_off_the_ars_host(tmp_path):
+    """Nodes cleared ahead (issue 33) on the native backend: its scheduler
+    knows the AR's window from the grant on, so a job whose h_rt (plus
+    DURATION_OFFSET) would run into it is not started on the AR's host,
+    and one that ends before it is."""
+    world = World(tmp_path, "nodes: [{name: a, ncpus: 1}]\n", offset=5)
+    world.scheduler.set_windows([ReservedWindow(7, T + 100, T + 400, {"a": 1}, ("root",), "w",
+                                                submitted=T)])
+    overrunning = world.submit(ALICE, "x", "1000", hard="h_rt=100")
+    endless = world.submit(ALICE, "x", "1000")
+    world.at(T)
+    assert (world.state(overrunning), world.state(endless)) == ("qw", "qw")
+    fitting = world.submit(ALICE, "x", "10", hard="h_rt=90")       # 90 + 5 s: ends before
+    world.at(T + 1)
+    assert (world.state(overrunning), world.state(endless), world.state(fitting)) == (
+        "qw", "qw", "r")
+    assert world.scheduler.jobs[fitting].placement.master == ("all.q", "a")

@@ -28,7 +28,8 @@ def _token_id(text: str) -> str:
 def parser() -> common.Parser:
     p = common.Parser("plus_feed", "Make, list or revoke your feed tokens: a calendar client "
                       "subscribes to /feeds/users/YOU.ics?token=TOKEN (or "
-                      "/feeds/queues/QUEUE.ics?token=TOKEN) of the HTTP API.")
+                      "/feeds/queues/QUEUE.ics?token=TOKEN, or the site's maintenance windows, "
+                      "/feeds/maintenance.ics?token=TOKEN) of the HTTP API.")
     group = p.add_mutually_exclusive_group()
     group.add_argument("-c", metavar="label", nargs="?", const="", type=_label,
                        help="make a feed token (printed once), with an optional label")

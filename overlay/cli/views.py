@@ -81,11 +81,13 @@ def detail(view: dict) -> str:
     ]
     if view["request"].get("mail_list"):
         fields.append(("mail_list", ",".join(view["request"]["mail_list"])))
+    if view["request"].get("maint"):
+        fields.append(("maintenance", "yes"))
     if view["request"].get("kind") != "slots":
         fields.append(("repair", view["request"].get("repair") or "before"))
-    fields += [(f"notify_{moment}", shown_leads(view["request"][f"notify_{moment}"]))
-               for moment in ("start", "end")
-               if view["request"].get(f"notify_{moment}") is not None]  # else the site's
+    fields += [(name, shown_leads(view["request"][name]))
+               for name in ("notify_start", "notify_end", "clear_notice")
+               if view["request"].get(name) is not None]  # else the site's
     outers = sorted({a["within"] for a in view["allocations"] if a.get("within")})
     if outers:
         fields.append(("inside", ",".join(f"R{outer}" for outer in outers)))

@@ -49,6 +49,8 @@ def event(ar: Reservation, zone: zoneinfo.ZoneInfo, host: str, page: str) -> str
     """One AR as a VEVENT: SEQUENCE is the store's revision of its last
     write, which grows with every change (window, nodes, state)."""
     summary = f"R{ar.id} {ar.name}" if ar.name else f"R{ar.id}"
+    if ar.request.maint:
+        summary = "Maintenance " + summary
     slots = sum(a.slots for a in ar.allocations)
     described = [f"AR {ar.id} of {ar.owner}, {_WORDS[ar.state]}",
                  f"{len(ar.allocations)} node(s), {slots} slot(s): {nodes_text(ar)}"]
@@ -66,6 +68,7 @@ def event(ar: Reservation, zone: zoneinfo.ZoneInfo, host: str, page: str) -> str
         line(f"DTEND;TZID={zone_id}", local_stamp(ar.end, zone)),
         line("STATUS", STATUS[ar.state]),
         line("SUMMARY", text(summary)),
+        *((line("CATEGORIES", "MAINTENANCE"),) if ar.request.maint else ()),
         line("LOCATION", text(nodes_text(ar))),
         line("DESCRIPTION", text("\n".join(described))),
         line("URL;VALUE=URI", f"{page}#ar={ar.id}"),

@@ -4,7 +4,7 @@ until they expire): a user's feed the ARs the user owns or whose access
 list names the user or a group of theirs; a queue's feed the ARs holding
 a node of the queue (Node.queues, as the backend reports it: a Grid
 Engine cluster queue's hosts, a TORQUE or native queue's) or slots of
-that queue (qrsub)."""
+that queue (qrsub); the maintenance feed every maintenance AR."""
 
 from __future__ import annotations
 
@@ -32,6 +32,11 @@ def queue_nodes(nodes: Iterable[Node], queue: str) -> frozenset[str]:
 
 def of_queue(ars: Iterable[Reservation], queue: str, nodes: frozenset[str]) -> list[Reservation]:
     return [ar for ar in ars if any(a.node in nodes or a.queue == queue for a in ar.allocations)]
+
+
+def of_maintenance(ars: Iterable[Reservation]) -> list[Reservation]:
+    """The site's maintenance windows: every maintenance AR (--maint)."""
+    return [ar for ar in ars if ar.request.maint]
 
 
 def bounded(ars: list[Reservation]) -> tuple[list[Reservation], int]:

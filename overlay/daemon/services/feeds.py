@@ -23,7 +23,7 @@ from overlay.persistence.feedtokens import FeedTokens
 from overlay.usecases.manager import Caller
 from overlay.wire import codec
 
-KINDS = ("user", "queue")
+KINDS = ("user", "queue", "maintenance")
 """What a feed may follow: a user's ARs, or a queue's (its hosts')."""
 _HOST = re.compile(r"(?:[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252})|\[[0-9A-Fa-f:.]{2,45}\])(?::[0-9]{1,5})?")
 _LABEL_CHARS = 64
@@ -109,6 +109,8 @@ def feed(context: Context, caller: Caller, args: codec.Arguments) -> dict:
         groups = found[1] if found else ()
         key: tuple = (kind, subject, groups, zone_name, host, scheme)
         choose = partial(selection.of_user, user=subject, groups=groups)
+    elif kind == "maintenance":
+        key, choose = (kind, subject, zone_name, host, scheme), selection.of_maintenance
     else:
         nodes = selection.queue_nodes(manager.inventory.nodes, subject)
         if not nodes:
@@ -123,8 +125,9 @@ def feed(context: Context, caller: Caller, args: codec.Arguments) -> dict:
     _TAGS.put(key, revision, tag)
     if tag in etags or "*" in etags:
         return {"etag": tag, "unchanged": True}
-    title = f"PluS reservations of {subject}" if kind == "user" else \
-        f"PluS reservations on queue {subject}"
+    title = {"user": f"PluS reservations of {subject}",
+             "queue": f"PluS reservations on queue {subject}",
+             "maintenance": "PluS maintenance windows"}[kind]
     body = calendar(title, shown, zone_name, _hostname(host), f"{scheme}://{host}/web/", args.now)
     return {"etag": tag, "body": body, "events": len(shown), "total": total}
 
@@ -164,7 +167,8 @@ def feed_token(context: Context, caller: Caller, args: codec.Arguments) -> dict:
                             caller.user)
     return {**made._asdict(), "token": token,
             "feeds": {"user": f"/feeds/users/{caller.user}.ics?token={token}",
-                      "queue": f"/feeds/queues/QUEUE.ics?token={token}"}}
+                      "queue": f"/feeds/queues/QUEUE.ics?token={token}",
+                      "maintenance": f"/feeds/maintenance.ics?token={token}"}}
 
 
 def feed_tokens(context: Context, caller: Caller, args: codec.Arguments) -> list[dict]:

@@ -8,12 +8,18 @@ from overlay.language.model import Allocation, Reservation
 from overlay.usecases.manager import Manager
 from overlay.wire import codec
 
+MAINTENANCE_MARK = "[M]"
+"""What a maintenance AR's name starts with in plus_status's table and the
+calendar (the seeds' columns stay as they are)."""
+
 
 def summary_rows(ars: list[Reservation], with_nodes: bool, messages: bool) -> list[list]:
     """plus_status's table columns of each AR, a list each (a tenth of a
-    view's bytes: listings of many ARs stay fast)."""
+    view's bytes: listings of many ARs stay fast); a maintenance AR's name
+    marked."""
     # State is a str enum: JSON writes its letter, without Enum.value's slow lookup
-    return [[ar.id, ar.name, ar.owner, ar.state, ar.start, ar.end,
+    return [[ar.id, MAINTENANCE_MARK + ar.name if ar.request.maint else ar.name, ar.owner,
+             ar.state, ar.start, ar.end,
              ",".join(ar.node_names) if with_nodes else "",
              *((ar.message,) if messages else ())] for ar in ars]
 

@@ -63,6 +63,10 @@ class RequestShown(_Shown):
                                            "the start; null: the site's")
     notify_end: list[int] | None = Field(None, description="notice leads (seconds) before "
                                          "the end; null: the site's")
+    maint: bool = Field(False, description="a maintenance AR (--maint)")
+    clear_notice: list[int] | None = Field(None, description="leads (seconds) before the start "
+                                           "at which owners of jobs in the way are told; "
+                                           "null: the site's")
 
 
 class Pending(_Shown):
@@ -283,6 +287,7 @@ class FeedTokenShown(_Shown):
 class FeedUrls(_Shown):
     user: str
     queue: str = Field(description="a queue's feed: put the queue's name for QUEUE")
+    maintenance: str = Field(description="the site's maintenance windows")
 
 
 class FeedTokenMade(FeedTokenShown):

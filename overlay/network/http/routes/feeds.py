@@ -74,6 +74,14 @@ async def queue_feed(anyone: Anyone, ask: Ask, request: Request, queue: Name, to
     return await _feed(anyone, ask, request, "queue", queue, token, if_none_match)
 
 
+@router.get("/feeds/maintenance.ics", responses=_FEED, response_class=Response,
+            summary="The site's maintenance windows (maintenance ARs) as an iCalendar feed, "
+                    "for any feed token's holder")
+async def maintenance_feed(anyone: Anyone, ask: Ask, request: Request, token: FeedToken,
+                           if_none_match: IfNoneMatch = None) -> Response:
+    return await _feed(anyone, ask, request, "maintenance", "maintenance", token, if_none_match)
+
+
 def _own(who: Credentials) -> Credentials:
     if who.acting_for is not None:
         raise Refusal(403, {"error": "feed tokens are made, listed and revoked with the user's "

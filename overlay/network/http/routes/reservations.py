@@ -62,6 +62,9 @@ class ReservationIn(BaseModel):
     repair: RepairMode = "before"
     notify_start: Leads | None = None
     notify_end: Leads | None = None
+    maint: StrictBool = Field(False, description="managers only: reserve for maintenance")
+    clear_notice: Leads | None = None
+    force: StrictBool = Field(False, description="with maint: over other ARs, which go to W/E")
     transactional: StrictBool = False
 
 
