@@ -168,7 +168,7 @@ class SlurmBackend(QueueBackend):
 
     def _make(self, wanted: reservations.Wanted, now: int) -> None:
         fields = wanted.fields(now, started=False)
-        fields["Flags"] = reservations.FLAGS
+        fields["Flags"] = wanted.flags
         self.slurm.create_reservation(fields)
 
     # -- window open: others off the nodes ---------------------------------------------------

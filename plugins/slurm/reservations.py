@@ -26,6 +26,9 @@ _NAME = re.compile(r"^R([1-9][0-9]{0,8})$")
 _WORD = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$")
 FLAGS = "IGNORE_JOBS"
 """The flags a reservation is made with."""
+MAINT_FLAGS = "IGNORE_JOBS,MAINT"
+"""A maintenance AR's: Slurm's MAINT lets it be made over other
+reservations (plus_reserve --maint --force) and accounts it as maintenance."""
 
 
 def name(ar_id: int) -> str:
@@ -60,6 +63,12 @@ class Wanted:
     users: tuple[str, ...]
     cores: tuple[int, ...]   # slots per node, in the order of ``nodes``; () whole nodes
     partition: str
+    maint: bool = False
+
+    @property
+    def flags(self) -> str:
+        """The flags it is made with."""
+        return MAINT_FLAGS if self.maint else FLAGS
 
     def fields(self, now: int, started: bool) -> dict[str, str]:
         """scontrol's words: StartTime only before the window (an active
@@ -101,4 +110,5 @@ def wanted(ar: Reservation, cpus: dict[str, int], partition: str) -> Wanted:
     nodes = tuple(sorted(slots))
     whole = all(count >= cpus.get(node, 0) for node, count in slots.items())
     return Wanted(name(ar.id), ar.start, ar.end, nodes, users(ar),
-                  () if whole else tuple(slots[node] for node in nodes), partition)
+                  () if whole else tuple(slots[node] for node in nodes), partition,
+                  ar.request.maint)
