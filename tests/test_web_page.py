@@ -889,3 +889,24 @@ def test_a_click_on_a_nodes_name_books_that_node(site, browser):
                               "ResourceList": "nodes=1;h=node006"})
     assert setres.status_code == 201, setres.text
     assert [a["node"] for a in setres.json()["reservation"]["allocations"]] == ["node006"]
+
+
+def test_a_manager_books_maintenance_from_the_form_and_a_user_has_no_such_box(site, browser):
+    """issue 33: the booking form's maintenance box, for managers only,
+    books a maintenance AR (POST /reservations with maint), shown [M]."""
+    daemon, _ = site
+    user = signed_in(browser, daemon, "plusu1")
+    assert not user.locator("#book-maint").is_visible()
+    page = signed_in(browser, daemon, "plusmgr")
+    assert page.locator("#book-maint").is_visible()
+    page.locator(".vis-labelset .vis-label[data-node='node006']").click()
+    until(page, "view.booking !== null && view.starts.length > 0")
+    page.fill("#book-name", "fw")
+    page.locator("#book-maint").check()
+    click_in_first_free_span(page)
+    page.locator("#book").click()
+    booked = int(re.search(r"Booked for maintenance: AR (\d+)", said(page, "35-maint")).group(1))
+    [ar] = daemon.status("-r", str(booked))
+    assert ar["request"]["maint"] is True and ar["owner"] == "plusmgr"
+    assert [a["node"] for a in ar["allocations"]] == ["node006"]
+    until(page, f"view.items.get().some(i => i.ar === {booked})")

@@ -199,6 +199,7 @@ async function login() {
   view.user = me.user;
   view.manager = me.manager;
   $("who").textContent = `${me.user}${me.manager ? " (manager)" : ""}`;
+  for (const label of document.querySelectorAll("#booking .managers")) label.hidden = !me.manager;
 }
 
 function base64url(bytes) {
@@ -725,7 +726,9 @@ function bookingShape() {
   if (users.length) items.push(`users=${users.join(",")}`);
   const name = field("book-name", "Name");
   if (name) items.push(`name=${name}`);
-  return {nodes, seconds, resources: items.join(";"), name, fits, host};
+  const attributes = properties.map(p => p.split("="));
+  return {nodes, seconds, resources: items.join(";"), name, fits, host, attributes, users,
+          slots: slots ? Number(slots) : null};
 }
 
 /* A click on a node's name (or Enter on it) books there: the form asks
@@ -832,9 +835,31 @@ function offerBooking(seconds, node) {
   $("book").focus();
 }
 
+/* A manager's maintenance booking (POST /reservations with maint, and
+ * force to take nodes other ARs hold): busy and down nodes too. */
+async function bookMaintenance(shape, start, host) {
+  const attributes = shape.attributes.concat(host && !shape.host ? [["hostname", host]] : []);
+  const answer = await api("POST", "/reservations", {
+    start, end: start + shape.seconds, nodes: shape.nodes, attributes, users: shape.users,
+    name: shape.name, maint: true, force: $("book-force").checked,
+    ...(shape.slots ? {slots_per_node: shape.slots} : {})});
+  say(`Booked for maintenance: AR ${answer.id} from ${when(start)}.`, true);
+}
+
 async function book() {
   const shape = view.booking, start = view.pendingStart, host = view.pendingHost;
   $("confirm").hidden = true;
+  if (view.manager && $("book-maint").checked) {
+    try {
+      await bookMaintenance(shape, start, host);
+      view.starts = [];
+      $("free-list").replaceChildren();
+      await refresh(true);
+    } catch (error) {
+      await findFree(`Not booked: ${error.message}`);
+    }
+    return;
+  }
   try {
     const answer = await api("POST", "/ggf/setres", {
       UserID: view.user, TimeNeeded: `${shape.seconds}s`, StartTime: String(start),
