@@ -11,6 +11,7 @@ import json
 
 import pytest
 
+from daemon_harness import Daemon
 from overlay.language.model import (
     InvalidRequest,
     NoCapacity,
@@ -26,6 +27,8 @@ from test_ar_instance_states import ar_log
 from test_ar_instance_states import env as instance_env  # noqa: F401 (a fixture)
 from test_mail import ALICE, HOUR, T0, make_env, smtp, text  # noqa: F401 (fixtures)
 from test_repair import env  # noqa: F401 (a fixture)
+from test_repair_daemon import ar_log as reported_ar_log
+from test_repair_daemon import cluster, mark_dead, wait_for
 
 ROOT = Caller(uid=0, user="root", groups=("root",), is_manager=True)
 
@@ -113,3 +116,46 @@ def test_a_forced_ar_that_may_be_repaired_moves_to_a_free_node(env):  # noqa: F8
     env.tick_at(T0 + 10)
     moved = env.manager.ars[other.id]
     assert (moved.state, moved.message, moved.node_names) == (State.WAITING, "", ["n02"])
+
+
+@pytest.fixture
+def daemon():
+    made = Daemon(cluster=cluster())
+    made.start()
+    yield made
+    made.cleanup()
+
+
+def test_end_to_end_on_native_with_the_installed_commands(daemon):
+    """A real plus_scheduler: refusals name what was wrong and store
+    nothing; a manager's --maint on a node down; --force puts a user's AR
+    in W naming the maintenance AR, in plus_status and the reporting file."""
+    mark_dead(daemon, "n03")
+    wait_for(lambda: "n03" not in daemon.ok("plusu1", "plus_availnodes", "-s", "now+1h",
+                                            "-e", "now+2h"), "n03 seen down")
+    for user, argv, status, why in (
+            ("plusu1", ["--maint"], 1, "--maint: plusu1 is not a manager"),
+            ("root", ["--force"], 2, "--force: only a maintenance AR (--maint)"),
+            ("root", ["--maint", "--clear-notice", "0"], 2, "--clear-notice: the lead 0 s is out"),
+            ("root", ["--maint", "--force", "-T"], 1, "cannot wait for plus_commit")):
+        refused = daemon.run(user, "plus_reserve", "-s", "now+1h", "-D", "1h", "-n", "1", *argv)
+        assert (refused.returncode, why in refused.stderr) == (status, True), refused.stderr
+    assert daemon.status() == []
+    down = daemon.reserve("root", "--maint", "-s", "now+1h", "-D", "1h", "-n", "1",
+                          "-l", "h=n03", "-N", "psu")
+    assert (down["state"], [a["node"] for a in down["allocations"]]) == ("w", ["n03"])
+    user = daemon.reserve("plusu1", "-s", "now+1h", "-D", "2h", "-n", "2", "-repair", "none")
+    overlap = daemon.run("root", "plus_reserve", "--maint", "-s", "now+1h", "-D", "1h",
+                         "-n", "1", "-l", "h=n01")
+    assert overlap.returncode == 1 and f"held by AR(s) {user['id']}" in overlap.stderr
+    forced = daemon.reserve("root", "--maint", "--force", "-s", "now+1h", "-D", "1h", "-n", "1",
+                            "-l", "h=n01", "--clear-notice", "30m")
+    [shown] = daemon.status("-r", str(user["id"]))
+    assert shown["state"] == "W"
+    assert shown["message"] == f"reserved node(s) n01 taken for maintenance by AR {forced['id']}"
+    wait_for(lambda: "W:RESOURCES UNSATISFIED:AR resources unsatisfied"
+             in reported_ar_log(daemon, user["id"]), "the ar_log record")
+    detail = daemon.ok("plusu1", "plus_status", "-r", str(forced["id"]))
+    assert "maintenance:                yes" in detail
+    assert "clear_notice:               0:30:0\n" in detail
+    assert "[M]psu" in daemon.ok("plusu1", "plus_status")
