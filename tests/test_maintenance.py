@@ -11,7 +11,6 @@ import json
 
 import pytest
 
-from daemon_harness import Daemon
 from overlay.language.model import (
     InvalidRequest,
     NoCapacity,
@@ -28,7 +27,11 @@ from test_ar_instance_states import env as instance_env  # noqa: F401 (a fixture
 from test_mail import ALICE, HOUR, T0, make_env, smtp, text  # noqa: F401 (fixtures)
 from test_repair import env  # noqa: F401 (a fixture)
 from test_repair_daemon import ar_log as reported_ar_log
-from test_repair_daemon import cluster, mark_dead, wait_for
+from test_repair_daemon import (
+    daemon,  # noqa: F401 (a fixture)
+    mark_dead,
+    wait_for,
+)
 
 ROOT = Caller(uid=0, user="root", groups=("root",), is_manager=True)
 
@@ -118,15 +121,7 @@ def test_a_forced_ar_that_may_be_repaired_moves_to_a_free_node(env):  # noqa: F8
     assert (moved.state, moved.message, moved.node_names) == (State.WAITING, "", ["n02"])
 
 
-@pytest.fixture
-def daemon():
-    made = Daemon(cluster=cluster())
-    made.start()
-    yield made
-    made.cleanup()
-
-
-def test_end_to_end_on_native_with_the_installed_commands(daemon):
+def test_end_to_end_on_native_with_the_installed_commands(daemon):  # noqa: F811
     """A real plus_scheduler: refusals name what was wrong and store
     nothing; a manager's --maint on a node down; --force puts a user's AR
     in W naming the maintenance AR, in plus_status and the reporting file."""
