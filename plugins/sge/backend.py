@@ -113,7 +113,7 @@ class SgeBackend(QueueBackend):
         the inventory of the leader's last pass lists them: no qstat under
         the use cases' lock. A job started since that pass is not seen. That
         is acceptable: the hosts' calendars keep jobs that would overrun a
-        window off them, and at the AR's start its hosts' normal queues are
+        window off them (in every conflict mode), and at the AR's start its hosts' normal queues are
         suspended whatever runs there, as for a job started after the grant."""
         if self.settings.conflict != "avoid":
             return {}
@@ -340,15 +340,15 @@ class SgeBackend(QueueBackend):
                          for ar in self.windows_ahead(reservations)}
         self._sync_calendars()
 
-    # -- conflict: avoid -----------------------------------------------------------------
+    # -- nodes cleared ahead: calendars -----------------------------------------------------
 
     def _sync_calendars(self) -> None:
-        """With ``conflict: avoid``, each host with AR windows ahead gets a
-        calendar switching its normal queue instances off over them, so the
-        scheduler keeps jobs that would overrun a window (and jobs without
-        h_rt) off the host; hosts without windows get theirs back."""
-        if self.settings.conflict != "avoid":
-            return
+        """Whatever the conflict policy, each host with AR windows ahead gets
+        a calendar switching its normal queue instances off over them, so
+        from the grant on the scheduler keeps jobs that would overrun a
+        window (and jobs without h_rt) off the host, and the conflict
+        policy finds nothing to do at the start but jobs started before
+        the grant; hosts without windows get theirs back."""
         self._check_lookahead()
         windows: dict[str, list[tuple[int, int]]] = {}
         for hosts, start, end in self._windows.values():
@@ -370,7 +370,7 @@ class SgeBackend(QueueBackend):
                 self._put("calendar", wanted["calendar_name"], wanted)
                 self._calendar_years[host] = wanted["year"]
             for instance in self.observe().instances:
-                if instance.host == host and not self.is_ar_queue(instance.queue):
+                if instance.host == host and self.ar_of(instance.queue) is None:
                     self._attach_calendar(instance.name, wanted["calendar_name"], attached)
 
     def _attach_calendar(self, instance: str, name: str, attached: dict[str, str]) -> None:
@@ -380,8 +380,8 @@ class SgeBackend(QueueBackend):
         if current not in ("NONE", name):
             if instance not in self._warned:
                 self._warned.add(instance)
-                log.warning("%s has calendar %s of its own: conflict avoid cannot keep long "
-                            "jobs off it before AR windows", instance, current)
+                log.warning("%s has calendar %s of its own: long jobs cannot be kept off "
+                            "it before AR windows", instance, current)
             return
         self.ledger.note_calendar(instance, name)
         self.engine.set_instance_attribute("calendar", name, instance)
@@ -391,7 +391,7 @@ class SgeBackend(QueueBackend):
             return
         self._warned.add("lookahead")
         if self.engine.scheduler_setting("max_reservation") in (None, "0"):
-            log.warning("conflict avoid: max_reservation is 0 in the scheduler configuration, so "
+            log.warning("max_reservation is 0 in the scheduler configuration, so "
                         "Grid Engine ignores calendars when it dispatches; set it above 0 "
                         "(qconf -msconf) to keep jobs that would overrun AR windows off their hosts")
 

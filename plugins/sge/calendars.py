@@ -1,5 +1,7 @@
-"""Grid Engine calendars that keep jobs off hosts an AR will hold
-(``conflict: avoid``), so that nothing has to be preempted at the start.
+"""Grid Engine calendars that keep jobs off hosts an AR will hold, from
+its grant on and whatever the conflict policy (nodes cleared ahead), so
+that at the start only jobs started before the grant are left for the
+conflict policy (and, with ``conflict: avoid``, none).
 
 Grid Engine 6.2 never grants an AR over jobs that would still run at its
 start, and never dispatches a job without h_rt to a host with an AR. An
