@@ -66,12 +66,15 @@ def job_states(user: str = "*") -> dict[str, tuple[str, str]]:
 
 
 def instance_states() -> dict[str, str]:
-    """Queue instance -> its state letters (qstat -f)."""
+    """Queue instance -> its state letters (qstat -f), without the D of the
+    calendar that switches a host's normal instances off over AR windows
+    from the grant on (nodes cleared ahead, in every conflict mode): what
+    the backend's own suspensions and Grid Engine's other states leave."""
     states = {}
     for line in sh("qstat", "-f", check=True).stdout.splitlines():
         fields = line.split()
         if fields and "@" in fields[0]:
-            states[fields[0]] = fields[5] if len(fields) > 5 else ""
+            states[fields[0]] = fields[5].replace("D", "") if len(fields) > 5 else ""
     return states
 
 

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-import sge_cluster
 from crashing_runner import CrashingRunner
 from overlay.contract.backend import Inventory
 from overlay.kit.remote import CommandError
@@ -22,6 +21,7 @@ from overlay_sge import objects
 from sge_cluster import (
     backend,
     clean,
+    instance_states,
     job_states,
     names,
     require,
@@ -33,13 +33,6 @@ from sge_cluster import (
 
 SCHEDULE = 15
 """Long enough for the 4 s scheduling interval to have passed several times."""
-
-
-def instance_states() -> dict[str, str]:
-    """Queue instance -> its state letters, without the D of the calendar
-    that switches normal instances off over AR windows from the grant on
-    (in every conflict mode): what the backend's suspensions leave."""
-    return {name: state.replace("D", "") for name, state in sge_cluster.instance_states().items()}
 
 
 @pytest.fixture(autouse=True)
