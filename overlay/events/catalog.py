@@ -34,9 +34,13 @@ IN_ERROR = "reservation.error"
 REPAIRED = "reservation.repaired"
 JOB_STARTED = "job.started"
 JOB_ENDED = "job.ended"
+JOB_PREEMPTED = "job.preempted"
+"""A job lent an AR's idle slots that the AR's own job took back: the
+AR's event (its owner and users see who used their nodes) and the job
+owner's (told to expect a requeue or the end)."""
 
 TYPES = (GRANTED, CHANGED, STARTING_SOON, STARTED, ENDING_SOON, ENDED, CANCELLED, IN_ERROR, REPAIRED,
-         JOB_STARTED, JOB_ENDED)
+         JOB_STARTED, JOB_ENDED, JOB_PREEMPTED)
 """Every event type, in the order of an AR's life."""
 CALENDAR_CHANGED = "calendar.changed"
 """What a stream that draws every AR (GET /v1/events?calendar=true) is

@@ -37,7 +37,8 @@ _TYPES = {"command": "words", "script": "text?", "script_path": "text", "name": 
           "pe": "text?", "pe_range": "ranges", "queues": "strings", "master_queues": "strings",
           "reserve": "bool", "ar": "int?", "priority": "int", "now": "bool",
           "start_after": "int?", "hold_jids": "strings", "hold": "bool", "verify": "text",
-          "account": "text", "submit_host": "text"}
+          "account": "text", "submit_host": "text",
+          "preemptible": "text?"}
 CHANGING = frozenset({"job_submit", "job_delete", "job_hold"})
 """The operations that change jobs: the leader's to carry out."""
 _CLAIMED = "job_claimed"
