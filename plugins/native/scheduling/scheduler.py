@@ -646,6 +646,8 @@ class Scheduler:
                 self._publish_hosts()
             self._start(starts)
             self._last_pass = time.monotonic()
+            if self._settling:
+                self.wake()    # requeued jobs may run once the next poll removed their spools
             log.debug("scheduling pass: %d jobs, %d ARs, %.1f ms CPU, %.1f ms wall", len(self.jobs),
                       len(self.windows), (time.thread_time() - cpu) * 1000,
                       (time.perf_counter() - began) * 1000)
