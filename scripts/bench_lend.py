@@ -111,7 +111,7 @@ def main() -> None:
     reclaims, refills = [r for r, _ in results], [r for _, r in results]
     print(f"reclaim bound, submission -> AR job running ({trials} trials): median "
           f"{statistics.median(reclaims) * 1000:.0f} ms, worst {max(reclaims) * 1000:.0f} ms")
-    print(f"  (of which the daemon's flush delay after a submission: 200 ms)")
+    print("  (of which the daemon's flush delay after a submission: 200 ms)")
     print(f"the preempted job running again after the AR job's end: median "
           f"{statistics.median(refills) * 1000:.0f} ms, worst {max(refills) * 1000:.0f} ms")
 

@@ -579,12 +579,21 @@ class ClusterResources:
 
     # -- lending idle reserved slots ------------------------------------------------------
 
-    def lend(self, lent: Iterable[tuple[int, Placement]]) -> None:
-        """Count running lent jobs (the AR lending, the placement) against
-        their ARs' idle slots."""
-        for ar_id, placement in lent:
+    def lend(self, lent: Iterable[tuple[Job, Placement, int]]) -> None:
+        """Count lent jobs (each with its placement on AR ``placement.lent``
+        and its start) against their ARs' idle slots; what else they take
+        (memory, licences) is held as any job's."""
+        for job, placement, start in lent:
             for host, slots in placement.per_host.items():
-                self.lent[(ar_id, host)] = self.lent.get((ar_id, host), 0) + slots
+                key = (placement.lent, host)
+                self.lent[key] = self.lent.get(key, 0) + slots
+            end = int(min(start + placement.duration, INFINITY))
+            for key, amount in self._container_debits(job, placement).items():
+                if key[1] != "slots":
+                    self._planner("container", key).add(start, max(end, self.now + 1), amount)
+        self._memo.clear()
+        self._drops.clear()
+        self._exhausted = None
 
     def give_back(self, ar_id: int, placement: Placement) -> None:
         """A lent job preempted: its slots are its AR's again."""
@@ -622,7 +631,7 @@ class ClusterResources:
                 self._lending = None
             if placement is not None:
                 placement = replace(placement, lent=ar.id)
-                self.lend([(ar.id, placement)])
+                self.lend([(job, placement, now)])
                 return placement
         return None
 

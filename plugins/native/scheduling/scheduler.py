@@ -681,7 +681,7 @@ class Scheduler:
         lent = [j for j in running if self._lender(j) is not None]
         resources.book_running((job, job.placement, job.start_time)
                                for job in running if job not in lent)
-        resources.lend((job.placement.lent, job.placement) for job in lent)
+        resources.lend((job, job.placement, job.start_time) for job in lent)
         decisions = dispatch(ordered, resources, now, Policy(config.scheduler.max_reservation))
         self._reclaim(resources, lent, now)
         started = {job.id for job, _ in decisions.started}
