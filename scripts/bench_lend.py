@@ -97,9 +97,9 @@ def trial(scheduler: Scheduler, lent: list[int]) -> tuple[float, float]:
 
 
 def main() -> None:
-    trials = int(sys.argv[1]) if len(sys.argv) > 1 else 50
-    hosts = int(sys.argv[2]) if len(sys.argv) > 2 else 500
-    ar_hosts = int(sys.argv[3]) if len(sys.argv) > 3 else 100
+    trials = int(sys.argv[1]) if len(sys.argv) > 1 else 30
+    hosts = int(sys.argv[2]) if len(sys.argv) > 2 else 300
+    ar_hosts = int(sys.argv[3]) if len(sys.argv) > 3 else 60
     print(python_speed())
     print(f"{hosts} hosts x {SLOTS} slots, AR on {ar_hosts} hosts ({ar_hosts * SLOTS} slots, all "
           f"lent), {(hosts - ar_hosts) * SLOTS} ordinary jobs running and as many waiting")

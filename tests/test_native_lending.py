@@ -10,9 +10,11 @@ import json
 
 import pytest
 
+from overlay.api.commands import RequestError
 from overlay.persistence.events import EventLog
 from overlay.persistence.store import Store
 from overlay_native import acct
+from overlay_native.cli.qsub import split_options, submission
 from overlay_native.resources.window import ReservedWindow
 from overlay_native.submit import SubmitError
 from tests.test_native_scheduler import ALICE, BOB, T, World
@@ -136,3 +138,18 @@ def test_bad_preemptible_requests_are_refused_and_store_nothing(tmp_path, option
     with pytest.raises(SubmitError, match=message):
         world.submit(ALICE, **options)
     assert world.scheduler.jobs == {} and world.store.load() == []
+
+
+def test_plus_qsub_reads_preemptible_and_refuses_other_words():
+    options, rest = split_options(["-preemptible", "kill", "job.sh"])
+    assert submission(options, rest)["preemptible"] == "kill"
+    with pytest.raises(RequestError, match="-preemptible: expected requeue or kill, got 'maybe'"):
+        submission(*split_options(["-preemptible", "maybe", "job.sh"]))
+
+
+def test_plus_qacct_prints_nothing_more_without_lent_runs(tmp_path):
+    world = World(tmp_path, CLUSTER)
+    world.submit(BOB, "x", "5")
+    world.at(T)
+    world.at(T + 6)
+    assert len(world.accounting()) == 1 and acct.lending(world.accounting()) == ""
