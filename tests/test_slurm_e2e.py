@@ -40,8 +40,9 @@ def test_an_ar_window_on_slurm_from_grant_to_end(daemon):
     foreign = sbatch("plusu2", "-w", "snode1", "-t", "10", "--wrap", "sleep 600")
     wait_for(lambda: state(foreign) == "RUNNING", what="the foreign job to run")
 
-    # the window outlasts Slurm's 120 s between a requeue and the job's next start
-    view = daemon.reserve("plusu1", "-s", "now+20s", "-D", "110s", "-n", "1")
+    # the window outlasts ledger.REQUEUE_SETTLE: the requeued job is told to
+    # start at the end rather than 120 s after its requeue
+    view = daemon.reserve("plusu1", "-s", "now+20s", "-D", "25s", "-n", "1")
     ar_id, name = view["id"], f"R{view['id']}"
     node = view["allocations"][0]["node"]
     if node != "snode1":
@@ -73,7 +74,8 @@ def test_an_ar_window_on_slurm_from_grant_to_end(daemon):
     wait_for(lambda: name not in reservation_names(), view["end"] + 20 - time.time(),
              "the reservation gone at the end")
     assert state(ar_job) in ("CANCELLED", "COMPLETING", "TIMEOUT")
-    wait_for(lambda: state(foreign) == "RUNNING", 40, "the requeued job to run again")
+    wait_for(lambda: state(foreign) == "RUNNING", 30, "the requeued job to run again")
+    assert time.time() < view["start"] + 100                   # not Slurm's 120 s after
     assert daemon.status("-ne", "1")[0]["state"] == "x"
 
 
