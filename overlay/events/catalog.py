@@ -29,14 +29,15 @@ STARTING_SOON = "reservation.starting_soon"
 STARTED = "reservation.started"
 ENDING_SOON = "reservation.ending_soon"
 ENDED = "reservation.ended"
+RELEASED = "reservation.released"
 CANCELLED = "reservation.cancelled"
 IN_ERROR = "reservation.error"
 REPAIRED = "reservation.repaired"
 JOB_STARTED = "job.started"
 JOB_ENDED = "job.ended"
 
-TYPES = (GRANTED, CHANGED, STARTING_SOON, STARTED, ENDING_SOON, ENDED, CANCELLED, IN_ERROR, REPAIRED,
-         JOB_STARTED, JOB_ENDED)
+TYPES = (GRANTED, CHANGED, STARTING_SOON, STARTED, ENDING_SOON, ENDED, RELEASED, CANCELLED,
+         IN_ERROR, REPAIRED, JOB_STARTED, JOB_ENDED)
 """Every event type, in the order of an AR's life."""
 CALENDAR_CHANGED = "calendar.changed"
 """What a stream that draws every AR (GET /v1/events?calendar=true) is
