@@ -181,3 +181,18 @@ def test_an_ar_whose_instance_is_disabled_moves_to_a_free_host(daemon):
     wait_for(lambda: set(instance_states()) >= {f"{queue}@{moved[0]}"} and
              f"{queue}@{first}" not in instance_states(), 30, "the AR queue to move")
     assert "repaired: " in daemon.log.read_text()
+
+
+def test_an_idle_ar_is_released_and_its_queue_torn_down(daemon):
+    """Early release on Grid Engine: an open AR that runs no job for its
+    --idle-release ends then, and its queue, userset and hostgroup go, as
+    at its end."""
+    view = reserve(daemon, "-s", "now", "-D", "1h", "-n", "1", "--idle-release", "5")
+    queue = f"R{view['id']}"
+    wait_for(lambda: daemon.status("-ne", "5", "-r", str(view["id"]))[0]["state"] == "x", 60,
+             "the AR released")
+    (ar,) = daemon.status("-ne", "5", "-r", str(view["id"]))
+    assert ar["message"] == "released: no job ran in it for 5 s (idle_release)"
+    assert view["start"] + 5 <= ar["released"] < view["end"]
+    wait_for(lambda: queue not in names("-sql"), 30, "teardown at the release")
+    assert f"{queue}_users" not in names("-sul") and f"@{queue}_hosts" not in names("-shgrpl")

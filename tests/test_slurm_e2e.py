@@ -218,3 +218,16 @@ def test_qrsubs_slots_are_cores_filled_up_over_the_nodes(daemon):
                         (("-alloc", "$round_robin", "2"), "-alloc needs a scheduler")):
         refused = daemon.run("plusu1", "plus_qrsub", "-d", "3600", *words)
         assert refused.returncode != 0 and said in refused.stderr, refused.stderr
+
+
+def test_an_idle_ar_is_released_and_its_reservation_deleted(daemon):
+    """Early release on Slurm: an open AR that runs no job for its
+    --idle-release ends then, and its reservation R<id> is deleted."""
+    view = daemon.reserve("plusu1", "-s", "now", "-D", "1h", "-n", "1", "--idle-release", "5")
+    name = f"R{view['id']}"
+    wait_for(lambda: daemon.status("-ne", "5", "-r", str(view["id"]))[0]["state"] == "x", 60,
+             "the AR released")
+    (ar,) = daemon.status("-ne", "5", "-r", str(view["id"]))
+    assert ar["message"] == "released: no job ran in it for 5 s (idle_release)"
+    assert view["start"] + 5 <= ar["released"] < view["end"]
+    wait_for(lambda: name not in reservation_names(), 30, "the reservation deleted")

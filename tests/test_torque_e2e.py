@@ -230,3 +230,18 @@ def test_an_ars_jobs_start_and_end_once_by_id_across_a_restart(double, watched):
         answering(daemon, port)
         daemon.ok("plusu1", "plus_cancel", "-r", str(view["id"]))    # ends the first job
         seen_gone_once(streams, receiver, (first, second), second, "n1", 8)
+
+
+def test_an_idle_ar_is_released_and_its_queue_torn_down(double, daemon):
+    """Early release on TORQUE: an open AR that runs no job for its
+    --idle-release ends then, and its queue and node marks go, as at its end."""
+    view = daemon.reserve("plusu1", "-s", "now", "-D", "1h", "-n", "1", "--idle-release", "5")
+    queue = f"R{view['id']}"
+    wait_for(lambda: daemon.status("-ne", "5", "-r", str(view["id"]))[0]["state"] == "x", 60,
+             "the AR released")
+    (ar,) = daemon.status("-ne", "5", "-r", str(view["id"]))
+    assert ar["message"] == "released: no job ran in it for 5 s (idle_release)"
+    assert view["start"] + 5 <= ar["released"] < view["end"]
+    wait_for(lambda: queue not in double.state()["queues"] and
+             all(queue not in n["properties"] for n in double.state()["nodes"].values()),
+             30, "teardown at the release")

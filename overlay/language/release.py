@@ -19,7 +19,7 @@ LONGEST = 30 * 86400
 NONE = "none"
 """The word for never released when idle (the site's default not taken either)."""
 IDLE_FORMS = (f"SECS, {SHORTEST}s to {LONGEST // 86400}d ({DURATION_FORMS}), "
-              f"or '{NONE}' (never)")
+              f"or 0 or '{NONE}' (never)")
 NEVER = 0
 """The idle time stored for 'none'."""
 
@@ -30,7 +30,7 @@ class ReleaseError(RequestError):
 
 
 def parse_idle_release(text: str, option: str) -> int:
-    """A command's idle time (``600``, ``10m``, or ``none``): seconds, 0 for never."""
+    """A command's idle time (``600``, ``10m``, ``0`` or ``none``): seconds, 0 for never."""
     if len(text) > MAX_ARGUMENT:
         raise ReleaseError(f"{option}: longer than {MAX_ARGUMENT} characters; "
                            f"accepted: {IDLE_FORMS}")
