@@ -15,6 +15,7 @@ import pytest
 
 from daemon_harness import Daemon, job_daemon
 from test_native_daemon import submit
+from test_repair_daemon import wait_for
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="jobs run as their owners: root only")
 
@@ -31,14 +32,6 @@ scheduler: {schedule_interval: 1, NodeSortKey: [NodeName]}
 def daemon():
     with job_daemon(CLUSTER) as running:
         yield running
-
-
-def wait_for(condition, what: str, timeout: float = 90):
-    deadline = time.monotonic() + timeout
-    while not (found := condition()):
-        assert time.monotonic() < deadline, f"not within {timeout} s: {what}"
-        time.sleep(0.2)
-    return found
 
 
 def records(daemon: Daemon, kind: str, ar_id: int) -> list[list[str]]:

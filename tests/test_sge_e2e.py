@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from daemon_harness import Daemon
+from daemon_harness import Daemon, released_when_idle
 from event_harness import API_SETTINGS, job_events, seen_gone_once, until, watching
 from http_harness import answering, free_port
 from overlay.events.catalog import JOB_ENDED, JOB_STARTED
@@ -189,10 +189,6 @@ def test_an_idle_ar_is_released_and_its_queue_torn_down(daemon):
     at its end."""
     view = reserve(daemon, "-s", "now", "-D", "1h", "-n", "1", "--idle-release", "5")
     queue = f"R{view['id']}"
-    wait_for(lambda: daemon.status("-ne", "5", "-r", str(view["id"]))[0]["state"] == "x", 60,
-             "the AR released")
-    (ar,) = daemon.status("-ne", "5", "-r", str(view["id"]))
-    assert ar["message"] == "released: no job ran in it for 5 s (idle_release)"
-    assert view["start"] + 5 <= ar["released"] < view["end"]
+    released_when_idle(daemon, view, 5)
     wait_for(lambda: queue not in names("-sql"), 30, "teardown at the release")
     assert f"{queue}_users" not in names("-sul") and f"@{queue}_hosts" not in names("-shgrpl")

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from daemon_harness import BIN, Daemon
+from daemon_harness import BIN, Daemon, released_when_idle
 from event_harness import API_SETTINGS, job_events, seen_gone_once, until, watching
 from http_harness import answering, free_port
 from overlay.events.catalog import JOB_STARTED
@@ -237,11 +237,7 @@ def test_an_idle_ar_is_released_and_its_queue_torn_down(double, daemon):
     --idle-release ends then, and its queue and node marks go, as at its end."""
     view = daemon.reserve("plusu1", "-s", "now", "-D", "1h", "-n", "1", "--idle-release", "5")
     queue = f"R{view['id']}"
-    wait_for(lambda: daemon.status("-ne", "5", "-r", str(view["id"]))[0]["state"] == "x", 60,
-             "the AR released")
-    (ar,) = daemon.status("-ne", "5", "-r", str(view["id"]))
-    assert ar["message"] == "released: no job ran in it for 5 s (idle_release)"
-    assert view["start"] + 5 <= ar["released"] < view["end"]
+    released_when_idle(daemon, view, 5)
     wait_for(lambda: queue not in double.state()["queues"] and
              all(queue not in n["properties"] for n in double.state()["nodes"].values()),
              30, "teardown at the release")
