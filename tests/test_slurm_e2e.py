@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from daemon_harness import Daemon
+from daemon_harness import Daemon, released_when_idle
 from event_harness import API_SETTINGS, job_events, seen_gone_once, until, watching
 from http_harness import answering, free_port
 from overlay.events.catalog import JOB_ENDED, JOB_STARTED
@@ -220,3 +220,12 @@ def test_qrsubs_slots_are_cores_filled_up_over_the_nodes(daemon):
                         (("-alloc", "$round_robin", "2"), "-alloc needs a scheduler")):
         refused = daemon.run("plusu1", "plus_qrsub", "-d", "3600", *words)
         assert refused.returncode != 0 and said in refused.stderr, refused.stderr
+
+
+def test_an_idle_ar_is_released_and_its_reservation_deleted(daemon):
+    """Early release on Slurm: an open AR that runs no job for its
+    --idle-release ends then, and its reservation R<id> is deleted."""
+    view = daemon.reserve("plusu1", "-s", "now", "-D", "1h", "-n", "1", "--idle-release", "5")
+    name = f"R{view['id']}"
+    released_when_idle(daemon, view, 5)
+    wait_for(lambda: name not in reservation_names(), 30, "the reservation deleted")

@@ -49,6 +49,7 @@ def parser() -> common.Parser:
                    help="replace a reserved node that goes down by a free one before the window "
                         "opens (before, the default), during it too (always), or never (none)")
     common.add_notice_options(p)
+    common.add_release_options(p)
     common.add_output_options(p, "print the new AR as XML (qrstat schema)")
     return p
 
@@ -65,7 +66,8 @@ def main(argv: list[str] | None = None) -> int:
         ncpus=args.ncpu, arch=args.arch, os=args.os, attributes=args.l or (),
         slots_per_node=args.sn, queues=args.sgeq or (), name=args.N or "",
         hard_error=bool(args.he), mail_options=args.m or "", mail_list=args.M or (),
-        **({"repair": args.repair} if args.repair else {}), **common.given_leads(args))
+        **({"repair": args.repair} if args.repair else {}), **common.given_leads(args),
+        **common.given_release(args))
     view = common.call("plus_reserve", "reserve",
                        {**request, "transactional": args.transactional})
     if args.x:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from overlay.language.leads import shown_leads
 from overlay.language.limits import printable
+from overlay.language.release import shown_idle_release
 from overlay.language.timespec import (
     duration_formatter,
     format_ctime,
@@ -86,6 +87,10 @@ def detail(view: dict) -> str:
     fields += [(f"notify_{moment}", shown_leads(view["request"][f"notify_{moment}"]))
                for moment in ("start", "end")
                if view["request"].get(f"notify_{moment}") is not None]  # else the site's
+    if view["request"].get("idle_release") is not None:
+        fields.append(("idle_release", shown_idle_release(view["request"]["idle_release"])))
+    if view["request"].get("release_when_done"):
+        fields.append(("release_when_done", "yes"))
     outers = sorted({a["within"] for a in view["allocations"] if a.get("within")})
     if outers:
         fields.append(("inside", ",".join(f"R{outer}" for outer in outers)))

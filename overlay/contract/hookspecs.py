@@ -135,6 +135,13 @@ def plus_reservation_ended(reservation, advice):
 
 
 @hookspec
+def plus_reservation_released(reservation, why, advice):
+    """An open AR ended early, freeing its nodes: idle for its idle_release,
+    its jobs done (--release-when-done), or ended by its owner; ``why``
+    says which."""
+
+
+@hookspec
 def plus_reservation_cancelled(reservation, advice):
     """An AR was cancelled (plus_cancel) or destroyed (plus_destroy)."""
 

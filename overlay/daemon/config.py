@@ -19,7 +19,7 @@ from overlay.events.hooks import Network
 from overlay.feeds import zone
 from overlay.feeds.zone import machine_zone
 from overlay.kit.users import login_uid_min
-from overlay.language import leads
+from overlay.language import leads, release
 from overlay.language.request import valid_name
 from overlay.network.http.settings import HttpSettings
 from overlay.network.http.settings import load as load_http
@@ -70,6 +70,7 @@ class Config:
     timezone: str = field(default_factory=machine_zone)
     ending_soon: list[int] = field(default_factory=lambda: list(DEFAULT_LEADS))
     notice: SiteNotice = field(default_factory=SiteNotice)
+    idle_release: int = 0
     webhook_networks: list[Network] = field(default_factory=list)
     http: HttpSettings = field(default_factory=HttpSettings)
     sections: dict[str, dict] = field(default_factory=dict)
@@ -158,6 +159,16 @@ def _notice(key: str, value: Any) -> SiteNotice:
         raise ConfigError(f"{key}: expected {accepted}, got {value!r}") from None
 
 
+def _idle_release(key: str, value: Any) -> int:
+    """idle_release: seconds an open AR that names none of its own may run
+    no job before it is released; 0 never."""
+    try:
+        return release.checked_idle_release(value, key)
+    except release.ReleaseError:
+        raise ConfigError(f"{key}: expected 0 (never) or whole seconds, {release.SHORTEST} to "
+                          f"{release.LONGEST} (e.g. 1800), got {value!r}") from None
+
+
 def _networks(key: str, value: Any) -> list[Network]:
     """webhook_networks: the networks beyond the public ones that webhooks
     may reach (the site's portal, a receiver on this host)."""
@@ -202,6 +213,7 @@ _VALIDATORS = {
     "timezone": zone.checked,
     "ending_soon": _leads,
     "notice": _notice,
+    "idle_release": _idle_release,
     "webhook_networks": _networks,
 }
 

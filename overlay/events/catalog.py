@@ -29,6 +29,7 @@ STARTING_SOON = "reservation.starting_soon"
 STARTED = "reservation.started"
 ENDING_SOON = "reservation.ending_soon"
 ENDED = "reservation.ended"
+RELEASED = "reservation.released"
 CANCELLED = "reservation.cancelled"
 IN_ERROR = "reservation.error"
 REPAIRED = "reservation.repaired"
@@ -39,8 +40,8 @@ JOB_PREEMPTED = "job.preempted"
 AR's event (its owner and users see who used their nodes) and the job
 owner's (told to expect a requeue or the end)."""
 
-TYPES = (GRANTED, CHANGED, STARTING_SOON, STARTED, ENDING_SOON, ENDED, CANCELLED, IN_ERROR, REPAIRED,
-         JOB_STARTED, JOB_ENDED, JOB_PREEMPTED)
+TYPES = (GRANTED, CHANGED, STARTING_SOON, STARTED, ENDING_SOON, ENDED, RELEASED, CANCELLED,
+         IN_ERROR, REPAIRED, JOB_STARTED, JOB_ENDED, JOB_PREEMPTED)
 """Every event type, in the order of an AR's life."""
 CALENDAR_CHANGED = "calendar.changed"
 """What a stream that draws every AR (GET /v1/events?calendar=true) is

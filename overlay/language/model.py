@@ -155,6 +155,11 @@ class Request:
     ``notify_start`` and ``notify_end`` are the leads (seconds) before the
     start and the end at which the AR's users are told (mail, event);
     None takes the site's (plus.yaml's ``notice:``), () none at all.
+
+    ``idle_release`` (--idle-release) is how long the open AR may run no
+    job before it ends early and frees its nodes: None takes the site's
+    (plus.yaml's ``idle_release``), 0 never. ``release_when_done``
+    (--release-when-done) ends it once a job has run and none runs.
     """
 
     start: int
@@ -184,6 +189,8 @@ class Request:
     repair: str = "before"
     notify_start: tuple[int, ...] | None = None
     notify_end: tuple[int, ...] | None = None
+    idle_release: int | None = None
+    release_when_done: bool = False
 
     def __post_init__(self) -> None:
         kind = RequestKind.implied_by(self.nodes) if self.kind is None else RequestKind(self.kind)

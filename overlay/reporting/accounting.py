@@ -233,6 +233,28 @@ def read_records(lines: Iterable[str], on_error: Callable[[ReportingFormatError]
         yield number, int(parts[0]), RECORD_ALIASES.get(parts[1], parts[1]), parts[2:]
 
 
+def charged(ar: ARUsage, begin: int, finish: int, hosts: dict[str, int],
+            jobs_of: dict[int, list[JobUse]], first: int, last: int) -> tuple[int, int, int]:
+    """An AR's node-seconds within [first, last) apart, for ``hosts`` (those
+    ``used`` gave): asked (its window, as reserved), used (its jobs' in the
+    acct records, a record one node) and released (asked, less what it held
+    from ``begin`` to ``finish`` before it was released or cancelled).
+    What it held, ``(finish - begin) * len(hosts)``, is what it is charged."""
+    start, end = max(ar.start, first), max(max(ar.start, first), min(ar.end, last))
+    asked = (end - start) * len(hosts)
+    used_seconds = sum(max(0, min(job.end, end) - max(job.start, start))
+                       for job in jobs_of.get(ar.id, ()))
+    return asked, used_seconds, max(0, asked - (finish - begin) * len(hosts))
+
+
+def jobs_by_ar(jobs: Iterable[JobUse]) -> dict[int, list[JobUse]]:
+    """The jobs that ran in ARs, by AR id."""
+    found: dict[int, list[JobUse]] = {}
+    for job in jobs:
+        found.setdefault(job.ar, []).append(job)
+    return found
+
+
 def used(ars: Iterable[ARUsage], first: int, last: int, owners: set | None,
          nodes: set | None) -> Iterator[tuple[ARUsage, int, int, dict[str, int]]]:
     """Each AR's use within [first, last): the AR, the part of its window

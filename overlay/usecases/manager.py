@@ -28,7 +28,7 @@ from overlay.contract.advice import Advice
 from overlay.contract.backend import Backend, Inventory, JobBar, ShownJob, problems_on
 from overlay.contract.policy import PolicyContext, context_for, used_part
 from overlay.daemon.config import Config
-from overlay.events.catalog import BY_AR_LOG, GRANTED, reservation_event
+from overlay.events.catalog import BY_AR_LOG, GRANTED, RELEASED, reservation_event
 from overlay.kit.users import groups_of, listed, system_account
 from overlay.language.matching import wildcard_match
 from overlay.language.model import (
@@ -111,6 +111,8 @@ class Told(NamedTuple):
     message: str
     why: str = ""
     data: Mapping[str, object] | None = None
+    kind: str | None = None
+    """The event's type, when it is not the ar_log event's own (BY_AR_LOG)."""
 
 
 @dataclass(frozen=True)
@@ -141,8 +143,8 @@ class Report:
         table in the same transaction: a grant, then one per ar_log event."""
         kinds: list[tuple[str, Mapping[str, object] | None]] = [(GRANTED, None)] \
             if self.granted else []
-        kinds += [(BY_AR_LOG[told.event], told.data) for told in self.events
-                  if told.event in BY_AR_LOG]
+        kinds += [(told.kind or BY_AR_LOG[told.event], told.data) for told in self.events
+                  if told.kind or told.event in BY_AR_LOG]
         return [reservation_event(kind, now, ar, **(data or {})) for kind, data in kinds]
 
 
@@ -834,9 +836,22 @@ class Manager:
                duration: int | None, nodes: int | None, users: tuple[str, ...] | None,
                transactional: bool = False, repair: str | None = None,
                notify_start: tuple[int, ...] | None = None,
-               notify_end: tuple[int, ...] | None = None) -> Reservation:
-        """plus_modify: a new window, node count, access list, repair mode
-        or notice leads (None: unchanged)."""
+               notify_end: tuple[int, ...] | None = None,
+               idle_release: int | None = None,
+               release_when_done: bool | None = None) -> Reservation:
+        """plus_modify: a new window, node count, access list, repair mode,
+        notice leads or early release (None: unchanged). An end at or
+        before now (-e now) ends an open AR now: released (``end_now``)."""
+        if end is not None and end <= self.now():
+            others = {"-s": start, "-D": duration, "-n": nodes, "-U": users, "-repair": repair,
+                      "--notify-start": notify_start, "--notify-end": notify_end,
+                      "--idle-release": idle_release, "--release-when-done": release_when_done}
+            given = [option for option, value in others.items() if value is not None]
+            if given or transactional:
+                raise InvalidRequest(f"-e now ends AR {ar_id} at once: it cannot be combined "
+                                     f"with {', '.join(given + ['-T'] * transactional)}; give "
+                                     "-e now alone, or an end in the future")
+            return self.end_now(caller, ar_id, "plus_modify -e now")
         with self.lock:
             ar = self._get(ar_id)
             self._check_owner(caller, ar, "modify")
@@ -856,8 +871,10 @@ class Manager:
                 raise ReservationError(f"AR {ar_id} has started; its start time can no longer change")
             request = self._modified_request(ar.request, start, end, duration, nodes, users,
                                              ar.owner, repair)
-            request = replace(request, **{name: leads for name, leads in (
-                ("notify_start", notify_start), ("notify_end", notify_end)) if leads is not None})
+            request = replace(request, **{name: value for name, value in (
+                ("notify_start", notify_start), ("notify_end", notify_end),
+                ("idle_release", idle_release), ("release_when_done", release_when_done))
+                if value is not None})
             owner = caller if caller.user == ar.owner else owner_of(ar)
             context = self._context(ignoring=ar.id)
             try:
@@ -1144,6 +1161,37 @@ class Manager:
             state=State.EXITED, finished_time=now, message="")
         self._unbook(ar.id)
         self._event("plus_reservation_ended", reservation=ar)
+
+    def release(self, ar: Reservation, why: str) -> Reservation:
+        """The AR ends early, now (idle, its jobs done, or its owner's
+        word): state x, its nodes freed and torn down on the backend as at
+        its end; ar_log's TERMINATED says released and ``why``, its event
+        is reservation.released. What it held counts from then on, not
+        what it asked (overlay.contract.policy.used_part)."""
+        now = self.now()
+        told = Told(EVENT_TERMINATED, f"AR released, {why}", kind=RELEASED, data={"why": why})
+        ar = self._stored(ar, report=Report(acct=True, events=(told,)), state=State.EXITED,
+                          finished_time=now, message=f"released: {why}")
+        self._unbook(ar.id)
+        self._event("plus_reservation_released", reservation=ar, why=why)
+        return ar
+
+    @_retried_when_stale
+    def end_now(self, caller: Caller, ar_id: int, how: str) -> Reservation:
+        """Its owner (or a manager) ends an open AR now (plus_modify -e now,
+        the calendar's End now): released, ARs inside it cancelled with
+        it, as plus_cancel cancels them."""
+        with self.lock:
+            ar = self._get(ar_id)
+            self._check_owner(caller, ar, "end")
+            self._check_no_pending(ar)
+            if ar.state in FINISHED_STATES:
+                raise ReservationError(f"AR {ar_id} has already ended (state {ar.state.value})")
+            if self.now() < ar.start:
+                raise InvalidRequest(f"AR {ar_id}'s window has not opened: only an open AR ends "
+                                     f"now; plus_cancel -r {ar_id} frees a waiting one's nodes")
+            self._cancel_inner(ar)
+            return self.release(self.ars[ar_id], f"ended by {caller.user} ({how})")
 
     def change_state(self, ar: Reservation, target: State, reason: str | None) -> None:
         """The window opened, or the backend's health changed: the AR goes to

@@ -17,6 +17,7 @@ from typing import Any, Callable, Iterable
 from overlay.language import limits
 from overlay.language.leads import checked_leads
 from overlay.language.model import Request, RequestKind
+from overlay.language.release import checked_idle_release
 from overlay.language.request import (
     DEFAULT_REPAIR,
     MAX_AR_ID,
@@ -123,8 +124,18 @@ class Arguments:
         value = self._get(key, False, list, "a list of whole seconds")
         return None if value is None else checked_leads(value, option)
 
+    def idle_release(self) -> int | None:
+        """--idle-release in seconds (0: never), checked as the commands
+        check it; None when absent."""
+        value = self._get("idle_release", False, int, "whole seconds")
+        return None if value is None else checked_idle_release(value, "--idle-release")
+
     def flag(self, key: str) -> bool:
         return self._get(key, False, bool, "true or false") or False
+
+    def maybe_flag(self, key: str) -> bool | None:
+        """A flag a change may leave as it is: None when absent."""
+        return self._get(key, False, bool, "true or false")
 
     def text(self, key: str, required: bool = False) -> str | None:
         return self._get(key, required, str, "a string")
@@ -255,7 +266,8 @@ def reserve_request(args: Arguments) -> Request:
         account=args.checked("account", lambda v: v and parse_account(v)) or "", kind=kind,
         repair=repair(args) or DEFAULT_REPAIR,
         notify_start=args.leads("notify_start", "--notify-start"),
-        notify_end=args.leads("notify_end", "--notify-end"))
+        notify_end=args.leads("notify_end", "--notify-end"),
+        idle_release=args.idle_release(), release_when_done=args.flag("release_when_done"))
 
 
 def repair(args: Arguments) -> str | None:

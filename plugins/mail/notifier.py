@@ -95,6 +95,14 @@ class Notifier:
         self._notify(reservation, "e", "Finished", f"AR {reservation.id} ended", OVER, advice)
 
     @hookimpl
+    def plus_reservation_released(self, reservation: Reservation, why: str,
+                                  advice: Advice) -> None:
+        """-m e: the AR ended early and its nodes are free again."""
+        self._errors_mailed.discard(reservation.id)
+        self._notify(reservation, "e", "Released", f"AR {reservation.id} was released early, "
+                     f"its nodes freed: {why}", OVER, advice)
+
+    @hookimpl
     def plus_reservation_cancelled(self, reservation: Reservation, advice: Advice) -> None:
         """Grid Engine sends -m e for a deleted AR too, as "Deleted"."""
         self._errors_mailed.discard(reservation.id)

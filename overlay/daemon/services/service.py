@@ -20,6 +20,7 @@ from overlay.daemon.services import (
     jobs,
     metrics,
     nodes,
+    release,
     reports,
     reservations,
     web,
@@ -36,7 +37,7 @@ from overlay.reporting.accounting import ReportingFollower
 from overlay.usecases.manager import Caller, Manager
 from overlay.wire import codec
 
-FAMILIES = (reservations, ggf, claims, identities, web, reports, metrics, feeds, events, nodes, jobs,
+FAMILIES = (reservations, release, ggf, claims, identities, web, reports, metrics, feeds, events, nodes, jobs,
             control)
 """The modules whose OPERATIONS the socket serves."""
 

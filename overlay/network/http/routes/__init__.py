@@ -19,11 +19,12 @@ from overlay.network.http.routes import (
     jobs,
     metrics,
     nodes,
+    release,
     reports,
     reservations,
     web,
 )
 
-API_ROUTERS = tuple(family.router for family in (identities, reservations, reports, ggf, claims,
+API_ROUTERS = tuple(family.router for family in (identities, reservations, release, reports, ggf, claims,
                                                    feeds, events, nodes, jobs))
 FIXED_ROUTERS = (web.router, metrics.router, health.router)

@@ -511,6 +511,9 @@ async function showDetail(arId) {
   $("detail-owner-actions").hidden = !ownerActions;
   $("cancel-ar").hidden = Boolean(ar.pending);
   $("cancel-confirm").hidden = true;
+  const open = "rE".includes(ar.state) && !ar.pending;
+  $("end-now").hidden = !open;
+  $("end-now-text").hidden = !open;
   $("edit-start").value = zoneInput(ar.start);
   $("edit-end").value = zoneInput(ar.end);
   $("detail-link").href = `#ar=${ar.id}`;
@@ -666,6 +669,17 @@ async function commitCancel() {
     say(`AR ${arId} cancelled.`, true);
     if (view.shown && view.shown.id === arId) closeDetail();
   } catch (error) { say(`AR ${arId} was not cancelled: ${error.message}`); }
+  await refresh(true);
+}
+
+/* -- ending an open AR now: released early, its nodes freed, charged until now */
+async function endNow() {
+  const arId = view.shown.id;
+  try {
+    await api("POST", `/reservations/${arId}/release`);
+    say(`AR ${arId} ended: its nodes are free.`, true);
+    if (view.shown && view.shown.id === arId) closeDetail();
+  } catch (error) { say(`AR ${arId} was not ended: ${error.message}`); }
   await refresh(true);
 }
 
@@ -1060,6 +1074,7 @@ function wire() {
   $("find").addEventListener("click", () => findFree());
   $("book").addEventListener("click", book);
   $("book-cancel").addEventListener("click", () => { $("confirm").hidden = true; });
+  $("end-now").addEventListener("click", endNow);
   $("cancel-ar").addEventListener("click", askCancel);
   $("cancel-yes").addEventListener("click", cancelConfirmed);
   $("cancel-no").addEventListener("click", () => { $("cancel-confirm").hidden = true; });
