@@ -63,9 +63,10 @@ def test_an_idle_ar_is_released_after_its_idle_time_once_its_job_ended(daemon, w
     assert ar["message"] == "released: no job ran in it for 15 s (idle_release)"
     assert ar["released"] >= ended + 15 - 1         # idle counted from the job's end
     assert ar["end"] == made["end"]                       # what it asked stays recorded
-    [log] = [fields for fields in records(daemon, "ar_log", made["id"]) if fields[3] == "x"]
+    [log] = wait_for(lambda: [fields for fields in records(daemon, "ar_log", made["id"])
+                              if fields[3] == "x"], "the release's ar_log record written")
     assert log[4:] == ["TERMINATED", "AR released, no job ran in it for 15 s (idle_release)"]
-    [acct] = records(daemon, "ar_acct", made["id"])
+    [acct] = wait_for(lambda: records(daemon, "ar_acct", made["id"]), "its ar_acct written")
     assert int(acct[0]) == ar["released"]
     assert daemon.reserve("plusu2", "-s", "now", "-D", "30m", "-n", "2")   # its node is free
     events = json.loads(daemon.ok("root", "plus_status", "--json", "-ne", "10"))
