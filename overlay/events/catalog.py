@@ -15,7 +15,10 @@ import json
 from typing import Mapping
 
 from overlay.reporting.accounting import (
+    EVENT_APPROVAL_REQUESTED,
+    EVENT_APPROVED,
     EVENT_DELETED,
+    EVENT_DENIED,
     EVENT_MODIFIED,
     EVENT_SATISFIED,
     EVENT_START,
@@ -23,6 +26,9 @@ from overlay.reporting.accounting import (
     EVENT_UNSATISFIED,
 )
 
+APPROVAL_REQUESTED = "reservation.approval_requested"
+APPROVED = "reservation.approved"
+DENIED = "reservation.denied"
 GRANTED = "reservation.granted"
 CHANGED = "reservation.changed"
 STARTING_SOON = "reservation.starting_soon"
@@ -35,7 +41,7 @@ REPAIRED = "reservation.repaired"
 JOB_STARTED = "job.started"
 JOB_ENDED = "job.ended"
 
-TYPES = (GRANTED, CHANGED, STARTING_SOON, STARTED, ENDING_SOON, ENDED, CANCELLED, IN_ERROR, REPAIRED,
+TYPES = (APPROVAL_REQUESTED, APPROVED, DENIED, GRANTED, CHANGED, STARTING_SOON, STARTED, ENDING_SOON, ENDED, CANCELLED, IN_ERROR, REPAIRED,
          JOB_STARTED, JOB_ENDED)
 """Every event type, in the order of an AR's life."""
 CALENDAR_CHANGED = "calendar.changed"
@@ -43,7 +49,9 @@ CALENDAR_CHANGED = "calendar.changed"
 told of an event it may not see: only that the AR it names changed."""
 
 BY_AR_LOG = {EVENT_MODIFIED: CHANGED, EVENT_START: STARTED, EVENT_TERMINATED: ENDED,
-             EVENT_DELETED: CANCELLED, EVENT_UNSATISFIED: IN_ERROR, EVENT_SATISFIED: REPAIRED}
+             EVENT_DELETED: CANCELLED, EVENT_UNSATISFIED: IN_ERROR, EVENT_SATISFIED: REPAIRED,
+             EVENT_APPROVAL_REQUESTED: APPROVAL_REQUESTED, EVENT_APPROVED: APPROVED,
+             EVENT_DENIED: DENIED}
 """The event of each ar_log event (8.1.9's words) a change reports."""
 
 
