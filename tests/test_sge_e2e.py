@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from approval_e2e import APPROVAL_SETTINGS, on_the_batch_system_only_once_approved
 from daemon_harness import Daemon
 from event_harness import API_SETTINGS, job_events, seen_gone_once, until, watching
 from http_harness import answering, free_port
@@ -181,3 +182,15 @@ def test_an_ar_whose_instance_is_disabled_moves_to_a_free_host(daemon):
     wait_for(lambda: set(instance_states()) >= {f"{queue}@{moved[0]}"} and
              f"{queue}@{first}" not in instance_states(), 30, "the AR queue to move")
     assert "repaired: " in daemon.log.read_text()
+
+
+def test_an_ar_awaiting_approval_is_on_grid_engine_only_once_approved():
+    require()
+    clean()
+    approving = Daemon(SETTINGS % "requeue" + APPROVAL_SETTINGS).start()
+    try:
+        on_the_batch_system_only_once_approved(approving, lambda ar_id: f"R{ar_id}" in names(
+            "-sql") or f"@R{ar_id}_hosts" in names("-shgrpl"))
+    finally:
+        approving.cleanup()
+        clean()

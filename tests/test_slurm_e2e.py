@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from approval_e2e import APPROVAL_SETTINGS, on_the_batch_system_only_once_approved
 from daemon_harness import Daemon
 from event_harness import API_SETTINGS, job_events, seen_gone_once, until, watching
 from http_harness import answering, free_port
@@ -218,3 +219,15 @@ def test_qrsubs_slots_are_cores_filled_up_over_the_nodes(daemon):
                         (("-alloc", "$round_robin", "2"), "-alloc needs a scheduler")):
         refused = daemon.run("plusu1", "plus_qrsub", "-d", "3600", *words)
         assert refused.returncode != 0 and said in refused.stderr, refused.stderr
+
+
+def test_an_ar_awaiting_approval_is_on_slurm_only_once_approved():
+    require()
+    clean(ARS)
+    approving = Daemon(SETTINGS % "requeue" + APPROVAL_SETTINGS).start()
+    try:
+        on_the_batch_system_only_once_approved(
+            approving, lambda ar_id: f"R{ar_id}" in reservation_names())
+    finally:
+        approving.cleanup()
+        clean(ARS)

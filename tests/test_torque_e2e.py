@@ -12,6 +12,7 @@ import time
 
 import pytest
 
+from approval_e2e import APPROVAL_SETTINGS, on_the_batch_system_only_once_approved
 from daemon_harness import BIN, Daemon
 from event_harness import API_SETTINGS, job_events, seen_gone_once, until, watching
 from http_harness import answering, free_port
@@ -230,3 +231,13 @@ def test_an_ars_jobs_start_and_end_once_by_id_across_a_restart(double, watched):
         answering(daemon, port)
         daemon.ok("plusu1", "plus_cancel", "-r", str(view["id"]))    # ends the first job
         seen_gone_once(streams, receiver, (first, second), second, "n1", 8)
+
+
+def test_an_ar_awaiting_approval_is_on_torque_only_once_approved(double):
+    approving = Daemon(SETTINGS % double.path + APPROVAL_SETTINGS).start()
+    try:
+        on_the_batch_system_only_once_approved(
+            approving, lambda ar_id: f"R{ar_id}" in double.state()["queues"] or any(
+                f"R{ar_id}" in node["properties"] for node in double.state()["nodes"].values()))
+    finally:
+        approving.cleanup()
