@@ -1,6 +1,6 @@
-"""plus_approve and plus_deny: a manager's decision on ARs a policy holds
-for approval (state h). Every AR named must await approval, or none is
-decided."""
+"""What plus_approve and plus_deny share: a manager's decision on ARs a
+policy holds for approval (state h). Every AR named must await approval,
+or none is decided."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ def parser(prog: str, description: str) -> common.Parser:
     return p
 
 
-def _run(p: common.Parser, op: str, verb: str, argv: list[str] | None) -> int:
+def run(p: common.Parser, op: str, verb: str, argv: list[str] | None) -> int:
     args = p.parse_args(argv)
     if len(args.ids) > MAX_ITEMS:
         p.error(f"ID: {len(args.ids)} ARs named; at most {MAX_ITEMS} are accepted at once")
@@ -31,26 +31,3 @@ def _run(p: common.Parser, op: str, verb: str, argv: list[str] | None) -> int:
         print(f"Advance reservation {view['id']} of {view['owner']} has been {verb}"
               + (f" (state {view['state']})" if op == "approve" else ""))
     return 0
-
-
-def approve_parser() -> common.Parser:
-    return parser("plus_approve", "Approve ARs that await a manager's approval (state h): "
-                  "each is granted as asked and enforced on the batch system. Managers only.")
-
-
-def deny_parser() -> common.Parser:
-    p = parser("plus_deny", "Deny ARs that await a manager's approval (state h): each ends "
-               "in state d and its owner is told why. Managers only.")
-    p.add_argument("-reason", metavar="TEXT", type=common.reason_arg("-reason"),
-                   help="why, for the owner and the records (one line, at most 512 characters)")
-    return p
-
-
-@common.command("plus_approve")
-def approve_main(argv: list[str] | None = None) -> int:
-    return _run(approve_parser(), "approve", "approved", argv)
-
-
-@common.command("plus_deny")
-def deny_main(argv: list[str] | None = None) -> int:
-    return _run(deny_parser(), "deny", "denied", argv)
