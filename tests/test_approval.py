@@ -271,3 +271,12 @@ def test_an_event_tells_why(env):
     ar = env.reserve()
     told = json.loads(env.told(ar.id)[0].data)["reservation"]
     assert (told["state"], told["message"]) == ("h", ar.message)
+
+
+def test_an_ar_whose_window_ended_unapproved_cannot_be_approved(env):
+    ar = env.reserve(start=T0 + 60)
+    env.now = ar.end
+    revision = env.store.revision()
+    with pytest.raises(ReservationError, match="window has ended: it can no longer be approved"):
+        env.manager.approve(BOSS, ar.id)
+    assert env.store.revision() == revision

@@ -39,6 +39,14 @@ def check_awaiting(ar: Reservation, action: str) -> None:
                                f"it {decided}); only ARs in state h may be approved or denied")
 
 
+def check_window_open(ar: Reservation, now: int) -> None:
+    """Refuse to approve an AR whose window has ended (the lifecycle's
+    next pass lets it lapse)."""
+    if now >= ar.end:
+        raise ReservationError(f"AR {ar.id}'s window has ended: it can no longer be approved "
+                               "and lapses")
+
+
 def not_a_manager(user: str, action: str) -> str:
     return (f"only managers may {action} advance reservations; {user} is not one "
             "(managers: in plus.yaml)")

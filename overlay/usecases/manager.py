@@ -1121,6 +1121,7 @@ class Manager:
             ar = self._get(ar_id)
             approval.check_awaiting(ar, "approve")
             now = self.now()
+            approval.check_window_open(ar, now)
             state = ar.window_state(now)
             events = (Told(EVENT_APPROVED, f"approved by {caller.user}"),) + (
                 (Told(EVENT_START, "start time of AR reached"),) if state is State.RUNNING else ())
