@@ -209,7 +209,7 @@ def test_bad_decisions_are_refused_and_store_nothing(env):
     assert env.manager.ars[granted.id].state is State.WAITING
 
 
-def test_an_unanswered_request_lapses_at_its_due_time_kept_across_restarts(env, smtp, tmp_path):  # noqa: F811
+def test_an_unanswered_request_lapses_at_its_due_time_kept_across_restarts(env, smtp):  # noqa: F811
     ar = env.reserve(start=T0 + 5 * HOUR)
     env.close()
     env.conf.write_text(env.conf.read_text().replace("approval_timeout: 7200",
