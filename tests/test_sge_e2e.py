@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from approval_e2e import APPROVAL_SETTINGS, on_the_batch_system_only_once_approved
 from daemon_harness import Daemon, released_when_idle
 from event_harness import API_SETTINGS, job_events, seen_gone_once, until, watching
 from http_harness import answering, free_port
@@ -192,3 +193,15 @@ def test_an_idle_ar_is_released_and_its_queue_torn_down(daemon):
     released_when_idle(daemon, view, 5)
     wait_for(lambda: queue not in names("-sql"), 30, "teardown at the release")
     assert f"{queue}_users" not in names("-sul") and f"@{queue}_hosts" not in names("-shgrpl")
+
+
+def test_an_ar_awaiting_approval_is_on_grid_engine_only_once_approved():
+    require()
+    clean()
+    approving = Daemon(SETTINGS % "requeue" + APPROVAL_SETTINGS).start()
+    try:
+        on_the_batch_system_only_once_approved(approving, lambda ar_id: f"R{ar_id}" in names(
+            "-sql") or f"@R{ar_id}_hosts" in names("-shgrpl"))
+    finally:
+        approving.cleanup()
+        clean()

@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from approval_e2e import APPROVAL_SETTINGS, on_the_batch_system_only_once_approved
 from daemon_harness import Daemon, released_when_idle
 from event_harness import API_SETTINGS, job_events, seen_gone_once, until, watching
 from http_harness import answering, free_port
@@ -229,3 +230,15 @@ def test_an_idle_ar_is_released_and_its_reservation_deleted(daemon):
     name = f"R{view['id']}"
     released_when_idle(daemon, view, 5)
     wait_for(lambda: name not in reservation_names(), 30, "the reservation deleted")
+
+
+def test_an_ar_awaiting_approval_is_on_slurm_only_once_approved():
+    require()
+    clean(ARS)
+    approving = Daemon(SETTINGS % "requeue" + APPROVAL_SETTINGS).start()
+    try:
+        on_the_batch_system_only_once_approved(
+            approving, lambda ar_id: f"R{ar_id}" in reservation_names())
+    finally:
+        approving.cleanup()
+        clean(ARS)

@@ -12,6 +12,7 @@ import time
 
 import pytest
 
+from approval_e2e import APPROVAL_SETTINGS, on_the_batch_system_only_once_approved
 from daemon_harness import BIN, Daemon, released_when_idle
 from event_harness import API_SETTINGS, job_events, seen_gone_once, until, watching
 from http_harness import answering, free_port
@@ -241,3 +242,13 @@ def test_an_idle_ar_is_released_and_its_queue_torn_down(double, daemon):
     wait_for(lambda: queue not in double.state()["queues"] and
              all(queue not in n["properties"] for n in double.state()["nodes"].values()),
              30, "teardown at the release")
+
+
+def test_an_ar_awaiting_approval_is_on_torque_only_once_approved(double):
+    approving = Daemon(SETTINGS % double.path + APPROVAL_SETTINGS).start()
+    try:
+        on_the_batch_system_only_once_approved(
+            approving, lambda ar_id: f"R{ar_id}" in double.state()["queues"] or any(
+                f"R{ar_id}" in node["properties"] for node in double.state()["nodes"].values()))
+    finally:
+        approving.cleanup()

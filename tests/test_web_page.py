@@ -889,3 +889,41 @@ def test_a_click_on_a_nodes_name_books_that_node(site, browser):
                               "ResourceList": "nodes=1;h=node006"})
     assert setres.status_code == 201, setres.text
     assert [a["node"] for a in setres.json()["reservation"]["allocations"]] == ["node006"]
+
+
+@pytest.fixture(scope="module")
+def approval_site():
+    """A site whose policy holds ARs of more than one node for a manager."""
+    daemon, url = start_api(SETTINGS + "  big: {type: approval, max_nodes: 1}\n", cluster=CLUSTER,
+                            files=FILES)
+    yield daemon, url
+    daemon.cleanup()
+
+
+def test_a_manager_sees_an_ar_awaiting_approval_marked_and_approves_or_denies_it(
+        approval_site, browser):
+    daemon, _ = approval_site
+    first = daemon.reserve("plusu1", "-s", "now+1h", "-D", "1h", "-n", "2", "-N", "asks")
+    second = daemon.reserve("plusu1", "-s", "now+3h", "-D", "1h", "-n", "2", "-N", "asks-too")
+    assert (first["state"], second["state"]) == ("h", "h")
+    owner = signed_in(browser, daemon, "plusu1")
+    assert bars(owner)[first["id"]]["state"] == "awaiting"
+    click_bar(owner, first["id"])
+    assert owner.locator("#detail-decision").is_hidden()
+    assert "awaiting approval" in owner.locator("#detail-fields").inner_text()
+    page = signed_in(browser, daemon, "plusmgr")
+    click_bar(page, first["id"])
+    assert page.locator("#detail-decision").is_visible()
+    shot(page, "30-awaiting-approval")
+    page.locator("#approve-ar").click()
+    assert said(page, "31-approved") == f"AR {first['id']} approved (state w)."
+    assert daemon.status("-r", str(first["id"]))[0]["state"] == "w"
+    until(page, f"view.items.get('ar{first['id']}@{first['allocations'][0]['node']}')"
+                ".className.includes('state-waiting')")
+    click_bar(page, second["id"])
+    page.fill("#deny-reason", "the room is closed that day")
+    page.locator("#deny-ar").click()
+    assert said(page, "32-denied") == f"AR {second['id']} denied (state d)."
+    [denied] = daemon.status("-r", str(second["id"]))
+    assert (denied["state"], denied["message"]) == ("d", "denied by plusmgr: the room is closed "
+                                                         "that day")

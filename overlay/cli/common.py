@@ -28,6 +28,7 @@ from overlay.language.request import (
     parse_object_name,
     parse_pattern,
     parse_queue_list,
+    parse_reason,
     parse_repair,
     parse_yes_no,
 )
@@ -172,6 +173,10 @@ def mail_list_arg(option: str) -> Callable[[str], tuple[str, ...]]:
 
 def repair_arg(option: str) -> Callable[[str], str]:
     return _typed(lambda text: parse_repair(text, option))
+
+
+def reason_arg(option: str) -> Callable[[str], str]:
+    return _typed(lambda text: parse_reason(text, option))
 
 
 def yes_no_arg(option: str) -> Callable[[str], bool]:

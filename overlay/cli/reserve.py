@@ -79,6 +79,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"Your advance reservation {view['id']} is pending: run plus_commit -r "
                   f"{view['id']} or plus_abort -r {view['id']} before "
                   f"{format_ctime(view['pending']['expires'])}")
+        elif view.get("approval"):
+            print(f"Your advance reservation {view['id']} awaits a manager's approval "
+                  f"({view['approval']['reason']}); it lapses unless approved before "
+                  f"{format_ctime(view['approval']['due'])}")
         else:
             print(f"Your advance reservation {view['id']} has been granted")
         if args.p:

@@ -105,6 +105,9 @@ def detail(view: dict) -> str:
     if refusal:
         fields.append(("last_refusal", f"{format_ctime(refusal['time'])} "
                                        f"{refusal['operation']}: {refusal['reason']}"))
+    if view.get("approval"):
+        fields.append(("approval", f"awaited: plus_approve or plus_deny by a manager before "
+                                   f"{format_ctime(view['approval']['due'])}, else it lapses"))
     pending = view.get("pending")
     if pending:
         fields.append(("pending_operation", f"{pending['operation']} (plus_commit or plus_abort "

@@ -54,6 +54,7 @@ class Config:
     duration_offset: int = 60
     reconcile_interval: int = 30
     commit_timeout: int = 300
+    approval_timeout: int = 3 * 86400
     expiry: int = 86400
     max_expired: int = 100
     usage_history: int = 35 * 86400
@@ -197,6 +198,7 @@ _VALIDATORS = {
     "duration_offset": _non_negative,
     "reconcile_interval": _positive,
     "commit_timeout": _positive,
+    "approval_timeout": _positive,
     "expiry": _non_negative,
     "max_expired": _non_negative,
     "usage_history": _non_negative,

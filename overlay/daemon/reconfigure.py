@@ -17,7 +17,7 @@ from overlay.daemon.config import Config
 from overlay.network.http.settings import HttpSettings
 
 LIVE = ("managers", "arusers", "act_for", "max_advance_reservations", "commit_timeout",
-        "expiry", "max_expired", "timezone", "ending_soon", "notice",
+        "approval_timeout", "expiry", "max_expired", "timezone", "ending_soon", "notice",
         "idle_release")
 """Top-level keys read at each request or pass."""
 LIVE_HTTP = ("trusted_principals", "token_lifespan", "metrics")

@@ -15,7 +15,10 @@ import json
 from typing import Mapping
 
 from overlay.reporting.accounting import (
+    EVENT_APPROVAL_REQUESTED,
+    EVENT_APPROVED,
     EVENT_DELETED,
+    EVENT_DENIED,
     EVENT_MODIFIED,
     EVENT_SATISFIED,
     EVENT_START,
@@ -23,6 +26,9 @@ from overlay.reporting.accounting import (
     EVENT_UNSATISFIED,
 )
 
+APPROVAL_REQUESTED = "reservation.approval_requested"
+APPROVED = "reservation.approved"
+DENIED = "reservation.denied"
 GRANTED = "reservation.granted"
 CHANGED = "reservation.changed"
 STARTING_SOON = "reservation.starting_soon"
@@ -40,15 +46,18 @@ JOB_PREEMPTED = "job.preempted"
 AR's event (its owner and users see who used their nodes) and the job
 owner's (told to expect a requeue or the end)."""
 
-TYPES = (GRANTED, CHANGED, STARTING_SOON, STARTED, ENDING_SOON, ENDED, RELEASED, CANCELLED,
-         IN_ERROR, REPAIRED, JOB_STARTED, JOB_ENDED, JOB_PREEMPTED)
+TYPES = (APPROVAL_REQUESTED, APPROVED, DENIED, GRANTED, CHANGED, STARTING_SOON, STARTED,
+         ENDING_SOON, ENDED, RELEASED, CANCELLED, IN_ERROR, REPAIRED, JOB_STARTED, JOB_ENDED,
+         JOB_PREEMPTED)
 """Every event type, in the order of an AR's life."""
 CALENDAR_CHANGED = "calendar.changed"
 """What a stream that draws every AR (GET /v1/events?calendar=true) is
 told of an event it may not see: only that the AR it names changed."""
 
 BY_AR_LOG = {EVENT_MODIFIED: CHANGED, EVENT_START: STARTED, EVENT_TERMINATED: ENDED,
-             EVENT_DELETED: CANCELLED, EVENT_UNSATISFIED: IN_ERROR, EVENT_SATISFIED: REPAIRED}
+             EVENT_DELETED: CANCELLED, EVENT_UNSATISFIED: IN_ERROR, EVENT_SATISFIED: REPAIRED,
+             EVENT_APPROVAL_REQUESTED: APPROVAL_REQUESTED, EVENT_APPROVED: APPROVED,
+             EVENT_DENIED: DENIED}
 """The event of each ar_log event (8.1.9's words) a change reports."""
 
 

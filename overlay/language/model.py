@@ -16,11 +16,16 @@ class State(str, Enum):
     WARNING = "W"   # invalid (a reserved node failed) before the start
     ERROR = "E"     # invalid after the start
     PENDING = "p"   # created with -T, waiting for plus_commit or plus_abort
+    AWAITING = "h"  # held for a manager's approval (plus_approve, plus_deny)
 
 
 HOLDING_STATES = frozenset({State.WAITING, State.RUNNING, State.WARNING,
-                            State.ERROR, State.PENDING})
+                            State.ERROR, State.PENDING, State.AWAITING})
 """States in which an AR holds its nodes."""
+
+UNGRANTED_STATES = frozenset({State.PENDING, State.AWAITING})
+"""States in which an AR holds its nodes in the store only: nothing of it
+is on the backend until it is committed or approved."""
 
 FINISHED_STATES = frozenset({State.EXITED, State.DELETED})
 
@@ -270,6 +275,10 @@ class Reservation:
     """When its window was last set (granted, modified, committed): a
     notice whose lead was already past then is not given (0: at its
     submission)."""
+    approval_due: int | None = None
+    """When an AR awaiting approval (State.AWAITING) lapses unless a
+    manager decides first: written once, at the request, so neither a
+    restart nor a changed approval_timeout moves it."""
 
     @property
     def start(self) -> int:

@@ -43,6 +43,12 @@ EVENT_TERMINATED = "TERMINATED"
 """ar_log's events, as 8.1.9's qmaster writes them: TERMINATED when the end
 time is reached, DELETED at qrdel. MODIFIED is PluS's own (8.1.9 cannot
 change an AR); 8.1.9 writes no ar_log record at the grant."""
+EVENT_APPROVAL_REQUESTED = "APPROVAL REQUESTED"
+EVENT_APPROVED = "APPROVED"
+EVENT_DENIED = "DENIED"
+"""PluS's own ar_log events of an AR a policy holds for a manager's
+approval (state h): asked for at the request, then approved (the AR goes
+on in w or r) or denied, by a manager or by approval_timeout (state d)."""
 EVENT_ALIASES = {"END TIME REACHED": EVENT_TERMINATED}
 """Events earlier PluS versions wrote for 8.1.9's: an AR's end was
 ``END TIME REACHED``, so readers of old reporting files count it as the

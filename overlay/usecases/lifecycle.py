@@ -15,6 +15,9 @@ hold hosts whose liveness changed, carry a health problem, or failed to
 apply: its cost follows what changed, not how many ARs are stored, and
 commands wait on it for no longer.
 
+An AR awaiting a manager's approval lapses at its due time
+(overlay/usecases/approval.py), told as a deny is.
+
 An AR whose node went down is repaired in the pass that finds it, when
 its -repair mode and a free node allow (overlay/usecases/repair.py).
 
@@ -47,6 +50,7 @@ from overlay.language.model import FINISHED_STATES, Reservation, State
 from overlay.log.ratelog import RateLimitedLog, RateLimitFilter
 from overlay.persistence.events import EventLog
 from overlay.persistence.store import Stale
+from overlay.usecases import approval
 from overlay.usecases.idle import IdleWatch
 from overlay.usecases.manager import Manager
 from overlay.usecases.notices import Notice, notices
@@ -275,6 +279,10 @@ class Lifecycle:
             ar = self.manager.time_out(ar)
             if ar.id not in self.manager.ars:
                 return
+        if ar.state is State.AWAITING:
+            if now >= approval.lapse_time(ar):
+                self.manager.lapse(ar, now)
+            return
         if ar.state in FINISHED_STATES or ar.state == State.PENDING:
             return
         if now >= ar.end:
@@ -368,15 +376,17 @@ class Lifecycle:
         manager.forget_usage(now - config.usage_history)
 
     def due_times(self, ar: Reservation) -> list[int]:
-        """When the clock alone changes this AR: commit time-out, start, end,
-        expiry, and its notices not told yet."""
+        """When the clock alone changes this AR: commit time-out, approval
+        lapse, start, end, expiry, and its notices not told yet."""
         config = self.manager.config
         times = []
         if ar.pending is not None:
             times.append(ar.pending_since + config.commit_timeout)
         if ar.state in (State.WAITING, State.WARNING):
             times.append(ar.start)
-        if ar.state not in FINISHED_STATES:
+        if ar.state is State.AWAITING:
+            times.append(approval.lapse_time(ar))
+        elif ar.state not in FINISHED_STATES:
             times.append(ar.end)
             if ar.state != State.PENDING:
                 times += [notice.due for notice in self._untold(ar)]

@@ -61,7 +61,10 @@ from overlay.placement.nesting import Inside, accessible, enforced, merged
 from overlay.placement.placer import Placer, booking_keys
 from overlay.placement.planner import MultiPlanner, covered_ranges
 from overlay.reporting.accounting import (
+    EVENT_APPROVAL_REQUESTED,
+    EVENT_APPROVED,
     EVENT_DELETED,
+    EVENT_DENIED,
     EVENT_MODIFIED,
     EVENT_SATISFIED,
     EVENT_START,
@@ -72,6 +75,7 @@ from overlay.reporting.accounting import (
     ar_log_records,
     new_ar_records,
 )
+from overlay.usecases import approval
 from overlay.usecases.activity import Activity
 from overlay.usecases.enforcer import Enforcer
 from overlay.usecases.tally import Tally
@@ -127,6 +131,9 @@ class Report:
     attribute: bool = False
     acct: bool = False
     events: tuple[Told, ...] = ()
+    grants: bool = False
+    """The AR becomes granted now without new records (a manager approved
+    one made in state h, whose records its request wrote)."""
 
     def lines(self, now: int, ar: Reservation) -> list[str]:
         lines = new_ar_records(now, ar) if self.granted else []
@@ -142,9 +149,11 @@ class Report:
         """The change's events (overlay.events.catalog), for the event
         table in the same transaction: a grant, then one per ar_log event."""
         kinds: list[tuple[str, Mapping[str, object] | None]] = [(GRANTED, None)] \
-            if self.granted else []
+            if self.granted and ar.state is not State.AWAITING else []
         kinds += [(told.kind or BY_AR_LOG[told.event], told.data) for told in self.events
                   if told.kind or told.event in BY_AR_LOG]
+        if self.grants:
+            kinds.append((GRANTED, None))
         return [reservation_event(kind, now, ar, **(data or {})) for kind, data in kinds]
 
 
@@ -646,6 +655,10 @@ class Manager:
             now = self.now()
             context = self._context()
             self._validate_request(caller, request, "reserve", context)
+            held_for = self._approval_needed(caller, request, "reserve", context)
+            if held_for and transactional:
+                raise InvalidRequest(f"{held_for}: this AR needs a manager's approval, which -T "
+                                     "cannot wait for; reserve without -T")
             start = now if start_now else max(request.start, now)
             end = start + request.duration if start_now else request.end
             request = self._owned(caller.user, replace(request, start=start, end=end))
@@ -657,9 +670,12 @@ class Manager:
                 allocations, granted_pe = self.placer.slots(caller, request, context)
             else:
                 allocations = self._allocate(caller, request, context)
+            state = State.AWAITING if held_for else \
+                State.PENDING if transactional else State.WAITING
             ar = Reservation(
                 id=0, owner=caller.user, group=caller.groups[0] if caller.groups else "",
-                request=request, state=State.PENDING if transactional else State.WAITING,
+                request=request, state=state, message=approval.awaiting(held_for),
+                approval_due=approval.due(now, self.config.approval_timeout, held_for),
                 submission_time=now, allocations=allocations, window_set=now,
                 acl=access_list(caller.user, request.users),
                 account=request.account,
@@ -668,14 +684,18 @@ class Manager:
                 granted_pe=granted_pe)
             if verify:
                 return ar
-            report = None if transactional else Report(granted=True)
+            report = None if transactional else Report(granted=True, events=(
+                Told(EVENT_APPROVAL_REQUESTED, held_for),) if held_for else ())
             self.store.create(ar, self.capacity(),
                               report and (lambda made: report.lines(now, made)),
                               report and (lambda made: report.told(now, made)))
             self._keep(ar)
             self._book(ar)
             self._told(ar, report)
-            if not transactional:
+            if held_for:
+                self._event("plus_reservation_approval_requested", reservation=ar,
+                            reason=held_for, managers=tuple(self.config.managers))
+            elif not transactional:
                 ar = self._granted(ar)
             return ar
 
@@ -858,6 +878,8 @@ class Manager:
             self._check_no_pending(ar)
             if ar.state in FINISHED_STATES:
                 raise ReservationError(f"AR {ar_id} has already ended (state {ar.state.value})")
+            if ar.state is State.AWAITING:
+                raise ReservationError(approval.unchangeable(ar))
             inner = sorted(i for i in self.inside.inner(ar.id) if i in self.ars)
             if inner and (start, end, duration, nodes) != (None, None, None, None):
                 raise InvalidRequest(f"AR {ar_id} holds ARs placed inside it ("
@@ -879,6 +901,9 @@ class Manager:
             context = self._context(ignoring=ar.id)
             try:
                 self._validate_request(owner, request, "modify", context, started=started)
+                held_for = self._approval_needed(caller, request, "modify", context, owner)
+                if held_for:
+                    raise PermissionDenied(approval.change_needs_manager(held_for))
                 granted_pe = ar.granted_pe
                 if request.by_slots:
                     allocations, granted_pe = self.placer.slots(owner, request, context, ar.id)
@@ -1078,6 +1103,72 @@ class Manager:
         ar = self._stored(ar, pending=None, pending_since=None, pending_request=None,
                           pending_allocations=[])
         self._book(ar)
+        return ar
+
+    # -- approval (overlay/usecases/approval.py says the words) -------------------
+
+    def _approval_needed(self, caller: Caller, request: Request, operation: str,
+                         context: PolicyContext, owner: Caller | None = None) -> str | None:
+        """Why a manager must approve ``request`` first (the policies'
+        plus_approval_needed), or None; never for a manager's own call."""
+        if caller.is_manager:
+            return None
+        owner = owner or caller
+        return plugins.PolicyHook(self.pm, "plus_approval_needed", request=request,
+                                  owner=owner.user, groups=owner.groups, operation=operation,
+                                  context=context).first_reason()
+
+    @_retried_when_stale
+    def awaiting(self, caller: Caller, ar_ids: Sequence[int], action: str) -> list[Reservation]:
+        """The ARs a manager approves or denies: each must exist and wait
+        in state h; checked for all before any is decided."""
+        with self.lock:
+            if not caller.is_manager:
+                raise PermissionDenied(approval.not_a_manager(caller.user, action))
+            ars = [self._get(ar_id) for ar_id in ar_ids]
+            for ar in ars:
+                approval.check_awaiting(ar, action)
+            return ars
+
+    @_retried_when_stale
+    def approve(self, caller: Caller, ar_id: int) -> Reservation:
+        """plus_approve: the AR is granted as it stands, in w (or r, its
+        window open), and the enforcer puts it on the backend."""
+        with self.lock:
+            ar = self._get(ar_id)
+            approval.check_awaiting(ar, "approve")
+            now = self.now()
+            approval.check_window_open(ar, now)
+            state = ar.window_state(now)
+            events = (Told(EVENT_APPROVED, f"approved by {caller.user}"),) + (
+                (Told(EVENT_START, "start time of AR reached"),) if state is State.RUNNING else ())
+            ar = self._stored(ar, report=Report(grants=True, events=events), state=state,
+                              message="", approval_due=None, window_set=now)
+            self._event("plus_reservation_approved", reservation=ar, approver=caller.user)
+            ar = self._granted(ar)
+            if state is State.RUNNING:
+                self._event("plus_reservation_started", reservation=ar)
+            return ar
+
+    @_retried_when_stale
+    def deny(self, caller: Caller, ar_id: int, reason: str) -> Reservation:
+        """plus_deny: the AR is not granted; it ends in d, saying why."""
+        with self.lock:
+            ar = self._get(ar_id)
+            approval.check_awaiting(ar, "deny")
+            return self._refuse_approval(ar, approval.denied(caller.user, reason))
+
+    def lapse(self, ar: Reservation, now: int) -> Reservation:
+        """No manager decided in time (the lifecycle's word): as a deny."""
+        return self._refuse_approval(ar, approval.lapsed(ar, now))
+
+    def _refuse_approval(self, ar: Reservation, why: str) -> Reservation:
+        now = self.now()
+        ar = self._stored(ar, report=Report(acct=True, events=(Told(EVENT_DENIED, why),)),
+                          state=State.DELETED, finished_time=now, message=why,
+                          approval_due=None)
+        self._unbook(ar.id)
+        self._event("plus_reservation_denied", reservation=ar, reason=why)
         return ar
 
     # -- queries ---------------------------------------------------------------
@@ -1364,6 +1455,8 @@ class Manager:
                                    "one for a client")
         if ar.state == State.PENDING:
             raise InvalidRequest(f"AR {ar.id} is pending: it takes jobs once committed")
+        if ar.state == State.AWAITING:
+            raise InvalidRequest(approval.no_jobs_yet(ar))
         if ar.state in FINISHED_STATES:
             raise InvalidRequest(f"AR {ar.id} has ended ({ar.state.name.lower()}): it takes "
                                  "no jobs")

@@ -295,13 +295,21 @@ def _pe_range(items: list) -> tuple[tuple[int, int], ...]:
     return parse_pe_range(",".join(f"{a}-{b}" if b < MAX_SLOTS else f"{a}-" for a, b in items))
 
 
-def _ar_ids(items: list) -> tuple[int, ...]:
-    """ResAccess: AR ids, each once."""
+def _ar_ids(items: list, what: str = "ResAccess") -> tuple[int, ...]:
+    """ResAccess (or ``what``): AR ids, each once."""
     if not all(isinstance(i, int) and not isinstance(i, bool) and 1 <= i <= MAX_AR_ID
                for i in items):
-        raise RequestError(f"ResAccess: AR ids (1 to {MAX_AR_ID}) are accepted, got "
+        raise RequestError(f"{what}: AR ids (1 to {MAX_AR_ID}) are accepted, got "
                            f"{limits.shown(repr(items))}")
     return tuple(dict.fromkeys(items))
+
+
+def ar_ids(args: Arguments) -> tuple[int, ...]:
+    """plus_approve, plus_deny: one AR id or more (at most MAX_ITEMS), each once."""
+    items = args.items("ids")
+    if not items:
+        raise RequestError(f"{args.op}: give one AR id or more (at most {limits.MAX_ITEMS})")
+    return _ar_ids(items, "ID")
 
 
 def ar_id(args: Arguments, required: bool = False) -> int | None:

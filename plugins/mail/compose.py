@@ -30,11 +30,15 @@ class Draft:
     headline: str
     steps: str
     advice: Advice
+    to: tuple[str, ...] = ()
+    """Whom to mail instead of the AR's users (the managers, asked to decide)."""
 
 
-SUBMIT, START_SOON, END_SOON, OVER, BROKEN = "submit", "start", "end", "over", "broken"
+SUBMIT, START_SOON, END_SOON, OVER, BROKEN, DECIDE = ("submit", "start", "end", "over", "broken",
+                                                      "decide")
 """Which next steps a mail gives: into a running or repaired AR, before the
-start, before the end, after it, while it is broken."""
+start, before the end, after it, while it is broken, and to the managers
+asked to approve it."""
 
 
 def in_words(seconds: int) -> str:
@@ -88,6 +92,12 @@ def next_steps(draft: Draft) -> list[str]:
     if steps == END_SOON:
         return [f"{extend} (if its nodes are free for it)",
                 "jobs still running in it at its end are ended with it: save your work", release]
+    if steps == DECIDE:
+        return [f"approve it: plus_approve {ar.id}",
+                f"deny it: plus_deny {ar.id} -reason 'why, for {ar.owner}'",
+                f"see it and what it holds: plus_status -r {ar.id}",
+                *([f"unless one of you decides, it lapses at {advice.local(ar.approval_due)}"]
+                  if ar.approval_due else [])]
     if steps == BROKEN:
         return ["the overlay keeps the AR and mails again once its nodes are healthy",
                 f"see why: plus_status -r {ar.id}", release]

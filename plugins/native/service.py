@@ -186,6 +186,9 @@ def _refuse_pending(ar_status: Callable[[int], list[Reservation]], ar_id: int) -
     if reservation.state == State.PENDING:
         raise SubmitError(f"AR {ar_id} is pending: it takes jobs once plus_commit -r {ar_id} "
                           "commits it")
+    if reservation.state == State.AWAITING:
+        raise SubmitError(f"AR {ar_id} awaits a manager's approval: it takes jobs once "
+                          "approved")
 
 
 def _refuse_system_account(user: str, uid: int, min_uid: int) -> None:

@@ -5,6 +5,7 @@ beyond the AR it asks the use cases."""
 from __future__ import annotations
 
 from overlay.language.model import Allocation, Reservation, State
+from overlay.usecases import approval
 from overlay.usecases.manager import Manager
 from overlay.wire import codec
 
@@ -40,12 +41,16 @@ def reservation_view(ar: Reservation, manager: Manager) -> dict:
         "submit_hint": manager.submit_hint(ar),
         "idempotency_key": ar.idempotency_key,
         "pending": None,
+        "approval": None,
         "refusal": None,
         "warnings": manager.warnings(ar),
     }
     refusal = manager.last_refusal(ar.id)
     if refusal is not None:
         view["refusal"] = refusal._asdict()
+    if ar.approval_due is not None:
+        view["approval"] = {"due": approval.lapse_time(ar),
+                            "reason": ar.message.removeprefix(approval.AWAITING_PREFIX)}
     if ar.pending is not None:
         view["pending"] = {
             "operation": ar.pending.value, "since": ar.pending_since,

@@ -78,6 +78,12 @@ class Pending(_Shown):
     allocations: list[Allocation]
 
 
+class Approval(_Shown):
+    """An AR held for a manager's approval (state h)."""
+    due: int = Field(description="when it lapses unless a manager decides first")
+    reason: str = Field(description="the policy's answer: why it waits")
+
+
 class RefusedChange(_Shown):
     """The AR's last refused plus_modify."""
     time: int
@@ -109,6 +115,7 @@ class Reservation(_Shown):
     submit_hint: str
     idempotency_key: str | None
     pending: Pending | None
+    approval: Approval | None = None
     refusal: RefusedChange | None
     warnings: list[str]
 

@@ -10,6 +10,7 @@ make_app includes them (within web.py, /web/config comes before
 from __future__ import annotations
 
 from overlay.network.http.routes import (
+    approval,
     claims,
     events,
     feeds,
@@ -25,6 +26,7 @@ from overlay.network.http.routes import (
     web,
 )
 
-API_ROUTERS = tuple(family.router for family in (identities, reservations, release, reports, ggf, claims,
-                                                   feeds, events, nodes, jobs))
+API_ROUTERS = tuple(family.router for family in (identities, reservations, release, approval,
+                                                   reports, ggf, claims, feeds, events, nodes,
+                                                   jobs))
 FIXED_ROUTERS = (web.router, metrics.router, health.router)

@@ -14,10 +14,10 @@
 
 const API = "/v1";
 const STATES = {w: "waiting", r: "running", x: "exited", d: "deleted", W: "warning",
-                E: "error", p: "pending"};
+                E: "error", p: "pending", h: "awaiting"};
 const STATE_WORDS = {w: "waiting", r: "running", x: "ended", d: "cancelled",
-                     W: "warning", E: "error", p: "pending (-T)"};
-const LIVE = "wrpWE";
+                     W: "warning", E: "error", p: "pending (-T)", h: "awaiting approval"};
+const LIVE = "wrpWEh";
 const POLL_MS = 5000;
 const SETTLE_MS = 300;
 const ROW_PX = 28;
@@ -498,6 +498,7 @@ async function showDetail(arId) {
   ];
   if (ar.message) fields.push(["message", ar.message]);
   if (ar.pending) fields.push(["pending", `${ar.pending.operation}, until ${when(ar.pending.expires)}`]);
+  if (ar.approval) fields.push(["approval", `awaited until ${when(ar.approval.due)}, then it lapses`]);
   const list = $("detail-fields");
   list.replaceChildren();
   for (const [term, value] of fields) {
@@ -514,6 +515,8 @@ async function showDetail(arId) {
   const open = "rE".includes(ar.state) && !ar.pending;
   $("end-now").hidden = !open;
   $("end-now-text").hidden = !open;
+  $("detail-decision").hidden = !(view.manager && ar.state === "h");
+  $("deny-reason").value = "";
   $("edit-start").value = zoneInput(ar.start);
   $("edit-end").value = zoneInput(ar.end);
   $("detail-link").href = `#ar=${ar.id}`;
@@ -599,6 +602,20 @@ async function changeWindow(arId, start, end) {
   }
   await refresh(true);
   return changed;
+}
+
+/* -- a manager's decision on an AR awaiting approval (state h): approve, or
+ *    deny with a reason for its owner ---------------------------------------- */
+
+async function decide(verdict) {
+  const arId = view.shown.id;
+  const body = verdict === "deny" ? {reason: $("deny-reason").value.trim()} : undefined;
+  try {
+    const ar = await api("POST", `/reservations/${arId}/${verdict}`, body);
+    say(`AR ${arId} ${verdict === "approve" ? "approved" : "denied"} (state ${ar.state}).`, true);
+    await showDetail(arId);
+  } catch (error) { say(`AR ${arId} was not ${verdict === "approve" ? "approved" : "denied"}: ${error.message}`); }
+  await refresh(true);
 }
 
 /* -- cancelling: confirmed first; a waiting AR's cancel can be undone for a
@@ -1076,6 +1093,8 @@ function wire() {
   $("book-cancel").addEventListener("click", () => { $("confirm").hidden = true; });
   $("end-now").addEventListener("click", endNow);
   $("cancel-ar").addEventListener("click", askCancel);
+  $("approve-ar").addEventListener("click", () => decide("approve"));
+  $("deny-ar").addEventListener("click", () => decide("deny"));
   $("cancel-yes").addEventListener("click", cancelConfirmed);
   $("cancel-no").addEventListener("click", () => { $("cancel-confirm").hidden = true; });
   $("undo-button").addEventListener("click", undoCancel);
