@@ -251,6 +251,21 @@ def test_changes_that_need_approval_are_refused_unless_a_manager_makes_them(env)
                             transactional=True)
 
 
+def test_a_ggf_reservation_that_needs_approval_is_refused_not_held(env):
+    """SETRES and RESQANDSET answer with a reservation or a refusal: a
+    metascheduler would take a held AR for a granted one."""
+    request = Request(start=T0 + 5 * HOUR, end=T0 + 6 * HOUR, nodes=3)
+    for attempt in (lambda: env.manager.reserve(ALICE, request, holdable=False),
+                    lambda: env.manager.reserve_earliest(ALICE, request, T0 + 7 * HOUR,
+                                                         holdable=False)):
+        with pytest.raises(InvalidRequest, match="max_nodes 2: this AR needs a manager's "
+                                                 "approval, which a GGF reservation cannot "
+                                                 "wait for"):
+            attempt()
+    assert env.manager.ars == {} and env.events(1) == []
+    assert env.manager.reserve_earliest(ALICE, request, T0 + 7 * HOUR).state is State.AWAITING
+
+
 def test_the_owner_may_cancel_a_held_request(env):
     ar = env.reserve()
     [cancelled] = env.manager.cancel(ALICE, ar.id, None)

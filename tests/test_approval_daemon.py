@@ -7,6 +7,7 @@ deny (403 for anyone else), as real users against a running daemon."""
 from __future__ import annotations
 
 import re
+import time
 
 import httpx
 import pytest
@@ -106,5 +107,10 @@ def test_http(api):
     assert denied.status_code == 200
     assert (denied.json()["state"], denied.json()["message"]) == ("d", "denied by plusmgr: too big")
     conforms(document, "POST", "/v1/reservations/{ar_id}/deny", denied)
+    ggf = httpx.post(f"{url}/v1/ggf/setres", headers=user, json={
+        "UserID": "plusu1", "TimeNeeded": "1h", "StartTime": str(int(time.time()) + 190 * 3600),
+        "ResourceList": "nodes=3"})
+    assert ggf.status_code == 400, ggf.text
+    assert "which a GGF reservation cannot wait for" in ggf.json()["error"]
     held_view = httpx.get(f"{url}/v1/reservations/{held(daemon)}", headers=user).json()
     assert held_view["approval"]["reason"] == "policy big: 3 nodes is more than max_nodes 2"

@@ -631,9 +631,11 @@ class Manager:
     @_retried_when_stale
     def reserve(self, caller: Caller, request: Request, transactional: bool = False,
                 idempotency_key: str | None = None, verify: bool = False,
-                start_now: bool = False) -> Reservation:
+                start_now: bool = False, holdable: bool = True) -> Reservation:
         """A new AR; with ``idempotency_key``, the AR a request of the same
         key already made (the same request retried), whatever its state;
+        not ``holdable`` (GGF's SETRES, whose client takes an answer for a
+        reservation), refused rather than held for a manager's approval;
         with ``verify`` (qrsub -w v), the AR it would be, not stored (id 0);
         with ``start_now`` (qrsub without -a or -e), the window starts at
         this daemon's now and keeps its length, as 8.1.9's qmaster sets it
@@ -659,6 +661,10 @@ class Manager:
             if held_for and transactional:
                 raise InvalidRequest(f"{held_for}: this AR needs a manager's approval, which -T "
                                      "cannot wait for; reserve without -T")
+            if held_for and not holdable:
+                raise InvalidRequest(f"{held_for}: this AR needs a manager's approval, which a "
+                                     "GGF reservation cannot wait for; ask with plus_reserve "
+                                     "or POST /v1/reservations")
             start = now if start_now else max(request.start, now)
             end = start + request.duration if start_now else request.end
             request = self._owned(caller.user, replace(request, start=start, end=end))
@@ -811,7 +817,8 @@ class Manager:
         return start, how
 
     @_retried_when_stale
-    def reserve_earliest(self, caller: Caller, request: Request, last_start: int) -> Reservation:
+    def reserve_earliest(self, caller: Caller, request: Request, last_start: int,
+                         holdable: bool = True) -> Reservation:
         """RESQANDSET (seed 003): reserve at the earliest start up to
         ``last_start`` that start_ranges finds, under the same lock, so
         nothing takes it between the query and the reserve. A policy that
@@ -825,7 +832,8 @@ class Manager:
             for low, _ in ranges[:_EARLIEST_TRIES]:
                 try:
                     return self.reserve(caller, replace(request, start=low,
-                                                        end=low + request.duration))
+                                                        end=low + request.duration),
+                                        holdable=holdable)
                 except (NoCapacity, PermissionDenied) as exc:
                     refusal = exc
             raise refusal
