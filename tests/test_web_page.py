@@ -494,7 +494,8 @@ def test_the_usage_chart_shows_reserved_and_used_node_hours(job_site, browser, w
                          (daemon.dir / "state" / "reporting").read_text().splitlines()),
              "the cancel's records in the reporting file (the leader appends them)")
     listed = daemon.ok("plusu1", "plus_account", "-l", "-d", "1")
-    held = re.search(rf"^\s*{ar['id']} .* (\d+):(\d+):(\d+)\s+[\d.]+ web\d$", listed, re.M)
+    held = re.search(rf"^\s*{ar['id']} .* (\d+):(\d+):(\d+)\s+[\d.]+ web\d( [\d.]+){{3}}$",
+                     listed, re.M)
     reserved = int(held.group(1)) * 3600 + int(held.group(2)) * 60 + int(held.group(3))
     page = signed_in(browser, daemon, "plusu1")
     page.locator("#usage-show").click()
