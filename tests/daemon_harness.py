@@ -163,3 +163,16 @@ def job_daemon(cluster: str, native_options: str = "", settings: str = "") -> It
     finally:
         running.cleanup()
         shutil.rmtree(spool, ignore_errors=True)
+
+
+def released_when_idle(daemon: Daemon, view: dict, idle: int, timeout: float = 60) -> dict:
+    """The AR of ``view``, made with --idle-release ``idle`` and given no
+    job, once it is released: said so, at least ``idle`` after its start
+    and before its end."""
+    deadline = time.monotonic() + timeout
+    while (ar := daemon.status("-ne", "5", "-r", str(view["id"]))[0])["state"] != "x":
+        assert time.monotonic() < deadline, f"AR {view['id']} not released within {timeout} s"
+        time.sleep(0.2)
+    assert ar["message"] == f"released: no job ran in it for {idle} s (idle_release)"
+    assert view["start"] + idle <= ar["released"] < view["end"]
+    return ar

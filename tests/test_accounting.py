@@ -393,13 +393,15 @@ def run(capsys, *argv: str) -> list[str]:
     return capsys.readouterr().out.splitlines()
 
 
-def rows(out: list[str]) -> dict[str, list[str]]:
-    """Table rows by their first column (name, TOTAL)."""
+def rows(out: list[str], apart: bool = False) -> dict[str, list[str]]:
+    """Table rows by their first column (name, TOTAL): ARs, reserved,
+    node-hours and slot-hours held, or (``apart``) the node-hours asked,
+    used and released."""
     table = {}
     for line in out:
         parts = line.split()
-        if len(parts) == 5 and parts[1].isdigit():
-            table[parts[0]] = parts[1:]
+        if len(parts) == 8 and parts[1].isdigit():
+            table[parts[0]] = parts[5:] if apart else parts[1:5]
     return table
 
 
@@ -410,9 +412,12 @@ def rows(out: list[str]) -> dict[str, list[str]]:
 
 def test_totals(capsys, history):
     out = run(capsys, "-f", history)
-    assert out[0].split() == ["ARs", "reserved", "node-hours", "slot-hours"]
+    assert out[0].split() == ["ARs", "reserved", "node-hours", "slot-hours", "asked-nh",
+                              "used-nh", "released-nh"]
     assert set(out[1]) == {"="}
     assert rows(out) == {"TOTAL": ["4", "5:0:0", "7.00", "30.00"]}
+    # every AR held what it asked: nothing released; no job's acct record
+    assert rows(out, apart=True) == {"TOTAL": ["7.00", "0.00", "0.00"]}
 
 
 def test_totals_with_capital_s_are_the_same(capsys, history):
@@ -473,20 +478,25 @@ def test_owner_and_node_tables_together(capsys, history):
 def test_listing(capsys, history, zone):
     zone("UTC")
     out = run(capsys, "-f", history, "-l")
-    assert out[0].split() == ["AR-ID", "owner", "from", "to", "reserved", "node-hours", "nodes"]
+    assert out[0].split() == ["AR-ID", "owner", "from", "to", "reserved", "node-hours", "nodes",
+                              "asked-nh", "used-nh", "released-nh"]
     listed = [line.split() for line in out[2:]]
     assert sorted(listed) == sorted([
-        ["1", "alice", "09/01/2020", "00:00:00", "09/01/2020", "02:00:00", "2:0:0", "4.00", "n1,n2"],
-        ["2", "bob", "09/01/2020", "01:00:00", "09/01/2020", "02:00:00", "1:0:0", "1.00", "n2"],
-        ["3", "alice", "09/01/2020", "10:00:00", "09/01/2020", "11:00:00", "1:0:0", "1.00", "n3"],
-        ["1", "carol", "09/01/2020", "20:00:00", "09/01/2020", "21:00:00", "1:0:0", "1.00", "n1"],
+        ["1", "alice", "09/01/2020", "00:00:00", "09/01/2020", "02:00:00", "2:0:0", "4.00", "n1,n2",
+         "4.00", "0.00", "0.00"],
+        ["2", "bob", "09/01/2020", "01:00:00", "09/01/2020", "02:00:00", "1:0:0", "1.00", "n2",
+         "1.00", "0.00", "0.00"],
+        ["3", "alice", "09/01/2020", "10:00:00", "09/01/2020", "11:00:00", "1:0:0", "1.00", "n3",
+         "1.00", "0.00", "0.00"],
+        ["1", "carol", "09/01/2020", "20:00:00", "09/01/2020", "21:00:00", "1:0:0", "1.00", "n1",
+         "1.00", "0.00", "0.00"],
     ])
 
 
 def test_listing_with_total(capsys, history, zone):
     zone("UTC")
     out = run(capsys, "-f", history, "-l", "-S")
-    assert out[-1].split() == ["TOTAL", "4", "5:0:0", "7.00", "30.00"]
+    assert out[-1].split()[:5] == ["TOTAL", "4", "5:0:0", "7.00", "30.00"]
     assert len(out) == 2 + 4 + 1
 
 
@@ -524,8 +534,9 @@ def test_cancelled_ar_counts_until_its_cancellation(capsys, cancelled):
 def test_cancelled_ar_in_the_listing(capsys, cancelled, zone):
     zone("UTC")
     listed = [line.split() for line in run(capsys, "-f", cancelled, "-l")[2:]]
+    # asked 3 node-hours, held 1 until its cancellation: 2 released
     assert ["2", "bob", "09/01/2020", "01:00:00", "09/01/2020", "02:00:00", "1:0:0", "1.00",
-            "n2"] in listed
+            "n2", "3.00", "0.00", "2.00"] in listed
 
 
 def test_period_after_a_cancellation(capsys, cancelled):

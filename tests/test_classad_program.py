@@ -239,3 +239,27 @@ def test_a_request_wide_verdict_is_worked_out_once():
     assert chosen == [] and len(context.calls) == 1
     assert reasons == [
         "PLUS_NODE_RESERVABLE = (util[0] <= 100) is false (util = {101, relTime(0), 0})"]
+
+
+def approval(text: str, nodes: int = 1, start: int = T0 + HOUR) -> str | None:
+    context = PolicyContext(T0, ())
+    return Program(text).evaluation("alice", start, start + HOUR, context, NodeAds(),
+                                    nodes).approval()
+
+
+def test_plus_approval_required_holds_a_request_for_a_manager():
+    text = ('[PLUS_NODE_RESERVABLE = true; PLUS_APPROVAL_REQUIRED = PLUS_RSV_NODES > 8 || '
+            '(PLUS_RSV_START - absTime(time())) > relTime("30d");]')
+    assert approval(text, nodes=8) is None
+    assert approval(text, nodes=9) == ('PLUS_APPROVAL_REQUIRED = ((PLUS_RSV_NODES > 8) || '
+                                       '((PLUS_RSV_START - absTime(time())) > relTime("30d"))) is true')
+    assert approval(text, start=T0 + 31 * 86400) is not None
+    said = '[PLUS_NODE_RESERVABLE = true; PLUS_APPROVAL_REQUIRED = PLUS_RSV_NODES > 2 ? "big" : "";]'
+    assert (approval(said, nodes=3), approval(said, nodes=2)) == ("big", None)
+    assert approval("[PLUS_NODE_RESERVABLE = true;]", nodes=99) is None
+
+
+def test_plus_approval_required_may_not_read_the_node():
+    with pytest.raises(ClassAdSyntaxError, match="PLUS_APPROVAL_REQUIRED is asked once per request"):
+        Program("[PLUS_NODE_RESERVABLE = true;\n"
+                " PLUS_APPROVAL_REQUIRED = PLUS_CANDIDATE_NODE.nSlots > 4;]")

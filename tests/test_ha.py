@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from approval_e2e import APPROVAL_SETTINGS
 from daemon_harness import DAEMON_SETTINGS, Daemon
 from http_harness import secret_file
 
@@ -294,6 +295,36 @@ def test_a_standby_that_cannot_reach_its_batch_system_serves_the_leaders_nodes(
         assert committed["message"] == "reserved host(s) down: n01"
         _until(lambda: _state(leader, pending["id"]) == "W", "the leader to see it")
         assert "qhost" not in standby.log.read_text()     # its batch system never asked
+    finally:
+        leader.cleanup()
+        standby.cleanup()
+
+
+def test_an_approval_at_the_standby_is_the_leaders_to_enforce(store_url, tmp_path):
+    """The held AR, the approval and the deny are store writes like any
+    other: made at one daemon, seen at the other through the change feed,
+    and enforced by the leader (its native scheduler then takes the AR's jobs)."""
+    settings = f"accounting_file: {tmp_path / 'reporting'}\n" + APPROVAL_SETTINGS.replace(
+        "approval_timeout: 20", "approval_timeout: 3600")
+    leader, standby = Daemon(settings, store=store_url), Daemon(settings, store=store_url)
+    leader.reporting = tmp_path / "reporting"
+    try:
+        leader.start()
+        standby.start()
+        _until(lambda: "standby:" in standby.log.read_text(), "the second daemon to stand by")
+        held = leader.reserve("plusu1", "-s", "now+2h", "-D", "1h", "-n", "2")
+        other = leader.reserve("plusu1", "-s", "now+4h", "-D", "1h", "-n", "2")
+        _until(lambda: _state(standby, held["id"]) == "h", "the standby to see the held AR")
+        standby.ok("plusmgr", "plus_approve", str(held["id"]))
+        standby.ok("plusmgr", "plus_deny", str(other["id"]), "-reason", "no")
+        _until(lambda: _state(leader, held["id"]) == "w", "the leader to see the approval")
+        assert _state(leader, other["id"]) == "d"
+        leader.ok("plusu1", "plus_qsub", "-ar", str(held["id"]), "-b", "y", "/bin/true")
+        refused = leader.run("plusu1", "plus_qsub", "-ar", str(other["id"]), "-b", "y", "/bin/true")
+        assert refused.returncode != 0
+        _until(lambda: _logged(leader, held["id"], "APPROVED"), "the approval's record")
+        _until(lambda: _logged(leader, other["id"], "DENIED"), "the deny's record")
+        _each_once(leader, {held["id"], other["id"]})
     finally:
         leader.cleanup()
         standby.cleanup()

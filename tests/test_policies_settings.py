@@ -149,9 +149,11 @@ SHARE = "s: {type: share, near: 30m, far: 2h, default: {ratio: 50}, "
      "policies: invalid key 'my policy'; expected a name of letters, digits"),
     ("p: node_state", "policies.p: expected a mapping, got 'node_state'"),
     ("p: {alive: true}", "policies.p.type: missing; expected one of node_state, share, usage, "
-                         "projects, limits"),
+                         "projects, limits, approval"),
     ("p: {type: quota}", "policies.p.type: expected one of node_state, share, usage, projects, "
-                         "limits, got 'quota'"),
+                         "limits, approval, got 'quota'"),
+    ("p: {type: approval}", "policies.p: give max_nodes, max_node_hours or max_advance"),
+    ("p: {type: approval, max_nodes: x}", "policies.p.max_nodes: "),
     ("p: {type: node_state, max_lod: 1}", "policies.p: unknown key 'max_lod'; accepted: type, alive, "
                                           "max_load, max_running_jobs, min_idle, deny"),
     ("p: {type: usage, period: 7 days}", "policies.p.period: expected a number of seconds or a "

@@ -8,7 +8,8 @@ import time
 
 import pytest
 
-from daemon_harness import Daemon
+from approval_e2e import APPROVAL_SETTINGS, on_the_batch_system_only_once_approved
+from daemon_harness import Daemon, released_when_idle
 from event_harness import API_SETTINGS, job_events, seen_gone_once, until, watching
 from http_harness import answering, free_port
 from overlay.events.catalog import JOB_ENDED, JOB_STARTED
@@ -181,3 +182,26 @@ def test_an_ar_whose_instance_is_disabled_moves_to_a_free_host(daemon):
     wait_for(lambda: set(instance_states()) >= {f"{queue}@{moved[0]}"} and
              f"{queue}@{first}" not in instance_states(), 30, "the AR queue to move")
     assert "repaired: " in daemon.log.read_text()
+
+
+def test_an_idle_ar_is_released_and_its_queue_torn_down(daemon):
+    """Early release on Grid Engine: an open AR that runs no job for its
+    --idle-release ends then, and its queue, userset and hostgroup go, as
+    at its end."""
+    view = reserve(daemon, "-s", "now", "-D", "1h", "-n", "1", "--idle-release", "5")
+    queue = f"R{view['id']}"
+    released_when_idle(daemon, view, 5)
+    wait_for(lambda: queue not in names("-sql"), 30, "teardown at the release")
+    assert f"{queue}_users" not in names("-sul") and f"@{queue}_hosts" not in names("-shgrpl")
+
+
+def test_an_ar_awaiting_approval_is_on_grid_engine_only_once_approved():
+    require()
+    clean()
+    approving = Daemon(SETTINGS % "requeue" + APPROVAL_SETTINGS).start()
+    try:
+        on_the_batch_system_only_once_approved(approving, lambda ar_id: f"R{ar_id}" in names(
+            "-sql") or f"@R{ar_id}_hosts" in names("-shgrpl"))
+    finally:
+        approving.cleanup()
+        clean()

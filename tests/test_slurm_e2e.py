@@ -8,7 +8,8 @@ import time
 
 import pytest
 
-from daemon_harness import Daemon
+from approval_e2e import APPROVAL_SETTINGS, on_the_batch_system_only_once_approved
+from daemon_harness import Daemon, released_when_idle
 from event_harness import API_SETTINGS, job_events, seen_gone_once, until, watching
 from http_harness import answering, free_port
 from overlay.events.catalog import JOB_ENDED, JOB_STARTED
@@ -40,8 +41,9 @@ def test_an_ar_window_on_slurm_from_grant_to_end(daemon):
     foreign = sbatch("plusu2", "-w", "snode1", "-t", "10", "--wrap", "sleep 600")
     wait_for(lambda: state(foreign) == "RUNNING", what="the foreign job to run")
 
-    # the window outlasts Slurm's 120 s between a requeue and the job's next start
-    view = daemon.reserve("plusu1", "-s", "now+20s", "-D", "110s", "-n", "1")
+    # the window outlasts ledger.REQUEUE_SETTLE: the requeued job is told to
+    # start at the end rather than 120 s after its requeue
+    view = daemon.reserve("plusu1", "-s", "now+20s", "-D", "25s", "-n", "1")
     ar_id, name = view["id"], f"R{view['id']}"
     node = view["allocations"][0]["node"]
     if node != "snode1":
@@ -73,7 +75,8 @@ def test_an_ar_window_on_slurm_from_grant_to_end(daemon):
     wait_for(lambda: name not in reservation_names(), view["end"] + 20 - time.time(),
              "the reservation gone at the end")
     assert state(ar_job) in ("CANCELLED", "COMPLETING", "TIMEOUT")
-    wait_for(lambda: state(foreign) == "RUNNING", 40, "the requeued job to run again")
+    wait_for(lambda: state(foreign) == "RUNNING", 30, "the requeued job to run again")
+    assert time.time() < view["start"] + 100                   # not Slurm's 120 s after
     assert daemon.status("-ne", "1")[0]["state"] == "x"
 
 
@@ -218,3 +221,24 @@ def test_qrsubs_slots_are_cores_filled_up_over_the_nodes(daemon):
                         (("-alloc", "$round_robin", "2"), "-alloc needs a scheduler")):
         refused = daemon.run("plusu1", "plus_qrsub", "-d", "3600", *words)
         assert refused.returncode != 0 and said in refused.stderr, refused.stderr
+
+
+def test_an_idle_ar_is_released_and_its_reservation_deleted(daemon):
+    """Early release on Slurm: an open AR that runs no job for its
+    --idle-release ends then, and its reservation R<id> is deleted."""
+    view = daemon.reserve("plusu1", "-s", "now", "-D", "1h", "-n", "1", "--idle-release", "5")
+    name = f"R{view['id']}"
+    released_when_idle(daemon, view, 5)
+    wait_for(lambda: name not in reservation_names(), 30, "the reservation deleted")
+
+
+def test_an_ar_awaiting_approval_is_on_slurm_only_once_approved():
+    require()
+    clean(ARS)
+    approving = Daemon(SETTINGS % "requeue" + APPROVAL_SETTINGS).start()
+    try:
+        on_the_batch_system_only_once_approved(
+            approving, lambda ar_id: f"R{ar_id}" in reservation_names())
+    finally:
+        approving.cleanup()
+        clean(ARS)

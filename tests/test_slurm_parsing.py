@@ -1,12 +1,16 @@
 """What Slurm's commands print, read as the Slurm backend reads it: host
 lists, time limits, scontrol's one-line records and squeue's columns
-(samples as Slurm 22.05 prints them)."""
+(samples as Slurm 22.05 prints them); and what the ledger
+remembers of a requeue."""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 
 from overlay_slurm import hostlist, status
+from overlay_slurm.ledger import REQUEUE_SETTLE, Ledger
 
 
 @pytest.mark.parametrize("text, hosts", [
@@ -87,3 +91,21 @@ def test_squeue_columns():
     assert running.nodes == ("snode1", "snode2") and running.reservation == ""
     assert running.limit_end == 1764250000 + 3600
     assert waiting.reservation == "R12" and waiting.nodes == () and waiting.limit == 1800
+
+
+def test_the_ledger_says_which_requeued_jobs_may_start_at_once(tmp_path):
+    """Only a job whose requeue returned REQUEUE_SETTLE seconds ago or more:
+    not one requeued just now, one whose requeue never returned (a crash in
+    between) or one held by a ledger of before the requeue's second was kept."""
+    path = tmp_path / "slurm-ledger.json"
+    path.write_text(json.dumps({"held": {"7": [3, "foreign"]}}))      # an earlier version's
+    ledger = Ledger(str(path))
+    ledger.note_held(["11", "12", "13"], 3, "foreign")
+    ledger.note_requeued(["11"], 1000)
+    ledger.note_requeued(["12"], 1000 + REQUEUE_SETTLE)
+    ledger.note_held(["21"], 4, "shut")
+    assert sorted(ledger.held(3)) == ["11", "12", "13", "7"]
+    assert ledger.settled(["7", "11", "12", "13", "21"], 1000 + REQUEUE_SETTLE) == ["11"]
+    again = Ledger(str(path))
+    assert again.settled(["7", "11", "12", "13", "21"], 2000) == ["11", "12"]
+    assert again.held_for() == {"7": 3, "11": 3, "12": 3, "13": 3, "21": 4}

@@ -12,7 +12,8 @@ import time
 
 import pytest
 
-from daemon_harness import BIN, Daemon
+from approval_e2e import APPROVAL_SETTINGS, on_the_batch_system_only_once_approved
+from daemon_harness import BIN, Daemon, released_when_idle
 from event_harness import API_SETTINGS, job_events, seen_gone_once, until, watching
 from http_harness import answering, free_port
 from overlay.events.catalog import JOB_STARTED
@@ -230,3 +231,24 @@ def test_an_ars_jobs_start_and_end_once_by_id_across_a_restart(double, watched):
         answering(daemon, port)
         daemon.ok("plusu1", "plus_cancel", "-r", str(view["id"]))    # ends the first job
         seen_gone_once(streams, receiver, (first, second), second, "n1", 8)
+
+
+def test_an_idle_ar_is_released_and_its_queue_torn_down(double, daemon):
+    """Early release on TORQUE: an open AR that runs no job for its
+    --idle-release ends then, and its queue and node marks go, as at its end."""
+    view = daemon.reserve("plusu1", "-s", "now", "-D", "1h", "-n", "1", "--idle-release", "5")
+    queue = f"R{view['id']}"
+    released_when_idle(daemon, view, 5)
+    wait_for(lambda: queue not in double.state()["queues"] and
+             all(queue not in n["properties"] for n in double.state()["nodes"].values()),
+             30, "teardown at the release")
+
+
+def test_an_ar_awaiting_approval_is_on_torque_only_once_approved(double):
+    approving = Daemon(SETTINGS % double.path + APPROVAL_SETTINGS).start()
+    try:
+        on_the_batch_system_only_once_approved(
+            approving, lambda ar_id: f"R{ar_id}" in double.state()["queues"] or any(
+                f"R{ar_id}" in node["properties"] for node in double.state()["nodes"].values()))
+    finally:
+        approving.cleanup()

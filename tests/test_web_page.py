@@ -494,7 +494,8 @@ def test_the_usage_chart_shows_reserved_and_used_node_hours(job_site, browser, w
                          (daemon.dir / "state" / "reporting").read_text().splitlines()),
              "the cancel's records in the reporting file (the leader appends them)")
     listed = daemon.ok("plusu1", "plus_account", "-l", "-d", "1")
-    held = re.search(rf"^\s*{ar['id']} .* (\d+):(\d+):(\d+)\s+[\d.]+ web\d$", listed, re.M)
+    held = re.search(rf"^\s*{ar['id']} .* (\d+):(\d+):(\d+)\s+[\d.]+ web\d( [\d.]+){{3}}$",
+                     listed, re.M)
     reserved = int(held.group(1)) * 3600 + int(held.group(2)) * 60 + int(held.group(3))
     page = signed_in(browser, daemon, "plusu1")
     page.locator("#usage-show").click()
@@ -891,6 +892,42 @@ def test_a_click_on_a_nodes_name_books_that_node(site, browser):
     assert [a["node"] for a in setres.json()["reservation"]["allocations"]] == ["node006"]
 
 
+@pytest.fixture(scope="module")
+def approval_site():
+    """A site whose policy holds ARs of more than one node for a manager."""
+    daemon, url = start_api(SETTINGS + "  big: {type: approval, max_nodes: 1}\n", cluster=CLUSTER,
+                            files=FILES)
+    yield daemon, url
+    daemon.cleanup()
+
+
+def test_a_manager_sees_an_ar_awaiting_approval_marked_and_approves_or_denies_it(
+        approval_site, browser):
+    daemon, _ = approval_site
+    first = daemon.reserve("plusu1", "-s", "now+1h", "-D", "1h", "-n", "2", "-N", "asks")
+    second = daemon.reserve("plusu1", "-s", "now+3h", "-D", "1h", "-n", "2", "-N", "asks-too")
+    assert (first["state"], second["state"]) == ("h", "h")
+    owner = signed_in(browser, daemon, "plusu1")
+    assert bars(owner)[first["id"]]["state"] == "awaiting"
+    click_bar(owner, first["id"])
+    assert owner.locator("#detail-decision").is_hidden()
+    assert "awaiting approval" in owner.locator("#detail-fields").inner_text()
+    page = signed_in(browser, daemon, "plusmgr")
+    click_bar(page, first["id"])
+    assert page.locator("#detail-decision").is_visible()
+    shot(page, "30-awaiting-approval")
+    page.locator("#approve-ar").click()
+    assert said(page, "31-approved") == f"AR {first['id']} approved (state w)."
+    assert daemon.status("-r", str(first["id"]))[0]["state"] == "w"
+    until(page, f"view.items.get('ar{first['id']}@{first['allocations'][0]['node']}')"
+                ".className.includes('state-waiting')")
+    click_bar(page, second["id"])
+    page.fill("#deny-reason", "the room is closed that day")
+    page.locator("#deny-ar").click()
+    assert said(page, "32-denied") == f"AR {second['id']} denied (state d)."
+    [denied] = daemon.status("-r", str(second["id"]))
+    assert (denied["state"], denied["message"]) == ("d", "denied by plusmgr: the room is closed "
+                                                         "that day")
 def test_a_manager_books_maintenance_from_the_form_and_a_user_has_no_such_box(site, browser):
     """issue 33: the booking form's maintenance box, for managers only,
     books a maintenance AR (POST /reservations with maint), shown [M]."""

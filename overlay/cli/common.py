@@ -11,6 +11,7 @@ from overlay.cli import options
 from overlay.kit.secretfile import check_private
 from overlay.language import limits
 from overlay.language.leads import MAX_LEADS, parse_leads
+from overlay.language.release import IDLE_FORMS, parse_idle_release
 from overlay.language.request import (
     RequestError,
     parse_account,
@@ -27,6 +28,7 @@ from overlay.language.request import (
     parse_object_name,
     parse_pattern,
     parse_queue_list,
+    parse_reason,
     parse_repair,
     parse_yes_no,
 )
@@ -173,6 +175,10 @@ def repair_arg(option: str) -> Callable[[str], str]:
     return _typed(lambda text: parse_repair(text, option))
 
 
+def reason_arg(option: str) -> Callable[[str], str]:
+    return _typed(lambda text: parse_reason(text, option))
+
+
 def yes_no_arg(option: str) -> Callable[[str], bool]:
     return _typed(lambda text: parse_yes_no(text, option))
 
@@ -218,6 +224,24 @@ def given_leads(args: options.Namespace) -> dict[str, list[int]]:
     return {name: list(getattr(args, name))
             for name in ("notify_start", "notify_end", "clear_notice")
             if getattr(args, name, None) is not None}
+
+
+def add_release_options(parser: Parser) -> None:
+    """--idle-release and --release-when-done, as plus_reserve and plus_modify take them."""
+    parser.add_argument("--idle-release", metavar="SECS|none", dest="idle_release",
+                        type=_typed(lambda text: parse_idle_release(text, "--idle-release")),
+                        help=f"end the AR early, freeing its nodes, once its window is open "
+                             f"and it has run no job this long ({IDLE_FORMS}); default: the "
+                             f"site's idle_release")
+    parser.add_argument("--release-when-done", metavar="y|n", nargs="?", const=True,
+                        dest="release_when_done", type=yes_no_arg("--release-when-done"),
+                        help="end the AR early once a job has run in it and none runs any more")
+
+
+def given_release(args: options.Namespace) -> dict[str, object]:
+    """The release options the command line gave, as the request carries them."""
+    return {name: getattr(args, name) for name in ("idle_release", "release_when_done")
+            if getattr(args, name) is not None}
 
 
 def names_arg(option: str, groups: bool = False) -> Callable[[str], tuple[str, ...]]:

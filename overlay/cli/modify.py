@@ -28,6 +28,7 @@ def parser() -> common.Parser:
                    "plus_setres or plus_resqandset) the file holds, as its owner: a signed "
                    "one-time claim is sent, never the key (not with -r or -T)")
     common.add_notice_options(p)
+    common.add_release_options(p)
     return p
 
 
@@ -35,14 +36,14 @@ def parser() -> common.Parser:
 def main(argv: list[str] | None = None) -> int:
     p = parser()
     args = p.parse_args(argv)
-    leads = common.given_leads(args)
+    leads, release = common.given_leads(args), common.given_release(args)
     if all(value is None for value in (args.s, args.e, args.D, args.n, args.U, args.repair)) \
-            and not leads:
+            and not leads and not release:
         p.error("nothing to change: give at least one of -s, -e, -D, -n, -U, -repair, "
-                "--notify-start, --notify-end")
+                "--notify-start, --notify-end, --idle-release, --release-when-done")
     changes = {"start": args.s, "end": args.e, "duration": args.D, "nodes": args.n,
                "users": list(args.U) if args.U is not None else None, "repair": args.repair,
-               **leads}
+               **leads, **release}
     if args.reskey is not None:
         if args.r is not None or args.transactional:
             p.error("--reskey names the AR itself: it cannot be used with -r or -T")
@@ -57,6 +58,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"The change of advance reservation {view['id']} is pending: run plus_commit -r "
               f"{view['id']} or plus_abort -r {view['id']} before "
               f"{format_ctime(view['pending']['expires'])}")
+    elif view["state"] == "x":
+        print(f"Advance reservation {view['id']} has been released")
     else:
         print(f"Advance reservation {view['id']} has been modified")
     return 0

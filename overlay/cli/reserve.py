@@ -49,6 +49,7 @@ def parser() -> common.Parser:
                    help="replace a reserved node that goes down by a free one before the window "
                         "opens (before, the default), during it too (always), or never (none)")
     common.add_notice_options(p)
+    common.add_release_options(p)
     common.add_clear_notice_option(p)
     p.add_argument("--maint", action="store_true",
                    help="managers only: reserve the nodes for maintenance (busy or down nodes "
@@ -75,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
         slots_per_node=args.sn, queues=args.sgeq or (), name=args.N or "",
         hard_error=bool(args.he), mail_options=args.m or "", mail_list=args.M or (),
         **({"repair": args.repair} if args.repair else {}), **common.given_leads(args),
-        **({"maint": True} if args.maint else {}))
+        **({"maint": True} if args.maint else {}), **common.given_release(args))
     view = common.call("plus_reserve", "reserve",
                        {**request, "transactional": args.transactional,
                         **({"force": True} if args.force else {})})
@@ -88,6 +89,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"Your advance reservation {view['id']} is pending: run plus_commit -r "
                   f"{view['id']} or plus_abort -r {view['id']} before "
                   f"{format_ctime(view['pending']['expires'])}")
+        elif view.get("approval"):
+            print(f"Your advance reservation {view['id']} awaits a manager's approval "
+                  f"({view['approval']['reason']}); it lapses unless approved before "
+                  f"{format_ctime(view['approval']['due'])}")
         else:
             print(f"Your advance reservation {view['id']} has been granted")
         if args.p:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from overlay.language.leads import shown_leads
 from overlay.language.limits import printable
+from overlay.language.release import shown_idle_release
 from overlay.language.timespec import (
     duration_formatter,
     format_ctime,
@@ -88,6 +89,10 @@ def detail(view: dict) -> str:
     fields += [(name, shown_leads(view["request"][name]))
                for name in ("notify_start", "notify_end", "clear_notice")
                if view["request"].get(name) is not None]  # else the site's
+    if view["request"].get("idle_release") is not None:
+        fields.append(("idle_release", shown_idle_release(view["request"]["idle_release"])))
+    if view["request"].get("release_when_done"):
+        fields.append(("release_when_done", "yes"))
     outers = sorted({a["within"] for a in view["allocations"] if a.get("within")})
     if outers:
         fields.append(("inside", ",".join(f"R{outer}" for outer in outers)))
@@ -102,6 +107,9 @@ def detail(view: dict) -> str:
     if refusal:
         fields.append(("last_refusal", f"{format_ctime(refusal['time'])} "
                                        f"{refusal['operation']}: {refusal['reason']}"))
+    if view.get("approval"):
+        fields.append(("approval", f"awaited: plus_approve or plus_deny by a manager before "
+                                   f"{format_ctime(view['approval']['due'])}, else it lapses"))
     pending = view.get("pending")
     if pending:
         fields.append(("pending_operation", f"{pending['operation']} (plus_commit or plus_abort "

@@ -81,6 +81,19 @@ def plus_validate_request(request, owner, groups, operation, context):
 
 
 @hookspec
+def plus_approval_needed(request, owner, groups, operation, context):
+    """May this request, which every plus_validate_request accepted, be
+    granted only once a manager approves it (large ARs, long lead times,
+    beyond a quota)? Return None (or False) if not, or a string saying
+    why it must wait: the AR is then held in state h, its nodes kept from
+    other ARs and nothing done on the batch system, until plus_approve,
+    plus_deny or approval_timeout decides; the managers read "policy
+    <your plugin's name>: <string>". A manager's own request, and a
+    manager's change of any AR, is never held. The arguments are as for
+    plus_validate_request."""
+
+
+@hookspec
 def plus_node_reservable(node, request, owner, groups, allocated, context):
     """PluS's PLUS_NODE_RESERVABLE: may ``owner`` reserve ``node`` for
     ``request``? Called for each free candidate in allocation order, with the
@@ -144,6 +157,13 @@ def plus_reservation_ended(reservation, advice):
 
 
 @hookspec
+def plus_reservation_released(reservation, why, advice):
+    """An open AR ended early, freeing its nodes: idle for its idle_release,
+    its jobs done (--release-when-done), or ended by its owner; ``why``
+    says which."""
+
+
+@hookspec
 def plus_reservation_cancelled(reservation, advice):
     """An AR was cancelled (plus_cancel) or destroyed (plus_destroy)."""
 
@@ -151,6 +171,25 @@ def plus_reservation_cancelled(reservation, advice):
 @hookspec
 def plus_reservation_error(reservation, reason, advice):
     """An AR entered W or E (``reason`` says why) or, with reason None, left it."""
+
+
+@hookspec
+def plus_reservation_approval_requested(reservation, reason, managers, advice):
+    """An AR waits in state h for a manager's approval (``reason``: the
+    policy's answer); ``managers`` are plus.yaml's, whom to ask."""
+
+
+@hookspec
+def plus_reservation_approved(reservation, approver, advice):
+    """A manager (``approver``) approved an AR that waited in state h: it
+    is granted now (plus_reservation_granted follows)."""
+
+
+@hookspec
+def plus_reservation_denied(reservation, reason, advice):
+    """An AR that waited in state h will not be granted: a manager denied
+    it, or no one decided within approval_timeout (``reason`` says which,
+    and why)."""
 
 
 @hookspec

@@ -103,3 +103,14 @@ class PolicyHook:
                 reason = answer if isinstance(answer, str) else "refused"
                 return f"policy {plugin_name}: {reason}"
         return None
+
+    def first_reason(self, **varying: Any) -> str | None:
+        """Ask every implementation of a hook whose yes is a reason (the
+        approval hook: None or False means no); the first reason, as
+        "policy <plugin>: <reason>", or None."""
+        for plugin_name, function, fixed, names in self.calls:
+            answer = function(**fixed, **{name: varying[name] for name in names})
+            if answer:
+                reason = answer if isinstance(answer, str) else "asked for"
+                return f"policy {plugin_name}: {reason}"
+        return None

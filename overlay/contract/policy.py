@@ -83,10 +83,16 @@ class PolicyContext:
         return Usage(count, seconds, node_hours)
 
 
+_ENDED = frozenset({State.DELETED, State.EXITED})
+"""States whose finished time may cut what an AR counts as use."""
+
+
 def used_part(ar: Reservation, until: int | None = None) -> Reservation | None:
-    """The AR as far as it was used: a cancelled one up to its cancellation
-    (``until`` for one destroyed at that time); None if it never started."""
-    if until is None and ar.state == State.DELETED:
+    """The AR as far as it was used: a cancelled one up to its cancellation,
+    one released early up to its release (``until`` for one destroyed at
+    that time); None if it never started. Quotas and caps count what was
+    held, not what was asked."""
+    if until is None and ar.state in _ENDED:
         until = ar.finished_time
     if until is None or until >= ar.end:
         return ar
@@ -114,7 +120,7 @@ class _Used(Sequence[Reservation]):
         for ar in reservations:
             if ar.id == ignoring:
                 continue
-            if ar.state == State.DELETED:
+            if ar.state in _ENDED:
                 ar = used_part(ar)
                 if ar is None:
                     continue

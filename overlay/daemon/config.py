@@ -19,7 +19,7 @@ from overlay.events.hooks import Network
 from overlay.feeds import zone
 from overlay.feeds.zone import machine_zone
 from overlay.kit.users import login_uid_min
-from overlay.language import leads
+from overlay.language import leads, release
 from overlay.language.request import valid_name
 from overlay.network.http.settings import HttpSettings
 from overlay.network.http.settings import load as load_http
@@ -54,6 +54,7 @@ class Config:
     duration_offset: int = 60
     reconcile_interval: int = 30
     commit_timeout: int = 300
+    approval_timeout: int = 3 * 86400
     expiry: int = 86400
     max_expired: int = 100
     usage_history: int = 35 * 86400
@@ -70,6 +71,7 @@ class Config:
     timezone: str = field(default_factory=machine_zone)
     ending_soon: list[int] = field(default_factory=lambda: list(DEFAULT_LEADS))
     notice: SiteNotice = field(default_factory=SiteNotice)
+    idle_release: int = 0
     clear_notice: tuple[int, ...] = ()
     webhook_networks: list[Network] = field(default_factory=list)
     http: HttpSettings = field(default_factory=HttpSettings)
@@ -159,6 +161,16 @@ def _notice(key: str, value: Any) -> SiteNotice:
         raise ConfigError(f"{key}: expected {accepted}, got {value!r}") from None
 
 
+def _idle_release(key: str, value: Any) -> int:
+    """idle_release: seconds an open AR that names none of its own may run
+    no job before it is released; 0 never."""
+    try:
+        return release.checked_idle_release(value, key)
+    except release.ReleaseError:
+        raise ConfigError(f"{key}: expected 0 (never) or whole seconds, {release.SHORTEST} to "
+                          f"{release.LONGEST} (e.g. 1800), got {value!r}") from None
+
+
 def _clear_notice(key: str, value: Any) -> tuple[int, ...]:
     """clear_notice: the leads before an AR's start at which the owners of
     jobs still running on its nodes past the start are told."""
@@ -196,6 +208,7 @@ _VALIDATORS = {
     "duration_offset": _non_negative,
     "reconcile_interval": _positive,
     "commit_timeout": _positive,
+    "approval_timeout": _positive,
     "expiry": _non_negative,
     "max_expired": _non_negative,
     "usage_history": _non_negative,
@@ -212,6 +225,7 @@ _VALIDATORS = {
     "timezone": zone.checked,
     "ending_soon": _leads,
     "notice": _notice,
+    "idle_release": _idle_release,
     "clear_notice": _clear_notice,
     "webhook_networks": _networks,
 }

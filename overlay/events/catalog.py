@@ -15,7 +15,10 @@ import json
 from typing import Mapping
 
 from overlay.reporting.accounting import (
+    EVENT_APPROVAL_REQUESTED,
+    EVENT_APPROVED,
     EVENT_DELETED,
+    EVENT_DENIED,
     EVENT_MODIFIED,
     EVENT_SATISFIED,
     EVENT_START,
@@ -23,28 +26,39 @@ from overlay.reporting.accounting import (
     EVENT_UNSATISFIED,
 )
 
+APPROVAL_REQUESTED = "reservation.approval_requested"
+APPROVED = "reservation.approved"
+DENIED = "reservation.denied"
 GRANTED = "reservation.granted"
 CHANGED = "reservation.changed"
 STARTING_SOON = "reservation.starting_soon"
 STARTED = "reservation.started"
 ENDING_SOON = "reservation.ending_soon"
 ENDED = "reservation.ended"
+RELEASED = "reservation.released"
 CANCELLED = "reservation.cancelled"
 IN_ERROR = "reservation.error"
 REPAIRED = "reservation.repaired"
 NODES_BUSY = "reservation.nodes_busy"
 JOB_STARTED = "job.started"
 JOB_ENDED = "job.ended"
+JOB_PREEMPTED = "job.preempted"
+"""A job lent an AR's idle slots that the AR's own job took back: the
+AR's event (its owner and users see who used their nodes) and the job
+owner's (told to expect a requeue or the end)."""
 
-TYPES = (GRANTED, CHANGED, NODES_BUSY, STARTING_SOON, STARTED, ENDING_SOON, ENDED, CANCELLED,
-         IN_ERROR, REPAIRED, JOB_STARTED, JOB_ENDED)
+TYPES = (APPROVAL_REQUESTED, APPROVED, DENIED, GRANTED, CHANGED, NODES_BUSY, STARTING_SOON,
+         STARTED, ENDING_SOON, ENDED, RELEASED, CANCELLED, IN_ERROR, REPAIRED, JOB_STARTED,
+         JOB_ENDED, JOB_PREEMPTED)
 """Every event type, in the order of an AR's life."""
 CALENDAR_CHANGED = "calendar.changed"
 """What a stream that draws every AR (GET /v1/events?calendar=true) is
 told of an event it may not see: only that the AR it names changed."""
 
 BY_AR_LOG = {EVENT_MODIFIED: CHANGED, EVENT_START: STARTED, EVENT_TERMINATED: ENDED,
-             EVENT_DELETED: CANCELLED, EVENT_UNSATISFIED: IN_ERROR, EVENT_SATISFIED: REPAIRED}
+             EVENT_DELETED: CANCELLED, EVENT_UNSATISFIED: IN_ERROR, EVENT_SATISFIED: REPAIRED,
+             EVENT_APPROVAL_REQUESTED: APPROVAL_REQUESTED, EVENT_APPROVED: APPROVED,
+             EVENT_DENIED: DENIED}
 """The event of each ar_log event (8.1.9's words) a change reports."""
 
 

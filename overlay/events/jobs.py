@@ -16,7 +16,7 @@ from typing import Iterable, Mapping, NamedTuple
 
 from sqlalchemy import Connection, Engine, MetaData, select
 
-from overlay.events.catalog import JOB_ENDED, JOB_STARTED, job_event
+from overlay.events.catalog import JOB_ENDED, JOB_PREEMPTED, JOB_STARTED, job_event
 from overlay.persistence.store import (
     EventRow,
     ReservationRow,
@@ -38,12 +38,21 @@ _ARS = ReservationRow.__table__.c
 class JobTransition(NamedTuple):
     """A job of AR ``ar_id`` started (``ended`` False) or ended at ``time``:
     ``job`` its id, owner, nodes and start, and at its end, ``end``,
-    ``exit_status`` (None: not known) and ``how`` (one of HOWS)."""
+    ``exit_status`` (None: not known) and ``how`` (one of HOWS). With
+    ``preempted``, a job lent AR ``ar_id``'s idle slots that the AR took
+    back at ``time`` (``job``'s ``preemptible`` says whether it is
+    requeued or killed)."""
 
     ended: bool
     time: int
     ar_id: int
     job: Mapping[str, object]
+    preempted: bool = False
+
+    @property
+    def kind(self) -> str:
+        """The event type it is told as."""
+        return JOB_PREEMPTED if self.preempted else JOB_ENDED if self.ended else JOB_STARTED
 
 
 def job_fields(job_id: object, owner: str, nodes: Iterable[str], start: int | None) -> dict:
@@ -74,8 +83,7 @@ def put_job_events(connection: Connection, url: str,
                     "name": json.loads(row.request).get("name", "")}
            for row in connection.execute(select(_ARS.id, _ARS.owner, _ARS.acl, _ARS.request)
                                          .where(_ARS.id.in_(wanted)))}
-    put_events(connection, [job_event(JOB_ENDED if t.ended else JOB_STARTED, t.time,
-                                      ars.get(t.ar_id), t.ar_id, t.job)
+    put_events(connection, [job_event(t.kind, t.time, ars.get(t.ar_id), t.ar_id, t.job)
                             for t in transitions])
 
 

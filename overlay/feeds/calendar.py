@@ -22,14 +22,16 @@ MESSAGE_CHARS = 300
 
 STATUS = {State.WAITING: "CONFIRMED", State.RUNNING: "CONFIRMED", State.EXITED: "CONFIRMED",
           State.DELETED: "CANCELLED", State.WARNING: "TENTATIVE", State.ERROR: "TENTATIVE",
-          State.PENDING: "TENTATIVE"}
+          State.PENDING: "TENTATIVE", State.AWAITING: "TENTATIVE"}
 """An AR's state as an event's STATUS: granted (waiting, running, ended)
-is confirmed; cancelled is cancelled; waiting for its commit (-T), or
-with a reserved node failed (W before its start, E after), is in doubt."""
+is confirmed; cancelled is cancelled; waiting for its commit (-T) or a
+manager's approval, or with a reserved node failed (W before its start,
+E after), is in doubt."""
 _WORDS = {State.WAITING: "waiting", State.RUNNING: "running", State.EXITED: "ended",
           State.DELETED: "cancelled", State.WARNING: "warning: a reserved node failed",
           State.ERROR: "error: a reserved node failed",
-          State.PENDING: "pending: waiting for plus_commit"}
+          State.PENDING: "pending: waiting for plus_commit",
+          State.AWAITING: "awaiting a manager's approval"}
 
 
 def uid(ar: Reservation, host: str) -> str:

@@ -61,7 +61,7 @@ from typing import Any, Callable, Generic, TypeVar
 
 from overlay.contract.backend import Backend, Inventory
 from overlay.kit import statefile
-from overlay.language.model import Reservation, State
+from overlay.language.model import UNGRANTED_STATES, Reservation, State
 
 OPEN_STATES = (State.RUNNING, State.ERROR)
 """States in which an AR's window is open on the batch system."""
@@ -324,7 +324,7 @@ class QueueBackend(Backend):
         """The ARs whose windows hold their hosts, now or later, and whose
         objects exist."""
         return [ar for ar in reservations
-                if ar.holds_resources and ar.state != State.PENDING
+                if ar.holds_resources and ar.state not in UNGRANTED_STATES
                 and self.ledger.owns(ar.id) and not self.released(ar.id)]
 
     def prepare(self, reservation: Reservation) -> None:

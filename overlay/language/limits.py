@@ -44,6 +44,8 @@ MAX_ADDRESS = 254
 MAX_ARGUMENT = 4096
 """Any other single command-line argument, in characters; longer ones are
 refused without being echoed back whole."""
+MAX_REASON = 512
+"""A manager's reason for a decision (plus_deny -reason), in characters."""
 MAX_ECHO = 80
 """How much of a refused value an error message repeats."""
 

@@ -16,11 +16,16 @@ class State(str, Enum):
     WARNING = "W"   # invalid (a reserved node failed) before the start
     ERROR = "E"     # invalid after the start
     PENDING = "p"   # created with -T, waiting for plus_commit or plus_abort
+    AWAITING = "h"  # held for a manager's approval (plus_approve, plus_deny)
 
 
 HOLDING_STATES = frozenset({State.WAITING, State.RUNNING, State.WARNING,
-                            State.ERROR, State.PENDING})
+                            State.ERROR, State.PENDING, State.AWAITING})
 """States in which an AR holds its nodes."""
+
+UNGRANTED_STATES = frozenset({State.PENDING, State.AWAITING})
+"""States in which an AR holds its nodes in the store only: nothing of it
+is on the backend until it is committed or approved."""
 
 FINISHED_STATES = frozenset({State.EXITED, State.DELETED})
 
@@ -156,6 +161,11 @@ class Request:
     start and the end at which the AR's users are told (mail, event);
     None takes the site's (plus.yaml's ``notice:``), () none at all.
 
+    ``idle_release`` (--idle-release) is how long the open AR may run no
+    job before it ends early and frees its nodes: None takes the site's
+    (plus.yaml's ``idle_release``), 0 never. ``release_when_done``
+    (--release-when-done) ends it once a job has run and none runs.
+
     ``maint`` (plus_reserve --maint, managers only) reserves nodes for
     maintenance: granted on busy and down nodes, its own health never puts
     it in W/E, and ARs it was forced over (--force) are put in W/E naming
@@ -191,6 +201,8 @@ class Request:
     repair: str = "before"
     notify_start: tuple[int, ...] | None = None
     notify_end: tuple[int, ...] | None = None
+    idle_release: int | None = None
+    release_when_done: bool = False
     maint: bool = False
     clear_notice: tuple[int, ...] | None = None
 
@@ -272,6 +284,10 @@ class Reservation:
     """When its window was last set (granted, modified, committed): a
     notice whose lead was already past then is not given (0: at its
     submission)."""
+    approval_due: int | None = None
+    """When an AR awaiting approval (State.AWAITING) lapses unless a
+    manager decides first: written once, at the request, so neither a
+    restart nor a changed approval_timeout moves it."""
 
     @property
     def start(self) -> int:

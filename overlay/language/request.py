@@ -20,6 +20,7 @@ from overlay.language.limits import (
     MAX_MEMORY_MB,
     MAX_NAME,
     MAX_PATTERN,
+    MAX_REASON,
     shown,
 )
 from overlay.language.timespec import format_duration, format_time
@@ -237,6 +238,18 @@ def parse_attribute_list(text: str, option: str = "-l") -> tuple[tuple[str, str]
                                "(wildcards * ? [ ] allowed)")
         pairs.append((name, value))
     return tuple(pairs)
+
+
+def parse_reason(text: str, option: str = "-reason") -> str:
+    """A manager's reason, as users and the reporting file read it: one
+    line of at most MAX_REASON printable characters (no line breaks, which
+    would forge a record or a line of a listing)."""
+    if len(text) > MAX_REASON:
+        raise RequestError(f"{option}: {len(text)} characters; at most {MAX_REASON} are accepted")
+    if not text.isprintable():
+        raise RequestError(f"{option}: '{shown(text)}' holds a line break or control character; "
+                           f"give one line of printable text (at most {MAX_REASON} characters)")
+    return text.strip()
 
 
 def parse_name(text: str, option: str) -> str:

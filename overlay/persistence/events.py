@@ -11,7 +11,7 @@ new leader goes on where the last one stopped). Events are kept for
 from __future__ import annotations
 
 import time
-from typing import NamedTuple
+from typing import Iterable, NamedTuple
 
 from sqlalchemy import BigInteger, delete, func, insert, update
 from sqlalchemy.exc import IntegrityError
@@ -38,6 +38,15 @@ class Event(NamedTuple):
     owner: str
     acl: tuple[str, ...]
     data: str
+
+
+_COLUMNS = (_EVENTS.c.id, _EVENTS.c.time, _EVENTS.c.type, _EVENTS.c.ar_id, _EVENTS.c.owner,
+            _EVENTS.c.acl, _EVENTS.c.data)
+
+
+def _event(row) -> Event:
+    return Event(row.id, row.time, row.type, row.ar_id, row.owner,
+                 tuple(filter(None, row.acl.split(","))), row.data)
 
 
 class WebhookRow(SQLModel, table=True):
@@ -110,13 +119,22 @@ class EventLog:
         """At most ``most`` events after id ``after``, in order: one range
         read of the primary key, whatever the table holds."""
         with self.store.session() as session:
-            rows = session.exec(select(_EVENTS.c.id, _EVENTS.c.time, _EVENTS.c.type,
-                                       _EVENTS.c.ar_id, _EVENTS.c.owner, _EVENTS.c.acl,
-                                       _EVENTS.c.data)
-                                .where(_EVENTS.c.id > after).order_by(_EVENTS.c.id)
-                                .limit(most)).all()
-        return [Event(row.id, row.time, row.type, row.ar_id, row.owner,
-                      tuple(filter(None, row.acl.split(","))), row.data) for row in rows]
+            rows = session.exec(select(*_COLUMNS).where(_EVENTS.c.id > after)
+                                .order_by(_EVENTS.c.id).limit(most)).all()
+        return [_event(row) for row in rows]
+
+    def of_ars(self, ar_ids: Iterable[int], types: Iterable[str], upto: int) -> list[Event]:
+        """The events of ``types`` of the ARs ``ar_ids`` up to id ``upto``,
+        in order: what a new leader reads once of the ARs it watches (the
+        table holds a week of events)."""
+        ar_ids = sorted(set(ar_ids))
+        if not ar_ids:
+            return []
+        with self.store.session() as session:
+            rows = session.exec(select(*_COLUMNS).where(
+                _EVENTS.c.ar_id.in_(ar_ids), _EVENTS.c.type.in_(list(types)),
+                _EVENTS.c.id <= upto).order_by(_EVENTS.c.id)).all()
+        return [_event(row) for row in rows]
 
     def add_once(self, event: dict) -> bool:
         """Put an event the clock causes, once by its ``key`` whichever

@@ -156,6 +156,7 @@ class ReservationRow(SQLModel, table=True):
     revision: int | None = Field(default=None, sa_type=BigInteger, index=True)
     changed_time: int | None = Field(default=None, sa_type=BigInteger)
     window_set_time: int | None = Field(default=None, sa_type=BigInteger)
+    approval_due: int | None = Field(default=None, sa_type=BigInteger)
 
 
 class AllocationRow(SQLModel, table=True):
@@ -296,7 +297,7 @@ def _row_values(ar: Reservation) -> dict:
         pending_request=_encode_request(ar.pending_request) if ar.pending_request else None,
         idempotency_key=ar.idempotency_key, granted_pe=ar.granted_pe or None,
         revision=ar.revision, changed_time=ar.changed or None,
-        window_set_time=ar.window_set or None)
+        window_set_time=ar.window_set or None, approval_due=ar.approval_due)
 
 
 def _to_row(ar: Reservation) -> ReservationRow:
@@ -391,7 +392,7 @@ def _from_rows(row: ReservationRow, allocations: list[AllocationRow]) -> Reserva
                              for a in allocations if a.pending],
         idempotency_key=row.idempotency_key, granted_pe=row.granted_pe or "",
         revision=row.revision or 0, changed=row.changed_time or row.submission_time,
-        window_set=row.window_set_time or 0)
+        window_set=row.window_set_time or 0, approval_due=row.approval_due)
 
 
 def _usage_row(used: Reservation) -> UsageRow:
@@ -455,6 +456,7 @@ _ADDED_COLUMNS = {("allocation", "within_id"): "INTEGER",
                   ("reservation", "revision"): "BIGINT",
                   ("reservation", "changed_time"): "BIGINT",
                   ("reservation", "window_set_time"): "BIGINT",
+                  ("reservation", "approval_due"): "BIGINT",
                   ("report_outbox", "target"): "VARCHAR NOT NULL DEFAULT 'reporting'",
                   ("inventory_node", "idle_since"): "BIGINT NOT NULL DEFAULT 0",
                   ("removed_reservation", "usage_id"): "INTEGER"}

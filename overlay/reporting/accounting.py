@@ -43,6 +43,12 @@ EVENT_TERMINATED = "TERMINATED"
 """ar_log's events, as 8.1.9's qmaster writes them: TERMINATED when the end
 time is reached, DELETED at qrdel. MODIFIED is PluS's own (8.1.9 cannot
 change an AR); 8.1.9 writes no ar_log record at the grant."""
+EVENT_APPROVAL_REQUESTED = "APPROVAL REQUESTED"
+EVENT_APPROVED = "APPROVED"
+EVENT_DENIED = "DENIED"
+"""PluS's own ar_log events of an AR a policy holds for a manager's
+approval (state h): asked for at the request, then approved (the AR goes
+on in w or r) or denied, by a manager or by approval_timeout (state d)."""
 EVENT_ALIASES = {"END TIME REACHED": EVENT_TERMINATED}
 """Events earlier PluS versions wrote for 8.1.9's: an AR's end was
 ``END TIME REACHED``, so readers of old reporting files count it as the
@@ -231,6 +237,28 @@ def read_records(lines: Iterable[str], on_error: Callable[[ReportingFormatError]
                                           f"'{shown(parts[0])}' is not a number"))
             continue
         yield number, int(parts[0]), RECORD_ALIASES.get(parts[1], parts[1]), parts[2:]
+
+
+def charged(ar: ARUsage, begin: int, finish: int, hosts: dict[str, int],
+            jobs_of: dict[int, list[JobUse]], first: int, last: int) -> tuple[int, int, int]:
+    """An AR's node-seconds within [first, last) apart, for ``hosts`` (those
+    ``used`` gave): asked (its window, as reserved), used (its jobs' in the
+    acct records, a record one node) and released (asked, less what it held
+    from ``begin`` to ``finish`` before it was released or cancelled).
+    What it held, ``(finish - begin) * len(hosts)``, is what it is charged."""
+    start, end = max(ar.start, first), max(max(ar.start, first), min(ar.end, last))
+    asked = (end - start) * len(hosts)
+    used_seconds = sum(max(0, min(job.end, end) - max(job.start, start))
+                       for job in jobs_of.get(ar.id, ()))
+    return asked, used_seconds, max(0, asked - (finish - begin) * len(hosts))
+
+
+def jobs_by_ar(jobs: Iterable[JobUse]) -> dict[int, list[JobUse]]:
+    """The jobs that ran in ARs, by AR id."""
+    found: dict[int, list[JobUse]] = {}
+    for job in jobs:
+        found.setdefault(job.ar, []).append(job)
+    return found
 
 
 def used(ars: Iterable[ARUsage], first: int, last: int, owners: set | None,

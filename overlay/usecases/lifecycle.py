@@ -15,8 +15,16 @@ hold hosts whose liveness changed, carry a health problem, or failed to
 apply: its cost follows what changed, not how many ARs are stored, and
 commands wait on it for no longer.
 
+An AR awaiting a manager's approval lapses at its due time
+(overlay/usecases/approval.py), told as a deny is.
+
 An AR whose node went down is repaired in the pass that finds it, when
 its -repair mode and a free node allow (overlay/usecases/repair.py).
+
+An open AR that ran no job for its idle time, or whose jobs all ended
+with --release-when-done, is released in the pass at its due time
+(overlay/usecases/idle.py reads its jobs' events; the due times include
+its release).
 
 An AR tells, once each, that it is starting soon and ending soon at its
 notice leads and the site's ``ending_soon`` leads (overlay.usecases.notices;
@@ -42,7 +50,8 @@ from overlay.language.model import FINISHED_STATES, Reservation, State
 from overlay.log.ratelog import RateLimitedLog, RateLimitFilter
 from overlay.persistence.events import EventLog
 from overlay.persistence.store import Stale
-from overlay.usecases import maintenance
+from overlay.usecases import approval, maintenance
+from overlay.usecases.idle import IdleWatch
 from overlay.usecases.manager import Manager
 from overlay.usecases.notices import CLEAR, Notice, jobs_in_the_way, notices
 from overlay.usecases.repair import Repairs
@@ -89,6 +98,7 @@ class Lifecycle:
         self._events: EventLog | None = None
         self._primed = False
         self._repairs = Repairs(manager)
+        self._idle = IdleWatch(lambda: self.manager.config.idle_release)
 
     def start(self) -> None:
         """Run the timers, and a pass now; after ``pause``, the pass looks at
@@ -174,6 +184,11 @@ class Lifecycle:
         began, cpu = time.perf_counter(), time.thread_time()
         manager.catch_up()                    # what other daemons wrote, should the feed lag
         moved = manager.refresh_nodes(publish=True)  # the inventory every daemon reads
+        if not self._primed:
+            with manager.lock:
+                ars = list(manager.ars.values())
+            self._idle.prime(self.events, ars)
+        jobs_moved = self._idle.take(self.events)
         with manager.lock:
             now = manager.now()
             self._absorb()
@@ -183,7 +198,7 @@ class Lifecycle:
                 looked = checked = set(manager.ars)
             else:
                 checked = commanded | manager.ars_on(moved) | self._problems.keys()
-                looked = checked | set(self._due.pop_due(now))
+                looked = checked | set(self._due.pop_due(now)) | (jobs_moved & manager.ars.keys())
             asked = [manager.ars[i] for i in sorted(checked) if i in manager.ars]
         holding = [ar for ar in asked if ar.holds_resources]
         found = self._health(holding)
@@ -223,6 +238,7 @@ class Lifecycle:
         self._due.set(ar_id, min(self.due_times(ar), default=None) if ar else None)
         if ar is None or ar.state in FINISHED_STATES:
             self._announced.pop(ar_id, None)
+            self._idle.forget(ar_id)
         if ar is None or ar.state not in FINISHED_STATES:
             self._finished.pop(ar_id, None)
             return
@@ -265,10 +281,18 @@ class Lifecycle:
             ar = self.manager.time_out(ar)
             if ar.id not in self.manager.ars:
                 return
+        if ar.state is State.AWAITING:
+            if now >= approval.lapse_time(ar):
+                self.manager.lapse(ar, now)
+            return
         if ar.state in FINISHED_STATES or ar.state == State.PENDING:
             return
         if now >= ar.end:
             self.manager.end(ar)
+            return
+        why = self._idle.why(ar, now, self._busy, self.interval)
+        if why:
+            self.manager.release(ar, why)
             return
         if reason:
             reason = self._repairs.attempt(ar, now, reason)
@@ -330,6 +354,14 @@ class Lifecycle:
                                              config.ending_soon, config.clear_notice)
                 if notice.told not in told and notice.ahead(ar)]
 
+    def _busy(self, ar_id: int) -> bool:
+        """Whether AR ``ar_id`` is in use all the same: the running jobs the
+        leader last observed hold one of its, or open ARs are inside it
+        (ResAccess: their own jobs are theirs)."""
+        return (any(job.reservation == ar_id for job in self.manager.inventory.jobs)
+                or any(i in self.manager.ars and self.manager.ars[i].holds_resources
+                       for i in self.manager.inner_ars(ar_id)))
+
     def _health(self, ars: list[Reservation]) -> dict[int, str]:
         """The backend's word on ``ars`` (asked outside the use cases' lock)."""
         if not ars:
@@ -359,18 +391,23 @@ class Lifecycle:
         manager.forget_usage(now - config.usage_history)
 
     def due_times(self, ar: Reservation) -> list[int]:
-        """When the clock alone changes this AR: commit time-out, start, end,
-        expiry, and its notices not told yet."""
+        """When the clock alone changes this AR: commit time-out, approval
+        lapse, start, end, expiry, and its notices not told yet."""
         config = self.manager.config
         times = []
         if ar.pending is not None:
             times.append(ar.pending_since + config.commit_timeout)
         if ar.state in (State.WAITING, State.WARNING):
             times.append(ar.start)
-        if ar.state not in FINISHED_STATES:
+        if ar.state is State.AWAITING:
+            times.append(approval.lapse_time(ar))
+        elif ar.state not in FINISHED_STATES:
             times.append(ar.end)
             if ar.state != State.PENDING:
                 times += [notice.due for notice in self._untold(ar)]
+            release = self._idle.due(ar)
+            if release is not None:
+                times.append(release)
         else:
             times.append((ar.finished_time or 0) + config.expiry)
         return times

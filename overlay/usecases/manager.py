@@ -28,7 +28,7 @@ from overlay.contract.advice import Advice
 from overlay.contract.backend import Backend, Inventory, JobBar, ShownJob, problems_on
 from overlay.contract.policy import PolicyContext, context_for, used_part
 from overlay.daemon.config import Config
-from overlay.events.catalog import BY_AR_LOG, GRANTED, reservation_event
+from overlay.events.catalog import BY_AR_LOG, GRANTED, RELEASED, reservation_event
 from overlay.kit.users import groups_of, listed, system_account
 from overlay.language.matching import wildcard_match
 from overlay.language.model import (
@@ -61,7 +61,10 @@ from overlay.placement.nesting import Inside, accessible, enforced, merged
 from overlay.placement.placer import Placer, booking_keys
 from overlay.placement.planner import MultiPlanner, covered_ranges
 from overlay.reporting.accounting import (
+    EVENT_APPROVAL_REQUESTED,
+    EVENT_APPROVED,
     EVENT_DELETED,
+    EVENT_DENIED,
     EVENT_MODIFIED,
     EVENT_SATISFIED,
     EVENT_START,
@@ -72,7 +75,7 @@ from overlay.reporting.accounting import (
     ar_log_records,
     new_ar_records,
 )
-from overlay.usecases import maintenance
+from overlay.usecases import approval, maintenance
 from overlay.usecases.activity import Activity
 from overlay.usecases.enforcer import Enforcer
 from overlay.usecases.tally import Tally
@@ -112,6 +115,8 @@ class Told(NamedTuple):
     message: str
     why: str = ""
     data: Mapping[str, object] | None = None
+    kind: str | None = None
+    """The event's type, when it is not the ar_log event's own (BY_AR_LOG)."""
 
 
 @dataclass(frozen=True)
@@ -126,6 +131,9 @@ class Report:
     attribute: bool = False
     acct: bool = False
     events: tuple[Told, ...] = ()
+    grants: bool = False
+    """The AR becomes granted now without new records (a manager approved
+    one made in state h, whose records its request wrote)."""
 
     def lines(self, now: int, ar: Reservation) -> list[str]:
         lines = new_ar_records(now, ar) if self.granted else []
@@ -141,9 +149,11 @@ class Report:
         """The change's events (overlay.events.catalog), for the event
         table in the same transaction: a grant, then one per ar_log event."""
         kinds: list[tuple[str, Mapping[str, object] | None]] = [(GRANTED, None)] \
-            if self.granted else []
-        kinds += [(BY_AR_LOG[told.event], told.data) for told in self.events
-                  if told.event in BY_AR_LOG]
+            if self.granted and ar.state is not State.AWAITING else []
+        kinds += [(told.kind or BY_AR_LOG[told.event], told.data) for told in self.events
+                  if told.kind or told.event in BY_AR_LOG]
+        if self.grants:
+            kinds.append((GRANTED, None))
         return [reservation_event(kind, now, ar, **(data or {})) for kind, data in kinds]
 
 
@@ -621,9 +631,12 @@ class Manager:
     @_retried_when_stale
     def reserve(self, caller: Caller, request: Request, transactional: bool = False,
                 idempotency_key: str | None = None, verify: bool = False,
-                start_now: bool = False, force: bool = False) -> Reservation:
+                start_now: bool = False, holdable: bool = True,
+                force: bool = False) -> Reservation:
         """A new AR; with ``idempotency_key``, the AR a request of the same
         key already made (the same request retried), whatever its state;
+        not ``holdable`` (GGF's SETRES, whose client takes an answer for a
+        reservation), refused rather than held for a manager's approval;
         with ``verify`` (qrsub -w v), the AR it would be, not stored (id 0);
         with ``start_now`` (qrsub without -a or -e), the window starts at
         this daemon's now and keeps its length, as 8.1.9's qmaster sets it
@@ -648,6 +661,14 @@ class Manager:
             now = self.now()
             context = self._context()
             self._validate_request(caller, request, "reserve", context)
+            held_for = self._approval_needed(caller, request, "reserve", context)
+            if held_for and transactional:
+                raise InvalidRequest(f"{held_for}: this AR needs a manager's approval, which -T "
+                                     "cannot wait for; reserve without -T")
+            if held_for and not holdable:
+                raise InvalidRequest(f"{held_for}: this AR needs a manager's approval, which a "
+                                     "GGF reservation cannot wait for; ask with plus_reserve "
+                                     "or POST /v1/reservations")
             start = now if start_now else max(request.start, now)
             end = start + request.duration if start_now else request.end
             request = self._owned(caller.user, replace(request, start=start, end=end))
@@ -661,9 +682,12 @@ class Manager:
                 allocations, over = self._maintenance_nodes(caller, request, context, force)
             else:
                 allocations = self._allocate(caller, request, context)
+            state = State.AWAITING if held_for else \
+                State.PENDING if transactional else State.WAITING
             ar = Reservation(
                 id=0, owner=caller.user, group=caller.groups[0] if caller.groups else "",
-                request=request, state=State.PENDING if transactional else State.WAITING,
+                request=request, state=state, message=approval.awaiting(held_for),
+                approval_due=approval.due(now, self.config.approval_timeout, held_for),
                 submission_time=now, allocations=allocations, window_set=now,
                 acl=access_list(caller.user, request.users),
                 account=request.account,
@@ -672,14 +696,18 @@ class Manager:
                 granted_pe=granted_pe)
             if verify:
                 return ar
-            report = None if transactional else Report(granted=True)
+            report = None if transactional else Report(granted=True, events=(
+                Told(EVENT_APPROVAL_REQUESTED, held_for),) if held_for else ())
             self.store.create(ar, self.capacity(),
                               report and (lambda made: report.lines(now, made)),
                               report and (lambda made: report.told(now, made)), over=over)
             self._keep(ar)
             self._book(ar)
             self._told(ar, report)
-            if not transactional:
+            if held_for:
+                self._event("plus_reservation_approval_requested", reservation=ar,
+                            reason=held_for, managers=tuple(self.config.managers))
+            elif not transactional:
                 ar = self._granted(ar)
                 self._degrade(over)
             return ar
@@ -844,7 +872,8 @@ class Manager:
         return start, how
 
     @_retried_when_stale
-    def reserve_earliest(self, caller: Caller, request: Request, last_start: int) -> Reservation:
+    def reserve_earliest(self, caller: Caller, request: Request, last_start: int,
+                         holdable: bool = True) -> Reservation:
         """RESQANDSET (seed 003): reserve at the earliest start up to
         ``last_start`` that start_ranges finds, under the same lock, so
         nothing takes it between the query and the reserve. A policy that
@@ -858,7 +887,8 @@ class Manager:
             for low, _ in ranges[:_EARLIEST_TRIES]:
                 try:
                     return self.reserve(caller, replace(request, start=low,
-                                                        end=low + request.duration))
+                                                        end=low + request.duration),
+                                        holdable=holdable)
                 except (NoCapacity, PermissionDenied) as exc:
                     refusal = exc
             raise refusal
@@ -892,15 +922,30 @@ class Manager:
                duration: int | None, nodes: int | None, users: tuple[str, ...] | None,
                transactional: bool = False, repair: str | None = None,
                notify_start: tuple[int, ...] | None = None,
-               notify_end: tuple[int, ...] | None = None) -> Reservation:
-        """plus_modify: a new window, node count, access list, repair mode
-        or notice leads (None: unchanged)."""
+               notify_end: tuple[int, ...] | None = None,
+               idle_release: int | None = None,
+               release_when_done: bool | None = None) -> Reservation:
+        """plus_modify: a new window, node count, access list, repair mode,
+        notice leads or early release (None: unchanged). An end at or
+        before now (-e now) ends an open AR now: released (``end_now``)."""
+        if end is not None and end <= self.now():
+            others = {"-s": start, "-D": duration, "-n": nodes, "-U": users, "-repair": repair,
+                      "--notify-start": notify_start, "--notify-end": notify_end,
+                      "--idle-release": idle_release, "--release-when-done": release_when_done}
+            given = [option for option, value in others.items() if value is not None]
+            if given or transactional:
+                raise InvalidRequest(f"-e now ends AR {ar_id} at once: it cannot be combined "
+                                     f"with {', '.join(given + ['-T'] * transactional)}; give "
+                                     "-e now alone, or an end in the future")
+            return self.end_now(caller, ar_id, "plus_modify -e now")
         with self.lock:
             ar = self._get(ar_id)
             self._check_owner(caller, ar, "modify")
             self._check_no_pending(ar)
             if ar.state in FINISHED_STATES:
                 raise ReservationError(f"AR {ar_id} has already ended (state {ar.state.value})")
+            if ar.state is State.AWAITING:
+                raise ReservationError(approval.unchangeable(ar))
             inner = sorted(i for i in self.inside.inner(ar.id) if i in self.ars)
             if inner and (start, end, duration, nodes) != (None, None, None, None):
                 raise InvalidRequest(f"AR {ar_id} holds ARs placed inside it ("
@@ -914,12 +959,17 @@ class Manager:
                 raise ReservationError(f"AR {ar_id} has started; its start time can no longer change")
             request = self._modified_request(ar.request, start, end, duration, nodes, users,
                                              ar.owner, repair)
-            request = replace(request, **{name: leads for name, leads in (
-                ("notify_start", notify_start), ("notify_end", notify_end)) if leads is not None})
+            request = replace(request, **{name: value for name, value in (
+                ("notify_start", notify_start), ("notify_end", notify_end),
+                ("idle_release", idle_release), ("release_when_done", release_when_done))
+                if value is not None})
             owner = caller if caller.user == ar.owner else owner_of(ar)
             context = self._context(ignoring=ar.id)
             try:
                 self._validate_request(owner, request, "modify", context, started=started)
+                held_for = self._approval_needed(caller, request, "modify", context, owner)
+                if held_for:
+                    raise PermissionDenied(approval.change_needs_manager(held_for))
                 granted_pe = ar.granted_pe
                 if request.by_slots:
                     allocations, granted_pe = self.placer.slots(owner, request, context, ar.id)
@@ -1121,6 +1171,72 @@ class Manager:
         self._book(ar)
         return ar
 
+    # -- approval (overlay/usecases/approval.py says the words) -------------------
+
+    def _approval_needed(self, caller: Caller, request: Request, operation: str,
+                         context: PolicyContext, owner: Caller | None = None) -> str | None:
+        """Why a manager must approve ``request`` first (the policies'
+        plus_approval_needed), or None; never for a manager's own call."""
+        if caller.is_manager:
+            return None
+        owner = owner or caller
+        return plugins.PolicyHook(self.pm, "plus_approval_needed", request=request,
+                                  owner=owner.user, groups=owner.groups, operation=operation,
+                                  context=context).first_reason()
+
+    @_retried_when_stale
+    def awaiting(self, caller: Caller, ar_ids: Sequence[int], action: str) -> list[Reservation]:
+        """The ARs a manager approves or denies: each must exist and wait
+        in state h; checked for all before any is decided."""
+        with self.lock:
+            if not caller.is_manager:
+                raise PermissionDenied(approval.not_a_manager(caller.user, action))
+            ars = [self._get(ar_id) for ar_id in ar_ids]
+            for ar in ars:
+                approval.check_awaiting(ar, action)
+            return ars
+
+    @_retried_when_stale
+    def approve(self, caller: Caller, ar_id: int) -> Reservation:
+        """plus_approve: the AR is granted as it stands, in w (or r, its
+        window open), and the enforcer puts it on the backend."""
+        with self.lock:
+            ar = self._get(ar_id)
+            approval.check_awaiting(ar, "approve")
+            now = self.now()
+            approval.check_window_open(ar, now)
+            state = ar.window_state(now)
+            events = (Told(EVENT_APPROVED, f"approved by {caller.user}"),) + (
+                (Told(EVENT_START, "start time of AR reached"),) if state is State.RUNNING else ())
+            ar = self._stored(ar, report=Report(grants=True, events=events), state=state,
+                              message="", approval_due=None, window_set=now)
+            self._event("plus_reservation_approved", reservation=ar, approver=caller.user)
+            ar = self._granted(ar)
+            if state is State.RUNNING:
+                self._event("plus_reservation_started", reservation=ar)
+            return ar
+
+    @_retried_when_stale
+    def deny(self, caller: Caller, ar_id: int, reason: str) -> Reservation:
+        """plus_deny: the AR is not granted; it ends in d, saying why."""
+        with self.lock:
+            ar = self._get(ar_id)
+            approval.check_awaiting(ar, "deny")
+            return self._refuse_approval(ar, approval.denied(caller.user, reason))
+
+    def lapse(self, ar: Reservation, now: int) -> Reservation:
+        """No manager decided in time (the lifecycle's word): as a deny."""
+        return self._refuse_approval(ar, approval.lapsed(ar, now))
+
+    def _refuse_approval(self, ar: Reservation, why: str) -> Reservation:
+        now = self.now()
+        ar = self._stored(ar, report=Report(acct=True, events=(Told(EVENT_DENIED, why),)),
+                          state=State.DELETED, finished_time=now, message=why,
+                          approval_due=None)
+        self._unbook(ar.id)
+        self._event("plus_reservation_denied", reservation=ar, reason=why)
+        return ar
+
     # -- queries ---------------------------------------------------------------
 
     @_retried_when_stale
@@ -1202,6 +1318,37 @@ class Manager:
             state=State.EXITED, finished_time=now, message="")
         self._unbook(ar.id)
         self._event("plus_reservation_ended", reservation=ar)
+
+    def release(self, ar: Reservation, why: str) -> Reservation:
+        """The AR ends early, now (idle, its jobs done, or its owner's
+        word): state x, its nodes freed and torn down on the backend as at
+        its end; ar_log's TERMINATED says released and ``why``, its event
+        is reservation.released. What it held counts from then on, not
+        what it asked (overlay.contract.policy.used_part)."""
+        now = self.now()
+        told = Told(EVENT_TERMINATED, f"AR released, {why}", kind=RELEASED, data={"why": why})
+        ar = self._stored(ar, report=Report(acct=True, events=(told,)), state=State.EXITED,
+                          finished_time=now, message=f"released: {why}")
+        self._unbook(ar.id)
+        self._event("plus_reservation_released", reservation=ar, why=why)
+        return ar
+
+    @_retried_when_stale
+    def end_now(self, caller: Caller, ar_id: int, how: str) -> Reservation:
+        """Its owner (or a manager) ends an open AR now (plus_modify -e now,
+        the calendar's End now): released, ARs inside it cancelled with
+        it, as plus_cancel cancels them."""
+        with self.lock:
+            ar = self._get(ar_id)
+            self._check_owner(caller, ar, "end")
+            self._check_no_pending(ar)
+            if ar.state in FINISHED_STATES:
+                raise ReservationError(f"AR {ar_id} has already ended (state {ar.state.value})")
+            if self.now() < ar.start:
+                raise InvalidRequest(f"AR {ar_id}'s window has not opened: only an open AR ends "
+                                     f"now; plus_cancel -r {ar_id} frees a waiting one's nodes")
+            self._cancel_inner(ar)
+            return self.release(self.ars[ar_id], f"ended by {caller.user} ({how})")
 
     def change_state(self, ar: Reservation, target: State, reason: str | None) -> None:
         """The window opened, or the backend's health changed: the AR goes to
@@ -1380,6 +1527,8 @@ class Manager:
                                    "one for a client")
         if ar.state == State.PENDING:
             raise InvalidRequest(f"AR {ar.id} is pending: it takes jobs once committed")
+        if ar.state == State.AWAITING:
+            raise InvalidRequest(approval.no_jobs_yet(ar))
         if ar.state in FINISHED_STATES:
             raise InvalidRequest(f"AR {ar.id} has ended ({ar.state.name.lower()}): it takes "
                                  "no jobs")

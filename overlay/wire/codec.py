@@ -17,6 +17,7 @@ from typing import Any, Callable, Iterable
 from overlay.language import limits
 from overlay.language.leads import checked_leads
 from overlay.language.model import Request, RequestKind
+from overlay.language.release import checked_idle_release
 from overlay.language.request import (
     DEFAULT_REPAIR,
     MAX_AR_ID,
@@ -123,8 +124,18 @@ class Arguments:
         value = self._get(key, False, list, "a list of whole seconds")
         return None if value is None else checked_leads(value, option)
 
+    def idle_release(self) -> int | None:
+        """--idle-release in seconds (0: never), checked as the commands
+        check it; None when absent."""
+        value = self._get("idle_release", False, int, "whole seconds")
+        return None if value is None else checked_idle_release(value, "--idle-release")
+
     def flag(self, key: str) -> bool:
         return self._get(key, False, bool, "true or false") or False
+
+    def maybe_flag(self, key: str) -> bool | None:
+        """A flag a change may leave as it is: None when absent."""
+        return self._get(key, False, bool, "true or false")
 
     def text(self, key: str, required: bool = False) -> str | None:
         return self._get(key, required, str, "a string")
@@ -258,6 +269,7 @@ def reserve_request(args: Arguments) -> Request:
         repair=repair(args) or DEFAULT_REPAIR,
         notify_start=args.leads("notify_start", "--notify-start"),
         notify_end=args.leads("notify_end", "--notify-end"),
+        idle_release=args.idle_release(), release_when_done=args.flag("release_when_done"),
         maint=args.flag("maint"),
         clear_notice=args.leads("clear_notice", "--clear-notice"))
 
@@ -287,13 +299,21 @@ def _pe_range(items: list) -> tuple[tuple[int, int], ...]:
     return parse_pe_range(",".join(f"{a}-{b}" if b < MAX_SLOTS else f"{a}-" for a, b in items))
 
 
-def _ar_ids(items: list) -> tuple[int, ...]:
-    """ResAccess: AR ids, each once."""
+def _ar_ids(items: list, what: str = "ResAccess") -> tuple[int, ...]:
+    """ResAccess (or ``what``): AR ids, each once."""
     if not all(isinstance(i, int) and not isinstance(i, bool) and 1 <= i <= MAX_AR_ID
                for i in items):
-        raise RequestError(f"ResAccess: AR ids (1 to {MAX_AR_ID}) are accepted, got "
+        raise RequestError(f"{what}: AR ids (1 to {MAX_AR_ID}) are accepted, got "
                            f"{limits.shown(repr(items))}")
     return tuple(dict.fromkeys(items))
+
+
+def ar_ids(args: Arguments) -> tuple[int, ...]:
+    """plus_approve, plus_deny: one AR id or more (at most MAX_ITEMS), each once."""
+    items = args.items("ids")
+    if not items:
+        raise RequestError(f"{args.op}: give one AR id or more (at most {limits.MAX_ITEMS})")
+    return _ar_ids(items, "ID")
 
 
 def ar_id(args: Arguments, required: bool = False) -> int | None:

@@ -1,4 +1,5 @@
-"""The ClassAd policy: PluS's PLUS_NODE_RESERVABLE from a reservable.ad file.
+"""The ClassAd policy: PluS's PLUS_NODE_RESERVABLE from a reservable.ad file,
+and, if the file defines it, PLUS_APPROVAL_REQUIRED (once per request).
 
 The file is read when the daemon starts (a mistake stops it, with the line)
 and read again whenever it changes; a broken edit is logged and the last
@@ -62,14 +63,24 @@ class ClassAdPolicy:
             return
         log.info("ClassAd policy %s read again", self.path)
 
+    def _evaluation(self, request: Request, owner: str, context: PolicyContext) -> Evaluation:
+        """The request's evaluation, made once (under ``lock``)."""
+        evaluation: Evaluation | None = context.cache.get(self)
+        if evaluation is None:
+            self._reload_if_changed()
+            evaluation = self.program.evaluation(owner, request.start, request.end, context,
+                                                 self.node_ads, request.nodes)
+            context.cache[self] = evaluation
+        return evaluation
+
+    @hookimpl
+    def plus_approval_needed(self, request: Request, owner: str,
+                             context: PolicyContext) -> str | None:
+        with self.lock:
+            return self._evaluation(request, owner, context).approval()
+
     @hookimpl
     def plus_node_reservable(self, node: Node, request: Request, owner: str,
                              allocated: tuple[Node, ...], context: PolicyContext) -> str | None:
         with self.lock:
-            evaluation: Evaluation | None = context.cache.get(self)
-            if evaluation is None:
-                self._reload_if_changed()
-                evaluation = self.program.evaluation(owner, request.start, request.end, context,
-                                                     self.node_ads)
-                context.cache[self] = evaluation
-            return evaluation.refusal(node, allocated)
+            return self._evaluation(request, owner, context).refusal(node, allocated)

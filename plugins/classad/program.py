@@ -51,7 +51,12 @@ from overlay_classad.syntax import (
 log = logging.getLogger("plus.classad")
 
 RESERVABLE = "PLUS_NODE_RESERVABLE"
+APPROVAL = "PLUS_APPROVAL_REQUIRED"
+"""Optional, once per request: true (or a string, the reason) holds the AR
+for a manager's approval (plus_approval_needed); it may not read the node."""
 OWNER, START, END = "PLUS_RSV_OWNER", "PLUS_RSV_START", "PLUS_RSV_END"
+NODES = "PLUS_RSV_NODES"
+"""The request's node count (-n), for PLUS_APPROVAL_REQUIRED."""
 CANDIDATE, ALLOCATED, ALL = "PLUS_CANDIDATE_NODE", "PLUS_ALLOCATED_NODES", "PLUS_ALL_NODES"
 NOW = "plus__now"
 ALLOCATED_COUNT, ALL_COUNT = "plus__allocated_count", "plus__all_count"
@@ -235,6 +240,10 @@ class Program:
             depends[call.attribute] = set(call.arguments)
         self.per_node = _reaching(depends, _PER_NODE_ROOTS)
         self.reservable_per_node = RESERVABLE.lower() in self.per_node
+        self.approval = latest.get(APPROVAL.lower())
+        if APPROVAL.lower() in self.per_node:
+            raise ClassAdSyntaxError(self.approval.line, f"{APPROVAL} is asked once per request: "
+                                     f"it may not read {CANDIDATE} or {ALLOCATED}")
         self.node_calls = tuple(c for c in self.calls if c.attribute in self.per_node)
         self.request_calls = tuple(c for c in self.calls if c.attribute not in self.per_node)
         call_names = {c.attribute for c in self.calls}
@@ -260,8 +269,8 @@ class Program:
         return ref.eval(scope=self.ad)
 
     def evaluation(self, owner: str, start: int, end: int, context: PolicyContext,
-                   node_ads: NodeAds) -> "Evaluation":
-        return Evaluation(self, owner, start, end, context, node_ads)
+                   node_ads: NodeAds, nodes: int = 0) -> "Evaluation":
+        return Evaluation(self, owner, start, end, context, node_ads, nodes)
 
 
 def _library_ad(attributes: list[Attribute]) -> classad2.ClassAd:
@@ -297,7 +306,7 @@ class Evaluation:
     is set up for this request when made; evaluate one request at a time."""
 
     def __init__(self, program: Program, owner: str, start: int, end: int,
-                 context: PolicyContext, node_ads: NodeAds) -> None:
+                 context: PolicyContext, node_ads: NodeAds, nodes: int = 0) -> None:
         self.program = program
         self.context = context
         self.node_ads = node_ads
@@ -307,6 +316,7 @@ class Evaluation:
         ad[OWNER] = owner
         ad[START] = classad2.ExprTree(f"absTime({start})")
         ad[END] = classad2.ExprTree(f"absTime({end})")
+        ad[NODES] = nodes
         ad[NOW] = context.now
         ad[ALL_COUNT] = len(context.all_nodes)
         if ALL.lower() in program.lists_used:
@@ -327,6 +337,17 @@ class Evaluation:
         for call in calls:
             result = self.builtins[call.name](*(self.program.value(a) for a in call.arguments))
             ad[call.attribute] = classad2.ExprTree("error") if result is None else result
+
+    def approval(self) -> str | None:
+        """Why a manager must approve the request (PLUS_APPROVAL_REQUIRED
+        true, or a string saying why), or None."""
+        attribute = self.program.approval
+        if attribute is None:
+            return None
+        value = self.program.value(APPROVAL)
+        if isinstance(value, str):
+            return value or None
+        return f"{APPROVAL} = {unparse(attribute.value)} is true" if value is True else None
 
     def refusal(self, node: Node, allocated: tuple[Node, ...]) -> str | None:
         """None if ``node`` is reservable after ``allocated``, else why not."""

@@ -31,14 +31,16 @@ class Draft:
     steps: str
     advice: Advice
     to: tuple[str, ...] = ()
-    """Whom it goes to instead of the AR's recipients (a job's owner)."""
+    """Whom to mail instead of the AR's users (the managers, asked to
+    decide; a job's owner, whose job is in the way of its start)."""
 
 
-SUBMIT, START_SOON, END_SOON, OVER, BROKEN, IN_THE_WAY = (
-    "submit", "start", "end", "over", "broken", "in the way")
+SUBMIT, START_SOON, END_SOON, OVER, BROKEN, DECIDE, IN_THE_WAY = (
+    "submit", "start", "end", "over", "broken", "decide", "in the way")
 """Which next steps a mail gives: into a running or repaired AR, before the
-start, before the end, after it, while it is broken, to the owner of a job
-that would still run on its nodes at its start."""
+start, before the end, after it, while it is broken, to the managers asked
+to approve it, and to the owner of a job that would still run on its nodes
+at its start."""
 
 
 def in_words(seconds: int) -> str:
@@ -92,6 +94,12 @@ def next_steps(draft: Draft) -> list[str]:
     if steps == END_SOON:
         return [f"{extend} (if its nodes are free for it)",
                 "jobs still running in it at its end are ended with it: save your work", release]
+    if steps == DECIDE:
+        return [f"approve it: plus_approve {ar.id}",
+                f"deny it: plus_deny {ar.id} -reason 'why, for {ar.owner}'",
+                f"see it and what it holds: plus_status -r {ar.id}",
+                *([f"unless one of you decides, it lapses at {advice.local(ar.approval_due)}"]
+                  if ar.approval_due else [])]
     if steps == IN_THE_WAY:
         return [f"let your job end before {advice.local(ar.start)}, or end it now and submit "
                 "it again with a run time limit that ends before then (or after the AR)",

@@ -23,6 +23,7 @@ from email.message import EmailMessage
 from overlay.api.plugin import Advice, Reservation, State, hookimpl
 from overlay_mail.compose import (
     BROKEN,
+    DECIDE,
     END_SOON,
     IN_THE_WAY,
     OVER,
@@ -113,6 +114,14 @@ class Notifier:
         self._notify(reservation, "e", "Finished", f"AR {reservation.id} ended", OVER, advice)
 
     @hookimpl
+    def plus_reservation_released(self, reservation: Reservation, why: str,
+                                  advice: Advice) -> None:
+        """-m e: the AR ended early and its nodes are free again."""
+        self._errors_mailed.discard(reservation.id)
+        self._notify(reservation, "e", "Released", f"AR {reservation.id} was released early, "
+                     f"its nodes freed: {why}", OVER, advice)
+
+    @hookimpl
     def plus_reservation_cancelled(self, reservation: Reservation, advice: Advice) -> None:
         """Grid Engine sends -m e for a deleted AR too, as "Deleted"."""
         self._errors_mailed.discard(reservation.id)
@@ -144,6 +153,32 @@ class Notifier:
         self._notify(reservation, "a", "Repaired",
                      f"AR {reservation.id} was repaired: {moves}", steps, advice)
 
+    @hookimpl
+    def plus_reservation_approval_requested(self, reservation: Reservation, reason: str,
+                                            managers: tuple[str, ...], advice: Advice) -> None:
+        """The site's managers are asked to decide, whatever the AR's -m."""
+        if managers:
+            self._put(Draft(reservation, "Awaits approval", f"AR {reservation.id} of "
+                            f"{reservation.owner} awaits a manager's approval: {reason}",
+                            DECIDE, advice, to=tuple(managers)))
+
+    @hookimpl
+    def plus_reservation_approved(self, reservation: Reservation, approver: str,
+                                  advice: Advice) -> None:
+        """Its users are told, unless -m n: it is theirs now."""
+        if reservation.request.mail_options != "n":
+            steps = SUBMIT if reservation.state == State.RUNNING else START_SOON
+            self._put(Draft(reservation, "Approved", f"AR {reservation.id} was approved by "
+                            f"{approver}: it is granted", steps, advice))
+
+    @hookimpl
+    def plus_reservation_denied(self, reservation: Reservation, reason: str,
+                                advice: Advice) -> None:
+        """Denied by a manager, or lapsed: its users are told why, unless -m n."""
+        if reservation.request.mail_options != "n":
+            self._put(Draft(reservation, "Denied", f"AR {reservation.id} will not be granted: "
+                            f"{reason}", OVER, advice))
+
     def _error(self, reservation: Reservation, reason: str, advice: Advice) -> None:
         """Once per error: a start into E calls both the start and the error
         hook, and an AR in W that starts broken goes on into E."""
@@ -162,12 +197,11 @@ class Notifier:
     def recipients(self, reservation: Reservation) -> list[str]:
         """-M addresses, else the owner and the users its access list names
         (not its @groups); ``domain`` completes bare user names."""
-        names = reservation.request.mail_list or tuple(
-            name for name in reservation.acl or (reservation.owner,) if not name.startswith("@"))
-        return self.addressed(names)
+        return self.addresses(reservation.request.mail_list or tuple(
+            name for name in reservation.acl or (reservation.owner,) if not name.startswith("@")))
 
-    def addressed(self, names: tuple[str, ...]) -> list[str]:
-        """``names`` as addresses: ``domain`` completes bare user names."""
+    def addresses(self, names: tuple[str, ...]) -> list[str]:
+        """``domain`` completes bare user names."""
         domain = self.settings.domain
         return [name if "@" in name or not domain else f"{name}@{domain}" for name in names]
 
@@ -201,8 +235,8 @@ class Notifier:
     def _run(self) -> None:
         while (draft := self._queue.get()) is not None:
             try:
-                mail = written(draft, self.settings.sender,
-                               self.addressed(draft.to) or self.recipients(draft.ar))
+                mail = written(draft, self.settings.sender, self.addresses(draft.to) if draft.to
+                               else self.recipients(draft.ar))
             except Exception:  # whatever happens, the worker must live on
                 log.exception("AR %d: %s mail not written", draft.ar.id, draft.event)
                 continue

@@ -18,9 +18,16 @@ from overlay.api.commands import DEFAULT_ACCOUNT, format_ctime, shown
 FAILED = {
     0: "no failure", 1: "assumedly before job", 11: "before job", 26: "opening output file",
     27: "searching requested shell", 28: "changing into working directory",
-    37: "qmaster enforced h_rt, h_cpu, or h_vmem limit", 100: "assumedly after job",
+    25: "rescheduling", 37: "qmaster enforced h_rt, h_cpu, or h_vmem limit",
+    100: "assumedly after job",
 }
 """sge_status(5)'s failed codes the native shepherd can produce."""
+PREEMPTED = 25
+"""The failed code of a run preempted from an AR's idle slots, requeued or
+killed (Grid Engine's "rescheduling", which it writes for each run of a
+rescheduled job)."""
+LENT = "-lent"
+"""The category's mark of a run on an AR's idle slots: ``-lent AR_ID``."""
 
 
 def one_line(text: str) -> str:
@@ -200,6 +207,37 @@ def grouped(records: Iterable[JobRecord], by: str, only: str | None = None) -> s
     for name in sorted(groups):
         usage = _usage(groups[name])
         lines.append(f"{name:<{width}}{usage[0]:>10}{_figures(usage)}")
+    return "\n".join(lines)
+
+
+def lent_from(record: JobRecord) -> int | None:
+    """The AR whose idle slots the record's run used, if it was lent one."""
+    words = record.category.split()
+    for word, after in zip(words, words[1:], strict=False):
+        if word == LENT and after.isdigit():
+            return int(after)
+    return None
+
+
+def lending(records: Iterable[JobRecord]) -> str:
+    """The runs on ARs' idle slots apart from the rest, after qacct's own
+    lines (nothing if there were none): the preempted runs' wall clock,
+    and per AR the slot-hours its lent jobs used, preempted or not."""
+    preempted = [0, 0]
+    lent: dict[int, float] = {}
+    for record in records:
+        ar_id = lent_from(record)
+        if ar_id is None:
+            continue
+        lent[ar_id] = lent.get(ar_id, 0.0) + record.ru_wallclock * record.slots / 3600
+        if record.failed == PREEMPTED:
+            preempted[0] += 1
+            preempted[1] += record.ru_wallclock
+    if not lent:
+        return ""
+    lines = [f"PREEMPTED RUNS {preempted[0]}, WALLCLOCK {preempted[1]}",
+             f"{'LENT BY AR':<10}{'SLOT HOURS':>14}"]
+    lines += [f"{ar_id:>10}{hours:>14.3f}" for ar_id, hours in sorted(lent.items())]
     return "\n".join(lines)
 
 

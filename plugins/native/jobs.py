@@ -19,6 +19,9 @@ from overlay.api.plugin import DEFAULT_ACCOUNT
 from overlay_native.resources.complexes import Request
 
 MAX_JOB_ID = 9_999_999
+PREEMPT_MODES = ("requeue", "kill")
+"""plus_qsub -preemptible: what becomes of a job running on an AR's idle
+slots when the AR's own jobs want them back."""
 
 
 class JobState(str, Enum):
@@ -67,6 +70,7 @@ class Submission:
     verify: str = "n"                         # -w e|w|n|v
     account: str = DEFAULT_ACCOUNT            # -A
     submit_host: str = ""
+    preemptible: str | None = None            # -preemptible requeue|kill: may run on idle AR slots
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -90,12 +94,16 @@ class Placement:
     """Where a job runs: its PE (or None) and (queue, host, slots), master
     first; ``h_rt`` is the run time limit enforced (an AR job's may be
     shorter than it asked), ``duration`` the seconds it is planned to hold
-    its resources (with DURATION_OFFSET)."""
+    its resources (with DURATION_OFFSET). A preemptible job running on an
+    AR's idle slots has ``lent`` its AR's id, and ``reclaimed`` once the
+    AR's own jobs took them back and this run is being ended."""
 
     tasks: tuple[tuple[str, str, int], ...]
     pe: str | None = None
     h_rt: float | None = None
     duration: float = math.inf
+    lent: int | None = None
+    reclaimed: bool = False
 
     @property
     def slots(self) -> int:
@@ -118,14 +126,18 @@ class Placement:
         return slots
 
     def to_dict(self) -> dict[str, Any]:
-        return {"tasks": [list(t) for t in self.tasks], "pe": self.pe, "h_rt": self.h_rt,
+        data = {"tasks": [list(t) for t in self.tasks], "pe": self.pe, "h_rt": self.h_rt,
                 "duration": None if math.isinf(self.duration) else self.duration}
+        if self.lent is not None:
+            data.update(lent=self.lent, reclaimed=self.reclaimed)
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Placement:
         duration = data.get("duration")
         return cls(tuple((q, h, int(n)) for q, h, n in data["tasks"]), data.get("pe"),
-                   data.get("h_rt"), math.inf if duration is None else duration)
+                   data.get("h_rt"), math.inf if duration is None else duration,
+                   data.get("lent"), bool(data.get("reclaimed")))
 
 
 @dataclass
@@ -217,5 +229,15 @@ class Job:
         return max(limits) if limits else default_duration
 
     @property
+    def reclaimed(self) -> bool:
+        """Its run on an AR's idle slots is being ended: the AR wants them."""
+        return self.placement is not None and self.placement.reclaimed
+
+    @property
     def state_letters(self) -> str:
+        """qstat's letters: d while being deleted (or preempted to be
+        killed), R while being preempted to run again (Grid Engine's
+        rescheduled)."""
+        if self.reclaimed and not self.deleting:
+            return ("R" if self.submission.preemptible == "requeue" else "d") + self.state.value
         return ("d" if self.deleting else "") + self.state.value

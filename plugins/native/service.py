@@ -37,7 +37,8 @@ _TYPES = {"command": "words", "script": "text?", "script_path": "text", "name": 
           "pe": "text?", "pe_range": "ranges", "queues": "strings", "master_queues": "strings",
           "reserve": "bool", "ar": "int?", "priority": "int", "now": "bool",
           "start_after": "int?", "hold_jids": "strings", "hold": "bool", "verify": "text",
-          "account": "text", "submit_host": "text"}
+          "account": "text", "submit_host": "text",
+          "preemptible": "text?"}
 CHANGING = frozenset({"job_submit", "job_delete", "job_hold"})
 """The operations that change jobs: the leader's to carry out."""
 _CLAIMED = "job_claimed"
@@ -185,6 +186,9 @@ def _refuse_pending(ar_status: Callable[[int], list[Reservation]], ar_id: int) -
     if reservation.state == State.PENDING:
         raise SubmitError(f"AR {ar_id} is pending: it takes jobs once plus_commit -r {ar_id} "
                           "commits it")
+    if reservation.state == State.AWAITING:
+        raise SubmitError(f"AR {ar_id} awaits a manager's approval: it takes jobs once "
+                          "approved")
 
 
 def _refuse_system_account(user: str, uid: int, min_uid: int) -> None:

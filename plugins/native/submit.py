@@ -31,7 +31,7 @@ from overlay.api.plugin import (
     shown,
     wildcard_match,
 )
-from overlay_native.jobs import Job, Submission
+from overlay_native.jobs import PREEMPT_MODES, Job, Submission
 from overlay_native.resources.cluster import ClusterConfig
 from overlay_native.resources.complexes import ComplexError, Request, parse_requests
 from overlay_native.resources.timeline import ClusterResources
@@ -186,6 +186,13 @@ def make_job(config: ClusterConfig, job_id: int, owner: str, groups: Sequence[st
                                   f'"{pattern}" ({option})')
     if spec.master_queues and spec.pe is None:
         raise SubmitError("-masterq is only for parallel jobs (with -pe)")
+    if spec.preemptible is not None:
+        if spec.preemptible not in PREEMPT_MODES:
+            raise SubmitError(f"-preemptible: expected {' or '.join(PREEMPT_MODES)}, got "
+                              f"'{shown(spec.preemptible)}'")
+        if spec.ar is not None:
+            raise SubmitError(f"-preemptible with -ar {spec.ar}: a job of an advance reservation "
+                              "is its own, never lent nor preempted; give one or the other")
     hard = _requests(config, spec.hard, "-l")
     soft = _requests(config, spec.soft, "-soft -l")
     return Job(id=job_id, owner=owner, group=groups[0] if groups else "", groups=tuple(groups),

@@ -9,6 +9,7 @@ from typing import Any
 import pluggy
 
 from overlay.api.plugin import choice, hookimpl
+from overlay_policies.approval import ApprovalPolicy
 from overlay_policies.limits import Limits
 from overlay_policies.node_state import NodeState
 from overlay_policies.projects import Projects
@@ -18,7 +19,7 @@ from overlay_policies.usage import UsagePolicy
 
 SECTION = "policies"
 TYPES = {"node_state": NodeState, "share": Share, "usage": UsagePolicy, "projects": Projects,
-         "limits": Limits}
+         "limits": Limits, "approval": ApprovalPolicy}
 TYPE = choice(TYPES)
 
 

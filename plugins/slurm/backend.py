@@ -190,6 +190,7 @@ class SlurmBackend(QueueBackend):
             log.info("requeued and held job(s) %s off the nodes of AR %d until its end",
                      ", ".join(foreign), ar.id)
             self.slurm.requeue_held(foreign)
+            self.ledger.note_requeued(foreign, int(time.time()))
         if kept_shut(ar):
             waiting = [job.id for job in jobs if job.state == "PENDING" and job.reservation == name
                        and job.id not in self.ledger.held(ar.id, SHUT)]
@@ -206,12 +207,15 @@ class SlurmBackend(QueueBackend):
             self._release(self.ledger.held(ar.id, SHUT))
 
     def _release(self, jobs: list[str]) -> None:
-        """Jobs this overlay held, released. One it requeued may run again
-        120 s after its requeue at the earliest (Slurm's own delay, which
-        keeps a job from starting again on a node still ending it: lifted
-        at once, slurmd refused the launch, "Job already killed")."""
+        """Jobs this overlay held, released, and those it requeued told to
+        start at once rather than 120 s after their requeue (Slurm's own
+        delay), unless the requeue was too recent (ledger.REQUEUE_SETTLE:
+        slurmd would refuse the launch and fail the job)."""
         if jobs:
+            settled = self.ledger.settled(jobs, int(time.time()))
             self.slurm.release(jobs)
+            if settled:
+                self.slurm.start_now(settled)
             self.ledger.note_released(jobs)
             self._changed()
 

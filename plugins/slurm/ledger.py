@@ -17,9 +17,17 @@ from overlay.api.plugin import queuekit
 FOREIGN, SHUT = "foreign", "shut"
 """Why a job is held: moved off an open AR's nodes, or an AR kept shut."""
 
+REQUEUE_SETTLE = 10
+"""Seconds after its requeue command returned from which a requeued job may
+be told to start at once: slurmd revokes the killed job's credential to the
+second when the kill reaches it (a moment after the command), and fails a
+launch whose credential is of that second ("Job credential revoked")."""
+
 
 class Ledger(queuekit.Ledger):
-    """The kit's ledger and the jobs held: job id -> [AR id, why]."""
+    """The kit's ledger and the jobs held: job id -> [AR id, why] and, once
+    its requeue command returned, the second it did (a ledger of an earlier
+    version has none: such a job waits out Slurm's own delay)."""
 
     what = "Slurm ledger"
 
@@ -32,20 +40,36 @@ class Ledger(queuekit.Ledger):
     def held(self, ar_id: int | None = None, why: str | None = None) -> list[str]:
         """Jobs held for ``ar_id`` (any AR if None) and reason (any if None)."""
         with self.lock:
-            return [job for job, (ar, reason) in self._held.items()
+            return [job for job, (ar, reason, *_) in self._held.items()
                     if (ar_id is None or ar == ar_id) and (why is None or reason == why)]
 
     def held_for(self) -> dict[str, int]:
         """Every held job and its AR."""
         with self.lock:
-            return {job: ar for job, (ar, _) in self._held.items()}
+            return {job: entry[0] for job, entry in self._held.items()}
 
     def note_held(self, jobs: list[str], ar_id: int, why: str) -> None:
         with self.lock:
-            new = [job for job in jobs if self._held.get(job) != [ar_id, why]]
+            new = [job for job in jobs if self._held.get(job, [])[:2] != [ar_id, why]]
             if new:
                 self._held.update({job: [ar_id, why] for job in new})
                 self.save()
+
+    def note_requeued(self, jobs: list[str], second: int) -> None:
+        """The requeue of held ``jobs`` returned at ``second``."""
+        with self.lock:
+            for job in jobs:
+                if job in self._held:
+                    self._held[job][2:] = [second]
+            self.save()
+
+    def settled(self, jobs: list[str], now: int) -> list[str]:
+        """Those of ``jobs`` requeued at least REQUEUE_SETTLE seconds before
+        ``now``: safe to start at once."""
+        with self.lock:
+            return [job for job in jobs
+                    if len(self._held.get(job, [])) == 3
+                    and self._held[job][2] <= now - REQUEUE_SETTLE]
 
     def note_released(self, jobs: list[str]) -> None:
         with self.lock:

@@ -24,8 +24,10 @@ _UNREACHABLE = re.compile(r"Unable to contact slurm controller|Socket timed out 
 _NO_RESERVATION = re.compile(r"Reservation \S+ not found|Requested reservation is invalid"
                              r"|Invalid reservation name", re.IGNORECASE)
 _ALREADY = re.compile(r"Invalid job id specified|Job/step already completing or completed"
-                      r"|Job has already finished|Job is pending execution", re.IGNORECASE)
-"""A job gone, or (requeuehold) already back in the queue: what was asked is so."""
+                      r"|Job has already finished|Job is pending execution"
+                      r"|Job is no longer pending execution", re.IGNORECASE)
+"""A job gone, (requeuehold) already back in the queue, or (StartTime=now)
+already started: what was asked is so, or moot."""
 _IN_USE = re.compile(r"Requested reservation is in use", re.IGNORECASE)
 _SUBMITTED = re.compile(r"^(\d+)(?:;\S+)?$")
 MAX_JOBS_PER_COMMAND = 500
@@ -118,6 +120,11 @@ class Slurm(BatchCommands):
 
     def release(self, ids: Iterable[str]) -> None:
         self._each(ids, lambda chunk: ["scontrol", "release", ",".join(chunk)])
+
+    def start_now(self, ids: Iterable[str]) -> None:
+        """Eligible at once rather than 120 s after their requeue."""
+        self._each(ids, lambda chunk: ["scontrol", "update", f"JobId={','.join(chunk)}",
+                                       "StartTime=now"])
 
     def hold(self, ids: Iterable[str]) -> None:
         self._each(ids, lambda chunk: ["scontrol", "hold", ",".join(chunk)])

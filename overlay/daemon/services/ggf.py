@@ -44,13 +44,14 @@ def setres(context: Context, caller: Caller, args: codec.Arguments) -> dict:
     """SETRES: reserve at the request's start; the ResKey once (again to
     the same request retried with its idempotency key). With
     ``transactional``, the AR waits for plus_commit (a co-allocation's
-    prepare)."""
+    prepare). Never an AR held for a manager's approval: refused instead,
+    as its client would take it for a reservation."""
     request = codec.reserve_request(args)
     transactional = args.flag("transactional")
     key = args.checked("idempotency_key", parse_idempotency_key)
     args.done()
     keys = _keys(context)
-    ar = context.manager.reserve(caller, request, transactional, key)
+    ar = context.manager.reserve(caller, request, transactional, key, holdable=False)
     context.on_change([ar])
     return _with_reskey(context, ar, keys)
 
@@ -62,7 +63,7 @@ def resqandset(context: Context, caller: Caller, args: codec.Arguments) -> dict:
     last_start = args.time("last_start", "TimeSpec", True)
     args.done()
     keys = _keys(context)
-    ar = context.manager.reserve_earliest(caller, request, last_start)
+    ar = context.manager.reserve_earliest(caller, request, last_start, holdable=False)
     context.on_change([ar])
     return _with_reskey(context, ar, keys)
 

@@ -9,7 +9,7 @@ from overlay.daemon.services.views import summary_rows
 from overlay.kit.users import listed
 from overlay.language import limits
 from overlay.language.model import InvalidRequest, PermissionDenied
-from overlay.reporting.accounting import used
+from overlay.reporting.accounting import charged, jobs_by_ar, used
 from overlay.reporting.endedjobs import so_far
 from overlay.usecases.manager import Caller
 from overlay.wire import codec
@@ -110,13 +110,16 @@ def accounting(context: Context, caller: Caller, args: codec.Arguments) -> dict:
     args.done()
     if end <= start:
         raise InvalidRequest("the period's end must be later than its start")
-    ars, _ = context.reported.current()
+    ars, jobs = context.reported.current()
     found = list(used(ars, start, end, set(owners or ()), set(nodes or ())))
+    jobs_of = jobs_by_ar(jobs)
     return {"total": len(found), "items": [
         {"id": ar.id, "owner": ar.owner, "name": ar.name, "state": ar.last_state,
          "from": begin, "to": finish, "seconds": finish - begin,
          "node_seconds": (finish - begin) * len(hosts),
-         "slot_seconds": (finish - begin) * sum(hosts.values()), "hosts": hosts}
+         "slot_seconds": (finish - begin) * sum(hosts.values()), "hosts": hosts,
+         **dict(zip(("asked_node_seconds", "used_node_seconds", "released_node_seconds"),
+                    charged(ar, begin, finish, hosts, jobs_of, start, end), strict=True))}
         for ar, begin, finish, hosts in found[offset:offset + limit]]}
 
 

@@ -31,7 +31,7 @@ def reserve(context: Context, caller: Caller, args: codec.Arguments) -> dict:
     args.done()
     manager = context.manager
     try:
-        ar = manager.reserve(caller, request, transactional, key, verify, start_now, force)
+        ar = manager.reserve(caller, request, transactional, key, verify, start_now, force=force)
     except NoCapacity as exc:
         if not verify:
             raise
@@ -59,12 +59,14 @@ def modified(context: Context, caller: Caller, ar_id: int, args: codec.Arguments
     repair = codec.repair(args)
     notify_start = args.leads("notify_start", "--notify-start")
     notify_end = args.leads("notify_end", "--notify-end")
+    idle_release, release_when_done = args.idle_release(), args.maybe_flag("release_when_done")
     transactional = args.flag("transactional")
     args.done()
     return context.manager.modify(caller, ar_id, start=start, end=end, duration=duration,
                                   nodes=nodes, users=users, transactional=transactional,
                                   repair=repair, notify_start=notify_start,
-                                  notify_end=notify_end)
+                                  notify_end=notify_end, idle_release=idle_release,
+                                  release_when_done=release_when_done)
 
 
 def _selected(context: Context, caller: Caller, args: codec.Arguments,

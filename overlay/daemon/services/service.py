@@ -10,6 +10,7 @@ from overlay.contract import plugins
 from overlay.daemon import connections
 from overlay.daemon.requeststats import RequestStats
 from overlay.daemon.services import (
+    approval,
     callers,
     claims,
     control,
@@ -20,6 +21,7 @@ from overlay.daemon.services import (
     jobs,
     metrics,
     nodes,
+    release,
     reports,
     reservations,
     web,
@@ -36,7 +38,7 @@ from overlay.reporting.accounting import ReportingFollower
 from overlay.usecases.manager import Caller, Manager
 from overlay.wire import codec
 
-FAMILIES = (reservations, ggf, claims, identities, web, reports, metrics, feeds, events, nodes, jobs,
+FAMILIES = (reservations, release, approval, ggf, claims, identities, web, reports, metrics, feeds, events, nodes, jobs,
             control)
 """The modules whose OPERATIONS the socket serves."""
 

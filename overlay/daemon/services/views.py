@@ -4,7 +4,8 @@ beyond the AR it asks the use cases."""
 
 from __future__ import annotations
 
-from overlay.language.model import Allocation, Reservation
+from overlay.language.model import Allocation, Reservation, State
+from overlay.usecases import approval
 from overlay.usecases.manager import Manager
 from overlay.wire import codec
 
@@ -24,6 +25,12 @@ def summary_rows(ars: list[Reservation], with_nodes: bool, messages: bool) -> li
              *((ar.message,) if messages else ())] for ar in ars]
 
 
+def released_at(ar: Reservation) -> int | None:
+    """When ``ar`` was released early, if it was: it ended before its end."""
+    early = ar.state == State.EXITED and ar.finished_time is not None and ar.finished_time < ar.end
+    return ar.finished_time if early else None
+
+
 def reservation_view(ar: Reservation, manager: Manager) -> dict:
     """An AR as the commands print it (JSON-ready)."""
     request = ar.request
@@ -32,7 +39,7 @@ def reservation_view(ar: Reservation, manager: Manager) -> dict:
         "state": ar.state.value, "submission_time": ar.submission_time,
         "start": ar.start, "end": ar.end, "duration": request.duration,
         "acl": list(ar.acl), "account": ar.account, "message": ar.message,
-        "granted_pe": ar.granted_pe,
+        "released": released_at(ar), "granted_pe": ar.granted_pe,
         "allocations": [allocation_view(a) for a in ar.allocations],
         "inner": sorted(manager.inner_ars(ar.id)),
         "request": codec.encode_request(request),
@@ -40,12 +47,16 @@ def reservation_view(ar: Reservation, manager: Manager) -> dict:
         "submit_hint": manager.submit_hint(ar),
         "idempotency_key": ar.idempotency_key,
         "pending": None,
+        "approval": None,
         "refusal": None,
         "warnings": manager.warnings(ar),
     }
     refusal = manager.last_refusal(ar.id)
     if refusal is not None:
         view["refusal"] = refusal._asdict()
+    if ar.approval_due is not None:
+        view["approval"] = {"due": approval.lapse_time(ar),
+                            "reason": ar.message.removeprefix(approval.AWAITING_PREFIX)}
     if ar.pending is not None:
         view["pending"] = {
             "operation": ar.pending.value, "since": ar.pending_since,

@@ -19,7 +19,8 @@ from prometheus_client.utils import floatToGoString
 from overlay.language.model import State
 
 STATE_NAMES = {state.value: state.name.lower() for state in State}
-"""plus_ars' state label: waiting, running, exited, deleted, warning, error, pending."""
+"""plus_ars' state label: waiting, running, exited, deleted, warning, error, pending,
+awaiting (a manager's approval)."""
 _HOUR = 3600.0
 
 

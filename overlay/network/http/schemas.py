@@ -63,6 +63,9 @@ class RequestShown(_Shown):
                                            "the start; null: the site's")
     notify_end: list[int] | None = Field(None, description="notice leads (seconds) before "
                                          "the end; null: the site's")
+    idle_release: int | None = Field(None, description="seconds the open AR may run no job "
+                                     "before it is released; 0 never, null the site's")
+    release_when_done: bool = Field(False, description="released once its jobs have all ended")
     maint: bool = Field(False, description="a maintenance AR (--maint)")
     clear_notice: list[int] | None = Field(None, description="leads (seconds) before the start "
                                            "at which owners of jobs in the way are told; "
@@ -77,6 +80,12 @@ class Pending(_Shown):
     start: int | None
     end: int | None
     allocations: list[Allocation]
+
+
+class Approval(_Shown):
+    """An AR held for a manager's approval (state h)."""
+    due: int = Field(description="when it lapses unless a manager decides first")
+    reason: str = Field(description="the policy's answer: why it waits")
 
 
 class RefusedChange(_Shown):
@@ -100,6 +109,8 @@ class Reservation(_Shown):
     acl: list[str]
     account: str
     message: str
+    released: int | None = Field(None, description="when it was released early (its nodes "
+                                 "freed before its end): what it is charged until")
     granted_pe: str
     allocations: list[Allocation]
     inner: list[int] = Field(description="ARs inside this one (ResAccess)")
@@ -108,6 +119,7 @@ class Reservation(_Shown):
     submit_hint: str
     idempotency_key: str | None
     pending: Pending | None
+    approval: Approval | None = None
     refusal: RefusedChange | None
     warnings: list[str]
 
@@ -131,6 +143,11 @@ class AccountingRecord(_Shown):
     seconds: int
     node_seconds: int
     slot_seconds: int
+    asked_node_seconds: int = Field(description="node-seconds its window asked for")
+    used_node_seconds: int = Field(description="node-seconds its jobs used (acct records)")
+    released_node_seconds: int = Field(description="node-seconds asked but given back by an "
+                                       "early release or a cancel; node_seconds is what it held, "
+                                       "and is charged")
     hosts: dict[str, int] = Field(description="slots held on each host")
 
 

@@ -23,6 +23,16 @@ TABLE_RULE = "-" * 90
 DETAIL_RULE = "-" * 80
 
 
+SGE_STATES = {"h": "hw"}
+"""PluS's states Grid Engine lacks, in the letters its users read: an AR
+held for a manager's approval is waiting on a hold someone else releases
+(qstat's h, as in hqw)."""
+
+
+def sge_state(letter: str) -> str:
+    return SGE_STATES.get(letter, letter)
+
+
 def _when(epoch: int) -> str:
     import time
     return time.strftime("%m/%d/%Y %H:%M:%S", time.localtime(epoch))
@@ -40,7 +50,7 @@ def table(rows: list[list], explain: bool = False) -> str:
     for row in rows:
         ar_id, name, owner, state, start, end = row[:6]
         lines.append(f"{ar_id:>7} {printable(name[:10]):<10} {printable(owner[:12]):<12} "
-                     f"{state:<5} {_when(start)}  {_when(end)}  {_length(end - start)}")
+                     f"{sge_state(state):<5} {_when(start)}  {_when(end)}  {_length(end - start)}")
         if explain and len(row) > 7 and row[7]:
             lines.append(f"       {printable(row[7])}")
     return "\n".join(lines)
@@ -85,7 +95,7 @@ def detail(view: dict) -> str:
     but the name (shown empty, as qrstat does)."""
     request = view["request"]
     fields = [("id", view["id"]), ("name", view["name"]), ("owner", view["owner"]),
-              ("state", view["state"]), ("start_time", _when(view["start"])),
+              ("state", sge_state(view["state"])), ("start_time", _when(view["start"])),
               ("end_time", _when(view["end"])), ("duration", _length(view["duration"])),
               ("message", view.get("message")), ("submission_time", _when(view["submission_time"])),
               ("group", view["group"]), ("account", view.get("account") or DEFAULT_ACCOUNT),
@@ -119,7 +129,7 @@ def summary(view: dict) -> "ET.Element":
     text_element(ar, "start_time", format_iso(view["start"]))
     text_element(ar, "end_time", format_iso(view["end"]))
     text_element(ar, "duration", view["duration"])
-    text_element(ar, "state", view["state"])
+    text_element(ar, "state", sge_state(view["state"]))
     if view.get("message"):
         text_element(ar, "message", view["message"])
     listed = ET.SubElement(ar, "resource_list")

@@ -105,11 +105,15 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: job {kind} {limits.shown(args.j)} not found", file=sys.stderr)
             return 1
         print("\n".join(acct.detail(record) for record in found))
-    elif chosen:
+        return 0
+    if chosen:
         letter, what = chosen[0]
         print(acct.grouped(records, what, getattr(args, letter) or None))
     else:
         print(acct.total(records))
+    lent = acct.lending(records)
+    if lent:
+        print(lent)
     return 0
 
 

@@ -175,7 +175,11 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if view.get("verified", True) else EXIT_ERROR
     if args.w == "v":
         return _verification(view, bool(args.pe or args.alloc))
-    print(f"Your advance reservation {view['id']} has been granted")
+    if view.get("approval"):        # held by a policy: not granted (yet)
+        print(f"Your advance reservation {view['id']} awaits a manager's approval "
+              f"({view['approval']['reason']})")
+    else:
+        print(f"Your advance reservation {view['id']} has been granted")
     return 0
 
 

@@ -39,8 +39,9 @@ PROG = "plus_qsub"
 PREFIX = "#$"
 _ARITY = {"-a": 1, "-A": 1, "-ar": 1, "-b": 1, "-cwd": 0, "-e": 1, "-h": 0, "-hard": 0,
           "-hold_jid": 1, "-j": 1, "-l": 1, "-masterq": 1, "-N": 1, "-now": 1, "-o": 1, "-p": 1,
-          "-pe": 2, "-q": 1, "-R": 1, "-S": 1, "-soft": 0, "-v": 1, "-V": 0, "-w": 1, "-wd": 1,
+          "-pe": 2, "-preemptible": 1, "-q": 1, "-R": 1, "-S": 1, "-soft": 0, "-v": 1, "-V": 0, "-w": 1, "-wd": 1,
           "--reskey": 1}
+PREEMPT_MODES = ("requeue", "kill")    # the daemon checks them again (overlay_native.submit)
 _VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 HELP = f"""usage: {PROG} [options] [script [args...]]   (no script: read from stdin)
 
@@ -63,6 +64,9 @@ Submit a batch job to the native batch system (plus_scheduler), as qsub does.
   -now y|n            start now or not at all (default n)
   -p priority         -1023 to 1024 (above 0: managers only)
   -pe pe range        parallel environment and slots: 4, 2-8, -8, 4-
+  -preemptible requeue|kill
+                      may also run on a running AR's idle slots, and is then
+                      requeued (or killed) when the AR's own jobs want them
   -q queues           queues, queue@host, queue@@hostgroup (wildcards allowed)
   -R y|n              reserve resources for the job (default n)
   -S shell            run the script with this shell
@@ -192,6 +196,11 @@ def submission(options: list[tuple[str, list[str]]], rest: list[str]) -> dict[st
             job["env"].update({k: v for k, v in os.environ.items() if k and "=" not in k})
         elif name == "-h":
             job["hold"] = True
+        elif name == "-preemptible":
+            if value not in PREEMPT_MODES:
+                raise RequestError(f"-preemptible: expected {' or '.join(PREEMPT_MODES)}, got "
+                                   f"'{limits.shown(value)}'")
+            job["preemptible"] = value
         elif name == "--reskey":
             raise RequestError("--reskey is taken on the command line only, not from #$ lines")
     if job.get("shell") and not job["shell"].startswith("/"):

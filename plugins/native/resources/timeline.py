@@ -15,6 +15,12 @@ rest. Besides the complexes, three diagrams per pass:
 - per AR and host, the slots its own jobs use, up to what it reserved;
 - per parallel environment, its slots.
 
+Preemptible jobs (plus_qsub -preemptible) may besides run on the idle
+slots of open ARs (``lend_now``). What they take is counted in ``lent``
+per AR and host, against the AR's idle slots alone: no other diagram
+holds it, so the AR's own jobs see those slots free and take them, and
+``overdrawn`` then says where lent jobs must give them back.
+
 Seed 001, section 4: a sequential job takes the first queue instance (in
 soft-request, then queue sort order) where it fits; a parallel job takes,
 among the PEs matching its request, the largest slot count its range and
@@ -29,7 +35,7 @@ Why a job cannot start is kept in ``reasons``, in Grid Engine's words.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Container, Iterable, Iterator, Mapping, Sequence
 
 from overlay.api.plugin import INFINITY, Planner, sort_nodes, wildcard_match
@@ -146,6 +152,8 @@ class ClusterResources:
                       else Planner(config.host_slots(host)) for host in config.hosts}
         self.ar_use: dict[tuple[int, str], Planner] = {}
         self.pe_use = {name: Planner(pe.slots) for name, pe in config.pes.items()}
+        self.lent: dict[tuple[int, str], int] = {}      # (AR, host): slots its lent jobs hold
+        self._lending: ReservedWindow | None = None     # the AR whose idle slots are weighed
         self._open_hosts = reservations.open_hosts()
         self.order = self._instance_order(reports or {})
         self.reasons: dict[object, list[str]] = {}
@@ -403,7 +411,13 @@ class ClusterResources:
 
     def _host_room(self, job: Job, host: str) -> float:
         """Slots the job may still take on ``host`` over the window: its AR's
-        slots, or what the AR guard leaves."""
+        slots, or what the AR guard leaves; for a job weighed for an AR's
+        idle slots, what the AR's own jobs and its lent jobs leave of them."""
+        if self._lending is not None:
+            ar = self._lending
+            own = self.ar_use.get((ar.id, host))
+            return ar.slots.get(host, 0) - (self._peak(own) if own else 0) - \
+                self.lent.get((ar.id, host), 0)
         if job.ar is not None:
             ar = self.reservations[job.ar]
             profile = self.ar_use.get((job.ar, host))
@@ -411,8 +425,14 @@ class ClusterResources:
         profile = self.guard[host]
         return profile.capacity - self._peak(profile)
 
+    def _lendable(self, instance: tuple[str, str]) -> bool:
+        """Whether the instance may take a job on the weighed AR's idle
+        slots (a qrsub AR's: only its own instances); always, otherwise."""
+        ar = self._lending
+        return ar is None or not ar.instances or instance in ar.instances
+
     def _fits_one(self, job: Job, instance: tuple[str, str]) -> bool:
-        if self._host_room(job, instance[1]) < 1:
+        if not self._lendable(instance) or self._host_room(job, instance[1]) < 1:
             return False
         return all(slots_fit(job.hard, c, 1) >= 1
                    for c in self.containers.instances[instance].chain())
@@ -524,7 +544,7 @@ class ClusterResources:
         ``instances`` (its own limit against the sum of its instances'),
         in order, and each instance's slots by host."""
         per_host: dict[str, list[tuple[str, str, int]]] = {}
-        for queue, host in instances:
+        for queue, host in filter(self._lendable, instances):
             room = slots_fit(job.hard, self.containers.instances[(queue, host)], _MANY, master=False)
             if room > 0:
                 per_host.setdefault(host, []).append((queue, host, room))
@@ -556,6 +576,64 @@ class ClusterResources:
         tasks = _tasks([(host, self.config.host_slots(host) if slots is None else slots)
                         for host in chosen], per_host)
         return Placement(tuple(tasks), "", window[1], window[0])
+
+    # -- lending idle reserved slots ------------------------------------------------------
+
+    def lend(self, lent: Iterable[tuple[Job, Placement, int]]) -> None:
+        """Count lent jobs (each with its placement on AR ``placement.lent``
+        and its start) against their ARs' idle slots; what else they take
+        (memory, licences) is held as any job's."""
+        for job, placement, start in lent:
+            for host, slots in placement.per_host.items():
+                key = (placement.lent, host)
+                self.lent[key] = self.lent.get(key, 0) + slots
+            end = int(min(start + placement.duration, INFINITY))
+            for key, amount in self._container_debits(job, placement).items():
+                if key[1] != "slots":
+                    self._planner("container", key).add(start, max(end, self.now + 1), amount)
+        self._memo.clear()
+        self._drops.clear()
+        self._exhausted = None
+
+    def give_back(self, ar_id: int, placement: Placement) -> None:
+        """A lent job preempted: its slots are its AR's again."""
+        for host, slots in placement.per_host.items():
+            self.lent[(ar_id, host)] -= slots
+
+    def overdrawn(self) -> dict[tuple[int, str], int]:
+        """Where the AR's own jobs (running, or started by this pass) and
+        the jobs it lends hold more than the AR's slots now: (AR, host) ->
+        the slots to take back from lent jobs there."""
+        self._set_window(self.now, self.now + 1)
+        found = {}
+        for (ar_id, host), lent in self.lent.items():
+            ar = self.reservations.get(ar_id)
+            own = self.ar_use.get((ar_id, host))
+            excess = lent + (self._peak(own) if own else 0) - (ar.slots.get(host, 0) if ar else 0)
+            if lent > 0 and excess > 0:
+                found[(ar_id, host)] = excess
+        return found
+
+    def lend_now(self, job: Job, now: int) -> Placement | None:
+        """Where a preemptible job could run now on the idle slots of an
+        open AR (the first by id with room for its whole planned run, which
+        must end before the AR does: a lent job never outlives its lender),
+        counted as lent at once; None if no AR has such room."""
+        held = job.planned_runtime(self.default_duration) + self.offset
+        self._weigh(job)
+        for ar in sorted(self.reservations.started(), key=lambda w: w.id):
+            if not ar.open or now + held > ar.end:
+                continue
+            self._lending = ar
+            try:
+                placement = self._place_for(job, now, held, job.limit("h_rt"))
+            finally:
+                self._lending = None
+            if placement is not None:
+                placement = replace(placement, lent=ar.id)
+                self.lend([(job, placement, now)])
+                return placement
+        return None
 
     def advance(self, now: int) -> None:
         """The next pass of a model kept from pass to pass (an estimate

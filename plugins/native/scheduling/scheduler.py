@@ -162,6 +162,7 @@ class Scheduler:
         self._planned: list[Planned] = []
         self.last_id = 0                           # the id the last submission got
         self._starting: dict[int, Job] = {}        # the pass's starts, not yet recorded (t)
+        self._settling: set[int] = set()           # requeued since the last pass's poll
         self._published: dict[object, str] = {}    # what the store shows, by job id and _HOSTS
         hosts.sync(cluster.config())
 
@@ -326,7 +327,13 @@ class Scheduler:
         reports = {acct.TARGET: [record.line() + "\n"]}
         if self.reporting:
             reports[REPORTING] = [record_line(now, "acct", *record.line().split(":"))]
-        if finished.failed and not job.deleting:
+        if job.reclaimed and job.submission.preemptible == "requeue" and not job.deleting:
+            queued = replace(job, state=JobState.QUEUED, placement=None, start_time=None)
+            self.store.save(queued, reports, events)
+            job.state, job.placement, job.start_time = queued.state, None, None
+            self._settling.add(job.id)    # its old spool goes at the next poll: then it may run
+            log.info("job %d requeued after its preemption", job.id)
+        elif finished.failed and not job.deleting:
             host = job.placement.master[1] if job.placement else "?"
             when = time.strftime("%m/%d/%Y %H:%M:%S", time.localtime(now))
             failed = replace(job, state=JobState.ERROR, placement=None, start_time=None,
@@ -346,7 +353,9 @@ class Scheduler:
         start = int(finished.start) if started else 0
         end = int(finished.end if finished.end is not None else now) if started else 0
         usage = finished.rusage
-        if finished.failed:
+        if job.reclaimed:
+            failed = acct.PREEMPTED
+        elif finished.failed:
             failed = finished.failed
         elif finished.reason == "h_rt exceeded":
             failed = 37
@@ -369,7 +378,8 @@ class Scheduler:
             ru_nivcsw=int(usage.get("nivcsw", 0)),
             granted_pe=placement.pe if placement and placement.pe else "NONE",
             slots=placement.slots if placement else 1,
-            cpu=usage.get("utime", 0.0) + usage.get("stime", 0.0), category=category(job),
+            cpu=usage.get("utime", 0.0) + usage.get("stime", 0.0),
+            category=category(job, placement.lent if placement else None),
             arid=job.ar or 0, ar_sub_time=job.submission.ar_submitted)
 
     # -- operations from the commands ------------------------------------------------------------
@@ -626,6 +636,8 @@ class Scheduler:
             if not self.fence():
                 return
             began, cpu = time.perf_counter(), time.thread_time()
+            with self.lock:
+                self._settling.clear()     # this poll removes the spools of their last runs
             result = self.hosts.poll(self.store.epoch)
             with self.lock:
                 self._take(result)
@@ -634,6 +646,8 @@ class Scheduler:
                 self._publish_hosts()
             self._start(starts)
             self._last_pass = time.monotonic()
+            if self._settling:
+                self.wake()    # requeued jobs may run once the next poll removed their spools
             log.debug("scheduling pass: %d jobs, %d ARs, %.1f ms CPU, %.1f ms wall", len(self.jobs),
                       len(self.windows), (time.thread_time() - cpu) * 1000,
                       (time.perf_counter() - began) * 1000)
@@ -641,13 +655,14 @@ class Scheduler:
     def _decide(self) -> list[tuple[Job, Placement]]:
         config, now = self.cluster.config(), self.now()
         self.hosts.sync(config)
-        self._kill([j for j in self.jobs.values() if j.deleting])    # again, if a host missed it
+        self._kill([j for j in self.jobs.values() if j.deleting or j.reclaimed])    # again, if missed
         for job in self.jobs.values():
             if job.state == JobState.HELD and not job.submission.hold and \
                     not any(int(h) in self.jobs for h in job.submission.hold_jids):
                 job.state = JobState.QUEUED
                 self.store.save(job)
-        waiting = [j for j in self.jobs.values() if j.state == JobState.QUEUED and not j.deleting]
+        waiting = [j for j in self.jobs.values() if j.state == JobState.QUEUED and not j.deleting
+                   and j.id not in self._settling]
         for job in self.jobs.values():
             job.reasons = state_reason(job, now)
         eligible = [j for j in waiting if not j.reasons]
@@ -661,9 +676,16 @@ class Scheduler:
         resources = ClusterResources(config, now, self.offset, self.reports, self._unavailable(config),
                                      self.windows, self.baseline)
         running = [j for j in self.jobs.values()
-                   if j.state in (JobState.RUNNING, JobState.TRANSFERRING) and j.placement]
-        resources.book_running((job, job.placement, job.start_time) for job in running)
+                   if j.state in (JobState.RUNNING, JobState.TRANSFERRING) and j.placement
+                   and not j.reclaimed]     # a preempted run's slots are its AR's again
+        lent = [j for j in running if self._lender(j) is not None]
+        resources.book_running((job, job.placement, job.start_time)
+                               for job in running if job not in lent)
+        resources.lend((job, job.placement, job.start_time) for job in lent)
         decisions = dispatch(ordered, resources, now, Policy(config.scheduler.max_reservation))
+        self._reclaim(resources, lent, now)
+        started = {job.id for job, _ in decisions.started}
+        decisions.started += lend(ordered, started, resources, now)
         started = {job.id for job, _ in decisions.started}
         for job in eligible:
             if job.id not in started:    # not even tried once the cluster was full
@@ -685,6 +707,42 @@ class Scheduler:
                                           start_time=now)
                           for job, placement in decisions.started}
         return list(self._starting.values())
+
+    def _lender(self, job: Job) -> ReservedWindow | None:
+        """The AR whose idle slots the running job was lent, while that AR
+        still holds every one of them (after its end, a cancellation or a
+        move, the job holds its slots as any other)."""
+        lent = job.placement.lent if job.placement else None
+        window = self.windows.get(lent) if lent is not None else None
+        if window is None or window.state not in ("r", "E") or \
+                any(window.slots.get(host, 0) < n for host, n in job.placement.per_host.items()):
+            return None
+        return window
+
+    def _reclaim(self, resources: ClusterResources, lent: list[Job], now: int) -> None:
+        """Where this pass gave an AR's own jobs slots that lent jobs hold,
+        preempt lent jobs there, the latest started first (the least work
+        lost), until the AR's jobs fit: each is marked as reclaimed with
+        its job.preempted event in one write, and asked to end; its end
+        requeues it or ends it (``_ended``)."""
+        over = resources.overdrawn()
+        preempted = []
+        for job in sorted(lent, key=lambda j: (-(j.start_time or 0), -j.id)):
+            ar_id, per_host = job.placement.lent, job.placement.per_host
+            if not any(over.get((ar_id, host), 0) > 0 for host in per_host):
+                continue
+            for host, slots in per_host.items():
+                over[(ar_id, host)] = over.get((ar_id, host), 0) - slots
+            resources.give_back(ar_id, job.placement)
+            reclaimed = replace(job.placement, reclaimed=True)
+            self.store.save(replace(job, placement=reclaimed), events=[JobTransition(
+                True, now, ar_id, job_fields(job.id, job.owner, reclaimed.hosts, job.start_time)
+                | {"preemptible": job.submission.preemptible}, preempted=True)])
+            job.placement = reclaimed
+            log.info("job %d preempted (%s): advance reservation %d wants its slots back",
+                     job.id, job.submission.preemptible, ar_id)
+            preempted.append(job)
+        self._kill(preempted)
 
     def _unavailable(self, config: ClusterConfig) -> dict[tuple[str, str], str]:
         """Instances on hosts that run no jobs or cannot be reached."""
@@ -863,8 +921,19 @@ def state_reason(job: Job, now: int) -> tuple[str, ...]:
     return ()
 
 
-def category(job: Job) -> str:
-    """The job's category as accounting(5) records it (NONE if it asked nothing)."""
+def lend(jobs: Iterable[Job], started: set[int], resources: ClusterResources,
+         now: int) -> list[tuple[Job, Placement]]:
+    """The preemptible jobs that did not start on free slots, in order,
+    placed on open ARs' idle slots where they fit (after the ARs' own
+    jobs took theirs, so none is lent only to be preempted at once)."""
+    return [(job, placement) for job in jobs
+            if job.submission.preemptible and job.id not in started
+            for placement in [resources.lend_now(job, now)] if placement is not None]
+
+
+def category(job: Job, lent: int | None = None) -> str:
+    """The job's category as accounting(5) records it (NONE if it asked
+    nothing); a run on AR ``lent``'s idle slots adds ``-lent AR``."""
     spec, parts = job.submission, []
     if spec.queues:
         parts.append("-q " + ",".join(spec.queues))
@@ -878,4 +947,8 @@ def category(job: Job) -> str:
         parts.append(f"-pe {spec.pe} {format_pe_range(spec.pe_range)}")
     if spec.ar is not None:
         parts.append(f"-ar {spec.ar}")
+    if spec.preemptible:
+        parts.append(f"-preemptible {spec.preemptible}")
+    if lent is not None:
+        parts.append(f"{acct.LENT} {lent}")
     return " ".join(parts) or "NONE"

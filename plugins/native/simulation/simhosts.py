@@ -53,6 +53,7 @@ class SimulatedHosts:
         run = int(spec.command[-1]) if spec.command and spec.command[-1].isdigit() else 3600
         if spec.h_rt is not None:
             run = min(run, int(spec.h_rt))
+        self.killed.discard(spec.id)          # a requeued job's run before
         self.jobs[spec.id] = (host, self.clock.now, self.clock.now + run, spec)
         self.started.append((spec.id, host))
 

@@ -10,6 +10,7 @@ make_app includes them (within web.py, /web/config comes before
 from __future__ import annotations
 
 from overlay.network.http.routes import (
+    approval,
     claims,
     events,
     feeds,
@@ -19,11 +20,13 @@ from overlay.network.http.routes import (
     jobs,
     metrics,
     nodes,
+    release,
     reports,
     reservations,
     web,
 )
 
-API_ROUTERS = tuple(family.router for family in (identities, reservations, reports, ggf, claims,
-                                                   feeds, events, nodes, jobs))
+API_ROUTERS = tuple(family.router for family in (identities, reservations, release, approval,
+                                                   reports, ggf, claims, feeds, events, nodes,
+                                                   jobs))
 FIXED_ROUTERS = (web.router, metrics.router, health.router)

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 
 from overlay.language import limits
 from overlay.language.leads import LEAD_FORMS
+from overlay.language.release import IDLE_FORMS
 from overlay.language.request import MAX_AR_ID
 from overlay.network.http.identity import Who
 from overlay.network.http.refusal import Refusal
@@ -37,6 +38,10 @@ Leads = Annotated[list[Annotated[StrictInt, Field(ge=0, le=2**40)]], Field(
     max_length=limits.MAX_ITEMS, description=f"notice leads, seconds before the start or end: "
                                              f"{LEAD_FORMS}; [] none, absent the site's")]
 
+IdleRelease = Annotated[StrictInt, Field(ge=0, le=2**40, description=f"seconds the open AR may "
+                                         f"run no job before it is released: {IDLE_FORMS}; "
+                                         "0 never, absent the site's")]
+
 
 class ReservationIn(BaseModel):
     """plus_reserve's request (overlay.language.request.request_wire), -T as
@@ -62,6 +67,8 @@ class ReservationIn(BaseModel):
     repair: RepairMode = "before"
     notify_start: Leads | None = None
     notify_end: Leads | None = None
+    idle_release: IdleRelease | None = None
+    release_when_done: StrictBool = False
     maint: StrictBool = Field(False, description="managers only: reserve for maintenance")
     clear_notice: Leads | None = None
     force: StrictBool = Field(False, description="with maint: over other ARs, which go to W/E")
@@ -79,6 +86,8 @@ class ModifyIn(BaseModel):
     repair: RepairMode | None = None
     notify_start: Leads | None = None
     notify_end: Leads | None = None
+    idle_release: IdleRelease | None = None
+    release_when_done: StrictBool | None = None
     transactional: StrictBool = False
 
 

@@ -14,10 +14,10 @@
 
 const API = "/v1";
 const STATES = {w: "waiting", r: "running", x: "exited", d: "deleted", W: "warning",
-                E: "error", p: "pending"};
+                E: "error", p: "pending", h: "awaiting"};
 const STATE_WORDS = {w: "waiting", r: "running", x: "ended", d: "cancelled",
-                     W: "warning", E: "error", p: "pending (-T)"};
-const LIVE = "wrpWE";
+                     W: "warning", E: "error", p: "pending (-T)", h: "awaiting approval"};
+const LIVE = "wrpWEh";
 const POLL_MS = 5000;
 const SETTLE_MS = 300;
 const ROW_PX = 28;
@@ -499,6 +499,7 @@ async function showDetail(arId) {
   ];
   if (ar.message) fields.push(["message", ar.message]);
   if (ar.pending) fields.push(["pending", `${ar.pending.operation}, until ${when(ar.pending.expires)}`]);
+  if (ar.approval) fields.push(["approval", `awaited until ${when(ar.approval.due)}, then it lapses`]);
   const list = $("detail-fields");
   list.replaceChildren();
   for (const [term, value] of fields) {
@@ -512,6 +513,11 @@ async function showDetail(arId) {
   $("detail-owner-actions").hidden = !ownerActions;
   $("cancel-ar").hidden = Boolean(ar.pending);
   $("cancel-confirm").hidden = true;
+  const open = "rE".includes(ar.state) && !ar.pending;
+  $("end-now").hidden = !open;
+  $("end-now-text").hidden = !open;
+  $("detail-decision").hidden = !(view.manager && ar.state === "h");
+  $("deny-reason").value = "";
   $("edit-start").value = zoneInput(ar.start);
   $("edit-end").value = zoneInput(ar.end);
   $("detail-link").href = `#ar=${ar.id}`;
@@ -599,6 +605,20 @@ async function changeWindow(arId, start, end) {
   return changed;
 }
 
+/* -- a manager's decision on an AR awaiting approval (state h): approve, or
+ *    deny with a reason for its owner ---------------------------------------- */
+
+async function decide(verdict) {
+  const arId = view.shown.id;
+  const body = verdict === "deny" ? {reason: $("deny-reason").value.trim()} : undefined;
+  try {
+    const ar = await api("POST", `/reservations/${arId}/${verdict}`, body);
+    say(`AR ${arId} ${verdict === "approve" ? "approved" : "denied"} (state ${ar.state}).`, true);
+    await showDetail(arId);
+  } catch (error) { say(`AR ${arId} was not ${verdict === "approve" ? "approved" : "denied"}: ${error.message}`); }
+  await refresh(true);
+}
+
 /* -- cancelling: confirmed first; a waiting AR's cancel can be undone for a
  *    few seconds. It is a two-phase cancel (-T): the store marks the AR as
  *    being cancelled at once, for every daemon and plus_status, while its
@@ -667,6 +687,17 @@ async function commitCancel() {
     say(`AR ${arId} cancelled.`, true);
     if (view.shown && view.shown.id === arId) closeDetail();
   } catch (error) { say(`AR ${arId} was not cancelled: ${error.message}`); }
+  await refresh(true);
+}
+
+/* -- ending an open AR now: released early, its nodes freed, charged until now */
+async function endNow() {
+  const arId = view.shown.id;
+  try {
+    await api("POST", `/reservations/${arId}/release`);
+    say(`AR ${arId} ended: its nodes are free.`, true);
+    if (view.shown && view.shown.id === arId) closeDetail();
+  } catch (error) { say(`AR ${arId} was not ended: ${error.message}`); }
   await refresh(true);
 }
 
@@ -1085,7 +1116,10 @@ function wire() {
   $("find").addEventListener("click", () => findFree());
   $("book").addEventListener("click", book);
   $("book-cancel").addEventListener("click", () => { $("confirm").hidden = true; });
+  $("end-now").addEventListener("click", endNow);
   $("cancel-ar").addEventListener("click", askCancel);
+  $("approve-ar").addEventListener("click", () => decide("approve"));
+  $("deny-ar").addEventListener("click", () => decide("deny"));
   $("cancel-yes").addEventListener("click", cancelConfirmed);
   $("cancel-no").addEventListener("click", () => { $("cancel-confirm").hidden = true; });
   $("undo-button").addEventListener("click", undoCancel);
