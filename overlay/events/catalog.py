@@ -32,11 +32,12 @@ ENDED = "reservation.ended"
 CANCELLED = "reservation.cancelled"
 IN_ERROR = "reservation.error"
 REPAIRED = "reservation.repaired"
+OCCURRENCE_REFUSED = "reservation.occurrence_refused"
 JOB_STARTED = "job.started"
 JOB_ENDED = "job.ended"
 
 TYPES = (GRANTED, CHANGED, STARTING_SOON, STARTED, ENDING_SOON, ENDED, CANCELLED, IN_ERROR, REPAIRED,
-         JOB_STARTED, JOB_ENDED)
+         OCCURRENCE_REFUSED, JOB_STARTED, JOB_ENDED)
 """Every event type, in the order of an AR's life."""
 CALENDAR_CHANGED = "calendar.changed"
 """What a stream that draws every AR (GET /v1/events?calendar=true) is
@@ -59,6 +60,19 @@ def reservation_event(kind: str, now: int, ar, key: str | None = None,
     data = {"reservation": shown, **extra}
     return {"time": now, "type": kind, "ar_id": ar.id, "owner": ar.owner,
             "acl": ",".join(ar.acl), "data": json.dumps(data, separators=(",", ":")), "key": key}
+
+
+def occurrence_refused_event(now: int, series, start: int, reason: str) -> dict:
+    """A series' occurrence that could not be granted (no nodes, a policy),
+    seen as the series' ARs are; ``key`` makes it one event whichever
+    daemon tells it. ``ar_id`` 0: no AR was made."""
+    request = series.request
+    shown = {"id": series.id, "owner": series.owner, "name": request.name,
+             "rule": series.recurrence.rule}
+    data = {"series": shown, "start": start, "end": start + request.duration, "reason": reason}
+    return {"time": now, "type": OCCURRENCE_REFUSED, "ar_id": 0, "owner": series.owner,
+            "acl": ",".join(request.users), "data": json.dumps(data, separators=(",", ":")),
+            "key": f"series-{series.id}-{start}"}
 
 
 def job_event(kind: str, now: int, ar: Mapping[str, object] | None, ar_id: int,

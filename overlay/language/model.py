@@ -263,6 +263,10 @@ class Reservation:
     """When its window was last set (granted, modified, committed): a
     notice whose lead was already past then is not given (0: at its
     submission)."""
+    series: int | None = None
+    """The recurring series (plus_reserve --repeat) this AR is an
+    occurrence of, if any: otherwise an AR like any other, which every
+    backend enforces as such."""
 
     @property
     def start(self) -> int:

@@ -620,13 +620,16 @@ class Manager:
     @_retried_when_stale
     def reserve(self, caller: Caller, request: Request, transactional: bool = False,
                 idempotency_key: str | None = None, verify: bool = False,
-                start_now: bool = False) -> Reservation:
+                start_now: bool = False, series: int | None = None,
+                also: Callable | None = None) -> Reservation:
         """A new AR; with ``idempotency_key``, the AR a request of the same
         key already made (the same request retried), whatever its state;
         with ``verify`` (qrsub -w v), the AR it would be, not stored (id 0);
         with ``start_now`` (qrsub without -a or -e), the window starts at
         this daemon's now and keeps its length, as 8.1.9's qmaster sets it
-        (a start the client took a second earlier would cost the end one)."""
+        (a start the client took a second earlier would cost the end one).
+        ``series``: the series it is an occurrence of, whose step ``also``
+        writes in the same transaction (overlay.usecases.series)."""
         with self.lock:
             if request.by_slots:
                 request = self.backend.canonical(request)
@@ -663,13 +666,13 @@ class Manager:
                 account=request.account,
                 pending=Operation.RESERVE if transactional else None,
                 pending_since=now if transactional else None, idempotency_key=idempotency_key,
-                granted_pe=granted_pe)
+                granted_pe=granted_pe, series=series)
             if verify:
                 return ar
             report = None if transactional else Report(granted=True)
             self.store.create(ar, self.capacity(),
                               report and (lambda made: report.lines(now, made)),
-                              report and (lambda made: report.told(now, made)))
+                              report and (lambda made: report.told(now, made)), also)
             self._keep(ar)
             self._book(ar)
             self._told(ar, report)

@@ -33,8 +33,10 @@ class Draft:
 
 
 SUBMIT, START_SOON, END_SOON, OVER, BROKEN = "submit", "start", "end", "over", "broken"
+REFUSED = "refused"
 """Which next steps a mail gives: into a running or repaired AR, before the
-start, before the end, after it, while it is broken."""
+start, before the end, after it, while it is broken, an occurrence of a
+series that was refused (the AR it would have been has id 0)."""
 
 
 def in_words(seconds: int) -> str:
@@ -53,7 +55,8 @@ def written(draft: Draft, sender: str, recipients: list[str]) -> EmailMessage:
     mail = EmailMessage()
     mail["From"] = sender
     mail["To"] = ", ".join(recipients)
-    mail["Subject"] = f"Advance Reservation {ar.id} ({ar.name or 'none'}) {draft.event}"
+    named = f"series {ar.series}" if draft.steps == REFUSED else str(ar.id)
+    mail["Subject"] = f"Advance Reservation {named} ({ar.name or 'none'}) {draft.event}"
     mail["Date"] = formatdate(localtime=True)
     lines = [draft.headline, "",
              f"AR id      = {ar.id}",
@@ -88,6 +91,11 @@ def next_steps(draft: Draft) -> list[str]:
     if steps == END_SOON:
         return [f"{extend} (if its nodes are free for it)",
                 "jobs still running in it at its end are ended with it: save your work", release]
+    if steps == REFUSED:
+        return [f"see the series and what it was refused: plus_status -series {ar.series}",
+                f"reserve that time yourself: plus_reserve -s {advice.typed(ar.start)} -D "
+                f"{ar.end - ar.start}s -n {ar.request.nodes}",
+                f"stop the series: plus_cancel -series {ar.series}"]
     if steps == BROKEN:
         return ["the overlay keeps the AR and mails again once its nodes are healthy",
                 f"see why: plus_status -r {ar.id}", release]

@@ -25,6 +25,7 @@ from overlay_mail.compose import (
     BROKEN,
     END_SOON,
     OVER,
+    REFUSED,
     START_SOON,
     SUBMIT,
     Draft,
@@ -125,6 +126,18 @@ class Notifier:
         steps = SUBMIT if reservation.state == State.RUNNING else START_SOON
         self._notify(reservation, "a", "Repaired",
                      f"AR {reservation.id} was repaired: {moves}", steps, advice)
+
+    @hookimpl
+    def plus_reservation_occurrence_refused(self, reservation: Reservation, series: int,
+                                            reason: str, advice: Advice) -> None:
+        """An occurrence of a recurring series could not be granted: mailed
+        whatever -m's letters (a user who learns of it only at its start
+        has lost the time to act), unless n."""
+        if reservation.request.mail_options != "n":
+            self._put(Draft(reservation, "Occurrence refused",
+                            f"The occurrence of series {series} at "
+                            f"{advice.local(reservation.start)} was not granted: {reason}",
+                            REFUSED, advice))
 
     def _error(self, reservation: Reservation, reason: str, advice: Advice) -> None:
         """Once per error: a start into E calls both the start and the error

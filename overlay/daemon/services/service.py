@@ -22,6 +22,7 @@ from overlay.daemon.services import (
     nodes,
     reports,
     reservations,
+    series,
     web,
 )
 from overlay.daemon.services.base import CLIENT_LINES, Context, Operation, log
@@ -34,10 +35,11 @@ from overlay.network.tokens import Tokens
 from overlay.persistence.feedtokens import FeedTokens
 from overlay.reporting.accounting import ReportingFollower
 from overlay.usecases.manager import Caller, Manager
+from overlay.usecases.series import SeriesCases
 from overlay.wire import codec
 
-FAMILIES = (reservations, ggf, claims, identities, web, reports, metrics, feeds, events, nodes, jobs,
-            control)
+FAMILIES = (reservations, series, ggf, claims, identities, web, reports, metrics, feeds, events,
+            nodes, jobs, control)
 """The modules whose OPERATIONS the socket serves."""
 
 
@@ -67,7 +69,8 @@ class Service:
                  role: Callable[[], dict] | None = None, metrics_token: bytes = b"",
                  feed_tokens: FeedTokens | None = None,
                  watch: HeadWatch | None = None,
-                 wake_deliveries: Callable[[], None] = lambda: None) -> None:
+                 wake_deliveries: Callable[[], None] = lambda: None,
+                 series: SeriesCases | None = None) -> None:
         self.turns = connections.UserTurns(manager.config.http.max_requests_per_user)
         self.plugin_operations: dict[str, Callable[[Caller, dict], Any]] = {}
         for offered in manager.plugin_operations():
@@ -80,7 +83,7 @@ class Service:
                                RateLimitedLog(log, burst=CLIENT_LINES),
                                ReportingFollower(manager.config.accounting_path), os.getuid(),
                                daemons, role, self.requests, metrics_token, feed_tokens,
-                               watch, wake_deliveries)
+                               watch, wake_deliveries, series)
 
     @property
     def daemon_uid(self) -> int:
