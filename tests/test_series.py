@@ -20,11 +20,14 @@ import zoneinfo
 from itertools import takewhile
 
 import pytest
+from icalendar import Calendar
 
 from overlay.contract import plugins
 from overlay.daemon import config as config_module
+from overlay.daemon.services.feeds import _series_of
 from overlay.daemon.services.service import Service
 from overlay.events.catalog import OCCURRENCE_REFUSED
+from overlay.feeds.calendar import calendar
 from overlay.language.model import InvalidRequest, LimitExceeded, Request, State
 from overlay.language.recurrence import Recurrence
 from overlay.language.request import RequestError
@@ -332,3 +335,33 @@ def test_the_socket_operations_reserve_list_modify_and_cancel_a_series(world):
     assert len(changed["modified"]) == 2
     done = service.handle(ALICE, "series_cancel", {"series": series["id"]})
     assert done["state"] == "cancelled" and len(done["cancelled"]) == 2
+
+
+def test_the_users_feed_carries_the_series_as_one_event_with_rrule_and_exdate(world):
+    zone = "America/New_York"
+    first = epoch(zone, 2027, 3, 8, 9)                   # a Monday; DST starts on the 14th
+    env = world(zone, first - HOUR)
+    series, granted = env.reserve(first, rule=WEEKDAYS + ";UNTIL=20270331T235959Z",
+                                  exceptions=("2027-03-10",), name="lab")
+    env.manager.cancel(ALICE, granted[1].id, None)        # Tuesday's occurrence
+    single = env.manager.reserve(ALICE, Request(start=first + 7 * HOUR, end=first + 8 * HOUR,
+                                                nodes=1))
+    context = Service(env.manager, env.lifecycle.notice, lambda: None,
+                      series=env.series).context
+    ars = env.manager.status(expired=100)
+    made = _series_of(context, ars)
+    shown = [ar for ar in ars if ar.series is None]
+    body = calendar("t", shown, zone, "cluster.test", "https://cluster.test/web/", env.now, made)
+    parsed = Calendar.from_ical(body)
+    events = [c for c in parsed.walk("VEVENT")]
+    assert len(events) == 2                               # the single AR, and the series
+    [recurring] = [e for e in events if "RRULE" in e]
+    assert recurring["RRULE"]["UNTIL"][0] == dt.datetime(2027, 3, 31, 23, 59, 59,
+                                                         tzinfo=dt.timezone.utc)
+    assert recurring["DTSTART"].dt == dt.datetime(2027, 3, 8, 9, tzinfo=zoneinfo.ZoneInfo(zone))
+    excluded = sorted(d.dt for exdate in ([recurring["EXDATE"]] if not isinstance(
+        recurring["EXDATE"], list) else recurring["EXDATE"]) for d in exdate.dts)
+    assert [d.strftime("%Y-%m-%d %H:%M") for d in excluded] == ["2027-03-09 09:00",
+                                                                "2027-03-10 09:00"]
+    assert "BEGIN:VTIMEZONE" in body and "TZID:America/New_York" in body
+    assert single.series is None

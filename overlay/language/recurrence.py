@@ -134,6 +134,15 @@ class Recurrence:
         return (local.strftime("%Y-%m-%d") in self.exceptions
                 or local.strftime("%Y-%m-%dT%H:%M") in self.exceptions)
 
+    def excepted(self, epoch: int) -> bool:
+        """Whether the occurrence at ``epoch`` is one --except leaves out."""
+        return self._skipped(dt.datetime.fromtimestamp(epoch, zoneinfo.ZoneInfo(self.zone))
+                             .replace(tzinfo=None))
+
+    def plain(self) -> Recurrence:
+        """The rule without its exceptions (a feed's RRULE, whose EXDATEs name them)."""
+        return Recurrence(self.rule, self.first, self.zone)
+
     def starts(self, after: int | None = None) -> Iterator[int]:
         """The occurrences' starts (epoch seconds, ascending) later than
         ``after`` (None: from the first), the exceptions left out."""

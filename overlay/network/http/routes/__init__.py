@@ -21,9 +21,10 @@ from overlay.network.http.routes import (
     nodes,
     reports,
     reservations,
+    series,
     web,
 )
 
-API_ROUTERS = tuple(family.router for family in (identities, reservations, reports, ggf, claims,
-                                                   feeds, events, nodes, jobs))
+API_ROUTERS = tuple(family.router for family in (identities, reservations, series, reports, ggf,
+                                                   claims, feeds, events, nodes, jobs))
 FIXED_ROUTERS = (web.router, metrics.router, health.router)
