@@ -32,7 +32,7 @@ from overlay.language.model import InvalidRequest, LimitExceeded, Request, State
 from overlay.language.recurrence import Recurrence
 from overlay.language.request import RequestError
 from overlay.persistence.events import EventLog
-from overlay.persistence.series import SeriesRow, SeriesStore
+from overlay.persistence.series import SeriesMoved, SeriesRow, SeriesStore
 from overlay.persistence.store import ReservationRow, Store
 from overlay.usecases.lifecycle import Lifecycle
 from overlay.usecases.manager import Caller, Manager
@@ -203,6 +203,12 @@ def test_two_daemons_extending_one_series_grant_each_occurrence_once(world):
     assert other.series.extend(series.id) == []           # its cursor moved: nothing twice
     other.manager.catch_up()
     assert other.starts(series.id) == [first + day * DAY for day in range(6)]
+    stale = other.series.table.get(series.id)          # read, then a modify of the series wins
+    one.series.modify(ALICE, series.id, 2 * HOUR, None, None, None, None, None)
+    with pytest.raises(SeriesMoved):
+        other.series.table.write(other.series.table.stepped(
+            stale, other.series.table.following(stale, handled=stale.handled + 1)))
+    assert one.series.table.get(series.id).duration == 2 * HOUR      # the change is not lost
 
 
 def test_a_refused_occurrence_is_told_by_event_and_mail_and_listed(world, smtp):  # noqa: F811

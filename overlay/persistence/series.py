@@ -58,6 +58,7 @@ class SeriesRow(SQLModel, table=True):
     refused: str = "[]"
     created: int = Field(sa_type=BigInteger)
     changed: int = Field(sa_type=BigInteger)
+    revision: int = 0
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,8 @@ class Series:
     next_due: int | None = None
     refused: tuple[tuple[int, str], ...] = field(default=())
     created: int = 0
+    revision: int = 0
+    """How many times it was written: a write from an older copy is refused."""
 
     @property
     def duration(self) -> int:
@@ -96,7 +99,7 @@ def _values(series: Series) -> dict:
                 state=series.state, handled=series.handled, granted=series.granted,
                 next_start=series.next_start, next_due=series.next_due,
                 refused=json.dumps([list(item) for item in series.refused]),
-                created=series.created or now, changed=now)
+                created=series.created or now, changed=now, revision=series.revision)
 
 
 def _from_row(row) -> Series:
@@ -107,7 +110,7 @@ def _from_row(row) -> Series:
                   handled=row.handled, granted=row.granted, next_start=row.next_start,
                   next_due=row.next_due,
                   refused=tuple((int(at), str(why)) for at, why in json.loads(row.refused)),
-                  created=row.created)
+                  created=row.created, revision=row.revision)
 
 
 _SERIES = SeriesRow.__table__
@@ -136,17 +139,23 @@ class SeriesStore:
             session.connection().execute(insert(_SERIES), [_values(series)])
         return insert_row
 
+    @staticmethod
+    def following(series: Series, **changes) -> Series:
+        """``series`` with ``changes``, as its next write stores it."""
+        return replace(series, revision=series.revision + 1, **changes)
+
     def stepped(self, series: Series, following: Series,
                 events: Iterable[Mapping] = ()) -> Callable[[Session, Reservation | None], None]:
-        """The write moving ``series``'s cursor to ``following``'s, refused
-        (SeriesMoved) unless the row is still at ``series``'s handled count."""
+        """The write of ``following`` (made by ``following()``) over
+        ``series``, refused (SeriesMoved) unless the row is still the one
+        ``series`` was read as (its revision): never a step twice, nor a
+        change of the template lost."""
         def step(session: Session, _made: Reservation | None = None) -> None:
             values = _values(following)
             del values["id"], values["created"]
             done = session.connection().execute(
                 update(_SERIES).where(_SERIES.c.id == series.id,
-                                      _SERIES.c.handled == series.handled,
-                                      _SERIES.c.state == series.state).values(**values))
+                                      _SERIES.c.revision == series.revision).values(**values))
             if done.rowcount != 1:
                 raise SeriesMoved(f"series {series.id} moved on meanwhile")
             put_events(session, events)

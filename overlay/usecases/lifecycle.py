@@ -68,6 +68,10 @@ _CONTENDED = RateLimitedLog(log)
 _TIMERS_LOG = logging.getLogger("apscheduler.scheduler.lifecycle")
 _TIMERS_LOG.addFilter(RateLimitFilter(burst=1))
 
+_SERIES_PER_PASS = 100
+"""Occurrences of one series a pass grants at most: a series of thousands
+falling due at once is granted over passes aimed one after the other, so
+no pass holds up the others' transitions for long."""
 _NEXT_JOB = "next-transition"
 _RECONCILE_JOB = "reconcile"
 
@@ -243,7 +247,7 @@ class Lifecycle:
             self._series_due.set(series_id, self._series_due_time(series_id))
         for series_id in self._series_due.pop_due(now):
             try:
-                cases.extend(series_id)
+                cases.extend(series_id, limit=_SERIES_PER_PASS)
             except Exception:
                 log.exception("series %d: granting its occurrences failed; the next pass "
                               "tries again", series_id)

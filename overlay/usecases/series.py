@@ -118,43 +118,45 @@ class SeriesCases:
         """Grant (or refuse, telling why) the series' occurrences that have
         come within the depth, at most ``limit``; those granted."""
         granted: list[Reservation] = []
-        while limit is None or len(granted) < limit:
-            series = self.table.get(series_id)
+        series = self.table.get(series_id)     # then as each step wrote it
+        while series is not None and (limit is None or len(granted) < limit):
             now = self.manager.now()
-            if series is None or series.state != ACTIVE or series.next_due is None \
-                    or series.next_due > now:
+            if series.state != ACTIVE or series.next_due is None or series.next_due > now:
                 break
             try:
-                made = self._step(series, now)
+                made, series = self._step(series, now)
             except SeriesMoved:
                 break                          # another daemon handled it: it goes on there
             if made is not None:
                 granted.append(made)
         return granted
 
-    def _step(self, series: Series, now: int) -> Reservation | None:
-        """Grant the series' next occurrence, or record why not."""
+    def _step(self, series: Series, now: int) -> tuple[Reservation | None, Series]:
+        """Grant the series' next occurrence, or record why not; the AR
+        granted, and the series as the step wrote it."""
         start = series.next_start
         following = series.recurrence.next_start(start)
         if start < now - START_GRACE:
-            return self._refuse(series, start, following, now, "its start passed while no "
-                                "daemon led (the depth was not granted in time)")
-        moved = replace(series, **self._cursor(series.handled + 1, series.granted + 1, following))
+            return None, self._refuse(series, start, following, now, "its start passed while no "
+                                      "daemon led (the depth was not granted in time)")
+        moved = self.table.following(
+            series, **self._cursor(series.handled + 1, series.granted + 1, following))
         try:
             return self.manager.reserve(owner_of(series), series.occurrence(start),
                                         series=series.id,
-                                        also=self.table.stepped(series, moved))
+                                        also=self.table.stepped(series, moved)), moved
         except SeriesMoved:
             raise
         except ReservationError as exc:
-            return self._refuse(series, start, following, now, str(exc))
+            return None, self._refuse(series, start, following, now, str(exc))
 
     def _refuse(self, series: Series, start: int, following: int | None, now: int,
-                reason: str) -> None:
-        """Record a refused occurrence with its event, then tell the plugins."""
+                reason: str) -> Series:
+        """Record a refused occurrence with its event, then tell the plugins;
+        the series as written."""
         refused = (*series.refused, (start, reason))[-KEPT_REFUSALS:]
-        moved = replace(series, refused=refused,
-                        **self._cursor(series.handled + 1, series.granted, following))
+        moved = self.table.following(
+            series, refused=refused, **self._cursor(series.handled + 1, series.granted, following))
         self.table.write(self.table.stepped(
             series, moved, [occurrence_refused_event(now, series, start, reason)]))
         self.manager.reported()
@@ -170,7 +172,7 @@ class SeriesCases:
                 reservation=would_be, series=series.id, reason=reason, advice=advice)
         except Exception:
             log.exception("plugin hook plus_reservation_occurrence_refused failed")
-        return None
+        return moved
 
     def due(self) -> dict[int, int]:
         """Every active series' due time (the lifecycle's heap is primed so)."""
@@ -212,7 +214,7 @@ class SeriesCases:
         """No more occurrences, and every open one cancelled."""
         series = self._owned(caller, series_id, "cancel")
         if series.state == ACTIVE:
-            self.table.write(self.table.stepped(series, replace(
+            self.table.write(self.table.stepped(series, self.table.following(
                 series, state=CANCELLED, next_due=None)))
         cancelled = []
         for ar in self.occurrences(series_id):
@@ -242,7 +244,8 @@ class SeriesCases:
                            notify_start=request.notify_start if notify_start is None
                            else notify_start,
                            notify_end=request.notify_end if notify_end is None else notify_end)
-        self.table.write(self.table.stepped(series, replace(series, request=template)))
+        self.table.write(self.table.stepped(series, self.table.following(series,
+                                                                          request=template)))
         changed, refused = [], []
         for ar in self.occurrences(series_id):
             if ar.state not in (State.WAITING, State.WARNING):
