@@ -233,7 +233,7 @@ def test_each_occurrence_of_a_series_is_a_reservation_of_its_own(daemon):
     assert reservation(first)["Users"] == reservation(second)["Users"] == "plusu1"
     assert reservation(first)["StartTime"] != reservation(second)["StartTime"]
     listed = daemon.ok("plusu1", "plus_status", "-series")
-    assert re.search(rf"^ +{series['id']} +plusu1 +active +FREQ=DAILY;COUNT=2", listed, re.M)
+    assert re.search(rf"^ +{series['id']} +plusu1 +complete +FREQ=DAILY;COUNT=2", listed, re.M)
     daemon.ok("plusu1", "plus_cancel", "-series", str(series["id"]))
     wait_for(lambda: not {first, second} & set(reservation_names()), 30,
              "the enforcer to give both occurrences' nodes back")

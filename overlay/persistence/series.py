@@ -30,7 +30,9 @@ MAX_SERIES_ID = 9_999_999
 KEPT_REFUSALS = 100
 """Refused occurrences a series lists (the latest); each was also told by
 an event and a mail when it happened."""
-ACTIVE, ENDED, CANCELLED = "active", "ended", "cancelled"
+ACTIVE, COMPLETE, CANCELLED = "active", "complete", "cancelled"
+"""A series is active while occurrences are still to be granted, complete once
+every one was granted or refused, cancelled by plus_cancel -series."""
 
 
 class SeriesMoved(InvalidRequest):

@@ -38,7 +38,7 @@ from overlay.log.ratelog import RateLimitedLog
 from overlay.persistence.series import (
     ACTIVE,
     CANCELLED,
-    ENDED,
+    COMPLETE,
     KEPT_REFUSALS,
     Series,
     SeriesMoved,
@@ -110,7 +110,7 @@ class SeriesCases:
         """A series' cursor after ``handled`` occurrences, the next at ``following``."""
         return dict(handled=handled, granted=granted, next_start=following,
                     next_due=None if following is None else following - self.depth,
-                    state=ACTIVE if following is not None else ENDED)
+                    state=ACTIVE if following is not None else COMPLETE)
 
     # -- the depth moving on -------------------------------------------------------
 

@@ -114,7 +114,7 @@ class Series(_Shown):
     nodes: int
     users: list[str]
     exceptions: list[str]
-    state: str = Field(description="active, ended or cancelled")
+    state: str = Field(description="active (occurrences still to be granted), complete (every one granted or refused) or cancelled")
     handled: int = Field(description="occurrences granted or refused so far")
     granted: int
     next_start: int | None
