@@ -138,3 +138,16 @@ def test_a_seed_verb_is_asked_for_the_userid_its_words_name(api):
     [(op, args)] = recorder.asked
     assert op == "setres" and args["transactional"] is True and args["start"] == start
     assert recorder.acting_for == ["plusu1"]
+
+
+def test_a_series_is_asked_with_repeat_and_except_by_their_names(api):
+    client, recorder = api
+    client.request("POST", "/v1/reservations", {"start": 10, "end": 20, "nodes": 1,
+                                                "repeat": "FREQ=DAILY;COUNT=3",
+                                                "except": ["2027-01-02"]})
+    [(op, args)] = recorder.asked
+    assert op == "reserve" and args["repeat"] == "FREQ=DAILY;COUNT=3"
+    assert args["except"] == ["2027-01-02"] and "except_" not in args
+    refused = client.request("POST", "/v1/reservations", {"start": 10, "end": 20, "nodes": 1,
+                                                          "except_": ["2027-01-02"]})
+    assert refused.status_code == 422
