@@ -34,6 +34,7 @@ from overlay.language.request import RequestError
 from overlay.persistence.events import EventLog
 from overlay.persistence.series import SeriesMoved, SeriesRow, SeriesStore
 from overlay.persistence.store import ReservationRow, Store
+from overlay.usecases import series as series_cases
 from overlay.usecases.lifecycle import Lifecycle
 from overlay.usecases.manager import Caller, Manager
 from overlay.usecases.series import SeriesCases
@@ -240,7 +241,7 @@ def test_a_refused_occurrence_is_told_by_event_and_mail_and_listed(world, smtp):
 
 # -- modify and cancel ------------------------------------------------------------------
 
-def test_modify_and_cancel_one_occurrence_or_the_series(world):
+def test_modify_and_cancel_one_occurrence_or_the_series(world, monkeypatch):
     zone = "America/New_York"
     first = epoch(zone, 2027, 3, 15, 9)
     env = world(zone, first - HOUR)
@@ -261,8 +262,13 @@ def test_modify_and_cancel_one_occurrence_or_the_series(world):
     assert later and all(ar.request.nodes == 2 and ar.request.duration == HOUR for ar in later)
     with pytest.raises(Exception, match="belongs to alice"):
         env.series.cancel(BOB, series.id)
+    monkeypatch.setattr(series_cases, "_AT_ONCE", 1)     # the command cancels one itself
     stopped, cancelled = env.series.cancel(ALICE, series.id)
-    assert stopped.state == "cancelled" and stopped.next_due is None
+    assert stopped.state == "cancelled" and len(cancelled) == 1
+    assert stopped.next_due is not None                  # the leader cancels the others
+    env.lifecycle.notice(cancelled)
+    env.tick_at(env.now + 1)
+    assert env.series.table.get(series.id).next_due is None
     assert all(ar.state == State.DELETED for ar in env.series.occurrences(series.id))
     handled = stopped.handled
     env.tick_at(first + 6 * DAY)

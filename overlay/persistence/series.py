@@ -187,10 +187,11 @@ class SeriesStore:
                 SeriesRow.owner == owner, SeriesRow.state == ACTIVE)).one()
 
     def due(self) -> dict[int, int]:
-        """The due time of every active series with an occurrence ahead."""
+        """The due time of every series with work ahead: an occurrence to
+        grant, or (cancelled) open occurrences to cancel."""
         with self.store.session() as session:
             rows = session.exec(select(SeriesRow.id, SeriesRow.next_due).where(
-                SeriesRow.state == ACTIVE, SeriesRow.next_due.is_not(None))).all()
+                SeriesRow.next_due.is_not(None))).all()
         return {row[0]: row[1] for row in rows}
 
     def remove(self, series_id: int) -> None:

@@ -47,7 +47,6 @@ from overlay.language.limits import HORIZON
 from overlay.language.model import FINISHED_STATES, Reservation, State
 from overlay.log.ratelog import RateLimitedLog, RateLimitFilter
 from overlay.persistence.events import EventLog
-from overlay.persistence.series import ACTIVE
 from overlay.persistence.store import Stale
 from overlay.usecases.manager import Manager
 from overlay.usecases.notices import Notice, notices
@@ -255,7 +254,7 @@ class Lifecycle:
 
     def _series_due_time(self, series_id: int) -> int | None:
         found = self.series.table.get(series_id) if self.series is not None else None
-        return found.next_due if found is not None and found.state == ACTIVE else None
+        return found.next_due if found is not None else None
 
     def _absorb(self) -> None:
         """Take the manager's changes since the last look into the due

@@ -52,6 +52,8 @@ _REFUSALS_LOG = RateLimitedLog(log)
 _AT_ONCE = 32
 """Occurrences a plus_reserve --repeat grants itself beyond the first; the
 leader grants the others in its next pass, which the command wakes."""
+_STEP_TRIES = 3
+"""Writes of a command's change of a series that met a step of the leader's."""
 _OVERLAP_CHECKED = 1000
 """Occurrences whose starts are checked against one another at creation."""
 
@@ -119,6 +121,9 @@ class SeriesCases:
         come within the depth, at most ``limit``; those granted."""
         granted: list[Reservation] = []
         series = self.table.get(series_id)     # then as each step wrote it
+        if series is not None and series.state == CANCELLED:
+            self._cancel_open(series_id, limit or len(self.manager.ars))
+            return granted
         while series is not None and (limit is None or len(granted) < limit):
             now = self.manager.now()
             if series.state != ACTIVE or series.next_due is None or series.next_due > now:
@@ -211,19 +216,44 @@ class SeriesCases:
         return series
 
     def cancel(self, caller: Caller, series_id: int) -> tuple[Series, list[Reservation]]:
-        """No more occurrences, and every open one cancelled."""
+        """No more occurrences, and the open ones cancelled: the soonest
+        ``_AT_ONCE`` now, the others by the leader's next passes (the series
+        stays due until none is open), so the command's time is bounded
+        however many whole-cluster occurrences a series holds."""
         series = self._owned(caller, series_id, "cancel")
-        if series.state == ACTIVE:
-            self.table.write(self.table.stepped(series, self.table.following(
-                series, state=CANCELLED, next_due=None)))
-        cancelled = []
-        for ar in self.occurrences(series_id):
-            if ar.state not in FINISHED_STATES:
-                try:
-                    cancelled += self.manager.cancel(caller, ar.id, None)
-                except UnknownReservation:
-                    continue                   # gone meanwhile
+        for _ in range(_STEP_TRIES):
+            if series.state == CANCELLED:
+                break
+            try:
+                self.table.write(self.table.stepped(series, self.table.following(
+                    series, state=CANCELLED, next_due=self.manager.now())))
+                break
+            except SeriesMoved:                # the leader granted one meanwhile: on its copy
+                series = self._owned(caller, series_id, "cancel")
+        else:
+            raise SeriesMoved(f"series {series_id} moved on meanwhile, again and again; try again")
+        cancelled = self._cancel_open(series_id, _AT_ONCE)
         return self.table.get(series_id) or series, cancelled
+
+    def _cancel_open(self, series_id: int, limit: int) -> list[Reservation]:
+        """Cancel up to ``limit`` open occurrences of a cancelled series,
+        soonest first; once none is left, the series is due no more."""
+        open_ones = [ar for ar in self.occurrences(series_id) if ar.state not in FINISHED_STATES]
+        cancelled = []
+        for ar in open_ones[:limit]:
+            try:
+                cancelled += self.manager.cancel(owner_of(ar), ar.id, None)
+            except UnknownReservation:
+                continue                       # gone meanwhile
+        if len(open_ones) <= limit:
+            series = self.table.get(series_id)
+            if series is not None and series.next_due is not None:
+                try:
+                    self.table.write(self.table.stepped(series, self.table.following(
+                        series, next_due=None)))
+                except SeriesMoved:
+                    pass                       # another daemon finished it
+        return cancelled
 
     def modify(self, caller: Caller, series_id: int, duration: int | None,
                nodes: int | None, users: tuple[str, ...] | None, repair: str | None,
