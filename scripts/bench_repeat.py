@@ -82,6 +82,7 @@ def run(occurrences: int, width: int) -> list[tuple[str, str]]:
                 "plus_reserve", "-s", start, "-D", "30m", "-n", str(width),
                 "--repeat", f"FREQ=HOURLY;COUNT={occurrences}")
             series_id = int(output.split("series ")[1].split()[0])
+            at_once = int(output.split("granted: ")[1].split()[0])
             began = time.perf_counter() - command
             deadline = time.perf_counter() + 3600
             while (shown := daemon.series(series_id))["handled"] < occurrences:
@@ -107,12 +108,12 @@ def run(occurrences: int, width: int) -> list[tuple[str, str]]:
         finally:
             daemon.stop()
     label = f"{occurrences} occurrences of {width} node(s)"
-    return [(f"{label}: plus_reserve --repeat (the first {1 + 32} granted)", f"{command:.2f} s"),
+    return [(f"{label}: plus_reserve --repeat (the first {at_once} granted)", f"{command:.2f} s"),
             (f"{label}: all granted (the leader's passes)", f"{granted:.2f} s"),
             (f"{label}: plus_status (every AR)", f"{listing:.2f} s"),
             (f"{label}: plus_status -series", f"{lines:.2f} s"),
             (f"{label}: plus_status -series ID (every occurrence)", f"{detail:.2f} s"),
-            (f"{label}: plus_cancel -series ID (the first {32} cancelled)", f"{cancel:.2f} s"),
+            (f"{label}: plus_cancel -series ID (the first 32 cancelled)", f"{cancel:.2f} s"),
             (f"{label}: all cancelled (the leader's passes)", f"{cancelled:.2f} s")]
 
 

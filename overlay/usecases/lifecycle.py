@@ -68,9 +68,10 @@ _TIMERS_LOG = logging.getLogger("apscheduler.scheduler.lifecycle")
 _TIMERS_LOG.addFilter(RateLimitFilter(burst=1))
 
 _SERIES_PER_PASS = 100
-"""Occurrences of one series a pass grants at most: a series of thousands
-falling due at once is granted over passes aimed one after the other, so
-no pass holds up the others' transitions for long."""
+"""Occurrences of one series a pass grants at most (and
+series.ALLOCATIONS_AT_ONCE nodes): a series of thousands falling due at
+once is granted over passes aimed one after the other, so no pass holds
+up the others' transitions for long."""
 _NEXT_JOB = "next-transition"
 _RECONCILE_JOB = "reconcile"
 

@@ -52,6 +52,11 @@ _REFUSALS_LOG = RateLimitedLog(log)
 _AT_ONCE = 32
 """Occurrences a plus_reserve --repeat grants itself beyond the first; the
 leader grants the others in its next pass, which the command wakes."""
+ALLOCATIONS_AT_ONCE = 5000
+"""Nodes the occurrences granted by one command or one pass hold at most
+(beyond the first occurrence): a whole-cluster occurrence of 1,000 nodes
+takes the store about half a second, so a command or a pass grants a
+few of those and the next passes the rest."""
 _STEP_TRIES = 3
 """Writes of a command's change of a series that met a step of the leader's."""
 _OVERLAP_CHECKED = 1000
@@ -116,15 +121,18 @@ class SeriesCases:
 
     # -- the depth moving on -------------------------------------------------------
 
-    def extend(self, series_id: int, limit: int | None = None) -> list[Reservation]:
+    def extend(self, series_id: int, limit: int | None = None,
+               allocations: int | None = ALLOCATIONS_AT_ONCE) -> list[Reservation]:
         """Grant (or refuse, telling why) the series' occurrences that have
-        come within the depth, at most ``limit``; those granted."""
+        come within the depth, at most ``limit`` and about ``allocations``
+        nodes in all (at least one occurrence); those granted."""
         granted: list[Reservation] = []
         series = self.table.get(series_id)     # then as each step wrote it
         if series is not None and series.state == CANCELLED:
             self._cancel_open(series_id, limit or len(self.manager.ars))
             return granted
-        while series is not None and (limit is None or len(granted) < limit):
+        while series is not None and (limit is None or len(granted) < limit) and (
+                allocations is None or sum(len(ar.allocations) for ar in granted) < allocations):
             now = self.manager.now()
             if series.state != ACTIVE or series.next_due is None or series.next_due > now:
                 break
