@@ -287,6 +287,7 @@ def test_modify_and_cancel_one_occurrence_or_the_series(world, monkeypatch):
     ("FREQ=DAILY;" + "BYHOUR=9;" * 80, (), "at most 512"),
     ("FREQ=HOURLY", (), "would overlap"),
     ("FREQ=DAILY;UNTIL=20200101T000000Z", (), "gives no occurrence"),
+    ("FREQ=HOURLY;BYMONTH=2;BYMONTHDAY=30", (), "gives no occurrence"),   # not up to 9999
     (WEEKDAYS, ("2027-13-01",), "is not a date or local start time"),
     (WEEKDAYS, ("tomorrow",), "accepted: dates YYYY-MM-DD"),
     (WEEKDAYS, tuple(f"2027-04-{d:02d}" for d in range(1, 29)) * 3, "at most 64"),

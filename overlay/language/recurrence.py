@@ -10,20 +10,41 @@ occurrence is then placed in the zone: a local time a spring-forward gap
 skips is read with the offset before the gap (zoneinfo's ``fold=0``), one
 an autumn fall-back repeats at its first instant. An UNTIL given in UTC
 (``Z``, as RFC 5545 asks when the start has a zone) is turned into the
-zone's wall time; one without ``Z`` is already local.
+zone's wall time; one without ``Z`` is already local. No rule is looked
+at past the horizon (``_Horizon``).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import time
 import zoneinfo
 from dataclasses import dataclass
 from typing import Iterator
 
+import dateutil.rrule
 from dateutil.rrule import rrule, rrulestr
 
 from overlay.language import limits
 from overlay.language.request import RequestError
+
+
+class _Horizon:
+    """dateutil's view of the datetime module, whose MAXYEAR is the year
+    the horizon (limits.HORIZON, ten years ahead) ends: dateutil iterates a
+    rule period by period until a match or MAXYEAR, so a rule that never
+    matches (the 30th of February) took it seconds, day by day or hour by
+    hour, to the year 9999. No time past the horizon is stored anyway."""
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(dt, name)
+
+    @property
+    def MAXYEAR(self) -> int:  # noqa: N802 (the datetime module's name)
+        return time.gmtime().tm_year + limits.HORIZON_DAYS // 365 + 1
+
+
+dateutil.rrule.datetime = _Horizon()
 
 MAX_RULE = 512
 """The longest --repeat rule, in characters."""
@@ -124,11 +145,6 @@ class Recurrence:
             raise _refused("--repeat", self.rule, "is not a single RRULE", ACCEPTED_RULE)
         return found
 
-    @property
-    def endless(self) -> bool:
-        """Neither COUNT nor UNTIL: only the depth bounds what is granted."""
-        rule = self._rrule()
-        return rule._count is None and rule._until is None
 
     def _skipped(self, local: dt.datetime) -> bool:
         return (local.strftime("%Y-%m-%d") in self.exceptions
