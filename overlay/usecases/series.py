@@ -245,10 +245,16 @@ class SeriesCases:
 
     def _cancel_open(self, series_id: int, limit: int) -> list[Reservation]:
         """Cancel up to ``limit`` open occurrences of a cancelled series,
-        soonest first; once none is left, the series is due no more."""
+        soonest first, holding about ALLOCATIONS_AT_ONCE nodes in all; once
+        none is left, the series is due no more."""
         open_ones = [ar for ar in self.occurrences(series_id) if ar.state not in FINISHED_STATES]
-        cancelled = []
-        for ar in open_ones[:limit]:
+        cancelled: list[Reservation] = []
+        held = 0
+        for index, ar in enumerate(open_ones[:limit]):
+            if held >= ALLOCATIONS_AT_ONCE:
+                limit = index                  # about as many nodes as a grant: the rest later
+                break
+            held += len(ar.allocations)
             try:
                 cancelled += self.manager.cancel(owner_of(ar), ar.id, None)
             except UnknownReservation:
