@@ -29,7 +29,8 @@ API_ENDPOINTS = {
     "/feeds/users/{user}.ics": {"get"}, "/feeds/queues/{queue}.ics": {"get"},
     "/feeds/maintenance.ics": {"get"},
     "/feeds/tokens": {"get", "post"}, "/feeds/tokens/{token_id}": {"delete"},
-    "/events": {"get"}, "/webhooks": {"get", "post"}, "/webhooks/{hook_id}": {"delete"}}
+    "/events": {"get"}, "/webhooks": {"get", "post"}, "/webhooks/{hook_id}": {"delete"},
+    "/series": {"get"}, "/series/{series_id}": {"get", "patch", "delete"}}
 """The API's documented endpoints (README, "HTTP API") and their methods,
 under /v1 in the OpenAPI document (and answering without it, as aliases)."""
 ENDPOINTS = {**{f"/v1{path}": methods for path, methods in API_ENDPOINTS.items()},
@@ -59,7 +60,9 @@ CALLS = [("GET", "/whoami", None), ("GET", "/reservations", None),
          ("GET", "/feeds/users/plusu1.ics?token=t", None), ("POST", "/feeds/tokens", {}),
          ("GET", "/feeds/tokens", None), ("DELETE", "/feeds/tokens/" + "a" * 16, None),
          ("GET", "/events", None), ("POST", "/webhooks", {"url": "https://example.org/"}),
-         ("GET", "/webhooks", None), ("DELETE", "/webhooks/wh" + "a" * 16, None)]
+         ("GET", "/webhooks", None), ("DELETE", "/webhooks/wh" + "a" * 16, None),
+         ("GET", "/series", None), ("GET", "/series/1", None),
+         ("PATCH", "/series/1", {"duration": 3600}), ("DELETE", "/series/1", None)]
 """A valid call of each endpoint."""
 
 ANSWERS = {"status": [{"id": 1}], "cancel": [{"id": 1}], "destroy": [{"id": 1}],
@@ -71,7 +74,7 @@ ANSWERS = {"status": [{"id": 1}], "cancel": [{"id": 1}], "destroy": [{"id": 1}],
            "metrics": {"leading": True, "store_up": True, "feed_lag": 0, "inventory_age": None,
                        "ars": [], "nodes": 0, "nodes_reserved": 0, "in_window": []},
            "feed": {"etag": '"t"', "body": "", "total": 0}, "feed_token": {"feeds": {}},
-           "feed_tokens": [], "reserve": {"id": 1},
+           "feed_tokens": [], "reserve": {"id": 1}, "series_status": [{"id": 1}],
            "health": {"serving": True, "role": "leader"}, "webhook_add": {"id": "wh" + "a" * 16},
            "events": {"events": [], "next": 0, "head": 0, "missed": False, "user": "plusu1"}}
 
@@ -141,3 +144,16 @@ def test_a_seed_verb_is_asked_for_the_userid_its_words_name(api):
     [(op, args)] = recorder.asked
     assert op == "setres" and args["transactional"] is True and args["start"] == start
     assert recorder.acting_for == ["plusu1"]
+
+
+def test_a_series_is_asked_with_repeat_and_except_by_their_names(api):
+    client, recorder = api
+    client.request("POST", "/v1/reservations", {"start": 10, "end": 20, "nodes": 1,
+                                                "repeat": "FREQ=DAILY;COUNT=3",
+                                                "except": ["2027-01-02"]})
+    [(op, args)] = recorder.asked
+    assert op == "reserve" and args["repeat"] == "FREQ=DAILY;COUNT=3"
+    assert args["except"] == ["2027-01-02"] and "except_" not in args
+    refused = client.request("POST", "/v1/reservations", {"start": 10, "end": 20, "nodes": 1,
+                                                          "except_": ["2027-01-02"]})
+    assert refused.status_code == 422

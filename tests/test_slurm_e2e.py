@@ -242,3 +242,22 @@ def test_an_ar_awaiting_approval_is_on_slurm_only_once_approved():
     finally:
         approving.cleanup()
         clean(ARS)
+
+
+def test_each_occurrence_of_a_series_is_a_reservation_of_its_own(daemon):
+    """plus_reserve --repeat: the backend sees ARs, one Slurm reservation
+    each, made and removed with no change of its own."""
+    view = daemon.reserve("plusu1", "-s", "now+1h", "-D", "30m", "-n", "1",
+                          "--repeat", "FREQ=DAILY;COUNT=2")
+    series = view["series_made"]
+    assert view["series"] == series["id"] and series["granted"] == 2
+    first, second = (f"R{o['id']}" for o in series["occurrences"])
+    wait_for(lambda: {first, second} <= set(reservation_names()), 30,
+             "the enforcer to make both occurrences' reservations")
+    assert reservation(first)["Users"] == reservation(second)["Users"] == "plusu1"
+    assert reservation(first)["StartTime"] != reservation(second)["StartTime"]
+    listed = daemon.ok("plusu1", "plus_status", "-series")
+    assert re.search(rf"^ +{series['id']} +plusu1 +complete +FREQ=DAILY;COUNT=2", listed, re.M)
+    daemon.ok("plusu1", "plus_cancel", "-series", str(series["id"]))
+    wait_for(lambda: not {first, second} & set(reservation_names()), 30,
+             "the enforcer to give both occurrences' nodes back")

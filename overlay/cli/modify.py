@@ -27,6 +27,9 @@ def parser() -> common.Parser:
     p.add_argument("--reskey", metavar="FILE", help="change the AR whose ResKey (from "
                    "plus_setres or plus_resqandset) the file holds, as its owner: a signed "
                    "one-time claim is sent, never the key (not with -r or -T)")
+    p.add_argument("-series", metavar="seriesID", type=common.count_arg("-series", "the series id"),
+                   help="a recurring series: its occurrences not started yet and those to come "
+                        "(-D, -n, -U, -repair, --notify-*; one occurrence: -r its AR id)")
     common.add_notice_options(p)
     common.add_release_options(p)
     return p
@@ -44,6 +47,15 @@ def main(argv: list[str] | None = None) -> int:
     changes = {"start": args.s, "end": args.e, "duration": args.D, "nodes": args.n,
                "users": list(args.U) if args.U is not None else None, "repair": args.repair,
                **leads, **release}
+    if args.series is not None:
+        if args.r is not None or args.transactional or args.reskey is not None:
+            p.error("-series names the series itself: it cannot be used with -r, -T or --reskey")
+        done = common.call(p.prog, "series_modify", {"series": args.series, **changes})
+        print(f"Advance reservation series {done['id']} has been modified: "
+              f"{len(done['modified'])} occurrence(s) changed"
+              + "".join(f"\nAdvance reservation {item['id']} was not modified: {item['reason']}"
+                        for item in done["not_modified"]))
+        return 0
     if args.reskey is not None:
         if args.r is not None or args.transactional:
             p.error("--reskey names the AR itself: it cannot be used with -r or -T")

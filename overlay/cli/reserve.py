@@ -48,6 +48,13 @@ def parser() -> common.Parser:
     p.add_argument("-repair", metavar="none|before|always", type=common.repair_arg("-repair"),
                    help="replace a reserved node that goes down by a free one before the window "
                         "opens (before, the default), during it too (always), or never (none)")
+    p.add_argument("--repeat", metavar="RRULE",
+                   help="a recurring series: an RFC 5545 RRULE (e.g. FREQ=WEEKLY;BYDAY=MO,TU,WE,"
+                        "TH,FR), its first occurrence at -s, in the site's zone; each "
+                        "occurrence is an AR of its own")
+    p.add_argument("--except", metavar="DATES", dest="exceptions",
+                   help="with --repeat: dates YYYY-MM-DD or local starts YYYY-MM-DDTHH:MM "
+                        "(comma-separated) whose occurrences are left out")
     common.add_notice_options(p)
     common.add_release_options(p)
     common.add_clear_notice_option(p)
@@ -77,9 +84,15 @@ def main(argv: list[str] | None = None) -> int:
         hard_error=bool(args.he), mail_options=args.m or "", mail_list=args.M or (),
         **({"repair": args.repair} if args.repair else {}), **common.given_leads(args),
         **({"maint": True} if args.maint else {}), **common.given_release(args))
+    if args.exceptions is not None and args.repeat is None:
+        common.fail("plus_reserve", "--except: it leaves out occurrences of a series; give "
+                    "--repeat too", EXIT_USAGE)
+    series = {} if args.repeat is None else {
+        "repeat": args.repeat,
+        "except": [item for item in (args.exceptions or "").split(",") if item.strip()]}
     view = common.call("plus_reserve", "reserve",
                        {**request, "transactional": args.transactional,
-                        **({"force": True} if args.force else {})})
+                        **({"force": True} if args.force else {}), **series})
     if args.x:
         print(views.status_xml([view]))
     elif args.json:
@@ -93,6 +106,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"Your advance reservation {view['id']} awaits a manager's approval "
                   f"({view['approval']['reason']}); it lapses unless approved before "
                   f"{format_ctime(view['approval']['due'])}")
+        elif view.get("series_made"):
+            print(views.series_granted(view["series_made"]))
         else:
             print(f"Your advance reservation {view['id']} has been granted")
         if args.p:

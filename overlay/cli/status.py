@@ -26,6 +26,10 @@ def parser() -> common.Parser:
     p.add_argument("-ne", metavar="numShowExpired", default=0,
                    type=common.count_arg("-ne", "numShowExpired", least=0),
                    help="also show up to this many of the most recently expired or cancelled ARs")
+    p.add_argument("-series", metavar="seriesID", nargs="?", const=0,
+                   type=common.count_arg("-series", "the series id"),
+                   help="recurring series (plus_reserve --repeat): a line each, or with an id "
+                        "that series with its occurrences and those refused")
     common.add_output_options(p, "print XML valid against qrstat's schema")
     return p
 
@@ -36,6 +40,8 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.s is not None and args.e is not None and args.e <= args.s:
         p.error("-e: the end time must be later than the start time given with -s")
+    if args.series is not None:
+        return _series(p, args)
     summary = not (args.x or args.json or args.r is not None)
     shown = common.call("plus_status", "status", {
         "id": args.r, "owner": args.o, "start": args.s, "end": args.e, "expired": args.ne,
@@ -48,6 +54,21 @@ def main(argv: list[str] | None = None) -> int:
         print(views.detail(shown[0]))
     elif shown:
         print(views.table(shown, show_nodes=args.n, explain=args.explain))
+    return 0
+
+
+def _series(p: common.Parser, args) -> int:
+    """plus_status -series [ID] [-o owner] [--json]."""
+    if args.x or args.r is not None:
+        p.error("-series shows series: it cannot be used with -r or -x")
+    listed = common.call(p.prog, "series_status", {"series": args.series or None,
+                                                   "owner": args.o})
+    if args.json:
+        common.print_json(listed)
+    elif args.series:
+        print(views.series_detail(listed[0]))
+    elif listed:
+        print(views.series_table(listed))
     return 0
 
 

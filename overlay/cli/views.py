@@ -98,6 +98,8 @@ def detail(view: dict) -> str:
         fields.append(("inside", ",".join(f"R{outer}" for outer in outers)))
     if view.get("inner"):
         fields.append(("holds_inside", ",".join(f"R{inner}" for inner in view["inner"])))
+    if view.get("series"):
+        fields.append(("series", view["series"]))
     if view.get("message"):
         fields.append(("message", view["message"]))
     fields += [("warning", warning) for warning in view.get("warnings", ())]
@@ -118,6 +120,55 @@ def detail(view: dict) -> str:
             fields.append(("pending_window", f"{format_ctime(pending['start'])} - "
                                              f"{format_ctime(pending['end'])}"))
             fields.append(("pending_nodes", ",".join(a["node"] for a in pending["allocations"])))
+    return "\n".join([DETAIL_RULE] + [f"{label + ':':<28}{printable(str(value))}"
+                                      for label, value in fields])
+
+
+SERIES_HEADER = ("SERIES  owner        state     rule                           "
+                 "next start          granted refused")
+
+
+def series_granted(series: dict) -> str:
+    """plus_reserve --repeat's answer: the series, its ARs, its refusals."""
+    granted = [str(o["id"]) for o in series["occurrences"]]
+    lines = [f"Your advance reservation series {series['id']} has been granted: "
+             f"{len(granted)} occurrence(s) so far ({', '.join(granted)})"]
+    lines += [f"occurrence at {format_ctime(r['start'])} refused: {printable(r['reason'])}"
+              for r in series["refused"]]
+    if series["next_start"] is not None:
+        lines.append(f"next occurrence {format_ctime(series['next_start'])}, granted from "
+                     f"{format_ctime(series['next_due'])} on")
+    return "\n".join(lines)
+
+
+def series_table(listed: list[dict]) -> str:
+    """plus_status -series: a line per series."""
+    when = time_formatter()
+    lines = [SERIES_HEADER, "-" * len(SERIES_HEADER)]
+    for series in listed:
+        upcoming = when(series["next_start"]) if series["next_start"] is not None else "-" * 19
+        lines.append(f"{series['id']:>6}  {printable(series['owner'][:12]):<12} "
+                     f"{series['state']:<9} {printable(series['rule'][:30]):<30} {upcoming} "
+                     f"{series['granted']:>7} {len(series['refused']):>7}")
+    return "\n".join(lines)
+
+
+def series_detail(series: dict) -> str:
+    """plus_status -series ID: the series, its occurrences and refusals."""
+    fields = [("series", series["id"]), ("name", series["name"]), ("owner", series["owner"]),
+              ("state", series["state"]), ("rule", series["rule"]), ("zone", series["zone"]),
+              ("first_start", format_ctime(series["first_start"])),
+              ("duration", format_duration(series["duration"])), ("nodes", series["nodes"]),
+              ("exceptions", ",".join(series["exceptions"]) or "none"),
+              ("granted", series["granted"]), ("handled", series["handled"])]
+    if series["next_start"] is not None:
+        fields += [("next_start", format_ctime(series["next_start"])),
+                   ("next_granted_at", format_ctime(series["next_due"]))]
+    fields += [("occurrence", f"R{o['id']} {format_ctime(o['start'])} - "
+                              f"{format_ctime(o['end'])} {o['state']}")
+               for o in series["occurrences"]]
+    fields += [("refused", f"{format_ctime(r['start'])}: {r['reason']}")
+               for r in series["refused"]]
     return "\n".join([DETAIL_RULE] + [f"{label + ':':<28}{printable(str(value))}"
                                       for label, value in fields])
 

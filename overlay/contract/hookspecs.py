@@ -197,3 +197,11 @@ def plus_reservation_repaired(reservation, replaced, advice):
     """An AR whose nodes went down got free ones in their place and left W
     or E (self-repair): ``replaced`` maps each node replaced to its
     replacement."""
+
+
+@hookspec
+def plus_reservation_occurrence_refused(reservation, series, reason, advice):
+    """An occurrence of a recurring series (plus_reserve --repeat) could
+    not be granted: ``reservation`` is the AR it would have been (id 0,
+    its window and request), ``series`` the series' id, ``reason`` why
+    (no nodes free, a policy's refusal)."""

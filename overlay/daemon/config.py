@@ -21,6 +21,7 @@ from overlay.feeds.zone import machine_zone
 from overlay.kit.users import login_uid_min
 from overlay.language import leads, release
 from overlay.language.request import valid_name
+from overlay.language.timespec import TimeSpecError, parse_duration
 from overlay.network.http.settings import HttpSettings
 from overlay.network.http.settings import load as load_http
 from overlay.placement.ordering import OrderError, node_order
@@ -37,6 +38,16 @@ class SiteNotice(NamedTuple):
 
     start: tuple[int, ...] = ()
     end: tuple[int, ...] = ()
+
+
+class RepeatSettings(NamedTuple):
+    """``repeat:``: how far ahead a series' occurrences are granted
+    (seconds), the most occurrences one series may have within that depth,
+    and the most series one user may keep active."""
+
+    depth: int = 14 * 86400
+    max_occurrences: int = 1000
+    max_series: int = 20
 
 
 @dataclass
@@ -73,6 +84,7 @@ class Config:
     notice: SiteNotice = field(default_factory=SiteNotice)
     idle_release: int = 0
     clear_notice: tuple[int, ...] = ()
+    repeat: RepeatSettings = field(default_factory=RepeatSettings)
     webhook_networks: list[Network] = field(default_factory=list)
     http: HttpSettings = field(default_factory=HttpSettings)
     sections: dict[str, dict] = field(default_factory=dict)
@@ -180,6 +192,33 @@ def _clear_notice(key: str, value: Any) -> tuple[int, ...]:
         raise ConfigError(str(exc)) from None
 
 
+MAX_DEPTH = 366 * 86400
+
+
+def _repeat(key: str, value: Any) -> RepeatSettings:
+    """repeat: a series' depth (a duration as -D takes it, or seconds, 1 hour
+    to 366 days), max_occurrences (1 to 100000) and max_series (1 to 10000)."""
+    accepted = ("a mapping of depth (a duration such as 14d, 1 hour to 366 days), "
+                "max_occurrences (1 to 100000) and max_series (1 to 10000), e.g. "
+                "{depth: 14d, max_occurrences: 1000, max_series: 20}")
+    if not isinstance(value, dict) or not set(value) <= set(RepeatSettings._fields):
+        raise ConfigError(f"{key}: expected {accepted}, got {value!r}")
+    default = RepeatSettings()
+    depth = value.get("depth", default.depth)
+    try:
+        depth = parse_duration(depth, f"{key}.depth") if isinstance(depth, str) else depth
+    except TimeSpecError:
+        depth = None
+    checks = {"depth": (depth, 3600, MAX_DEPTH),
+              "max_occurrences": (value.get("max_occurrences", default.max_occurrences),
+                                  1, 100_000),
+              "max_series": (value.get("max_series", default.max_series), 1, 10_000)}
+    for name, (number, low, high) in checks.items():
+        if not isinstance(number, int) or isinstance(number, bool) or not low <= number <= high:
+            raise ConfigError(f"{key}.{name}: expected {accepted}, got {value!r}")
+    return RepeatSettings(*(number for number, _, _ in checks.values()))
+
+
 def _networks(key: str, value: Any) -> list[Network]:
     """webhook_networks: the networks beyond the public ones that webhooks
     may reach (the site's portal, a receiver on this host)."""
@@ -227,6 +266,7 @@ _VALIDATORS = {
     "notice": _notice,
     "idle_release": _idle_release,
     "clear_notice": _clear_notice,
+    "repeat": _repeat,
     "webhook_networks": _networks,
 }
 

@@ -54,12 +54,14 @@ from overlay.persistence.feed import ChangeFeed
 from overlay.persistence.feedtokens import FeedTokens
 from overlay.persistence.members import Members
 from overlay.persistence.outbox import Outbox
+from overlay.persistence.series import SeriesStore
 from overlay.persistence.store import Conflict, Store, StoreUnavailable, refuse_truncated, shown_url
 from overlay.persistence.storelease import LeaseLost, StoreLease, describe
 from overlay.placement.ordering import NODE_SORT_KEYS
 from overlay.reporting.drain import ReportingDrain
 from overlay.usecases.lifecycle import Lifecycle
 from overlay.usecases.manager import Manager
+from overlay.usecases.series import SeriesCases
 from overlay.wire import codec, protocol
 
 log = logging.getLogger("plus.daemon")
@@ -185,6 +187,8 @@ class Daemon:
             self.manager = Manager(config, self.store, self.backend, self.pm, self._committed)
             self.lifecycle = Lifecycle(self.manager, config.reconcile_interval,
                                        before_pass=self._before_pass)
+            self.series = SeriesCases(self.manager, SeriesStore(self.store))
+            self.lifecycle.series = self.series
             secret = statefile.secret_key(os.path.join(config.state_path, "reskey.key"),
                                           "ResKey secret")
             provider = oidc.Provider(config.http.oidc) if config.http.oidc else None
@@ -195,7 +199,8 @@ class Daemon:
                                    Tokens(config.state_path), reskey.ResKeys(secret), provider,
                                    daemons=self.daemons, role=self.role, metrics_token=scrapers,
                                    feed_tokens=FeedTokens(self.store),
-                                   watch=self.watch, wake_deliveries=self.deliverer.wake)
+                                   watch=self.watch, wake_deliveries=self.deliverer.wake,
+                                   series=self.series)
             self.http = Companion(config.http, config.socket_path)
             self.http.listen()
         except Exception:

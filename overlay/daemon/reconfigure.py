@@ -18,12 +18,12 @@ from overlay.network.http.settings import HttpSettings
 
 LIVE = ("managers", "arusers", "act_for", "max_advance_reservations", "commit_timeout",
         "approval_timeout", "expiry", "max_expired", "timezone", "ending_soon", "notice",
-        "idle_release", "clear_notice")
+        "idle_release", "clear_notice", "repeat")
 """Top-level keys read at each request or pass."""
 LIVE_HTTP = ("trusted_principals", "token_lifespan", "metrics")
 """http: keys the daemon (not the HTTP companion) reads at each request."""
 RETIMING = frozenset({"commit_timeout", "expiry", "max_expired", "ending_soon", "notice",
-                      "idle_release", "clear_notice"})
+                      "idle_release", "clear_notice", "repeat"})
 """Keys that move ARs' due times: every AR is looked at again."""
 
 

@@ -40,6 +40,7 @@ CANCELLED = "reservation.cancelled"
 IN_ERROR = "reservation.error"
 REPAIRED = "reservation.repaired"
 NODES_BUSY = "reservation.nodes_busy"
+OCCURRENCE_REFUSED = "reservation.occurrence_refused"
 JOB_STARTED = "job.started"
 JOB_ENDED = "job.ended"
 JOB_PREEMPTED = "job.preempted"
@@ -48,8 +49,8 @@ AR's event (its owner and users see who used their nodes) and the job
 owner's (told to expect a requeue or the end)."""
 
 TYPES = (APPROVAL_REQUESTED, APPROVED, DENIED, GRANTED, CHANGED, NODES_BUSY, STARTING_SOON,
-         STARTED, ENDING_SOON, ENDED, RELEASED, CANCELLED, IN_ERROR, REPAIRED, JOB_STARTED,
-         JOB_ENDED, JOB_PREEMPTED)
+         STARTED, ENDING_SOON, ENDED, RELEASED, CANCELLED, IN_ERROR, REPAIRED, OCCURRENCE_REFUSED,
+         JOB_STARTED, JOB_ENDED, JOB_PREEMPTED)
 """Every event type, in the order of an AR's life."""
 CALENDAR_CHANGED = "calendar.changed"
 """What a stream that draws every AR (GET /v1/events?calendar=true) is
@@ -85,6 +86,19 @@ def nodes_busy_event(now: int, ar, key: str, lead: int,
     owners = [str(job["owner"]) for job in jobs if str(job["owner"]) not in ar.acl]
     event["acl"] = ",".join(dict.fromkeys([*ar.acl, *owners]))
     return event
+
+
+def occurrence_refused_event(now: int, series, start: int, reason: str) -> dict:
+    """A series' occurrence that could not be granted (no nodes, a policy),
+    seen as the series' ARs are; ``key`` makes it one event whichever
+    daemon tells it. ``ar_id`` 0: no AR was made."""
+    request = series.request
+    shown = {"id": series.id, "owner": series.owner, "name": request.name,
+             "rule": series.recurrence.rule}
+    data = {"series": shown, "start": start, "end": start + request.duration, "reason": reason}
+    return {"time": now, "type": OCCURRENCE_REFUSED, "ar_id": 0, "owner": series.owner,
+            "acl": ",".join(request.users), "data": json.dumps(data, separators=(",", ":")),
+            "key": f"series-{series.id}-{start}"}
 
 
 def job_event(kind: str, now: int, ar: Mapping[str, object] | None, ar_id: int,

@@ -7,7 +7,9 @@ import zoneinfo
 from typing import Iterable
 
 from overlay.feeds.ical import line, local_stamp, text, utc_stamp, vtimezone
+from overlay.feeds.recurring import series_event
 from overlay.language.model import Reservation, State
+from overlay.persistence.series import Series
 
 PRODID = "-//PluS overlay//Reservations feed//EN"
 REFRESH = "PT15M"
@@ -79,11 +81,13 @@ def event(ar: Reservation, zone: zoneinfo.ZoneInfo, host: str, page: str) -> str
 
 
 def calendar(title: str, ars: Iterable[Reservation], zone_name: str, host: str, page: str,
-             now: int) -> str:
+             now: int, series: Iterable[tuple[Series, list[int]]] = ()) -> str:
     """The feed: ``ars`` as events in zone ``zone_name``, named ``title``;
     UIDs at ``host``, each event's URL the calendar ``page``'s link to it.
     No METHOD, so each DTSTAMP is when the store last wrote the AR (RFC
-    5545, 3.8.7.2), and the same ARs give the same bytes."""
+    5545, 3.8.7.2), and the same ARs give the same bytes. ``series``:
+    recurring series, each one event (overlay.feeds.recurring) with the
+    starts of its occurrences cancelled; their ARs are not in ``ars``."""
     zone = zoneinfo.ZoneInfo(zone_name)
     ars = list(ars)
     first = min((ar.start for ar in ars), default=now)
@@ -96,4 +100,5 @@ def calendar(title: str, ars: Iterable[Reservation], zone_name: str, host: str, 
         line("REFRESH-INTERVAL;VALUE=DURATION", REFRESH), line("X-PUBLISHED-TTL", REFRESH),
         vtimezone(zone_name, first, last),
         *(event(ar, zone, host, page) for ar in ars),
+        *(series_event(made, cancelled, zone, host, page) for made, cancelled in series),
         line("END", "VCALENDAR")))

@@ -288,6 +288,10 @@ class Reservation:
     """When an AR awaiting approval (State.AWAITING) lapses unless a
     manager decides first: written once, at the request, so neither a
     restart nor a changed approval_timeout moves it."""
+    series: int | None = None
+    """The recurring series (plus_reserve --repeat) this AR is an
+    occurrence of, if any: otherwise an AR like any other, which every
+    backend enforces as such."""
 
     @property
     def start(self) -> int:

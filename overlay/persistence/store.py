@@ -157,6 +157,7 @@ class ReservationRow(SQLModel, table=True):
     changed_time: int | None = Field(default=None, sa_type=BigInteger)
     window_set_time: int | None = Field(default=None, sa_type=BigInteger)
     approval_due: int | None = Field(default=None, sa_type=BigInteger)
+    series_id: int | None = None
 
 
 class AllocationRow(SQLModel, table=True):
@@ -297,7 +298,8 @@ def _row_values(ar: Reservation) -> dict:
         pending_request=_encode_request(ar.pending_request) if ar.pending_request else None,
         idempotency_key=ar.idempotency_key, granted_pe=ar.granted_pe or None,
         revision=ar.revision, changed_time=ar.changed or None,
-        window_set_time=ar.window_set or None, approval_due=ar.approval_due)
+        window_set_time=ar.window_set or None, approval_due=ar.approval_due,
+        series_id=ar.series)
 
 
 def _to_row(ar: Reservation) -> ReservationRow:
@@ -392,7 +394,8 @@ def _from_rows(row: ReservationRow, allocations: list[AllocationRow]) -> Reserva
                              for a in allocations if a.pending],
         idempotency_key=row.idempotency_key, granted_pe=row.granted_pe or "",
         revision=row.revision or 0, changed=row.changed_time or row.submission_time,
-        window_set=row.window_set_time or 0, approval_due=row.approval_due)
+        window_set=row.window_set_time or 0, approval_due=row.approval_due,
+        series=row.series_id)
 
 
 def _usage_row(used: Reservation) -> UsageRow:
@@ -457,6 +460,7 @@ _ADDED_COLUMNS = {("allocation", "within_id"): "INTEGER",
                   ("reservation", "changed_time"): "BIGINT",
                   ("reservation", "window_set_time"): "BIGINT",
                   ("reservation", "approval_due"): "BIGINT",
+                  ("reservation", "series_id"): "INTEGER",
                   ("report_outbox", "target"): "VARCHAR NOT NULL DEFAULT 'reporting'",
                   ("inventory_node", "idle_since"): "BIGINT NOT NULL DEFAULT 0",
                   ("removed_reservation", "usage_id"): "INTEGER"}
@@ -757,13 +761,16 @@ class Store:
     def create(self, ar: Reservation, capacity: Mapping[str, int],
                reports: Callable[[Reservation], Iterable[str]] | None = None,
                events: Callable[[Reservation], Iterable[Mapping]] | None = None,
+               also: Callable[[Session, Reservation], None] | None = None,
                over: Iterable[int] = ()) -> Reservation:
         """Store a new AR under the next free id (1..9999999, wrapping,
         skipping ids in use), after checking its slots are still free; it
         gets its id and revision. ``reports`` and ``events``: the reporting
         records and events of its creation, made once it has its id, into
-        the outbox and the event table in the same transaction. ``over``:
-        ARs whose bookings it may overlap (a maintenance AR's --force)."""
+        the outbox and the event table in the same transaction; ``also``,
+        more writes of that transaction (a series' step, which may refuse
+        it: overlay.persistence.series); ``over``: ARs whose bookings it may
+        overlap (a maintenance AR's --force)."""
         with self._write() as session:
             self._check_capacity(session, ar, capacity, own_id=None, over=frozenset(over))
             ar.id = self._next_id(session)
@@ -774,6 +781,8 @@ class Store:
                 put_reports(session, reports(ar))
             if events is not None:
                 put_events(session, events(ar))
+            if also is not None:
+                also(session, ar)
         return ar
 
     def save(self, ar: Reservation, capacity: Mapping[str, int] | None = None,

@@ -26,6 +26,12 @@ with --release-when-done, is released in the pass at its due time
 (overlay/usecases/idle.py reads its jobs' events; the due times include
 its release).
 
+Recurring series (overlay.usecases.series) have due times of their own,
+in a heap beside the ARs': a series falls due when its next occurrence
+comes within the depth granted ahead; the pass grants it then. The heap
+is primed from the store at a full pass and each series re-read only when
+one of its occurrences changed or a command made it.
+
 An AR tells, once each, that it is starting soon and ending soon at its
 notice leads and the site's ``ending_soon`` leads (overlay.usecases.notices;
 its due times include them): the event is put once by its key, and only
@@ -55,6 +61,7 @@ from overlay.usecases.idle import IdleWatch
 from overlay.usecases.manager import Manager
 from overlay.usecases.notices import CLEAR, Notice, jobs_in_the_way, notices
 from overlay.usecases.repair import Repairs
+from overlay.usecases.series import SeriesCases
 
 log = logging.getLogger("plus.lifecycle")
 # Clients at other daemons cause these (by changing ARs as fast as they
@@ -70,6 +77,11 @@ _CONTENDED = RateLimitedLog(log)
 _TIMERS_LOG = logging.getLogger("apscheduler.scheduler.lifecycle")
 _TIMERS_LOG.addFilter(RateLimitFilter(burst=1))
 
+_SERIES_PER_PASS = 100
+"""Occurrences of one series a pass grants at most (and
+series.ALLOCATIONS_AT_ONCE nodes): a series of thousands falling due at
+once is granted over passes aimed one after the other, so no pass holds
+up the others' transitions for long."""
 _NEXT_JOB = "next-transition"
 _RECONCILE_JOB = "reconcile"
 
@@ -99,6 +111,9 @@ class Lifecycle:
         self._primed = False
         self._repairs = Repairs(manager)
         self._idle = IdleWatch(lambda: self.manager.config.idle_release)
+        self.series: SeriesCases | None = None     # set by the daemon: series are granted ahead
+        self._series_due = _DueTimes()
+        self._series_told: set[int] = set()        # series whose occurrences a command made
 
     def start(self) -> None:
         """Run the timers, and a pass now; after ``pause``, the pass looks at
@@ -151,6 +166,11 @@ class Lifecycle:
         """ARs were created or changed: move the date job earlier if one of
         them is due sooner (no scan of every AR on each command)."""
         due = min((t for ar in reservations for t in self.due_times(ar)), default=None)
+        made = {ar.series for ar in reservations if ar.series is not None}
+        if made:
+            with self.manager.lock:
+                self._series_told |= made
+            due = self.manager.now()           # the pass grants the rest within the depth
         with self._aim_lock:
             if due is not None and (self._aimed is None or due < self._aimed):
                 self._aim(due)
@@ -218,11 +238,42 @@ class Lifecycle:
         if picture is not None:
             manager.enforcer.reconcile(picture)
             manager.enforcer.want(looked)
+        self._grant_series(now, commanded, full)
         manager.enforcer.settle()
         log.debug("reconcile pass: %d of %d ARs looked at, %.1f ms CPU, %.1f ms wall",
                   len(looked), stored, (time.thread_time() - cpu) * 1000,
                   (time.perf_counter() - began) * 1000)
-        return self._due.first()
+        return self.next_due()
+
+    def _grant_series(self, now: int, changed: set[int], full: bool) -> None:
+        """Grant the occurrences of the series that fell due (outside the
+        use cases' lock: each grant takes it), after taking in the due
+        times of the series whose occurrences changed (of all, at a full pass)."""
+        cases = self.series
+        if cases is None:
+            return
+        if full:
+            self._series_due = _DueTimes()
+            for series_id, due in cases.due().items():
+                self._series_due.set(series_id, due)
+        with self.manager.lock:
+            ars = self.manager.ars
+            touched = {ars[i].series for i in changed if i in ars and ars[i].series is not None}
+            touched |= self._series_told
+            self._series_told = set()
+        for series_id in touched:
+            self._series_due.set(series_id, self._series_due_time(series_id))
+        for series_id in self._series_due.pop_due(now):
+            try:
+                cases.extend(series_id, limit=_SERIES_PER_PASS)
+            except Exception:
+                log.exception("series %d: granting its occurrences failed; the next pass "
+                              "tries again", series_id)
+            self._series_due.set(series_id, self._series_due_time(series_id))
+
+    def _series_due_time(self, series_id: int) -> int | None:
+        found = self.series.table.get(series_id) if self.series is not None else None
+        return found.next_due if found is not None else None
 
     def _absorb(self) -> None:
         """Take the manager's changes since the last look into the due
@@ -420,7 +471,8 @@ class Lifecycle:
                 return min((t for ar in self.manager.ars.values() for t in self.due_times(ar)),
                            default=None)
             self._absorb()
-            return self._due.first()
+            return min((due for due in (self._due.first(), self._series_due.first())
+                        if due is not None), default=None)
 
 
 class _DueTimes:

@@ -632,7 +632,8 @@ class Manager:
     def reserve(self, caller: Caller, request: Request, transactional: bool = False,
                 idempotency_key: str | None = None, verify: bool = False,
                 start_now: bool = False, holdable: bool = True,
-                force: bool = False) -> Reservation:
+                force: bool = False, series: int | None = None,
+                also: Callable | None = None) -> Reservation:
         """A new AR; with ``idempotency_key``, the AR a request of the same
         key already made (the same request retried), whatever its state;
         not ``holdable`` (GGF's SETRES, whose client takes an answer for a
@@ -642,7 +643,9 @@ class Manager:
         this daemon's now and keeps its length, as 8.1.9's qmaster sets it
         (a start the client took a second earlier would cost the end one).
         A maintenance request (managers only) with ``force`` takes nodes
-        other ARs hold, which go to W/E (overlay/usecases/maintenance.py)."""
+        other ARs hold, which go to W/E (overlay/usecases/maintenance.py).
+        ``series``: the series it is an occurrence of, whose step ``also``
+        writes in the same transaction (overlay.usecases.series)."""
         self._check_maintenance(caller, request, force, transactional)
         with self.lock:
             if request.by_slots:
@@ -693,14 +696,14 @@ class Manager:
                 account=request.account,
                 pending=Operation.RESERVE if transactional else None,
                 pending_since=now if transactional else None, idempotency_key=idempotency_key,
-                granted_pe=granted_pe)
+                granted_pe=granted_pe, series=series)
             if verify:
                 return ar
             report = None if transactional else Report(granted=True, events=(
                 Told(EVENT_APPROVAL_REQUESTED, held_for),) if held_for else ())
             self.store.create(ar, self.capacity(),
                               report and (lambda made: report.lines(now, made)),
-                              report and (lambda made: report.told(now, made)), over=over)
+                              report and (lambda made: report.told(now, made)), also, over=over)
             self._keep(ar)
             self._book(ar)
             self._told(ar, report)

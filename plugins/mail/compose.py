@@ -35,12 +35,13 @@ class Draft:
     decide; a job's owner, whose job is in the way of its start)."""
 
 
-SUBMIT, START_SOON, END_SOON, OVER, BROKEN, DECIDE, IN_THE_WAY = (
-    "submit", "start", "end", "over", "broken", "decide", "in the way")
+SUBMIT, START_SOON, END_SOON, OVER, BROKEN, DECIDE, IN_THE_WAY, REFUSED = (
+    "submit", "start", "end", "over", "broken", "decide", "in the way", "refused")
 """Which next steps a mail gives: into a running or repaired AR, before the
 start, before the end, after it, while it is broken, to the managers asked
-to approve it, and to the owner of a job that would still run on its nodes
-at its start."""
+to approve it, to the owner of a job that would still run on its nodes at
+its start, and for an occurrence of a series that was refused (the AR it
+would have been has id 0)."""
 
 
 def in_words(seconds: int) -> str:
@@ -59,7 +60,8 @@ def written(draft: Draft, sender: str, recipients: list[str]) -> EmailMessage:
     mail = EmailMessage()
     mail["From"] = sender
     mail["To"] = ", ".join(recipients)
-    mail["Subject"] = f"Advance Reservation {ar.id} ({ar.name or 'none'}) {draft.event}"
+    named = f"series {ar.series}" if draft.steps == REFUSED else str(ar.id)
+    mail["Subject"] = f"Advance Reservation {named} ({ar.name or 'none'}) {draft.event}"
     mail["Date"] = formatdate(localtime=True)
     lines = [draft.headline, "",
              f"AR id      = {ar.id}",
@@ -105,6 +107,11 @@ def next_steps(draft: Draft) -> list[str]:
                 "it again with a run time limit that ends before then (or after the AR)",
                 "at the start the site's conflict policy acts on jobs still there (requeued "
                 "or killed)"]
+    if steps == REFUSED:
+        return [f"see the series and what it was refused: plus_status -series {ar.series}",
+                f"reserve that time yourself: plus_reserve -s {advice.typed(ar.start)} -D "
+                f"{ar.end - ar.start}s -n {ar.request.nodes}",
+                f"stop the series: plus_cancel -series {ar.series}"]
     if steps == BROKEN:
         return ["the overlay keeps the AR and mails again once its nodes are healthy",
                 f"see why: plus_status -r {ar.id}", release]

@@ -27,6 +27,7 @@ from overlay_mail.compose import (
     END_SOON,
     IN_THE_WAY,
     OVER,
+    REFUSED,
     START_SOON,
     SUBMIT,
     Draft,
@@ -178,6 +179,18 @@ class Notifier:
         if reservation.request.mail_options != "n":
             self._put(Draft(reservation, "Denied", f"AR {reservation.id} will not be granted: "
                             f"{reason}", OVER, advice))
+
+    @hookimpl
+    def plus_reservation_occurrence_refused(self, reservation: Reservation, series: int,
+                                            reason: str, advice: Advice) -> None:
+        """An occurrence of a recurring series could not be granted: mailed
+        whatever -m's letters (a user who learns of it only at its start
+        has lost the time to act), unless n."""
+        if reservation.request.mail_options != "n":
+            self._put(Draft(reservation, "Occurrence refused",
+                            f"The occurrence of series {series} at "
+                            f"{advice.local(reservation.start)} was not granted: {reason}",
+                            REFUSED, advice))
 
     def _error(self, reservation: Reservation, reason: str, advice: Advice) -> None:
         """Once per error: a start into E calls both the start and the error

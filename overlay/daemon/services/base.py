@@ -19,6 +19,7 @@ from overlay.persistence.store import StoreUnavailable
 from overlay.reporting.accounting import ReportingFollower
 from overlay.reporting.endedjobs import EndedJobs
 from overlay.usecases.manager import Caller, Manager
+from overlay.usecases.series import SeriesCases
 from overlay.wire import codec
 
 log = logging.getLogger("plus.daemon")
@@ -56,6 +57,8 @@ class Context:
     the webhooks' operations; the daemon gives one)."""
     wake_deliveries: Callable[[], None] = lambda: None
     """Tell the leader's webhook deliveries of a new webhook."""
+    series: SeriesCases | None = None
+    """Recurring series (plus_reserve --repeat); the daemon gives them."""
     ended_jobs: EndedJobs = field(init=False)
     """Node-hours of the jobs ended in ARs still in their window (/metrics)."""
 

@@ -15,11 +15,14 @@ from overlay.language import limits
 from overlay.language.model import (
     InvalidRequest,
     PermissionDenied,
+    Reservation,
     ReservationError,
+    State,
     UnknownReservation,
 )
 from overlay.language.request import parse_name
 from overlay.persistence.feedtokens import FeedTokens
+from overlay.persistence.series import Series
 from overlay.usecases.manager import Caller
 from overlay.wire import codec
 
@@ -120,16 +123,38 @@ def feed(context: Context, caller: Caller, args: codec.Arguments) -> dict:
     known = _TAGS.get(key, revision)
     if known is not None and (known in etags or "*" in etags):
         return {"etag": known, "unchanged": True}
-    shown, total = selection.bounded(choose(manager.status(expired=limits.MAX_COUNT)))
-    tag = selection.tag(shown, kind, subject, zone_name, host, scheme, str(total))
+    chosen = choose(manager.status(expired=limits.MAX_COUNT))
+    series = _series_of(context, chosen) if kind == "user" else []
+    recurring = {made.id for made, _ in series}
+    shown, total = selection.bounded([ar for ar in chosen if ar.series not in recurring])
+    tag = selection.tag(shown, kind, subject, zone_name, host, scheme, str(total),
+                        *(f"S{made.id}:{made.handled}:{made.state}" for made, _ in series))
     _TAGS.put(key, revision, tag)
     if tag in etags or "*" in etags:
         return {"etag": tag, "unchanged": True}
     title = {"user": f"PluS reservations of {subject}",
              "queue": f"PluS reservations on queue {subject}",
              "maintenance": "PluS maintenance windows"}[kind]
-    body = calendar(title, shown, zone_name, _hostname(host), f"{scheme}://{host}/web/", args.now)
+    body = calendar(title, shown, zone_name, _hostname(host), f"{scheme}://{host}/web/", args.now,
+                    series)
     return {"etag": tag, "body": body, "events": len(shown), "total": total}
+
+
+def _series_of(context: Context, ars: list[Reservation]) -> list[tuple[Series, list[int]]]:
+    """The series of a user's feed, each one event (overlay.feeds.recurring):
+    those of which it shows an occurrence, with their cancelled occurrences'
+    starts. A store read of each, only when the feed changed."""
+    if context.series is None:
+        return []
+    cancelled: dict[int, list[int]] = {}
+    for ar in ars:
+        if ar.series is not None:
+            cancelled.setdefault(ar.series, [])
+            if ar.state == State.DELETED:
+                cancelled[ar.series].append(ar.start)
+    found = [(context.series.table.get(series_id), starts)
+             for series_id, starts in sorted(cancelled.items())]
+    return [(made, starts) for made, starts in found if made is not None]
 
 
 def _hostname(host: str) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from overlay.daemon.services import listing
+from overlay.daemon.services import listing, series
 from overlay.daemon.services.base import Context, Operation
 from overlay.daemon.services.views import (
     allocation_view,
@@ -16,13 +16,17 @@ from overlay.daemon.services.views import (
 )
 from overlay.language import limits
 from overlay.language.model import NoCapacity, Reservation
-from overlay.language.request import parse_idempotency_key, parse_name
+from overlay.language.request import RequestError, parse_idempotency_key, parse_name
 from overlay.usecases.manager import Caller
 from overlay.wire import codec
 
 
 def reserve(context: Context, caller: Caller, args: codec.Arguments) -> dict:
     request = codec.reserve_request(args)
+    if args.text("repeat") is not None:         # a recurring series (plus_reserve --repeat)
+        return series.reserve_series(context, caller, args, request)
+    if args.strings("except"):
+        raise RequestError("--except: it leaves out occurrences of a series; give --repeat too")
     transactional = args.flag("transactional")
     key = args.checked("idempotency_key", parse_idempotency_key)
     verify = args.flag("verify")

@@ -24,6 +24,7 @@ from overlay.daemon.services import (
     release,
     reports,
     reservations,
+    series,
     web,
 )
 from overlay.daemon.services.base import CLIENT_LINES, Context, Operation, log
@@ -36,10 +37,11 @@ from overlay.network.tokens import Tokens
 from overlay.persistence.feedtokens import FeedTokens
 from overlay.reporting.accounting import ReportingFollower
 from overlay.usecases.manager import Caller, Manager
+from overlay.usecases.series import SeriesCases
 from overlay.wire import codec
 
-FAMILIES = (reservations, release, approval, ggf, claims, identities, web, reports, metrics, feeds, events, nodes, jobs,
-            control)
+FAMILIES = (reservations, release, approval, series, ggf, claims, identities, web, reports,
+            metrics, feeds, events, nodes, jobs, control)
 """The modules whose OPERATIONS the socket serves."""
 
 
@@ -69,7 +71,8 @@ class Service:
                  role: Callable[[], dict] | None = None, metrics_token: bytes = b"",
                  feed_tokens: FeedTokens | None = None,
                  watch: HeadWatch | None = None,
-                 wake_deliveries: Callable[[], None] = lambda: None) -> None:
+                 wake_deliveries: Callable[[], None] = lambda: None,
+                 series: SeriesCases | None = None) -> None:
         self.turns = connections.UserTurns(manager.config.http.max_requests_per_user)
         self.plugin_operations: dict[str, Callable[[Caller, dict], Any]] = {}
         for offered in manager.plugin_operations():
@@ -82,7 +85,7 @@ class Service:
                                RateLimitedLog(log, burst=CLIENT_LINES),
                                ReportingFollower(manager.config.accounting_path), os.getuid(),
                                daemons, role, self.requests, metrics_token, feed_tokens,
-                               watch, wake_deliveries)
+                               watch, wake_deliveries, series)
 
     @property
     def daemon_uid(self) -> int:

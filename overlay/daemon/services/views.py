@@ -50,6 +50,7 @@ def reservation_view(ar: Reservation, manager: Manager) -> dict:
         "approval": None,
         "refusal": None,
         "warnings": manager.warnings(ar),
+        "series": ar.series,
     }
     refusal = manager.last_refusal(ar.id)
     if refusal is not None:

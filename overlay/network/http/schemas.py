@@ -95,6 +95,50 @@ class RefusedChange(_Shown):
     reason: str
 
 
+class SeriesRefusal(_Shown):
+    """An occurrence of a series that was not granted, and why."""
+    start: int
+    end: int
+    reason: str
+
+
+class SeriesOccurrence(_Shown):
+    """An occurrence of a series: an AR of its own."""
+    id: int
+    start: int
+    end: int
+    state: str
+
+
+class SeriesNotModified(_Shown):
+    id: int
+    reason: str
+
+
+class Series(_Shown):
+    """A recurring series (plus_reserve --repeat), as plus_status -series shows it."""
+    id: int
+    owner: str
+    name: str
+    rule: str = Field(description="the RFC 5545 RRULE")
+    zone: str = Field(description="the zone its wall times are kept in")
+    first_start: int
+    duration: int
+    nodes: int
+    users: list[str]
+    exceptions: list[str]
+    state: str = Field(description="active (occurrences still to be granted), complete (every one granted or refused) or cancelled")
+    handled: int = Field(description="occurrences granted or refused so far")
+    granted: int
+    next_start: int | None
+    next_due: int | None = Field(description="when the next occurrence is granted")
+    refused: list[SeriesRefusal]
+    occurrences: list[SeriesOccurrence]
+    cancelled: list["Reservation"] | None = None
+    modified: list[int] | None = None
+    not_modified: list[SeriesNotModified] | None = None
+
+
 class Reservation(_Shown):
     """An AR as plus_status -r shows it."""
     id: int
@@ -122,6 +166,8 @@ class Reservation(_Shown):
     approval: Approval | None = None
     refusal: RefusedChange | None
     warnings: list[str]
+    series: int | None = Field(None, description="the series it is an occurrence of")
+    series_made: Series | None = Field(None, description="the series a reserve with repeat made")
 
 
 class AvailableNodes(_Shown):

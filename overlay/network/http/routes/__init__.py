@@ -23,10 +23,11 @@ from overlay.network.http.routes import (
     release,
     reports,
     reservations,
+    series,
     web,
 )
 
 API_ROUTERS = tuple(family.router for family in (identities, reservations, release, approval,
-                                                   reports, ggf, claims, feeds, events, nodes,
-                                                   jobs))
+                                                   series, reports, ggf, claims, feeds, events,
+                                                   nodes, jobs))
 FIXED_ROUTERS = (web.router, metrics.router, health.router)

@@ -73,6 +73,10 @@ class ReservationIn(BaseModel):
     clear_notice: Leads | None = None
     force: StrictBool = Field(False, description="with maint: over other ARs, which go to W/E")
     transactional: StrictBool = False
+    repeat: Text | None = Field(None, description="a recurring series: an RFC 5545 RRULE, its "
+                                "first occurrence at start (plus_reserve --repeat)")
+    except_: Names = Field([], alias="except", description="with repeat: dates YYYY-MM-DD or "
+                           "local starts YYYY-MM-DDTHH:MM left out (--except)")
 
 
 class ModifyIn(BaseModel):
@@ -142,7 +146,8 @@ async def create_reservation(who: Who, ask: Ask, body: ReservationIn, response: 
                   idempotency_key: Annotated[str | None, Header(
                       max_length=128, description="the client's name for this request: a retry "
                       "with the same key and request answers the AR it made")] = None) -> dict:
-    made = await ask(who, "reserve", {**body.model_dump(), "idempotency_key": idempotency_key})
+    made = await ask(who, "reserve", {**body.model_dump(by_alias=True),
+                                      "idempotency_key": idempotency_key})
     response.headers["Location"] = location(made["id"])
     return made
 
