@@ -20,7 +20,7 @@ from test_manager import Env
 SERVICES = Path(service.__file__).parent
 WIRE_NAMES = {
     "reserve", "modify", "cancel", "destroy", "commit", "abort", "status", "availnodes",
-    "approve", "deny", "release",
+    "approve", "deny", "release", "series_status", "series_cancel", "series_modify",
     "query", "resquery", "setres", "resqandset", "claim",
     "ping", "token", "revoke_tokens", "web_link", "web_session", "web_config",
     "calendar", "usage", "ar_usage", "accounting", "shutdown", "daemons", "metrics", "health", "feed",

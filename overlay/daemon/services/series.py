@@ -67,7 +67,7 @@ def _series_id(args: codec.Arguments, required: bool = True) -> int | None:
     return args.integer("series", 1, MAX_SERIES_ID, required, "-series")
 
 
-def status(context: Context, caller: Caller, args: codec.Arguments) -> list[dict]:
+def series_status(context: Context, caller: Caller, args: codec.Arguments) -> list[dict]:
     """plus_status -series [ID]: one series, or those the caller may see."""
     series_id = _series_id(args, required=False)
     owner = codec.owner(args)
@@ -78,7 +78,7 @@ def status(context: Context, caller: Caller, args: codec.Arguments) -> list[dict
     return [series_view(series, cases.occurrences(series.id)) for series in chosen]
 
 
-def cancel(context: Context, caller: Caller, args: codec.Arguments) -> dict:
+def series_cancel(context: Context, caller: Caller, args: codec.Arguments) -> dict:
     """plus_cancel -series ID: no more occurrences, the open ones cancelled."""
     series_id = _series_id(args)
     args.done()
@@ -89,7 +89,7 @@ def cancel(context: Context, caller: Caller, args: codec.Arguments) -> dict:
             "cancelled": reservation_views(cancelled, context.manager)}
 
 
-def modify(context: Context, caller: Caller, args: codec.Arguments) -> dict:
+def series_modify(context: Context, caller: Caller, args: codec.Arguments) -> dict:
     """plus_modify -series ID: the template and every occurrence not started."""
     series_id = _series_id(args)
     for moved, option in (("start", "-s"), ("end", "-e")):
@@ -115,4 +115,5 @@ def modify(context: Context, caller: Caller, args: codec.Arguments) -> dict:
 
 
 OPERATIONS: dict[str, Operation] = {
-    "series_status": status, "series_cancel": cancel, "series_modify": modify}
+    "series_status": series_status, "series_cancel": series_cancel,
+    "series_modify": series_modify}
