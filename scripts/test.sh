@@ -17,10 +17,12 @@ status=0
 # its findings fail the run, after the tests have run too.
 lint=0
 "$PLUS_VENV/bin/ruff" check --no-cache . || lint=$?
-# Two workers (pytest-xdist): most tests wait on daemons and subprocesses, so
-# two at once nearly halve the run on two cores. Files that change a service
-# the machine has one of go to one worker (tests/conftest.py's scheduler).
-"$PLUS_VENV/bin/python" -m pytest -n "${PLUS_TEST_WORKERS:-2}" "$@" || status=$?
+# Three workers (pytest-xdist) on two cores: most tests wait on daemons,
+# batch systems and subprocesses, so a third keeps the cores busy (measured:
+# 20 min with two, 15.5 with three, the CPUs still 20-30 % idle). Files that
+# change a service the machine has one of go to one worker (tests/conftest.py's
+# scheduler).
+"$PLUS_VENV/bin/python" -m pytest -n "${PLUS_TEST_WORKERS:-3}" "$@" || status=$?
 if ((status == 0 && lint != 0)); then
     echo "test.sh: FAILED: ruff check found problems (above)" >&2
     status=1
