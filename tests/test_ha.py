@@ -242,9 +242,15 @@ def test_qstat_is_byte_for_byte_the_same_at_both_and_a_claim_at_the_standby_runs
     def shown(daemon: Daemon) -> list[str]:
         return [daemon.ok("plusu1", "plus_qstat", *view) for view in views]
 
-    _until(lambda: shown(leader) == shown(standby), "plus_qstat to show the same at both")
+    def priorities(everyone: str) -> dict[str, list[str]]:
+        return {line.split()[0]: line.split() for line in everyone.splitlines()[2:]}
+
+    # a waiting job's priority is the leader's pass's: 0 until one has run since
+    _until(lambda: shown(leader) == shown(standby)
+           and float(priorities(shown(standby)[2])[waiting][1]) > 0,
+           "plus_qstat to show the same at both, after a pass")
     table, full, everyone, detail, claimed_detail = shown(standby)
-    lines = {line.split()[0]: line.split() for line in everyone.splitlines()[2:]}
+    lines = priorities(everyone)
     assert lines[claimed][3] == "plusu1"                        # the AR's owner, not plusu3
     assert float(lines[waiting][1]) > 0 and float(lines[held][1]) == 0
     assert re.search(r"all\.q@local1 +BI +1/1/1 ", full)         # the AR's slot, in use
