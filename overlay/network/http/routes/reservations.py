@@ -79,17 +79,22 @@ class ReservationIn(BaseModel):
                            "local starts YYYY-MM-DDTHH:MM left out (--except)")
 
 
-class ModifyIn(BaseModel):
-    """plus_modify's changes: a new window, node count or access list."""
+class ChangeIn(BaseModel):
+    """What a change may set of an AR and of a series' occurrences alike
+    (routes/series.py)."""
     model_config = ConfigDict(extra="forbid")
-    start: Epoch | None = None
-    end: Epoch | None = None
     duration: Annotated[StrictInt, Field(ge=1, le=limits.MAX_DURATION)] | None = None
     nodes: Count | None = None
     users: Names | None = None
     repair: RepairMode | None = None
     notify_start: Leads | None = None
     notify_end: Leads | None = None
+
+
+class ModifyIn(ChangeIn):
+    """plus_modify's changes: a new window, node count or access list."""
+    start: Epoch | None = None
+    end: Epoch | None = None
     idle_release: IdleRelease | None = None
     release_when_done: StrictBool | None = None
     transactional: StrictBool = False

@@ -8,12 +8,11 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Path, Query
-from pydantic import BaseModel, ConfigDict, Field, StrictInt
 
 from overlay.language import limits
 from overlay.network.http.identity import Who
-from overlay.network.http.routes.base import Ask, Count, Names
-from overlay.network.http.routes.reservations import Leads, RepairMode
+from overlay.network.http.routes.base import Ask
+from overlay.network.http.routes.reservations import ChangeIn
 from overlay.network.http.schemas import Series, answers
 from overlay.persistence.series import MAX_SERIES_ID
 
@@ -22,15 +21,8 @@ router = APIRouter()
 SeriesId = Annotated[int, Path(ge=1, le=MAX_SERIES_ID, description="the series' id")]
 
 
-class SeriesChangeIn(BaseModel):
+class SeriesChangeIn(ChangeIn):
     """plus_modify -series: what changes for the occurrences not started and those to come."""
-    model_config = ConfigDict(extra="forbid")
-    duration: Annotated[StrictInt, Field(ge=1, le=limits.MAX_DURATION)] | None = None
-    nodes: Count | None = None
-    users: Names | None = None
-    repair: RepairMode | None = None
-    notify_start: Leads | None = None
-    notify_end: Leads | None = None
 
 
 @router.get("/series", summary="Recurring series, as plus_status -series lists them",
