@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from sqlalchemy import make_url, text
+from sqlalchemy import inspect, make_url, text
 
 from daemon_harness import Daemon
 from overlay.persistence.store import Store
@@ -144,6 +144,30 @@ def test_an_older_postgresql_store_gets_wide_time_columns(store_url):
         far = 2 ** 31 + 86400
         ar = store.create(new_ar(start=far, end=far + 3600), CAPACITY)
         assert store.get(ar.id).start == far
+    finally:
+        store.close()
+
+
+def test_an_older_store_gets_the_capacity_checks_index_and_it_is_used(store_url):
+    """A store made before ix_allocation_node_end gets it when opened; on
+    SQLite the capacity re-check's query then searches it, not a walk of
+    every allocation (scripts/bench_repeat.py: whole-cluster series)."""
+    old = Store(store_url)
+    with old.engine.begin() as connection:
+        connection.execute(text("DROP INDEX ix_allocation_node_end"))
+    old.close()
+    store = Store(store_url)
+    try:
+        names = {index["name"] for index in inspect(store.engine).get_indexes("allocation")}
+        assert "ix_allocation_node_end" in names
+        store.create(new_ar(start=10_000, end=20_000), CAPACITY)
+        if store_url.startswith("sqlite"):
+            with store.engine.connect() as connection:
+                plan = connection.execute(text(
+                    "EXPLAIN QUERY PLAN SELECT * FROM allocation WHERE node IN ('n1', 'n2') AND "
+                    "start_time < 30000 AND end_time > 15000 AND held AND reservation_id != 0"
+                )).fetchall()
+            assert "ix_allocation_node_end" in str(plan), plan
     finally:
         store.close()
 

@@ -41,6 +41,7 @@ from sqlalchemy import (
     BigInteger,
     Connection,
     Engine,
+    Index,
     Integer,
     MetaData,
     bindparam,
@@ -162,6 +163,10 @@ class ReservationRow(SQLModel, table=True):
 
 class AllocationRow(SQLModel, table=True):
     __tablename__ = "allocation"
+    __table_args__ = (Index("ix_allocation_node_end", "node", "end_time"),)
+    """The capacity re-check's bookings of some nodes after a start: ARs are
+    mostly made later than those stored, so few end after theirs start
+    (a series' leader grants them in time order), whatever is stored."""
 
     id: int | None = Field(default=None, primary_key=True)
     reservation_id: int = Field(index=True, foreign_key="reservation.id")
@@ -323,14 +328,16 @@ def _allocation_values(ar: Reservation) -> list[dict]:
 
 _ALLOCATIONS = AllocationRow.__table__.c
 _BOOKED = select(_ALLOCATIONS.reservation_id, _ALLOCATIONS.node, _ALLOCATIONS.start_time,
-                 _ALLOCATIONS.end_time, _ALLOCATIONS.slots).where(
+                 _ALLOCATIONS.end_time, _ALLOCATIONS.slots, _ALLOCATIONS.within_id).where(
     _ALLOCATIONS.node.in_(bindparam("nodes", expanding=True)),
     _ALLOCATIONS.start_time < bindparam("last"), _ALLOCATIONS.end_time > bindparam("first"),
-    _ALLOCATIONS.held, _ALLOCATIONS.reservation_id != bindparam("own"),
-    _ALLOCATIONS.within_id.is_(None))
+    _ALLOCATIONS.held, _ALLOCATIONS.reservation_id != bindparam("own"))
 """The bookings of other ARs on some nodes over a span (Store._check_capacity),
 built once, like the inserts below: SQLAlchemy works out the cache key of
-each new statement it runs."""
+each new statement it runs. Bookings inside other ARs are left out by the
+caller: asked of the database, "within_id IS NULL" made SQLite walk its
+within_id index, every allocation stored (75 ms at 200,000), rather than
+ix_allocation_node_end (3 ms)."""
 _OUTER = select(_ALLOCATIONS.start_time, _ALLOCATIONS.end_time, _ALLOCATIONS.slots).where(
     _ALLOCATIONS.reservation_id == bindparam("outer"), _ALLOCATIONS.node == bindparam("node"),
     _ALLOCATIONS.held, _ALLOCATIONS.pending.is_(False), _ALLOCATIONS.within_id.is_(None))
@@ -496,6 +503,16 @@ def create_tables(engine: Engine, url: str, metadata: MetaData,
                     f"version: table {table.name} lacks {', '.join(missing)}; migrate it or "
                     "give plus_scheduler a new store (-r)")
             _widen_times(connection, table, present)
+            _add_indexes(connection, table, inspector)
+
+
+def _add_indexes(connection, table, inspector) -> None:
+    """The indexes a table of a store made by an earlier version lacks
+    (create_all makes only those of new tables)."""
+    present = {index["name"] for index in inspector.get_indexes(table.name)}
+    for index in table.indexes:
+        if index.name not in present:
+            index.create(connection)
 
 
 def _widen_times(connection, table, present: dict) -> None:
@@ -906,8 +923,8 @@ class Store:
         planner = MultiPlanner()
         for node in nodes:
             planner.set_capacity(node, capacity.get(node, 0))
-        planner.book_many(tuple(row) for row in session.connection().execute(_BOOKED, bounds)
-                          if row[0] not in over)
+        planner.book_many(tuple(row[:5]) for row in session.connection().execute(_BOOKED, bounds)
+                          if row[5] is None and row[0] not in over)
         summed: dict[tuple, int] = {}   # a qrsub AR may hold two queues' slots on one node
         for row in wanted:
             key = (row["node"], row["start_time"], row["end_time"], row["pending"])
