@@ -16,12 +16,14 @@ from __future__ import annotations
 import datetime as dt
 import json
 import textwrap
+import time
 import zoneinfo
 from itertools import takewhile
 
 import pytest
 from icalendar import Calendar
 
+from overlay.cli import views
 from overlay.contract import plugins
 from overlay.daemon import config as config_module
 from overlay.daemon.services.feeds import _series_of
@@ -31,6 +33,7 @@ from overlay.feeds.calendar import calendar
 from overlay.language.model import InvalidRequest, LimitExceeded, Request, State
 from overlay.language.recurrence import Recurrence
 from overlay.language.request import RequestError
+from overlay.language.timespec import format_ctime
 from overlay.persistence.events import EventLog
 from overlay.persistence.series import SeriesMoved, SeriesRow, SeriesStore
 from overlay.persistence.store import ReservationRow, Store
@@ -378,3 +381,17 @@ def test_the_users_feed_carries_the_series_as_one_event_with_rrule_and_exdate(wo
                                                                 "2027-03-10 09:00"]
     assert "BEGIN:VTIMEZONE" in body and "TZID:America/New_York" in body
     assert single.series is None
+
+
+def test_the_answer_says_when_the_next_occurrence_is_granted():
+    """From its due time on, or by the leader's next passes when that time
+    has already come (a depth longer than the gap to it): never a due time
+    in the past as if it were to be waited for."""
+    now = int(time.time())
+    made = {"id": 4, "granted": 1, "refused": [], "occurrences": [{"id": 9, "start": now}],
+            "next_start": now + 86400}
+    later = views.series_granted({**made, "next_due": now + 3600})
+    assert later.endswith(f"granted from {format_ctime(now + 3600)} on")
+    due = views.series_granted({**made, "next_due": now - 3600})
+    assert due.endswith("granted by the leader's next passes (within the depth already)")
+    assert due.startswith("Your advance reservation series 4 has been granted: 1 occurrence(s)")

@@ -4,6 +4,8 @@ PluS's fields (overlay/schemas/qrstat.xsd)."""
 
 from __future__ import annotations
 
+import time
+
 from overlay.language.leads import shown_leads
 from overlay.language.limits import printable
 from overlay.language.release import shown_idle_release
@@ -136,8 +138,9 @@ def series_granted(series: dict) -> str:
     lines += [f"occurrence at {format_ctime(r['start'])} refused: {printable(r['reason'])}"
               for r in series["refused"]]
     if series["next_start"] is not None:
-        lines.append(f"next occurrence {format_ctime(series['next_start'])}, granted from "
-                     f"{format_ctime(series['next_due'])} on")
+        when = (f"from {format_ctime(series['next_due'])} on" if series["next_due"] > time.time()
+                else "by the leader's next passes (within the depth already)")
+        lines.append(f"next occurrence {format_ctime(series['next_start'])}, granted {when}")
     return "\n".join(lines)
 
 
