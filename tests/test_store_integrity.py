@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import random
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -256,3 +257,23 @@ def test_plus_scheduler_status_on_a_sqlite_store_and_without_a_daemon(daemon):
     assert lines[1].endswith("(SQLite: one daemon per store)")
     assert lines[3].split()[1] == "leader" and lines[3].split()[0].endswith(
         f":{daemon.process.pid}")
+
+
+def test_an_outside_reader_of_the_store_loses_none_of_the_daemons_writes(daemon):
+    """The native backend opens an engine of its own on the open store: that
+    must not drop the daemon's SQLite locks (a descriptor of the file opened
+    and closed drops them all), or the first outside reader to close the
+    store deletes the WAL the daemon still writes to, and what the daemon
+    writes after is seen by no one else, and lost at its stop."""
+    daemon.start()
+    first = daemon.reserve("plusu1", "-s", "now+2h", "-D", "1h", "-n", "1")["id"]
+    database = daemon.dir / "state" / "plus.db"
+    read = ("import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); "
+            "print(*[r[0] for r in c.execute('SELECT id FROM reservation ORDER BY id')]); c.close()")
+    assert subprocess.run([sys.executable, "-c", read, str(database)], capture_output=True,
+                          text=True, check=True).stdout.split() == [str(first)]
+    second = daemon.reserve("plusu1", "-s", "now+4h", "-D", "1h", "-n", "1")["id"]
+    assert (daemon.dir / "state" / "plus.db-wal").exists()
+    seen = subprocess.run([sys.executable, "-c", read, str(database)], capture_output=True,
+                          text=True, check=True).stdout.split()
+    assert seen == [str(first), str(second)]

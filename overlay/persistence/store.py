@@ -450,8 +450,16 @@ def make_engine(url: str) -> Engine:
 def _keep_private(database: str) -> None:
     """The store holds job scripts and environments: the database and its
     WAL and shared-memory files are the daemon's alone (SQLite gives the
-    latter two the database's mode). A new file is created 0600."""
-    os.close(os.open(database, os.O_RDWR | os.O_CREAT, 0o600))
+    latter two the database's mode). A new file is created 0600. An
+    existing one is never opened here: closing a descriptor of a file drops
+    every POSIX lock this process holds on it, SQLite's too, so a second
+    engine on an open store (a plugin's) would leave the first one's
+    connections unlocked, and the next process to close the store would
+    take them for gone and delete the WAL they still write to."""
+    try:
+        os.close(os.open(database, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600))
+    except FileExistsError:
+        pass
     for path in (database, database + "-wal", database + "-shm"):
         try:
             if os.stat(path).st_mode & 0o077:
