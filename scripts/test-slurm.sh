@@ -124,6 +124,9 @@ JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
 JobCompType=jobcomp/none
 SchedulerType=sched/backfill
+PreemptType=preempt/partition_prio
+PreemptMode=REQUEUE
+JobSubmitPlugins=lua
 SchedulerParameters=sched_interval=1,bf_interval=1,bf_resolution=1
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
@@ -148,13 +151,19 @@ for ((i = 1; i <= ${#nodes[@]}; i++)); do
 NodeName=snode$i NodeHostname=$host NodeAddr=127.0.0.1 Port=$((first_slurmd_port + i)) CPUs=4 Sockets=1 CoresPerSocket=4 ThreadsPerCore=1 RealMemory=1000 Features=$features State=UNKNOWN"
 done
 config+="
-PartitionName=debug Nodes=snode[1-4] Default=YES DefaultTime=30 MaxTime=INFINITE State=UP
-PartitionName=pair Nodes=snode[3-4] DefaultTime=10 MaxTime=1:00:00 State=UP"
+PartitionName=debug Nodes=snode[1-4] Default=YES DefaultTime=30 MaxTime=INFINITE PriorityTier=2 PreemptMode=OFF State=UP
+PartitionName=pair Nodes=snode[3-4] DefaultTime=10 MaxTime=1:00:00 PriorityTier=2 PreemptMode=OFF State=UP
+PartitionName=lend Nodes=snode[1-4] DefaultTime=10 MaxTime=INFINITE PriorityTier=1 PreemptMode=REQUEUE State=UP"
 changed=no
 if [[ ! -f $conf || $(<"$conf") != "$config" ]]; then
     mkdir -p "${conf%/*}"
     printf '%s\n' "$config" >"$conf"
     changed=yes
+fi
+# the lending rule (job_submit/lua, read anew by slurmctld when it changes)
+lua=${conf%/*}/job_submit.lua
+if [[ ! -f $lua ]] || ! cmp -s "$repo/scripts/slurm-job-submit.lua" "$lua"; then
+    install -m 0644 "$repo/scripts/slurm-job-submit.lua" "$lua"
 fi
 install -d -o slurm -g slurm -m 0755 "$lib" "$lib/state" "$logs" "$run"
 install -d -m 0755 "$lib/spool"

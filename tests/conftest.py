@@ -61,7 +61,7 @@ SHARED_SERVICE_FILES = {
 }
 SLURM_CLUSTER = "slurm-cluster"
 SLURM_FILES = {"test_slurm_env.py", "test_slurm.py", "test_slurm_e2e.py", "test_slurm_notice.py",
-               "test_slurm_maint.py"}
+               "test_slurm_maint.py", "test_slurm_lend.py"}
 CLUSTER_LOCKS = {ONE_AT_A_TIME: "/run/lock/plus-tests-grid-engine.lock",
                  SLURM_CLUSTER: "/run/lock/plus-tests-slurm.lock"}
 """Held by a test file of a group while it runs, so that two runs of the

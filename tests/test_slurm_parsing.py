@@ -9,8 +9,9 @@ import json
 
 import pytest
 
-from overlay_slurm import hostlist, status
+from overlay_slurm import hostlist, settings, status
 from overlay_slurm.ledger import REQUEUE_SETTLE, Ledger
+from overlay_slurm.reservations import Wanted
 
 
 @pytest.mark.parametrize("text, hosts", [
@@ -109,3 +110,21 @@ def test_the_ledger_says_which_requeued_jobs_may_start_at_once(tmp_path):
     again = Ledger(str(path))
     assert again.settled(["7", "11", "12", "13", "21"], 2000) == ["11", "12"]
     assert again.held_for() == {"7": 3, "11": 3, "12": 3, "13": 3, "21": 4}
+
+
+def test_a_lending_partition_slurm_would_not_take_is_refused_naming_the_key():
+    assert settings.load({"lend_partition": "lend"}).lend_partition == "lend"
+    assert settings.load({}).lend_partition == ""
+    for bad in ("lend;rm", "", 3):
+        with pytest.raises(Exception) as refused:
+            settings.load({"lend_partition": bad})
+        assert "lend_partition" in str(refused.value) and "a Slurm name" in str(refused.value)
+
+
+def test_a_lending_ar_and_its_twin_overlap_and_the_twin_admits_every_user():
+    ar = Wanted("R7", 100, 200, ("snode1",), ("plusu1",), (), "", lend="lend")
+    twin = ar.lending()
+    assert ar.flags == twin.flags == "IGNORE_JOBS,OVERLAP"
+    assert twin.name == "L7" and twin.partition == "lend" and twin.users == ("-root",)
+    assert twin.fields(0, False)["Users"] == "-root" and twin.end == ar.end
+    assert Wanted("R8", 100, 200, ("snode1",), ("plusu1",), (), "").flags == "IGNORE_JOBS"

@@ -9,7 +9,10 @@ on its nodes (started before the grant) are dealt with by the site's
 conflict policy: requeued and held until the window ends, cancelled, or
 never granted over (``avoid``). At the end Slurm ends the AR's jobs (after
 the site's ResvOverRun), and the overlay cancels what is left, deletes the
-reservation and releases the jobs it held. Every step is idempotent; what
+reservation and releases the jobs it held. With ``lend_partition`` set, a
+whole-node AR also lends its idle nodes to preemptible jobs through a
+second reservation ``L123``, made, changed and removed with ``R123``
+(overlay_slurm.reservations; followed by overlay_slurm.lending). Every step is idempotent; what
 the store cannot tell (reservations made, jobs held) is in the ledger, so
 a daemon killed between two commands converges. The lifecycle (memo,
 ledger, reconcile) is the kit's (overlay.kit.queuekit); this module says
@@ -40,6 +43,7 @@ from overlay.api.plugin import (
 )
 from overlay_slurm import reservations, settings
 from overlay_slurm.ledger import FOREIGN, SHUT, Ledger
+from overlay_slurm.lending import LentJobs, Tell, store_events
 from overlay_slurm.slurm import ReservationInUse, Slurm, SlurmError
 from overlay_slurm.status import SlurmJob
 
@@ -54,12 +58,14 @@ class SlurmBackend(QueueBackend):
     delete_command = "scancel"
     slots_as_cores = True
 
-    def __init__(self, slurm: Slurm, ledger: Ledger, config: settings.Settings) -> None:
+    def __init__(self, slurm: Slurm, ledger: Ledger, config: settings.Settings,
+                 tell: Tell | None = None) -> None:
         super().__init__(ledger)
         self.slurm = slurm
         self.settings = config
         self._cpus: dict[str, int] = {}
         self._observed: Recent[list[SlurmJob]] = Recent(self.slurm.jobs)
+        self._lent = LentJobs(ledger, slurm, tell) if tell else None
 
     @classmethod
     def from_config(cls, config, options: dict) -> "SlurmBackend":
@@ -67,7 +73,8 @@ class SlurmBackend(QueueBackend):
         runner = runner_from_options({k: v for k, v in options.items() if k == "ssh"},
                                      chosen.environment)
         ledger = Ledger(os.path.join(config.state_path, chosen.ledger))
-        return cls(Slurm(runner, chosen.bin, chosen.timeout), ledger, chosen)
+        tell = store_events(config.store_url) if chosen.lend_partition else None
+        return cls(Slurm(runner, chosen.bin, chosen.timeout), ledger, chosen, tell)
 
     def close(self) -> None:
         self.slurm.runner.close()
@@ -143,20 +150,30 @@ class SlurmBackend(QueueBackend):
     def _wanted(self, ar: Reservation) -> reservations.Wanted:
         if not self._cpus:
             self.nodes()
-        return reservations.wanted(ar, self._cpus, self.settings.partition)
+        return reservations.wanted(ar, self._cpus, self.settings.partition,
+                                   self.settings.lend_partition)
 
     def fingerprint(self, ar: Reservation) -> tuple:
         return (self._wanted(ar),)
 
     def create(self, ar: Reservation) -> None:
-        """Make the reservation, or correct the one Slurm has."""
+        """Make the reservation, or correct the one Slurm has; then the
+        same for its lending reservation, or remove one it no longer has."""
         wanted = self._wanted(ar)
         now = int(time.time())
         started = ar.state in OPEN_STATES or ar.start <= now
+        self._apply(wanted, now, started)
+        if wanted.lend:
+            self.ledger.note_lending(ar.id, True)
+            self._apply(wanted.lending(), now, started)
+        elif self.ledger.lends(ar.id):
+            self._end_lending(ar.id)
+
+    def _apply(self, wanted: reservations.Wanted, now: int, started: bool) -> None:
         current = self.slurm.reservation(wanted.name)
         if current is None:
             self._make(wanted, now)
-        elif wanted.differences(current, started, now):
+        elif differences := wanted.differences(current, started, now):
             if wanted.cores or current.cores != sum(
                     self._cpus.get(node, 0) for node in current.nodes):
                 self.slurm.delete_reservation(wanted.name)     # core-based: made anew
@@ -164,6 +181,8 @@ class SlurmBackend(QueueBackend):
             else:
                 fields = wanted.fields(now, started)
                 del fields["ReservationName"]
+                if "flags" in differences:
+                    fields["Flags"] = wanted.flags
                 self.slurm.update_reservation(wanted.name, fields)
 
     def _make(self, wanted: reservations.Wanted, now: int) -> None:
@@ -177,10 +196,11 @@ class SlurmBackend(QueueBackend):
         """Foreign jobs still running on the AR's nodes, by the conflict
         policy; while a hard error keeps the AR shut, its own pending jobs
         held."""
-        name = reservations.name(ar.id)
+        own = (reservations.name(ar.id), reservations.lending_name(ar.id))
+        name = own[0]
         jobs = self.jobs_now(fresh=True)
         wanted = set(hosts)
-        foreign = [job.id for job in jobs if job.state == "RUNNING" and job.reservation != name
+        foreign = [job.id for job in jobs if job.state == "RUNNING" and job.reservation not in own
                    and wanted & set(job.nodes)]
         if foreign and self.settings.conflict == "kill":
             log.info("cancelling job(s) %s on the nodes of AR %d", ", ".join(foreign), ar.id)
@@ -234,8 +254,30 @@ class SlurmBackend(QueueBackend):
             log.info("cancelling job(s) %s of AR %d", ", ".join(mine), ar_id)
             self.slurm.cancel(mine)
         self.ledger.set_active(ar_id, None)
+        if self.ledger.lends(ar_id):
+            self._end_lending(ar_id)
         self._delete_when_unused(name)
         self._release(self.ledger.held(ar_id))
+        self._changed()
+
+    def _end_lending(self, ar_id: int) -> None:
+        """The lending reservation gone: its lent jobs end with it (as at
+        its end in Slurm), but a pending one that names other reservations
+        too keeps those."""
+        name = reservations.lending_name(ar_id)
+        orphaned = f"Reservation_{name}_was_deleted"
+        ending = []
+        for job in self.jobs_now(fresh=True):
+            named = job.reservation.split(",") if job.reservation else []
+            if name in named and job.state == "PENDING" and len(named) > 1:
+                self.slurm.name_reservations(job.id, [other for other in named if other != name])
+            elif name in named or job.reason == orphaned:
+                ending.append(job.id)
+        if ending:
+            log.info("cancelling lent job(s) %s of AR %d", ", ".join(ending), ar_id)
+            self.slurm.cancel(ending)
+        self._delete_when_unused(name)
+        self.ledger.note_lending(ar_id, False)
         self._changed()
 
     def _delete_when_unused(self, name: str) -> None:
@@ -271,8 +313,11 @@ class SlurmBackend(QueueBackend):
     def health(self, reservations_now: list[Reservation]) -> dict[int, str]:
         """A node of an AR down, drained or failing makes it W or E (seed
         000, 5.2.2.2.1); a reservation deleted or changed by hand is drift,
-        mended at the next pass."""
+        mended at the next pass. The leader's pass asks: lent jobs are
+        followed here too (overlay_slurm.lending)."""
         with self.lock:
+            if self._lent:
+                self._lent.observe(self.jobs_now(fresh=True), int(time.time()))
             nodes = {node.name: node for node in self.slurm.nodes()}
             self._cpus = {name: node.cpus for name, node in nodes.items()}
             made = {r.name: r for r in self.slurm.reservations()}
@@ -280,9 +325,11 @@ class SlurmBackend(QueueBackend):
             problems = {}
             for ar in reservations_now:
                 if self.ledger.owns(ar.id) and not self.released(ar.id):
-                    current = made.get(reservations.name(ar.id))
+                    wanted = self._wanted(ar)
                     started = ar.state in OPEN_STATES or ar.start <= now
-                    if current is None or self._wanted(ar).differences(current, started, now):
+                    if any(made.get(each.name) is None
+                           or each.differences(made[each.name], started, now)
+                           for each in ((wanted, wanted.lending()) if wanted.lend else (wanted,))):
                         self._applied.forget(ar.id)
                 failures = [f"{name} {'+'.join(nodes[name].problems)}"
                             + (f" ({nodes[name].reason})" if nodes[name].reason else "")

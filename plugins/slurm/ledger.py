@@ -6,6 +6,12 @@ and held off an AR's nodes at its start (released after its window), and
 the AR's own pending jobs held while a hard error keeps it shut. Each is
 written *before* the scontrol command that holds the job, so a daemon
 killed in between still releases it (overlay.kit.queuekit.Ledger).
+
+And lending: the ARs whose lending reservation L<id> was asked for
+(written before the scontrol command, so an AR's end deletes it whatever
+the settings say by then), the lent jobs last seen running (to tell their
+preemption), and those preempted and requeued (told to start again once
+REQUEUE_SETTLE has passed, rather than Slurm's 120 s later).
 """
 
 from __future__ import annotations
@@ -33,9 +39,52 @@ class Ledger(queuekit.Ledger):
 
     def load(self, raw: dict[str, Any]) -> None:
         self._held: dict[str, list] = raw.get("held", {})
+        self._lending: list[int] = raw.get("lending", [])
+        self._lent: dict[str, dict] = raw.get("lent", {})
+        self._requeued: dict[str, int] = raw.get("requeued", {})
 
     def entries(self) -> dict[str, Any]:
-        return {"held": self._held}
+        return {"held": self._held, "lending": self._lending, "lent": self._lent,
+                "requeued": self._requeued}
+
+    # -- lending --------------------------------------------------------------------------
+
+    def lends(self, ar_id: int) -> bool:
+        with self.lock:
+            return ar_id in self._lending
+
+    def note_lending(self, ar_id: int, lends: bool) -> None:
+        """Whether AR ``ar_id`` has (or is getting) its lending reservation."""
+        with self.lock:
+            if lends != (ar_id in self._lending):
+                self._lending = sorted(set(self._lending) ^ {ar_id})
+                self.save()
+
+    def lent(self) -> dict[str, dict]:
+        """Lent jobs last seen running: id -> their AR, owner, nodes, start."""
+        with self.lock:
+            return dict(self._lent)
+
+    def note_lent(self, running: dict[str, dict], preempted: dict[str, int]) -> None:
+        """The lent jobs running now, and those found ``preempted`` (id ->
+        the second it was seen) among those that ran before."""
+        with self.lock:
+            if running != self._lent or preempted:
+                self._lent = running
+                self._requeued.update(preempted)
+                self.save()
+
+    def requeued(self) -> dict[str, int]:
+        """Preempted lent jobs not yet told to start again: id -> when seen."""
+        with self.lock:
+            return dict(self._requeued)
+
+    def note_restarted(self, jobs: list[str]) -> None:
+        with self.lock:
+            if any(job in self._requeued for job in jobs):
+                for job in jobs:
+                    self._requeued.pop(job, None)
+                self.save()
 
     def held(self, ar_id: int | None = None, why: str | None = None) -> list[str]:
         """Jobs held for ``ar_id`` (any AR if None) and reason (any if None)."""

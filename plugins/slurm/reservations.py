@@ -11,12 +11,23 @@ cores (``CoreCnt=1,2`` beside ``Nodes=n1,n2``: one count per node; a
 single total must divide evenly). Slurm 22.05 cannot change a core-based
 reservation ("Core-based reservation can not be updated"): one is made
 anew. Every name is checked before it reaches scontrol.
+
+With ``lend_partition`` set, a whole-node AR also lends its idle nodes
+through a second reservation ``L123`` on the same nodes and window, open to
+every user (``Users=-root``: 22.05 has no "all") and, by the site's
+job_submit/lua rule (scripts/slurm-job-submit.lua), only to jobs of the
+lending partition, whose lower PriorityTier lets the AR's own jobs preempt
+them (PreemptType=preempt/partition_prio). Both carry OVERLAP: without it
+on ``R123`` its jobs wait "Reserved for maintenance" while lent jobs hold
+the nodes (seen on 22.05). A slot AR lends nothing: Slurm gives an
+overlapping core reservation other cores than the AR's (seen), where lent
+jobs would not be in the AR's way.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from overlay.api.plugin import Reservation, with_members
 from overlay_slurm.slurm import utc
@@ -29,10 +40,18 @@ FLAGS = "IGNORE_JOBS"
 MAINT_FLAGS = "IGNORE_JOBS,MAINT"
 """A maintenance AR's: Slurm's MAINT lets it be made over other
 reservations (plus_reserve --maint --force) and accounts it as maintenance."""
+LENDING_FLAGS = "IGNORE_JOBS,OVERLAP"
+"""An AR's that lends, and its lending reservation's: each may overlap the other."""
+EVERY_USER = "-root"
+"""The lending reservation's Users=: everyone but root."""
 
 
 def name(ar_id: int) -> str:
     return f"R{ar_id}"
+
+
+def lending_name(ar_id: int) -> str:
+    return f"L{ar_id}"
 
 
 def ar_id_of(reservation: str) -> int | None:
@@ -64,11 +83,18 @@ class Wanted:
     cores: tuple[int, ...]   # slots per node, in the order of ``nodes``; () whole nodes
     partition: str
     maint: bool = False
+    lend: str = ""           # the lending partition, when the AR lends its idle nodes
+    lent: bool = False       # the AR's lending reservation, not the AR's own
 
     @property
     def flags(self) -> str:
         """The flags it is made with."""
-        return MAINT_FLAGS if self.maint else FLAGS
+        return MAINT_FLAGS if self.maint else LENDING_FLAGS if self.lend or self.lent else FLAGS
+
+    def lending(self) -> "Wanted":
+        """The reservation that lends this AR's idle nodes."""
+        return replace(self, name=lending_name(int(self.name[1:])), users=(EVERY_USER,),
+                       partition=self.lend, lend="", lent=True)
 
     def fields(self, now: int, started: bool) -> dict[str, str]:
         """scontrol's words: StartTime only before the window (an active
@@ -97,18 +123,22 @@ class Wanted:
             found.append("start")
         if self.cores and current.cores != sum(self.cores):
             found.append("cores")
+        if "OVERLAP" in self.flags and "OVERLAP" not in current.flags:
+            found.append("flags")
         return found
 
 
-def wanted(ar: Reservation, cpus: dict[str, int], partition: str) -> Wanted:
+def wanted(ar: Reservation, cpus: dict[str, int], partition: str, lend: str = "") -> Wanted:
     """The reservation of ``ar``; ``cpus``: each node's CPUs as last seen,
-    to tell a slot AR (fewer slots than CPUs somewhere) from whole nodes."""
+    to tell a slot AR (fewer slots than CPUs somewhere) from whole nodes;
+    ``lend``: the lending partition, "" when nothing is lent."""
     slots: dict[str, int] = {}
     for allocation in ar.allocations:
         node = _checked(allocation.node, "node")
         slots[node] = slots.get(node, 0) + allocation.slots
     nodes = tuple(sorted(slots))
     whole = all(count >= cpus.get(node, 0) for node, count in slots.items())
+    lends = lend if whole and not ar.request.maint else ""
     return Wanted(name(ar.id), ar.start, ar.end, nodes, users(ar),
                   () if whole else tuple(slots[node] for node in nodes), partition,
-                  ar.request.maint)
+                  ar.request.maint, lends)

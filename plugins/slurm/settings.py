@@ -17,6 +17,7 @@ class Settings:
     conf: str = ""                  # SLURM_CONF; "" = the commands' default
     partition: str = ""             # the reservations' PartitionName; "" = none
     conflict: str = "requeue"
+    lend_partition: str = ""        # the partition of preemptible jobs lent ARs' idle nodes; "" none
     timeout: int = 60
     ledger: str = "slurm-ledger.json"
 
@@ -31,6 +32,7 @@ class Settings:
 
 
 CHECKS = {"bin": settings.path(), "conf": settings.path(), "partition": _NAME,
+          "lend_partition": _NAME,
           "conflict": settings.choice(CONFLICT_POLICIES), "timeout": settings.seconds(1),
           "ledger": settings.text()}
 

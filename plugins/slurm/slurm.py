@@ -83,6 +83,12 @@ class Slurm(BatchCommands):
         return status.jobs(self.checked(["squeue", "--noheader", "--all", "--array",
                                          "--format", status.JOB_FORMAT]).stdout)
 
+    def preempted(self) -> set[str]:
+        """The jobs Slurm still remembers (MinJobAge) as ended by a preemption."""
+        listed = self.checked(["squeue", "--noheader", "--all", "--states=PREEMPTED",
+                               "--format", "%i"]).stdout
+        return {line.strip() for line in listed.splitlines() if line.strip()}
+
     # -- reservations --------------------------------------------------------------------
 
     def create_reservation(self, fields: Mapping[str, str]) -> None:
@@ -125,6 +131,11 @@ class Slurm(BatchCommands):
         """Eligible at once rather than 120 s after their requeue."""
         self._each(ids, lambda chunk: ["scontrol", "update", f"JobId={','.join(chunk)}",
                                        "StartTime=now"])
+
+    def name_reservations(self, job_id: str, names: Iterable[str]) -> None:
+        """A pending job's reservations, from now on only ``names``."""
+        self._each([job_id], lambda chunk: ["scontrol", "update", f"JobId={chunk[0]}",
+                                            f"Reservation={','.join(names)}"])
 
     def hold(self, ids: Iterable[str]) -> None:
         self._each(ids, lambda chunk: ["scontrol", "hold", ",".join(chunk)])
