@@ -206,6 +206,32 @@ def test_a_job_in_an_ar_is_its_used_node_hours(daemon):
     used_by_the_job(daemon, view["id"], job, 20)
 
 
+def test_each_occurrence_of_a_series_is_a_queue_of_its_own(daemon):
+    """plus_reserve --repeat on Grid Engine: each occurrence its own queue
+    R<id> on its own hostgroup; cancelling one occurrence gives back its
+    hosts alone, plus_cancel -series those of all the others."""
+    view = reserve(daemon, "-s", "now+1h", "-D", "30m", "-n", "1",
+                   "--repeat", "FREQ=DAILY;COUNT=3")
+    series = view["series_made"]
+    assert view["series"] == series["id"] and series["granted"] == 3
+    queues = [f"R{o['id']}" for o in series["occurrences"]]
+
+    def hosts(queue: str) -> str:
+        found = re.search(r"^hostlist +(\S+)$", sh("qconf", "-sq", queue).stdout, re.MULTILINE)
+        return found.group(1) if found else ""
+    wait_for(lambda: set(queues) <= set(names("-sql")) and
+             [hosts(q) for q in queues] == [f"@{q}_hosts" for q in queues], 30,
+             "the enforcer to make each occurrence's queue")
+    assert len(set(queues)) == 3
+    first, *others = queues
+    daemon.ok("plusu1", "plus_cancel", "-r", first[1:])
+    wait_for(lambda: hosts(first) == "NONE", 30, "the cancelled occurrence's hosts given back")
+    assert [hosts(q) for q in others] == [f"@{q}_hosts" for q in others]
+    daemon.ok("plusu1", "plus_cancel", "-series", str(series["id"]))
+    wait_for(lambda: all(hosts(q) == "NONE" for q in others), 30,
+             "every occurrence's hosts given back")
+
+
 def test_an_ar_awaiting_approval_is_on_grid_engine_only_once_approved():
     require()
     clean()
