@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -176,3 +177,26 @@ def released_when_idle(daemon: Daemon, view: dict, idle: int, timeout: float = 6
     assert ar["message"] == f"released: no job ran in it for {idle} s (idle_release)"
     assert view["start"] + idle <= ar["released"] < view["end"]
     return ar
+
+
+def used_by_the_job(daemon: Daemon, ar_id: int, job_id: str, seconds: int,
+                    timeout: float = 120) -> None:
+    """The job ``job_id``, run ``seconds`` in AR ``ar_id`` on a backend
+    whose accounting the overlay does not read, once the leader saw it end:
+    one ar_job record of it in the reporting file, from its start to the
+    pass that saw it gone, and plus_account -l's used-nh of the AR its
+    node-hours, not 0."""
+    reporting = daemon.dir / "state" / "reporting"
+    record = re.compile(rf"^(\d+):ar_job:\d+:\d+:{ar_id}:{re.escape(job_id)}:plusu1:(\d+):(\S+)$",
+                        re.MULTILINE)
+    deadline = time.monotonic() + timeout
+    while not (found := record.findall(reporting.read_text() if reporting.exists() else "")):
+        assert time.monotonic() < deadline, f"no ar_job record of job {job_id} in {timeout} s"
+        time.sleep(0.5)
+    [(end, start, hosts)] = found
+    ran = int(end) - int(start)
+    assert seconds <= ran < seconds + 60, f"job {job_id} ran {seconds} s, recorded {ran} s"
+    [row] = [line for line in daemon.ok("plusu1", "plus_account", "-l").splitlines()
+             if line.split()[:1] == [str(ar_id)]]
+    used = row.split()[-2]
+    assert used == f"{ran * len(hosts.split(',')) / 3600:.2f}" and float(used) > 0, row

@@ -3,23 +3,31 @@
 running on its nodes past the start are told, a reservation.nodes_busy
 event naming the jobs and a mail to each owner, once across a restart;
 jobs that end before the start, or run elsewhere, are not named; bad leads
-are refused storing nothing. The manager and lifecycle of tests/test_mail.py
+are refused storing nothing; plus_modify --clear-notice (and the HTTP
+API's modify body's clear_notice) moves the leads, told at the new ones
+and never twice at one. The manager and lifecycle of tests/test_mail.py
 with a clock moved by hand, the running jobs the backend reports set by the
 test, a real SMTP server."""
 
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
+from daemon_harness import Daemon
+from overlay.cli import modify as modify_command
 from overlay.contract.backend import Job
 from overlay.daemon import config as config_module
+from overlay.daemon.services.service import Service
 from overlay.events.catalog import NODES_BUSY
 from overlay.language.leads import LeadError
+from overlay.language.request import RequestError
 from overlay.persistence.events import EventLog
 from overlay.wire import codec
-from test_mail import HOUR, T0, Env, smtp, text  # noqa: F401 (smtp: a fixture)
+from overlay.wire.codec import BadArguments
+from test_mail import ALICE, HOUR, T0, Env, smtp, text  # noqa: F401 (smtp: a fixture)
 from test_notice import mail_settings
 
 MINUTE = 60
@@ -105,3 +113,75 @@ def test_bad_leads_are_refused_naming_what_is_accepted(tmp_path):
     conf.write_text("clear_notice: [0]\n")
     with pytest.raises(config_module.ConfigError, match="clear_notice: the lead 0 s is out of range"):
         config_module.load(str(conf))
+
+
+def test_a_modify_moves_the_leads_told_at_the_new_ones_and_never_twice(world, smtp):  # noqa: F811
+    start = T0 + 3 * HOUR
+    env = world([Job("41", "bob", ("n01",), None, start + HOUR, T0)])
+    ar = env.reserve(start=start, clear_notice=(2 * HOUR,))
+    service = Service(env.manager, lambda ars: None, lambda: None)
+    env.now = T0 + 10 * MINUTE
+    service.handle(ALICE, "modify", {"id": ar.id, "clear_notice": [HOUR]})
+    assert env.store.get(ar.id).request.clear_notice == (HOUR,)
+    env.tick_at(T0 + 10 * MINUTE)
+    assert env.lifecycle.next_due() == start - HOUR
+    env.tick_at(start - 2 * HOUR)                       # the old lead: no longer told
+    assert busy_events(env) == []
+    env.tick_at(start - HOUR)
+    assert [told["lead"] for told in busy_events(env)] == [HOUR]
+    env.now = start - HOUR + MINUTE                     # the lead told kept, one more added
+    service.handle(ALICE, "modify", {"id": ar.id, "clear_notice": [HOUR, 10 * MINUTE]})
+    env.tick_at(start - HOUR + MINUTE)
+    assert [told["lead"] for told in busy_events(env)] == [HOUR]
+    env.tick_at(start - 10 * MINUTE)
+    env.tick_at(start - 1)
+    env.close()
+    assert [told["lead"] for told in busy_events(env)] == [HOUR, 10 * MINUTE]
+    assert [mail["Subject"] for mail in smtp.mails(2)] == [
+        f"Advance Reservation {ar.id} (none) Nodes busy in 1 hour",
+        f"Advance Reservation {ar.id} (none) Nodes busy in 10 minutes"]
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    ([0], "--clear-notice: the lead 0 s is out of range; accepted: LEAD"),
+    ([31 * 86400], "--clear-notice: the lead 2678400 s is out of range"),
+    ([60, 120, 180, 240, 300], "--clear-notice: 5 leads; accepted: LEAD"),
+    (["1h"], "--clear-notice: expected a list of whole seconds, got ['1h']"),
+    ("1h", "'clear_notice' must be a list of whole seconds")])
+def test_a_bad_lead_in_a_modify_is_refused_and_stores_nothing(world, value, message):
+    env = world([])
+    ar = env.reserve(clear_notice=(HOUR,))
+    service = Service(env.manager, lambda ars: None, lambda: None)
+    with pytest.raises((RequestError, BadArguments, LeadError), match=re.escape(message)):
+        service.handle(ALICE, "modify", {"id": ar.id, "clear_notice": value})
+    assert env.store.get(ar.id).request == ar.request
+    env.close()
+
+
+def test_plus_modify_reads_its_clear_notice_as_plus_reserve_does(capsys):
+    with pytest.raises(SystemExit) as refused:
+        modify_command.main(["-r", "7", "--clear-notice", "1h,0"])
+    assert refused.value.code == 2
+    assert ("plus_modify: --clear-notice: the lead 0 s is out of range; accepted: LEAD"
+            in capsys.readouterr().err)
+    with pytest.raises(SystemExit):
+        modify_command.main(["-r", "7"])
+    assert "--clear-notice" in capsys.readouterr().err          # named among what it changes
+
+
+def test_a_real_daemon_changes_an_ars_clear_notice_by_command():
+    daemon = Daemon().start()
+    try:
+        made = daemon.reserve("plusu1", "-s", "now+2h", "-D", "1h", "-n", "1",
+                              "--clear-notice", "1h")
+        ar_id = str(made["id"])
+        out = daemon.ok("plusu1", "plus_modify", "-r", ar_id, "--clear-notice", "30m,5m")
+        assert out.strip() == f"Advance reservation {ar_id} has been modified"
+        assert daemon.status("-r", ar_id)[0]["request"]["clear_notice"] == [1800, 300]
+        refused = daemon.run("plusu1", "plus_modify", "-r", ar_id, "--clear-notice", "soon")
+        assert refused.returncode == 2 and "accepted: LEAD" in refused.stderr
+        daemon.ok("plusu1", "plus_modify", "-r", ar_id, "--clear-notice", "none")
+        assert daemon.status("-r", ar_id)[0]["request"]["clear_notice"] == []
+    finally:
+        daemon.stop()
+        daemon.cleanup()

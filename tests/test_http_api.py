@@ -116,6 +116,13 @@ def test_reserve_show_list_modify_cancel_destroy(api):
     moved = httpx.patch(url + f"/reservations/{ar['id']}", headers=mine,
                         json={"duration": 2 * HOUR})
     assert moved.status_code == 200 and moved.json()["end"] == ar["start"] + 2 * HOUR
+    noticed = httpx.patch(url + f"/reservations/{ar['id']}", headers=mine,
+                          json={"clear_notice": [1800]})
+    assert noticed.status_code == 200 and noticed.json()["request"]["clear_notice"] == [1800]
+    refused = httpx.patch(url + f"/reservations/{ar['id']}", headers=mine,
+                          json={"clear_notice": [0]})
+    assert refused.status_code == 400 and "the lead 0 s is out of range" in refused.text
+    assert daemon.status("-r", str(ar["id"]))[0]["request"]["clear_notice"] == [1800]
     free = httpx.get(url + "/nodes/available", headers=mine,
                      params={"start": ar["start"], "end": ar["end"]}).json()
     assert free["count"] == len(free["nodes"]) and ar["allocations"][0]["node"] not in free["nodes"]

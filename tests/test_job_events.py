@@ -26,7 +26,9 @@ from overlay.events.catalog import GRANTED, JOB_ENDED, JOB_STARTED, shown
 from overlay.events.visibility import sees
 from overlay.persistence.events import EventLog
 from overlay.persistence.inventory import PublishedInventory
+from overlay.persistence.outbox import Outbox
 from overlay.persistence.store import ReservationRow, Store
+from overlay.reporting.accounting import JobUse, collect
 
 CLUSTER = """\
 nodes:
@@ -183,3 +185,31 @@ def test_the_inventorys_job_events_are_written_once_across_restarts_and_leaders(
     assert (alone.owner, alone.acl, json.loads(alone.data)["reservation"]) == ("dave", (), {"id": 99})
     PublishedInventory(Store(store_url)).publish([], [outside], 160, job_events=False)
     assert log.after(alone.id, 10) == []
+
+
+def test_each_job_the_inventory_saw_end_in_an_ar_is_one_ar_job_record(store_url):
+    """Used node-hours on Grid Engine, TORQUE and Slurm: a job of an AR the
+    leader saw leave the running jobs is one ar_job record in the reporting
+    outbox, in the transaction of its end event, once across a restart, a
+    new leader and an old one with its memory of before; none for a job
+    outside ARs, one still running, or one whose AR is gone; plus_account's
+    reader counts it a node-span per host."""
+    store = Store(store_url)
+    _ar_row(store, 7, "alice", "")
+    outbox = Outbox(store.engine, store.url)
+    pair, outside = Job("41", "bob", ("n1", "n2"), 7, None, 100), Job("42", "carol", ("n2",))
+    leader = PublishedInventory(store)
+    leader.publish([], [pair, outside], 110, job_events=True)
+    assert outbox.look()[1] == []                               # running: nothing used yet
+    restarted = PublishedInventory(Store(store_url))
+    restarted.publish([], [pair, outside], 120, job_events=True)
+    restarted.publish([], [outside], 130, job_events=True)
+    leader.publish([], [outside], 140, job_events=True)         # the old leader wakes up
+    orphan = Job("43", "dave", ("n1",), 99, None, 150)          # its AR no longer stored
+    restarted.publish([], [outside, orphan], 150, job_events=True)
+    restarted.publish([], [outside], 160, job_events=True)
+    lines = [line for _, line in outbox.look()[1]]
+    assert lines == ["130:ar_job:130:0:7:41:bob:100:n1,n2\n"]
+    jobs: list = []
+    collect(lines, jobs=jobs)
+    assert jobs == [JobUse("bob", 7, 100, 130)] * 2             # one node-span per host

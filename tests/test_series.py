@@ -47,6 +47,7 @@ from test_manager import drained_at_once
 HOUR, DAY = 3600, 86400
 ALICE = Caller(uid=5001, user="alice", groups=("staff",), is_manager=False)
 BOB = Caller(uid=5002, user="bob", groups=("staff",), is_manager=False)
+ROOT = Caller(uid=0, user="root", groups=(), is_manager=True)
 CLUSTER = """\
 nodes:
   - {name: n01, slots: 4}
@@ -351,6 +352,56 @@ def test_the_socket_operations_reserve_list_modify_and_cancel_a_series(world):
     assert len(changed["modified"]) == 2
     done = service.handle(ALICE, "series_cancel", {"series": series["id"]})
     assert done["state"] == "cancelled" and len(done["cancelled"]) == 2
+
+
+class Unwalked(dict):
+    """The Manager's ARs, which a listing of series may look up by id but
+    never walk."""
+
+    def _walked(self, *args):
+        raise AssertionError("the listing walked every AR in memory")
+
+    values = items = keys = __iter__ = _walked
+
+
+def walked_occurrences(env: Env, series_id: int) -> list:
+    """A series' occurrences as a walk over every AR finds them (what the
+    listing did before its index)."""
+    return sorted((ar for ar in dict.values(env.manager.ars) if ar.series == series_id),
+                  key=lambda ar: (ar.start, ar.id))
+
+
+def test_a_listing_of_series_finds_the_occurrences_a_walk_would_without_walking(world):
+    zone = "UTC"
+    first = epoch(zone, 2027, 5, 3, 9)
+    env = world(zone, first - HOUR)
+    service = Service(env.manager, env.lifecycle.notice, lambda: None, series=env.series)
+    daily, granted = env.reserve(first, hours=1, rule="FREQ=DAILY")
+    weekly, _ = env.reserve(first + 2 * HOUR, hours=1, rule="FREQ=WEEKLY;COUNT=2",
+                            caller=BOB)
+    env.manager.reserve(ALICE, Request(start=first + 4 * HOUR, end=first + 5 * HOUR, nodes=1))
+    env.manager.cancel(ALICE, granted[0].id, None)
+    env.manager.destroy(ALICE, granted[1].id, None)           # gone from memory
+    env.tick_at(first + DAY + HOUR)                           # the depth moves on: more granted
+    other = world(zone, env.now)                              # another daemon's memory
+    env.manager.modify(ALICE, granted[2].id, None, None, 2 * HOUR, None, None)
+    other.manager.catch_up()
+    for daemon in (env, other):
+        expected = {ids: [ar.id for ar in walked_occurrences(daemon, ids)]
+                    for ids in (daily.id, weekly.id, 99)}
+        assert expected[daily.id] and expected[weekly.id] and not expected[99]
+        assert granted[1].id not in expected[daily.id]
+        walking, daemon.manager.ars = daemon.manager.ars, Unwalked(daemon.manager.ars)
+        try:
+            found = {ids: [ar.id for ar in daemon.series.occurrences(ids)] for ids in expected}
+            listed = Service(daemon.manager, daemon.lifecycle.notice, lambda: None,
+                             series=daemon.series).handle(ROOT, "series_status", {})
+        finally:
+            daemon.manager.ars = walking
+        assert found == expected
+        assert {view["id"]: [o["id"] for o in view["occurrences"]] for view in listed} == {
+            daily.id: expected[daily.id], weekly.id: expected[weekly.id]}
+    assert service.handle(ALICE, "series_status", {})[0]["occurrences"][0]["state"] == "d"
 
 
 def test_the_users_feed_carries_the_series_as_one_event_with_rrule_and_exdate(world):

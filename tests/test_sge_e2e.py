@@ -9,7 +9,7 @@ import time
 import pytest
 
 from approval_e2e import APPROVAL_SETTINGS, on_the_batch_system_only_once_approved
-from daemon_harness import Daemon, released_when_idle
+from daemon_harness import Daemon, released_when_idle, used_by_the_job
 from event_harness import API_SETTINGS, job_events, seen_gone_once, until, watching
 from http_harness import answering, free_port
 from overlay.events.catalog import JOB_ENDED, JOB_STARTED
@@ -193,6 +193,43 @@ def test_an_idle_ar_is_released_and_its_queue_torn_down(daemon):
     released_when_idle(daemon, view, 5)
     wait_for(lambda: queue not in names("-sql"), 30, "teardown at the release")
     assert f"{queue}_users" not in names("-sul") and f"@{queue}_hosts" not in names("-shgrpl")
+
+
+def test_a_job_in_an_ar_is_its_used_node_hours(daemon):
+    """Used node-hours on Grid Engine: a job of 20 s in an open AR is, once
+    the leader saw it end, its AR's used node-hours in plus_account (a
+    record of the pass's precision, no extra qstat)."""
+    view = reserve(daemon, "-s", "now", "-D", "1h", "-n", "1")
+    queue, node = f"R{view['id']}", view["allocations"][0]["node"]
+    wait_for(lambda: instance_states().get(f"{queue}@{node}") == "", 30, "the AR's queue open")
+    job = submit("plusu1", "-w", "e", "-q", queue, "-l", f"plus_rsv={queue}", "sleep", "20")
+    used_by_the_job(daemon, view["id"], job, 20)
+
+
+def test_each_occurrence_of_a_series_is_a_queue_of_its_own(daemon):
+    """plus_reserve --repeat on Grid Engine: each occurrence its own queue
+    R<id> on its own hostgroup; cancelling one occurrence gives back its
+    hosts alone, plus_cancel -series those of all the others."""
+    view = reserve(daemon, "-s", "now+1h", "-D", "30m", "-n", "1",
+                   "--repeat", "FREQ=DAILY;COUNT=3")
+    series = view["series_made"]
+    assert view["series"] == series["id"] and series["granted"] == 3
+    queues = [f"R{o['id']}" for o in series["occurrences"]]
+
+    def hosts(queue: str) -> str:
+        found = re.search(r"^hostlist +(\S+)$", sh("qconf", "-sq", queue).stdout, re.MULTILINE)
+        return found.group(1) if found else ""
+    wait_for(lambda: set(queues) <= set(names("-sql")) and
+             [hosts(q) for q in queues] == [f"@{q}_hosts" for q in queues], 30,
+             "the enforcer to make each occurrence's queue")
+    assert len(set(queues)) == 3
+    first, *others = queues
+    daemon.ok("plusu1", "plus_cancel", "-r", first[1:])
+    wait_for(lambda: hosts(first) == "NONE", 30, "the cancelled occurrence's hosts given back")
+    assert [hosts(q) for q in others] == [f"@{q}_hosts" for q in others]
+    daemon.ok("plusu1", "plus_cancel", "-series", str(series["id"]))
+    wait_for(lambda: all(hosts(q) == "NONE" for q in others), 30,
+             "every occurrence's hosts given back")
 
 
 def test_an_ar_awaiting_approval_is_on_grid_engine_only_once_approved():

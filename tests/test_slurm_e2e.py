@@ -9,7 +9,7 @@ import time
 import pytest
 
 from approval_e2e import APPROVAL_SETTINGS, on_the_batch_system_only_once_approved
-from daemon_harness import Daemon, released_when_idle
+from daemon_harness import Daemon, released_when_idle, used_by_the_job
 from event_harness import API_SETTINGS, job_events, seen_gone_once, until, watching
 from http_harness import answering, free_port
 from overlay.events.catalog import JOB_ENDED, JOB_STARTED
@@ -230,6 +230,17 @@ def test_an_idle_ar_is_released_and_its_reservation_deleted(daemon):
     name = f"R{view['id']}"
     released_when_idle(daemon, view, 5)
     wait_for(lambda: name not in reservation_names(), 30, "the reservation deleted")
+
+
+def test_a_job_in_an_ar_is_its_used_node_hours(daemon):
+    """Used node-hours on Slurm: a job of 20 s in an open AR is, once the
+    leader saw it end, its AR's used node-hours in plus_account (a record
+    of the pass's precision, no extra squeue)."""
+    view = daemon.reserve("plusu1", "-s", "now", "-D", "1h", "-n", "1")
+    name = f"R{view['id']}"
+    wait_for(lambda: name in reservation_names(), 30, "the reservation")
+    job_id = sbatch("plusu1", f"--reservation={name}", "-t", "1", "--wrap", "sleep 20")
+    used_by_the_job(daemon, view["id"], job_id, 20)
 
 
 def test_an_ar_awaiting_approval_is_on_slurm_only_once_approved():

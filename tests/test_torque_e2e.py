@@ -244,6 +244,29 @@ def test_an_idle_ar_is_released_and_its_queue_torn_down(double, daemon):
              30, "teardown at the release")
 
 
+def test_each_occurrence_of_a_series_is_a_queue_and_node_marks_of_its_own(double, daemon):
+    """plus_reserve --repeat on TORQUE: each occurrence its own queue R<id>
+    and its own mark on its node; cancelling one occurrence disables its
+    queue and unmarks its node alone, plus_cancel -series all the others."""
+    view = daemon.reserve("plusu1", "-s", "now+1h", "-D", "30m", "-n", "1",
+                          "--repeat", "FREQ=DAILY;COUNT=3")
+    series = view["series_made"]
+    assert view["series"] == series["id"] and series["granted"] == 3
+    queues = [made(double, daemon.status("-r", str(o["id"]))[0]) for o in series["occurrences"]]
+    assert len(set(queues)) == 3
+
+    def released(queue: str) -> bool:
+        state = double.state()
+        return (state["queues"][queue]["enabled"] == "False"
+                and all(queue not in n["properties"] for n in state["nodes"].values()))
+    first, *others = queues
+    daemon.ok("plusu1", "plus_cancel", "-r", first[1:])
+    wait_for(lambda: released(first), 30, "the cancelled occurrence's queue and marks gone")
+    assert not any(released(q) for q in others)
+    daemon.ok("plusu1", "plus_cancel", "-series", str(series["id"]))
+    wait_for(lambda: all(released(q) for q in others), 30, "every occurrence's queue and marks")
+
+
 def test_an_ar_awaiting_approval_is_on_torque_only_once_approved(double):
     approving = Daemon(SETTINGS % double.path + APPROVAL_SETTINGS).start()
     try:

@@ -911,16 +911,22 @@ def test_a_manager_sees_an_ar_awaiting_approval_marked_and_approves_or_denies_it
     assert bars(owner)[first["id"]]["state"] == "awaiting"
     click_bar(owner, first["id"])
     assert owner.locator("#detail-decision").is_hidden()
-    assert "awaiting approval" in owner.locator("#detail-fields").inner_text()
+    held = owner.locator("#detail-fields").inner_text()
+    assert "awaiting approval" in held and "none yet: it awaits a manager's approval" in held
+    assert "submit jobs with" not in held and "plus_qsub" not in held
     page = signed_in(browser, daemon, "plusmgr")
     click_bar(page, first["id"])
     assert page.locator("#detail-decision").is_visible()
+    assert "plus_qsub" not in page.locator("#detail-fields").inner_text()
     shot(page, "30-awaiting-approval")
     page.locator("#approve-ar").click()
     assert said(page, "31-approved") == f"AR {first['id']} approved (state w)."
     assert daemon.status("-r", str(first["id"]))[0]["state"] == "w"
     until(page, f"view.items.get('ar{first['id']}@{first['allocations'][0]['node']}')"
                 ".className.includes('state-waiting')")
+    click_bar(owner, first["id"])
+    until(owner, "document.getElementById('detail-fields').innerText"
+                 f".includes('plus_qsub -ar {first['id']}')")    # approved: how to use it
     click_bar(page, second["id"])
     page.fill("#deny-reason", "the room is closed that day")
     page.locator("#deny-ar").click()

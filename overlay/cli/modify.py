@@ -31,6 +31,7 @@ def parser() -> common.Parser:
                    help="a recurring series: its occurrences not started yet and those to come "
                         "(-D, -n, -U, -repair, --notify-*; one occurrence: -r its AR id)")
     common.add_notice_options(p)
+    common.add_clear_notice_option(p)
     common.add_release_options(p)
     return p
 
@@ -43,7 +44,8 @@ def main(argv: list[str] | None = None) -> int:
     if all(value is None for value in (args.s, args.e, args.D, args.n, args.U, args.repair)) \
             and not leads and not release:
         p.error("nothing to change: give at least one of -s, -e, -D, -n, -U, -repair, "
-                "--notify-start, --notify-end, --idle-release, --release-when-done")
+                "--notify-start, --notify-end, --clear-notice, --idle-release, "
+                "--release-when-done")
     changes = {"start": args.s, "end": args.e, "duration": args.D, "nodes": args.n,
                "users": list(args.U) if args.U is not None else None, "repair": args.repair,
                **leads, **release}

@@ -24,9 +24,11 @@ published jobs started, and one that left them ended (``job.started``,
 ``job.ended``: overlay.events.jobs), written in the transaction that writes
 the change, under the store's write lock taken before the rows are read,
 so each is written once whichever daemon leads and however often it
-restarted. Then SQLite's store is written too: a restarted daemon
-compares what it observes with the rows, not with an empty memory. A job
-that started and ended between two of the leader's passes is never seen.
+restarted; with each job that ended, its ``ar_job`` reporting record
+(overlay.reporting.observedjobs: the used node-hours plus_account shows).
+Then SQLite's store is written too: a restarted daemon compares what it
+observes with the rows, not with an empty memory. A job that started and
+ended between two of the leader's passes is never seen.
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ from overlay.persistence.store import (
     database_errors,
     hold_write_lock,
 )
+from overlay.reporting.observedjobs import put_ended_job_records
 
 TOMBSTONES = 1000
 """Revisions a gone row is kept: a daemon further behind reads every row."""
@@ -223,8 +226,9 @@ class PublishedInventory:
                            if key not in before or not kind.same(before[key], item)}
                 changes[kind] = (before, written, sorted(before.keys() - after.keys()))
                 if job_events and kind is _JOBS:
-                    put_job_events(connection, self.store.url,
-                                   job_transitions(before, after, observed_at))
+                    transitions = job_transitions(before, after, observed_at)
+                    put_job_events(connection, self.store.url, transitions)
+                    put_ended_job_records(connection, transitions)
             if any(written or gone for _, written, gone in changes.values()):
                 revision = stored + 1
                 for kind, (_, written, gone) in changes.items():

@@ -361,12 +361,13 @@ _INSERT_REPORTS = insert(ReportRow.__table__)
 _INSERT_EVENTS = insert(EventRow.__table__)
 
 
-def put_reports(session: Session, lines: Iterable[str], target: str = REPORTING) -> None:
+def put_reports(session: Session | Connection, lines: Iterable[str],
+                target: str = REPORTING) -> None:
     """Put records for ``target``'s file into the outbox, in the transaction
     (holding the write lock) of the change they record."""
     rows = [{"target": target, "line": line} for line in lines]
     if rows:
-        session.connection().execute(_INSERT_REPORTS, rows)
+        _connection(session).execute(_INSERT_REPORTS, rows)
 
 
 def put_events(session: Session | Connection, events: Iterable[Mapping]) -> None:

@@ -7,6 +7,8 @@ Each line is ``time:record_type:fields...``:
                 ar_start_time:ar_end_time:ar_granted_pe:ar_granted_resources
   ar_log        state_change_time:submission_time:ar_number:ar_state:ar_event:ar_message
   ar_acct       ar_termination_time:submission_time:ar_number:ar_qname:ar_hostname:ar_slots
+  ar_job        job_end_time:submission_time:ar_number:job_number:job_owner:job_start_time:
+                job_hosts  (PluS's own: a job the leader saw run in the AR, below)
 
 A qrsub AR's records are the ones Grid Engine 8.1.9 writes (recorded from
 its qmaster): its PE or nothing as ar_granted_pe, its -l requests as
@@ -66,6 +68,8 @@ _OWNER, _START, _END, _ARID = (ACCT.index(name) for name in ("owner", "start_tim
                                                              "arid"))
 NODE_AR_PE = "NONE"
 """ar_granted_pe of a PluS node AR, whose granted resources are its hosts."""
+AR_JOB = "ar_job"
+"""PluS's record of a job the leader saw run in an AR (ar_job_records)."""
 RECORD_ALIASES = {"ar_attr": "ar_attribute"}
 """Grid Engine 8.1.9's record names for the seed's."""
 
@@ -101,6 +105,17 @@ def ar_attribute_records(time: int, ar) -> list[str]:
 def ar_log_records(time: int, ar, event: str, message: str) -> list[str]:
     return [record_line(time, "ar_log", time, ar.submission_time, ar.id, ar.state.value, event,
                         message)]
+
+
+def ar_job_records(end: int, submission_time: int, ar_id: int, job_id: str, owner: str,
+                   start: int, hosts: Iterable[str]) -> list[str]:
+    """A job that ran in an AR on a backend whose accounting the overlay
+    does not read (Grid Engine, TORQUE, Slurm): from its start to ``end``
+    on ``hosts``, as the leader's passes saw it (overlay.reporting.observedjobs).
+    ARCo and qacct have no table for it; plus_account counts it as it
+    counts the native batch system's acct records, a node each."""
+    return [record_line(end, AR_JOB, end, submission_time, ar_id, job_id, owner, start,
+                        ",".join(hosts))]
 
 
 def ar_acct_records(time: int, ar) -> list[str]:
@@ -309,6 +324,10 @@ class Collector:
                 if 0 < use.start < use.end:          # a job that never ran used nothing
                     self.jobs.append(use)
             return
+        if kind == AR_JOB:
+            if self.jobs is not None:
+                self._take_ar_job(fields)
+            return
         if kind == "new_ar":
             ar_id = int(fields[1])
             if ar_id in self.ars:
@@ -329,6 +348,14 @@ class Collector:
                 ar.hosts = {}
             ar.terminated = int(fields[0])
             ar.hosts[fields[4]] = ar.hosts.get(fields[4], 0) + int(fields[5])
+
+    def _take_ar_job(self, fields: list[str]) -> None:
+        """An ar_job record: the job on each of its hosts, as one acct
+        record per host would tell it."""
+        end, ar_id, owner, start = int(fields[0]), int(fields[2]), fields[4], int(fields[5])
+        hosts = set(filter(None, fields[6].split(",")))
+        if 0 < start < end and len(fields) == 7:
+            self.jobs.extend(JobUse(owner, ar_id, start, end) for _ in hosts)
 
     def usages(self) -> list[ARUsage]:
         return self.finished + list(self.ars.values())

@@ -927,14 +927,17 @@ class Manager:
                notify_start: tuple[int, ...] | None = None,
                notify_end: tuple[int, ...] | None = None,
                idle_release: int | None = None,
-               release_when_done: bool | None = None) -> Reservation:
+               release_when_done: bool | None = None,
+               clear_notice: tuple[int, ...] | None = None) -> Reservation:
         """plus_modify: a new window, node count, access list, repair mode,
-        notice leads or early release (None: unchanged). An end at or
+        notice leads (clear-notice ones too) or early release (None:
+        unchanged). An end at or
         before now (-e now) ends an open AR now: released (``end_now``)."""
         if end is not None and end <= self.now():
             others = {"-s": start, "-D": duration, "-n": nodes, "-U": users, "-repair": repair,
                       "--notify-start": notify_start, "--notify-end": notify_end,
-                      "--idle-release": idle_release, "--release-when-done": release_when_done}
+                      "--idle-release": idle_release, "--release-when-done": release_when_done,
+                      "--clear-notice": clear_notice}
             given = [option for option, value in others.items() if value is not None]
             if given or transactional:
                 raise InvalidRequest(f"-e now ends AR {ar_id} at once: it cannot be combined "
@@ -964,8 +967,8 @@ class Manager:
                                              ar.owner, repair)
             request = replace(request, **{name: value for name, value in (
                 ("notify_start", notify_start), ("notify_end", notify_end),
-                ("idle_release", idle_release), ("release_when_done", release_when_done))
-                if value is not None})
+                ("idle_release", idle_release), ("release_when_done", release_when_done),
+                ("clear_notice", clear_notice)) if value is not None})
             owner = caller if caller.user == ar.owner else owner_of(ar)
             context = self._context(ignoring=ar.id)
             try:

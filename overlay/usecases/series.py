@@ -211,9 +211,12 @@ class SeriesCases:
                 or caller.user in series.request.users]
 
     def occurrences(self, series_id: int) -> list[Reservation]:
-        """The series' ARs still in memory, by start."""
+        """The series' ARs still in memory, by start: what the tally's
+        index of them names, so a listing costs the occurrences listed."""
         with self.manager.lock:
-            found = [ar for ar in self.manager.ars.values() if ar.series == series_id]
+            ars = self.manager.ars
+            found = [ars[ar_id] for ar_id in self.manager.tally.of_series(series_id)
+                     if ar_id in ars]
         return sorted(found, key=lambda ar: (ar.start, ar.id))
 
     def _owned(self, caller: Caller, series_id: int, action: str) -> Series:

@@ -1,6 +1,8 @@
-"""ARs counted by state and owner, and the ones inside their window, kept
-as the Manager's memory changes: /metrics reads them at every scrape,
-and counting them anew there would cost a walk over every AR held."""
+"""ARs counted by state and owner, the ones inside their window, and the
+ids of each recurring series' occurrences, kept as the Manager's memory
+changes: /metrics reads the counts at every scrape and a listing of series
+their occurrences, and finding them anew there would cost a walk over
+every AR held."""
 
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ class Tally:
         self._lock = threading.Lock()
         self._counts: Counter = Counter()
         self._in_window: dict[int, Reservation] = {}
+        self._of_series: dict[int, set[int]] = {}
         for ar in ars:
             self.replace(None, ar)
 
@@ -34,15 +37,27 @@ class Tally:
                 if not self._counts[key]:
                     del self._counts[key]
                 self._in_window.pop(before.id, None)
+                if before.series is not None:
+                    occurrences = self._of_series[before.series]
+                    occurrences.discard(before.id)
+                    if not occurrences:
+                        del self._of_series[before.series]
             if after is not None:
                 self._counts[after.state.value, after.owner] += 1
                 if after.state in IN_WINDOW:
                     self._in_window[after.id] = after
+                if after.series is not None:
+                    self._of_series.setdefault(after.series, set()).add(after.id)
 
     def by_state_and_owner(self) -> dict[tuple[str, str], int]:
         """How many ARs are in each (state letter, owner)."""
         with self._lock:
             return dict(self._counts)
+
+    def of_series(self, series_id: int) -> list[int]:
+        """The ids of the series' ARs in memory."""
+        with self._lock:
+            return list(self._of_series.get(series_id, ()))
 
     def in_window(self) -> list[Reservation]:
         """The ARs whose window has begun and that still hold their nodes."""

@@ -63,6 +63,7 @@ def modified(context: Context, caller: Caller, ar_id: int, args: codec.Arguments
     repair = codec.repair(args)
     notify_start = args.leads("notify_start", "--notify-start")
     notify_end = args.leads("notify_end", "--notify-end")
+    clear_notice = args.leads("clear_notice", "--clear-notice")
     idle_release, release_when_done = args.idle_release(), args.maybe_flag("release_when_done")
     transactional = args.flag("transactional")
     args.done()
@@ -70,7 +71,8 @@ def modified(context: Context, caller: Caller, ar_id: int, args: codec.Arguments
                                   nodes=nodes, users=users, transactional=transactional,
                                   repair=repair, notify_start=notify_start,
                                   notify_end=notify_end, idle_release=idle_release,
-                                  release_when_done=release_when_done)
+                                  release_when_done=release_when_done,
+                                  clear_notice=clear_notice)
 
 
 def _selected(context: Context, caller: Caller, args: codec.Arguments,

@@ -97,6 +97,7 @@ class ModifyIn(ChangeIn):
     end: Epoch | None = None
     idle_release: IdleRelease | None = None
     release_when_done: StrictBool | None = None
+    clear_notice: Leads | None = None
     transactional: StrictBool = False
 
 

@@ -495,7 +495,10 @@ async function showDetail(arId) {
     ["start", when(ar.start)], ["end", when(ar.end)], ["duration", length(ar.duration)],
     ["nodes", ar.allocations.map(a => a.node + (a.queue ? ` (${a.queue}, ${a.slots} slots)`
                                                  : ` (${a.slots} slots)`)).join(", ")],
-    ["users", ar.acl.join(", ")], ["submit jobs with", ar.submit_hint],
+    ["users", ar.acl.join(", ")],
+    /* a held AR takes no job yet: how to use it would mislead */
+    ar.state === "h" ? ["jobs", "none yet: it awaits a manager's approval"]
+                     : ["submit jobs with", ar.submit_hint],
   ];
   if (ar.message) fields.push(["message", ar.message]);
   if (ar.pending) fields.push(["pending", `${ar.pending.operation}, until ${when(ar.pending.expires)}`]);
