@@ -19,9 +19,6 @@ from slurm_testbed import clean, job, require, reservation, reservation_names, s
 from test_job_events import stored_job_events
 
 ARS = r"[RL]\d{1,3}$"
-ON_POSTGRESQL = pytest.mark.parametrize("store_url", ["postgresql"], indirect=True)
-"""The events are read from a PostgreSQL store: on SQLite, with lending on,
-the job events stopped being written after a plus_query (not understood yet)."""
 SETTINGS = ("backend: slurm\nslurm: {conflict: requeue, lend_partition: lend}\n"
             "reconcile_interval: 2\nstore: %s\n")
 
@@ -47,7 +44,6 @@ def seen_running(daemon) -> None:
                                                        "nodes=1"), 60, "a pass to see the job")
 
 
-@ON_POSTGRESQL
 def test_a_lent_job_is_preempted_by_the_ars_job_and_runs_again(lending):
     daemon, store_url = lending
     view = daemon.reserve("plusu1", "-s", "now", "-D", "10m", "-n", "1")
@@ -89,7 +85,6 @@ def test_a_lent_job_is_preempted_by_the_ars_job_and_runs_again(lending):
     assert state(lent) in ("CANCELLED", "COMPLETING")
 
 
-@ON_POSTGRESQL
 def test_a_lent_job_that_asked_not_to_be_requeued_is_killed(lending):
     daemon, store_url = lending
     view = daemon.reserve("plusu1", "-s", "now", "-D", "10m", "-n", "1")

@@ -6,9 +6,8 @@ moment it is scheduled, and the preempted job is requeued, or ends in
 state PREEMPTED when it was submitted with --no-requeue. What Slurm does
 not do is tell: at each of the leader's passes, a lent job seen running at
 the last one and now back to pending (Reason BeginTime) or PREEMPTED
-(followed through COMPLETING) was preempted, and becomes a ``job.preempted`` event, the AR's and its
-owner's (overlay.events.jobs), written by a thread of its own (a daemon
-killed before it wrote does not tell it). A requeued
+(followed through COMPLETING) was preempted, and becomes a ``job.preempted``
+event, the AR's and its owner's (overlay.events.jobs). A requeued
 job would wait 120 s (Slurm's delay); it is told to start at once
 REQUEUE_SETTLE seconds after it was seen requeued, and then runs as soon
 as the AR's nodes are idle again. A lent job that ran and was preempted
@@ -19,7 +18,6 @@ from __future__ import annotations
 
 import logging
 import re
-from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Iterable
 
 from overlay.api.plugin import (
@@ -50,22 +48,16 @@ def lender(reservation: str) -> int | None:
 
 def store_events(url: str) -> Tell:
     """Events written to the store at ``url``, each batch in a transaction
-    of its own on a thread of its own: the pass that finds them holds the
-    enforcer's lock, which a command holding the store's write lock (SQLite)
-    may be waiting for."""
+    of its own; one the store refuses is logged (the jobs run on)."""
     engine = make_engine(url)
     create_job_event_tables(engine, url)
-    writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="slurm-events")
 
-    def write(transitions: list[JobTransition]) -> None:
+    def tell(transitions: list[JobTransition]) -> None:
         try:
             with database_errors(url), engine.begin() as connection:
                 put_job_events(connection, url, transitions)
         except Exception:
             log.exception("job.preempted event(s) not written")
-
-    def tell(transitions: list[JobTransition]) -> None:
-        writer.submit(write, transitions)
     return tell
 
 
