@@ -51,6 +51,7 @@ def test_commands(api):
     detail = daemon.ok("plusu1", "plus_status", "-r", str(ar_id))
     assert "message:                    awaiting a manager's approval: policy big" in detail
     assert "approval:                   awaited: plus_approve or plus_deny by a manager" in detail
+    assert "\nsubmit:" not in detail          # a held AR takes no job yet: no way to use it shown
     qrstat = daemon.ok("plusu1", "plus_qrstat")
     assert re.search(rf"^ +{ar_id} +plusu1 +hw ", qrstat, re.M), qrstat
     refused = daemon.run("plusu1", "plus_qsub", "-ar", str(ar_id), "-b", "y", "/bin/true")
@@ -75,6 +76,7 @@ def test_commands(api):
     again = daemon.run("plusmgr", "plus_approve", str(ar_id))
     assert again.returncode == 1
     assert f"AR {ar_id} is not awaiting approval (state w: it is granted already)" in again.stderr
+    assert "\nsubmit:" in daemon.ok("plusu1", "plus_status", "-r", str(ar_id))
     daemon.ok("plusu1", "plus_qsub", "-ar", str(ar_id), "-b", "y", "/bin/true")
 
     denied = held(daemon)

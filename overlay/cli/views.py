@@ -105,7 +105,7 @@ def detail(view: dict) -> str:
     if view.get("message"):
         fields.append(("message", view["message"]))
     fields += [("warning", warning) for warning in view.get("warnings", ())]
-    if view.get("submit_hint"):
+    if view.get("submit_hint") and not view.get("approval"):   # held: it takes no job yet
         fields.append(("submit", view["submit_hint"]))
     refusal = view.get("refusal")
     if refusal:
