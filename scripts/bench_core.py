@@ -4,18 +4,25 @@ Grid Engine's own advance reservations when its qmaster runs here.
 For stores of 1,000 and 100,000 ARs (written straight into the database) and
 for 10,000 ARs made through the commands, two streams at a time, it prints:
   the daemon's start, plus_reserve, plus_status -r and the listing (median
-  milliseconds, the listing's client memory), plus_availnodes over a day;
-  the longest wait of a socket request while background passes run, the
-  reconcile and scheduling passes' cost, the daemon's memory and idle CPU;
-  sustained creation through the commands and through the socket;
-  the planner's earliest-start query alone.
+  milliseconds with p10-p90, the listing's client memory), plus_availnodes
+  over a day; other users' latency at the socket (p50 / p99 of plus_status
+  -r's request) alone and while 4 clients loop on listings; the longest wait
+  of a socket request while background passes run, the reconcile and
+  scheduling passes' cost, the daemon's memory and idle CPU; sustained
+  creation through the commands and through the socket; the planner's
+  earliest-start query alone.
 With Grid Engine (scripts/sge-setup.sh has run: CI's test set-up), the same
-10,000 windows go to 1,000 configuration-only hosts through its qrsub, and
-qrsub, qrstat -ar, qrstat -u '*', sge_qmaster's memory and idle CPU are
-measured in the same run, with the ratios ours / Grid Engine's.
+10,000 windows go to 1,000 configuration-only hosts through its qrsub, the
+two sides taking turns burst by burst (--burst ARs each), and then qrsub,
+qrstat -ar and qrstat -u '*' run in turns with ours (ours, SGE, ours, ...),
+so that both meet the same load; sge_qmaster's memory, and its idle CPU over
+the same seconds as ours; the ratios are ours / Grid Engine's medians. The
+commands are run by name from the venv's bin (and /usr/lib/gridengine), so
+the figures follow whatever the install put there.
 
-Run as root after scripts/install.sh:
-  /opt/plus-venv/bin/python scripts/bench_core.py [--counts 1000,100000] [--through 10000]
+Run as root after scripts/install.sh, holding the Grid Engine group's lock:
+  flock /run/lock/plus-tests-grid-engine.lock /opt/plus-venv/bin/python scripts/bench_core.py \\
+      [--counts 1000,100000] [--through 10000] [--burst 250] [--runs 15]
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ import sys
 import tempfile
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -38,6 +46,7 @@ from sqlmodel import Session
 
 import sge_peer
 from calibration import python_speed
+from interleave import Spread, alternate, bursts, number, percentile, ratio, spread
 from overlay.language.model import Request
 from overlay.persistence.store import (
     AllocationRow,
@@ -62,6 +71,11 @@ LIST = "list all (plus_status / qrstat -u '*')"
 LIST_MEMORY = "  ... client memory, MiB"
 MEMORY = "daemon memory, MiB"
 IDLE = "idle daemon CPU, % of a core"
+HELD = "ARs held after the commands above"
+LISTERS = 4                  # clients listing in a loop while other users' requests are timed
+OTHERS_ALONE = "other users' plus_status -r at the socket, p50 / p99 ms"
+OTHERS_LOADED = f"  ... while {LISTERS} clients loop on listings"
+OURS, SGE = "ours", "SGE"
 
 
 def generate(count: int, now: int, seed: int = 1) -> list[tuple[int, int, int, list[int]]]:
@@ -152,10 +166,6 @@ def timed_process(argv: list[str], env: dict) -> tuple[float, float]:
     return elapsed, int(text.splitlines()[-1]) / 1024 if text else float("nan")
 
 
-def median_ms(argv: list[str], env: dict, runs: int) -> float:
-    return statistics.median(timed_process(argv, env)[0] for _ in range(runs))
-
-
 def in_streams(items: Iterator, work: Callable[[object], None], streams: int) -> float:
     """Items done per second while ``streams`` threads each take the next
     item and ``work`` on it until none is left."""
@@ -204,11 +214,12 @@ def rss_mib(pid: int) -> float:
     return 0.0
 
 
-def idle_cpu(pid: int, seconds: float) -> float:
-    """Percent of a core the process used over ``seconds`` of no requests."""
-    before = cpu_seconds(pid)
+def idle_cpu(pids: dict[str, int], seconds: float) -> dict[str, float]:
+    """Percent of a core each process used over the same ``seconds`` of no
+    requests."""
+    before = {name: cpu_seconds(pid) for name, pid in pids.items()}
     time.sleep(seconds)
-    return (cpu_seconds(pid) - before) / seconds * 100
+    return {name: (cpu_seconds(pid) - before[name]) / seconds * 100 for name, pid in pids.items()}
 
 
 class Daemon:
@@ -254,15 +265,53 @@ class Daemon:
         return [str(BIN / "plus_reserve"), "-s", time.strftime("%Y%m%d%H%M.%S", time.localtime(start)),
                 "-D", str(duration), "-n", "1"]
 
-    def longest_wait(self, seconds: float) -> float:
-        """The slowest of back-to-back socket requests (plus_status -r) over
-        ``seconds`` of background passes, in ms."""
-        slowest, deadline = 0.0, time.perf_counter() + seconds
+    def latencies(self, seconds: float) -> list[float]:
+        """Milliseconds of back-to-back socket requests for one AR (what
+        plus_status -r asks) over ``seconds``."""
+        samples, one = [], {"id": self.middle_id()}
+        deadline = time.perf_counter() + seconds
         while time.perf_counter() < deadline:
             began = time.perf_counter()
-            protocol.call(self.socket, "status", {"id": 1})
-            slowest = max(slowest, time.perf_counter() - began)
-        return slowest * 1000
+            protocol.call(self.socket, "status", one)
+            samples.append((time.perf_counter() - began) * 1000)
+        return samples
+
+    def latencies_while_listing(self, seconds: float, clients: int) -> tuple[list[float], float]:
+        """The socket requests' latencies while ``clients`` run plus_status
+        (the whole listing) over and over, and the listings per second
+        they got through meanwhile."""
+        stop, done, failures = threading.Event(), [0], []
+
+        def loop() -> None:
+            while not stop.is_set():
+                result = subprocess.run([str(BIN / "plus_status")], env=self.env, cwd="/tmp",
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                if result.returncode != 0:
+                    failures.append(result.stderr.decode())
+                    return
+                done[0] += 1
+        threads = [threading.Thread(target=loop) for _ in range(clients)]
+        for thread in threads:
+            thread.start()
+        began = time.perf_counter()
+        try:
+            samples = self.latencies(seconds)
+        finally:
+            stop.set()
+            for thread in threads:
+                thread.join()
+        if failures:
+            raise SystemExit(f"plus_status failed while listing in a loop: {failures[0]}")
+        return samples, done[0] / (time.perf_counter() - began)
+
+    def middle_id(self) -> int:
+        """An AR id half-way through those made so far (1 if none)."""
+        last = protocol.call(self.socket, "status", {"summary": True})["data"]
+        return (last[-1][0] // 2 or 1) if last else 1
+
+    def held(self) -> int:
+        """How many ARs the daemon holds."""
+        return len(protocol.call(self.socket, "status", {"summary": True})["data"])
 
     def socket_rate(self, slots: list[tuple[int, int]], streams: int) -> float:
         """ARs per second created through the socket by ``streams`` clients."""
@@ -291,28 +340,101 @@ class Daemon:
         return found[0], found[1]
 
 
-def ours(daemon: Daemon, runs: int, wait_seconds: float) -> dict[str, object]:
-    """The figures of a running daemon, in the table's order."""
-    env, pid = daemon.env, daemon.process.pid
-    last = protocol.call(daemon.socket, "status", {"summary": True})["data"][-1][0]
-    listing = [timed_process([str(BIN / "plus_status")], env) for _ in range(max(3, runs // 4))]
-    figures: dict[str, object] = {
-        CREATE: median_ms(daemon.reserve_argv(int(time.time()) + FAR, HOUR), env, runs),
-        ONE: median_ms([str(BIN / "plus_status"), "-r", str(last // 2 or 1)], env, runs),
-        LIST: statistics.median(ms for ms, _ in listing),
-        LIST_MEMORY: max(mib for _, mib in listing),
-        "plus_availnodes over a day": median_ms([str(BIN / "plus_availnodes"), "-s", "now+2d",
-                                                 "-e", "now+3d"], env, runs),
-        "longest wait on a background pass, ms": daemon.longest_wait(wait_seconds),
-    }
-    figures["reconcile pass, median / max ms CPU"], figures["scheduling pass, median / max ms CPU"] = \
-        daemon.pass_costs()
-    figures[MEMORY] = rss_mib(pid)
-    figures[IDLE] = idle_cpu(pid, 30)
+@dataclass
+class Side:
+    """One system's commands as the paired figures run them, by name from
+    its own folder (ours: whatever the venv's bin holds)."""
+
+    env: dict
+    create: Callable[[int, int], list[str]]
+    """the command that makes one AR over (start, duration)"""
+    one: Callable[[], list[str]]
+    """the command that shows one AR, picked among those made so far"""
+    listing: list[str]
+    pid: Callable[[], int]
+    held: Callable[[], int]
+    """how many ARs this side holds"""
+
+
+def our_side(daemon: Daemon) -> Side:
+    return Side(env=daemon.env, create=daemon.reserve_argv,
+                one=lambda: [str(BIN / "plus_status"), "-r", str(daemon.middle_id())],
+                listing=[str(BIN / "plus_status")], pid=lambda: daemon.process.pid, held=daemon.held)
+
+
+def grid_engine_side() -> Side:
+    def one() -> list[str]:
+        ids = sge_peer.own_ar_ids()
+        return sge_peer.qrstat_argv("-ar", str(ids[len(ids) // 2]))
+    return Side(env=sge_peer.ENV, create=sge_peer.qrsub_argv, one=one,
+                listing=sge_peer.qrstat_argv("-u", "*"), pid=sge_peer.qmaster_pid,
+                held=lambda: len(sge_peer.own_ar_ids()))
+
+
+def creation_in_rounds(sides: dict[str, Side], slots: list[tuple[int, int]], streams: int,
+                       burst: int) -> dict[str, Spread]:
+    """Each side's ARs per second through its commands from ``streams``
+    clients, given the same ``slots`` in bursts of ``burst``, the sides
+    taking turns burst by burst: the spread is over the bursts."""
+    rounds = bursts(slots, burst)
+    rates: dict[str, list[float]] = {name: [] for name in sides}
+    for turn, name in alternate(len(rounds), list(sides)):
+        side = sides[name]
+        rates[name].append(sustained((side.create(s, d) for s, d in rounds[turn]), side.env, streams))
+    return {name: spread(samples) for name, samples in rates.items()}
+
+
+def commands_in_turns(sides: dict[str, Side], runs: int, now: int) -> dict[str, dict[str, object]]:
+    """Creating one AR, showing one and listing all, each run by every side
+    in turn (ours, theirs, ours, ...) so that all meet the same load; the
+    n-th creation of each side asks for the same window."""
+    ones = {name: side.one() for name, side in sides.items()}
+    asked = ((CREATE, runs, lambda name, turn: sides[name].create(now + FAR + turn * 2 * HOUR, HOUR)),
+             (ONE, runs, lambda name, turn: ones[name]),
+             (LIST, max(3, runs // 4), lambda name, turn: sides[name].listing))
+    figures: dict[str, dict[str, object]] = {name: {} for name in sides}
+    for label, count, argv in asked:
+        samples: dict[str, list[tuple[float, float]]] = {name: [] for name in sides}
+        for turn, name in alternate(count, list(sides)):
+            samples[name].append(timed_process(argv(name, turn), sides[name].env))
+        for name, taken in samples.items():
+            figures[name][label] = spread([ms for ms, _ in taken])
+            if label == LIST:
+                figures[name][LIST_MEMORY] = max(mib for _, mib in taken)
     return figures
 
 
-def filled(count: int, runs: int, wait_seconds: float) -> dict[str, object]:
+def processes(sides: dict[str, Side], figures: dict[str, dict[str, object]]) -> None:
+    """Each side's ARs held, memory and idle CPU (over the same seconds)
+    into its figures."""
+    pids = {name: side.pid() for name, side in sides.items()}
+    for name, side in sides.items():
+        figures[name][HELD] = side.held()
+        figures[name][MEMORY] = rss_mib(pids[name])
+    for name, percent in idle_cpu(pids, 30).items():
+        figures[name][IDLE] = percent
+
+
+def daemon_figures(daemon: Daemon, runs: int, wait_seconds: float,
+                   latency_seconds: float) -> dict[str, object]:
+    """Ours alone: what Grid Engine has no peer for."""
+    alone = daemon.latencies(latency_seconds)
+    loaded, listings = daemon.latencies_while_listing(latency_seconds, LISTERS)
+    figures: dict[str, object] = {
+        "plus_availnodes over a day": spread([timed_process(
+            [str(BIN / "plus_availnodes"), "-s", "now+2d", "-e", "now+3d"], daemon.env)[0]
+            for _ in range(runs)]),
+        "longest wait on a background pass, ms": max(daemon.latencies(wait_seconds)),
+        OTHERS_ALONE: f"{percentile(alone, 50):.2f} / {percentile(alone, 99):.2f}",
+        OTHERS_LOADED: f"{percentile(loaded, 50):.2f} / {percentile(loaded, 99):.2f}",
+        f"  ... listings/s the {LISTERS} clients got": listings,
+    }
+    figures["reconcile pass, median / max ms CPU"], figures["scheduling pass, median / max ms CPU"] = \
+        daemon.pass_costs()
+    return figures
+
+
+def filled(count: int, runs: int, wait_seconds: float, latency_seconds: float) -> dict[str, object]:
     """A daemon started on a store of ``count`` ARs written straight into it."""
     now = int(time.time())
     ars = generate(count, now)
@@ -321,7 +443,10 @@ def filled(count: int, runs: int, wait_seconds: float) -> dict[str, object]:
     try:
         fill_store(daemon.url, ars, now)
         figures: dict[str, object] = {"daemon start, s": daemon.start()}
-        figures.update(ours(daemon, runs, wait_seconds))
+        sides = {OURS: our_side(daemon)}
+        figures.update(commands_in_turns(sides, runs, now)[OURS])
+        figures.update(daemon_figures(daemon, runs, wait_seconds, latency_seconds))
+        processes(sides, {OURS: figures})
         figures.update(planner_figures(ars, now, runs))
         return figures
     finally:
@@ -329,54 +454,55 @@ def filled(count: int, runs: int, wait_seconds: float) -> dict[str, object]:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def through_commands(count: int, runs: int, wait_seconds: float, streams: int,
-                     socket_ars: int) -> dict[str, object]:
-    """A daemon given ``count`` ARs by ``streams`` plus_reserve clients."""
+def beside_grid_engine(count: int, args: argparse.Namespace, with_sge: bool) -> dict[str, dict[str, object]]:
+    """A daemon given ``count`` ARs by ``args.streams`` plus_reserve clients
+    and, with Grid Engine, its qmaster given the same windows by as many
+    qrsub clients, the two taking turns; then the commands of both in turns.
+    Our figures under OURS, Grid Engine's under SGE."""
     work = Path(tempfile.mkdtemp(prefix="plus-bench-"))
     daemon = Daemon(work)
+    added = sge_peer.Added()
     now = int(time.time())
     try:
-        figures: dict[str, object] = {"daemon start, s": daemon.start()}
-        rate = sustained((daemon.reserve_argv(s, d) for s, d in windows(count, now)), daemon.env, streams)
-        figures.update(ours(daemon, runs, wait_seconds))
-        figures[f"sustained creation, {streams} streams of commands, AR/s"] = rate
-        later = [(s + 40 * 86400, d) for s, d in windows(socket_ars, now, seed=3)]   # apart from the rest
-        figures[f"sustained creation through the socket, {streams} streams, AR/s"] = \
-            daemon.socket_rate(later, streams)
+        started = daemon.start()
+        sides = {OURS: our_side(daemon)}
+        if with_sge:
+            sge_peer.setup(NODES, added)
+            sides[SGE] = grid_engine_side()
+        rates = creation_in_rounds(sides, windows(count, now), args.streams, args.burst)
+        figures = commands_in_turns(sides, args.runs, now)
+        for name, rate in rates.items():
+            figures[name][f"sustained creation, {args.streams} streams of commands, AR/s"] = rate
+        processes(sides, figures)
+        figures[OURS]["daemon start, s"] = started
+        figures[OURS].update(daemon_figures(daemon, args.runs, args.wait_seconds, args.latency_seconds))
+        later = [(s + 40 * 86400, d) for s, d in windows(args.socket_ars, now, seed=3)]  # apart from the rest
+        figures[OURS][f"sustained creation through the socket, {args.streams} streams, AR/s"] = \
+            daemon.socket_rate(later, args.streams)
         return figures
     finally:
         daemon.stop()
         shutil.rmtree(work, ignore_errors=True)
-
-
-def grid_engine(count: int, runs: int, streams: int) -> dict[str, object]:
-    """Grid Engine given the same ``count`` windows by ``streams`` qrsub clients."""
-    now = int(time.time())
-    env = sge_peer.ENV
-    added = sge_peer.Added()
-    try:
-        sge_peer.setup(NODES, added)
-        rate = sustained((sge_peer.qrsub_argv(s, d) for s, d in windows(count, now)), env, streams)
-        ids = sge_peer.own_ar_ids()
-        listing = [timed_process(sge_peer.qrstat_argv("-u", "*"), env) for _ in range(max(3, runs // 4))]
-        pid = sge_peer.qmaster_pid()
-        return {
-            CREATE: median_ms(sge_peer.qrsub_argv(now + FAR, HOUR), env, runs),
-            ONE: median_ms(sge_peer.qrstat_argv("-ar", str(ids[len(ids) // 2])), env, runs),
-            LIST: statistics.median(ms for ms, _ in listing),
-            LIST_MEMORY: max(mib for _, mib in listing),
-            MEMORY: rss_mib(pid),
-            IDLE: idle_cpu(pid, 30),
-            f"sustained creation, {streams} streams of commands, AR/s": rate,
-        }
-    finally:
-        sge_peer.teardown(added)
+        if with_sge:
+            sge_peer.teardown(added)
 
 
 def shown(value: object) -> str:
-    if isinstance(value, float):
-        return f"{value:.2f}" if value < 100 else f"{value:.0f}"
-    return str(value)
+    return number(value) if isinstance(value, float) else str(value)
+
+
+def table(columns: dict[str, dict[str, object]], paired: tuple[str, str] | None) -> list[str]:
+    """The figures as lines: a row per figure, a column per run, and with
+    ``paired`` (ours, Grid Engine's column) the ratio of their medians."""
+    names = list(dict.fromkeys(name for figures in columns.values() for name in figures))
+    lines = [f"{'1,000 nodes':<52}" + "".join(f"{name:>22}" for name in columns)
+             + (f"{'ours/SGE':>10}" if paired else "")]
+    for name in names:
+        line = f"{name:<52}" + "".join(f"{shown(columns[c].get(name, '')):>22}" for c in columns)
+        if paired and (quotient := ratio(columns[paired[0]].get(name), columns[paired[1]].get(name))):
+            line += f"{quotient:>10.2f}"
+        lines.append(line)
+    return lines
 
 
 def main() -> None:
@@ -384,35 +510,36 @@ def main() -> None:
     parser.add_argument("--counts", default="1000,100000", help="ARs written straight into the store")
     parser.add_argument("--through", type=int, default=10000, help="ARs made through the commands")
     parser.add_argument("--streams", type=int, default=2, help="clients creating ARs at once")
+    parser.add_argument("--burst", type=int, default=250,
+                        help="ARs each side makes in its turn before the other's")
     parser.add_argument("--socket-ars", type=int, default=2000, help="ARs made through the socket")
     parser.add_argument("--runs", type=int, default=15, help="runs per figure (median)")
     parser.add_argument("--wait-seconds", type=float, default=20, help="socket requests during passes")
+    parser.add_argument("--latency-seconds", type=float, default=10,
+                        help="socket requests timed alone, and again while clients list")
     parser.add_argument("--no-sge", action="store_true", help="leave Grid Engine out")
     args = parser.parse_args()
+    if args.burst < 1 or args.runs < 1 or args.through < 1:
+        parser.error("--burst, --runs and --through take a whole number of at least 1")
     print(python_speed(), flush=True)
-    columns: dict[str, dict[str, object]] = {}
-    if not args.no_sge and sge_peer.available():
-        columns[f"SGE {args.through:,}"] = grid_engine(args.through, args.runs, args.streams)
-    else:
+    with_sge = not args.no_sge and sge_peer.available()
+    if not with_sge:
         print("Grid Engine: not measured (no qmaster here, or not root)")
     counts = [int(c) for c in args.counts.split(",") if c]
-    for count in counts:
-        if count < args.through:
-            columns[f"{count:,}"] = filled(count, args.runs, args.wait_seconds)
-    columns[f"{args.through:,} cmds"] = through_commands(args.through, args.runs, args.wait_seconds,
-                                                         args.streams, args.socket_ars)
-    for count in counts:
-        if count >= args.through:
-            columns[f"{count:,}"] = filled(count, args.runs, args.wait_seconds)
-    sge = next((name for name in columns if name.startswith("SGE")), None)
-    ours_name = f"{args.through:,} cmds"
-    names = list(dict.fromkeys(name for figures in columns.values() for name in figures))
-    header = f"{'1,000 nodes':<58}" + "".join(f"{name:>16}" for name in columns)
-    print(header + (f"{'ours/SGE':>10}" if sge else ""))
-    for name in names:
-        line = f"{name:<58}" + "".join(f"{shown(columns[c].get(name, '')):>16}" for c in columns)
-        if sge and isinstance(columns[sge].get(name), float) and isinstance(columns[ours_name].get(name), float):
-            line += f"{columns[ours_name][name] / columns[sge][name]:>10.2f}"
+    measured = {count: filled(count, args.runs, args.wait_seconds, args.latency_seconds)
+                for count in counts if count < args.through}
+    paired = beside_grid_engine(args.through, args, with_sge)
+    measured.update({count: filled(count, args.runs, args.wait_seconds, args.latency_seconds)
+                     for count in counts if count >= args.through})
+    ours_name, sge_name = f"{args.through:,} cmds", f"SGE {args.through:,}"
+    columns = {sge_name: paired[SGE]} if with_sge else {}
+    columns.update({f"{count:,}": measured[count] for count in counts if count < args.through})
+    columns[ours_name] = paired[OURS]
+    columns.update({f"{count:,}": measured[count] for count in counts if count >= args.through})
+    print(f"each figure: median (p10-p90) of {args.runs} runs, the listing of {max(3, args.runs // 4)}, "
+          f"sustained creation of bursts of {args.burst} ARs a side; ours and Grid Engine's "
+          "taken in turns (ours, SGE, ours, ...); ours/SGE: the ratio of the medians")
+    for line in table(columns, (ours_name, sge_name) if with_sge else None):
         print(line)
 
 
