@@ -223,7 +223,7 @@ class Lifecycle:
         holding = [ar for ar in asked if ar.holds_resources]
         found = self._health(holding)
         with manager.lock:
-            found = maintenance.adjusted(found, holding, manager.ars, manager.planner.keys_on)
+            found = maintenance.adjusted(found, holding, manager.tally.maintenance())
             self._keep_health(checked, found)
             for ar_id in sorted(looked):
                 self._advance_fresh(ar_id, now)

@@ -14,7 +14,7 @@ what maintenance is for.
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, Mapping
+from typing import Iterable, Mapping
 
 from overlay.language.model import Request, Reservation, State
 
@@ -37,19 +37,19 @@ def in_the_way(request: Request, ars: Iterable[Reservation]) -> dict[int, set[st
     return found
 
 
-def held_by_maintenance(ar: Reservation, ars: Mapping[int, Reservation],
-                        keys_on: Callable[[str], list[object]]) -> list[tuple[Reservation, list[str]]]:
-    """The maintenance ARs holding nodes of ``ar`` over part of its window,
-    each with those nodes (found through the planner's bookings on its nodes)."""
-    found: dict[int, list[str]] = {}
-    for node in ar.node_names:
-        for key in keys_on(node):
-            other = ars.get(key if isinstance(key, int) else key[0])
-            if (other is not None and other.id != ar.id and other.request.maint
-                    and other.holds_resources and other.start < ar.end and other.end > ar.start
-                    and node in other.node_names and node not in found.get(other.id, ())):
-                found.setdefault(other.id, []).append(node)
-    return [(ars[ar_id], nodes) for ar_id, nodes in sorted(found.items())]
+def held_by_maintenance(ar: Reservation,
+                        maintenance: Iterable[Reservation]) -> list[tuple[Reservation, list[str]]]:
+    """The maintenance ARs (``maintenance``: every one in memory, few)
+    holding nodes of ``ar`` over part of its window, each with those nodes."""
+    found = []
+    for maint in sorted(maintenance, key=lambda m: m.id):
+        if maint.id == ar.id or not maint.holds_resources or not (
+                maint.start < ar.end and maint.end > ar.start):
+            continue
+        nodes = [node for node in ar.node_names if node in maint.node_names]
+        if nodes:
+            found.append((maint, nodes))
+    return found
 
 
 def problem(held: list[tuple[Reservation, list[str]]]) -> str:
@@ -60,16 +60,16 @@ def problem(held: list[tuple[Reservation, list[str]]]) -> str:
 
 
 def adjusted(found: Mapping[int, str], asked: Iterable[Reservation],
-             ars: Mapping[int, Reservation],
-             keys_on: Callable[[str], list[object]]) -> dict[int, str]:
+             maintenance: list[Reservation]) -> dict[int, str]:
     """The backend's word on the ``asked`` ARs, with maintenance's: no
     problem for a maintenance AR, and each other AR's maintenance ARs
-    over it added to what the backend found."""
+    over it added to what the backend found. Costs the ARs asked times the
+    maintenance ARs held, nothing more while there are none."""
     result = {}
     for ar in asked:
         if ar.request.maint:
             continue
-        held = held_by_maintenance(ar, ars, keys_on)
+        held = held_by_maintenance(ar, maintenance) if maintenance else []
         told = [text for text in (found.get(ar.id), problem(held) if held else None) if text]
         if told:
             result[ar.id] = "; ".join(told)

@@ -759,7 +759,7 @@ class Manager:
             ar = self.ars.get(ar_id)
             if ar is None or ar.state not in maintenance.DEGRADABLE:
                 continue
-            held = maintenance.held_by_maintenance(ar, self.ars, self.planner.keys_on)
+            held = maintenance.held_by_maintenance(ar, self.tally.maintenance())
             reason = "; ".join(text for text in (ar.message, maintenance.problem(held)) if text)
             self.change_state(ar, ar.error_state(now), reason)
 

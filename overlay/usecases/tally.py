@@ -1,7 +1,8 @@
-"""ARs counted by state and owner, the ones inside their window, and the
-ids of each recurring series' occurrences, kept as the Manager's memory
-changes: /metrics reads the counts at every scrape and a listing of series
-their occurrences, and finding them anew there would cost a walk over
+"""ARs counted by state and owner, the ones inside their window, the ids
+of each recurring series' occurrences, and the maintenance ARs, kept as the
+Manager's memory changes: /metrics reads the counts at every scrape, a
+listing of series their occurrences, and every pass the maintenance ARs
+over the ARs it looks at; finding them anew there would cost a walk over
 every AR held."""
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ class Tally:
         self._counts: Counter = Counter()
         self._in_window: dict[int, Reservation] = {}
         self._of_series: dict[int, set[int]] = {}
+        self._maintenance: dict[int, Reservation] = {}
         for ar in ars:
             self.replace(None, ar)
 
@@ -37,6 +39,7 @@ class Tally:
                 if not self._counts[key]:
                     del self._counts[key]
                 self._in_window.pop(before.id, None)
+                self._maintenance.pop(before.id, None)
                 if before.series is not None:
                     occurrences = self._of_series[before.series]
                     occurrences.discard(before.id)
@@ -48,6 +51,8 @@ class Tally:
                     self._in_window[after.id] = after
                 if after.series is not None:
                     self._of_series.setdefault(after.series, set()).add(after.id)
+                if after.request.maint:
+                    self._maintenance[after.id] = after
 
     def by_state_and_owner(self) -> dict[tuple[str, str], int]:
         """How many ARs are in each (state letter, owner)."""
@@ -63,3 +68,8 @@ class Tally:
         """The ARs whose window has begun and that still hold their nodes."""
         with self._lock:
             return list(self._in_window.values())
+
+    def maintenance(self) -> list[Reservation]:
+        """The maintenance ARs in memory (plus_reserve --maint)."""
+        with self._lock:
+            return list(self._maintenance.values())
