@@ -18,7 +18,7 @@ import sys
 import threading
 import time
 
-from overlay.kit.childprocess import relay
+from overlay.kit.childprocess import end, relay
 from overlay.log.ratelog import RateLimitedLog
 
 log = logging.getLogger("plus.commands")
@@ -95,14 +95,7 @@ class CommandServer:
     def stop(self) -> None:
         """Stop the server (busy workers finish their commands) and remove the socket."""
         self._stopping.set()
-        process = self.process
-        if process is not None and process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        end(self.process)
         if self._thread is not None:
             self._thread.join(timeout=5)
         self._close()

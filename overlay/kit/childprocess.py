@@ -7,6 +7,7 @@ from __future__ import annotations
 import ctypes
 import os
 import signal
+import subprocess
 import sys
 from typing import BinaryIO
 
@@ -50,3 +51,14 @@ def relay(stream: BinaryIO, lines: RateLimitedLog) -> None:
         source = line.split(" ", 2)[:2] if line[:1].isalpha() else ["other"]
         lines.warning(tuple(source), "%s", line)
     stream.close()
+
+
+def end(process: subprocess.Popen | None) -> None:
+    """SIGTERM a child still running, then SIGKILL it if it has not ended in 5 s."""
+    if process is not None and process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()

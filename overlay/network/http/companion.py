@@ -20,7 +20,7 @@ import sys
 import threading
 import time
 
-from overlay.kit.childprocess import relay
+from overlay.kit.childprocess import end, relay
 from overlay.log.ratelog import RateLimitedLog
 from overlay.network.http.settings import HttpSettings
 
@@ -115,14 +115,7 @@ class Companion:
 
     def stop(self) -> None:
         self._stopping.set()
-        process = self.process
-        if process is not None and process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        end(self.process)
         if self._thread is not None:
             self._thread.join(timeout=5)
         if self.listening is not None:
