@@ -138,6 +138,17 @@ def test_times_are_printed_in_the_callers_zone(daemon, zone):
         both(daemon, "plusu1", "plus_status", env={"TZ": "America/St_Johns"})[0].stdout
 
 
+def test_zones_of_the_same_names_one_after_another_print_their_own_times(daemon):
+    """A warm worker serves one command after another: a zone whose names
+    are another's (XYZ3, XYZ5) must not be given that one's times."""
+    shown = []
+    for zone in ("XYZ3", "XYZ5", "XYZ3"):
+        pair = both(daemon, "plusu1", "plus_status", env={"TZ": zone})
+        same(pair)
+        shown.append(pair[0].stdout)
+    assert shown[0] != shown[1] and shown[0] == shown[2]
+
+
 def test_a_narrow_terminal_gets_the_same_table(daemon):
     for columns in ("40", "200"):
         outputs = []

@@ -127,6 +127,48 @@ def test_the_caller_is_the_peer_not_what_it_sends(daemon):
     assert '"owner": "plusu1"' in result.stdout
 
 
+STARTED_BY = """
+import array, os, socket, struct, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.connect(sys.argv[1])
+body = b"plus_status\\0PLUS_CONF=" + sys.argv[2].encode() + b"\\0"
+fds = [os.open("/", os.O_RDONLY), os.open(os.devnull, os.O_WRONLY)]
+s.sendmsg([struct.pack("=4sIIIII", b"PLC1", 2, 0o22, 1, 1, len(body)), body],
+          [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds).tobytes())])
+frames = b""
+while len(frames) < 16:
+    chunk = s.recv(16 - len(frames))
+    if not chunk:
+        break
+    frames += chunk
+print(*struct.unpack("=iiii", frames) if len(frames) == 16 else ["short", frames])
+"""
+
+
+def _worker_of(daemon: Daemon, user: str) -> int:
+    """The pid of the worker that ran a plus_status of ``user`` (STARTED's
+    value), after it ended with status 0."""
+    shown = subprocess.run(["runuser", "-u", user, "--", f"{VENV}/bin/python", "-c", STARTED_BY,
+                            _path(daemon), str(daemon.conf)], capture_output=True, text=True,
+                           timeout=60)
+    started, pid, exited, status = map(int, shown.stdout.split())
+    assert (started, exited, status) == (frames.STARTED, frames.EXITED, 0), shown
+    return pid
+
+
+def test_a_warm_worker_serves_its_own_user_again_and_no_other(daemon):
+    first = {_worker_of(daemon, "plusu1")}
+    deadline = time.monotonic() + 60
+    while True:                                   # kept warm once its client has gone
+        again = _worker_of(daemon, "plusu1")
+        if again in first or time.monotonic() > deadline:
+            break
+        first.add(again)
+    assert again in first, "no worker served plusu1 twice"
+    others = {_worker_of(daemon, "plusu2") for _ in range(5)}
+    assert not others & first
+
+
 def _logged(daemon: Daemon, what: str) -> int:
     """How many lines of the daemon's log say ``what`` (at least one)."""
     deadline = time.monotonic() + 30

@@ -11,6 +11,12 @@ the server tells the client which, as the worker cannot. A caller over a
 cap is answered REFUSED (its client runs the Python command, which the
 daemon's socket bounds as usual) and logged, rate-limited, as is what a
 worker reports of a request it refused.
+
+A worker that reports DONE is kept warm for its caller (uid and gid) and
+handed that caller's next connection before any fresh worker: no fork and
+no copied page is then on the command's path. Warm workers are bounded in
+number (WARM_PER_USER, WARM_TOTAL), in commands (WARM_COMMANDS) and in
+idle time (WARM_SECONDS): retired, they read EOF and exit.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ import os
 import selectors
 import signal
 import socket
+import time
 from collections import Counter, deque
 from typing import Callable, NamedTuple
 
@@ -36,6 +43,15 @@ _WHY = {"privileges": "could not become the caller (the command server is not ro
         "encoding": "non-ASCII words in a locale whose encoding is not UTF-8"}
 
 
+WARM_PER_USER = 4
+WARM_TOTAL = 32
+WARM_COMMANDS = 1000
+WARM_SECONDS = 60.0
+"""The bounds on warm workers: each holds the pages it copied from the server
+(a few MiB), the groups its caller had when it became that user, and
+whatever a command leaves in it."""
+
+
 class Caps(NamedTuple):
     total: int
     per_user: int
@@ -44,9 +60,19 @@ class Caps(NamedTuple):
 
 
 class _Busy(NamedTuple):
-    uid: int
+    caller: tuple[int, int]
+    """uid, gid"""
     conn: socket.socket
     control: socket.socket
+    served: int
+    """Commands this worker has taken, this one included."""
+
+
+class _Warm(NamedTuple):
+    pid: int
+    control: socket.socket
+    served: int
+    since: float
 
 
 class Pool:
@@ -57,6 +83,8 @@ class Pool:
         self.commands = commands
         self.idle: deque[tuple[int, socket.socket]] = deque()
         self.busy: dict[int, _Busy] = {}
+        self.warm: dict[tuple[int, int], list[_Warm]] = {}
+        self.retiring: dict[int, socket.socket] = {}
         self.by_uid: Counter = Counter()
         self.warnings = RateLimitedLog(log)
         self.selector = selectors.DefaultSelector()
@@ -71,7 +99,9 @@ class Pool:
                 self._fork()
             for key, _events in self.selector.select(timeout=1.0):   # a stop is seen
                 key.data(key.fileobj)
-        for pid, control in self.idle:
+            self._retire_idle_warm(time.monotonic() - WARM_SECONDS)
+        self._retire_idle_warm(float("inf"))
+        for pid, control in [*self.idle, *self.retiring.items()]:
             control.close()                      # an idle worker reads EOF and exits
             os.waitpid(pid, 0)
 
@@ -103,21 +133,28 @@ class Pool:
             self.warnings.warning("accept", "cannot accept a connection: %s", exc.strerror)
             return
         try:
-            uid = peer_of(conn).uid
+            peer = peer_of(conn)
         except OSError:
             conn.close()
             return
-        refusal = self._over_cap(uid)
-        if refusal is not None or not self.idle:
+        caller, uid = (peer.uid, peer.gid), peer.uid
+        warm = self.warm.get(caller)
+        if self._over_cap(uid) is not None or not (warm or self.idle):
             _answer(conn, frames.REFUSED, 0)
             return
-        pid, control = self.idle.popleft()
+        if warm:
+            pid, control, served, _since = warm.pop()      # the most recently used: its pages
+            if not warm:
+                del self.warm[caller]
+        else:
+            (pid, control), served = self.idle.popleft(), 0
         try:
             socket.send_fds(control, [b"c"], [conn.fileno()])
         except OSError:
             _answer(conn, frames.REFUSED, 0)
-            return                               # the worker died: _heard reaps it
-        self.busy[pid] = _Busy(uid, conn, control)
+            self._retire(pid, control)           # it died: _heard reaps it
+            return
+        self.busy[pid] = _Busy(caller, conn, control, served + 1)
         if uid != 0:
             self.by_uid[uid] += 1
 
@@ -137,37 +174,90 @@ class Pool:
         return None
 
     def _heard(self, control: socket.socket) -> None:
-        """A worker reported a refused request, or ended (EOF)."""
+        """A worker reported a refused request or that it is free (DONE), or
+        ended (EOF)."""
         try:
             said = control.recv(64)
         except OSError:
             said = b""
-        pid = next((pid for pid, idle in self.idle if idle is control), None)
-        busy = None
-        if pid is None:
-            pid, busy = next((pid, b) for pid, b in self.busy.items() if b.control is control)
+        pid, busy = self._worker_of(control)
+        uid = busy.caller[0] if busy else None
         for code in said:
+            if bytes([code]) == worker.DONE and busy is not None:
+                self._done(pid, busy)
+                busy = None
+                continue
             kind = _REPORTED.get(bytes([code]), "garbage")
-            self.warnings.warning((busy.uid if busy else None, kind),
-                                  "refused a command of uid %s: %s", busy.uid if busy else "?",
-                                  _WHY[kind])
+            self.warnings.warning((uid, kind), "refused a command of uid %s: %s",
+                                  "?" if uid is None else uid, _WHY[kind])
         if said:
             return
         self.selector.unregister(control)
         control.close()
         _pid, status = os.waitpid(pid, 0)
+        self.idle = deque(entry for entry in self.idle if entry[0] != pid)
+        self.retiring.pop(pid, None)
+        for caller, workers in list(self.warm.items()):
+            self.warm[caller] = [entry for entry in workers if entry.pid != pid]
+            if not self.warm[caller]:
+                del self.warm[caller]
         if busy is None:
-            self.idle = deque(entry for entry in self.idle if entry[0] != pid)
             return
-        del self.busy[pid]
-        if busy.uid != 0:
-            self.by_uid[busy.uid] -= 1
-            if not self.by_uid[busy.uid]:
-                del self.by_uid[busy.uid]
+        self._not_busy(pid, busy)
         if os.WIFSIGNALED(status):
             _answer(busy.conn, frames.SIGNALLED, os.WTERMSIG(status))
         else:
             busy.conn.close()
+
+    def _worker_of(self, control: socket.socket) -> tuple[int, _Busy | None]:
+        """The pid of the worker on ``control``, and its busy entry if it is busy."""
+        for pid, busy in self.busy.items():
+            if busy.control is control:
+                return pid, busy
+        for pid, idle in [*self.idle, *self.retiring.items()]:
+            if idle is control:
+                return pid, None
+        return next((entry.pid, None) for workers in self.warm.values() for entry in workers
+                    if entry.control is control)
+
+    def _not_busy(self, pid: int, busy: _Busy) -> None:
+        del self.busy[pid]
+        uid = busy.caller[0]
+        if uid != 0:
+            self.by_uid[uid] -= 1
+            if not self.by_uid[uid]:
+                del self.by_uid[uid]
+
+    def _done(self, pid: int, busy: _Busy) -> None:
+        """A worker free again: kept warm for its caller, within the bounds."""
+        self._not_busy(pid, busy)
+        busy.conn.close()
+        warm = self.warm.setdefault(busy.caller, [])
+        if (busy.served < WARM_COMMANDS and len(warm) < WARM_PER_USER
+                and sum(map(len, self.warm.values())) < WARM_TOTAL):
+            warm.append(_Warm(pid, busy.control, busy.served, time.monotonic()))
+        else:
+            self._retire(pid, busy.control)
+        if not warm:
+            del self.warm[busy.caller]
+
+    def _retire_idle_warm(self, before: float) -> None:
+        """Retire the warm workers free since before ``before`` (time.monotonic())."""
+        for caller, workers in list(self.warm.items()):
+            for entry in workers:
+                if entry.since < before:
+                    self._retire(entry.pid, entry.control)
+            self.warm[caller] = [entry for entry in workers if entry.since >= before]
+            if not self.warm[caller]:
+                del self.warm[caller]
+
+    def _retire(self, pid: int, control: socket.socket) -> None:
+        """The worker reads EOF and exits; _heard reaps it when its end closes."""
+        self.retiring[pid] = control
+        try:
+            control.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
 
 
 def _answer(conn: socket.socket, kind: int, value: int) -> None:

@@ -12,10 +12,19 @@ main as the launcher does, and answers EXITED with the status. What went
 wrong before the start is told to the server (one byte on the control
 socket: it logs, rate-limited) and to the client (REFUSED: it runs the
 Python command instead).
+
+A worker whose command ended as commands end (not by an interrupt or a
+closed pipe) stays warm for its caller: it lets go of the client's
+descriptors and directory, waits until the client has closed the
+connection (so that no signal the client forwarded can reach a later
+command), and tells the server it is free (DONE); the server hands it
+that same user's next connection, never another's. A warm worker forks
+nothing and copies no pages: a command then costs what its own code costs.
 """
 
 from __future__ import annotations
 
+import gc
 import os
 import pwd
 import signal
@@ -31,7 +40,13 @@ from overlay.kit.childprocess import undumpable
 REPORTS = {"privileges": b"P", "garbage": b"G", "large": b"L", "slow": b"S", "unknown": b"U",
            "encoding": b"E"}
 """What a worker tells the server went wrong, one byte each."""
+DONE = b"D"
+"""What a worker tells the server when it is free for its caller's next command."""
+_GONE_SECONDS = 1.0
+"""How long a warm worker waits for its client to close the connection."""
 _SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
+_FORWARDED = (signal.SIGINT, *_SIGNALS)
+"""What the client forwards to its worker."""
 
 
 class Refused(Exception):
@@ -42,17 +57,25 @@ class Refused(Exception):
 
 def wait_and_serve(control: socket.socket, commands: dict[str, Callable[[], int]],
                    timeout: float) -> None:
-    """The worker's life: wait for a connection, serve it, exit (never returns)."""
+    """The worker's life: wait for a connection and serve it, again for the
+    same caller while the server keeps it warm; exit (never returns)."""
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    try:
-        conn = _take_connection(control)
-    except (OSError, EOFError):
-        os._exit(0)                                   # the server went away
-    status = 1
-    try:
-        status = serve(conn, control, commands, timeout)
-    finally:
-        os._exit(status)
+    gc.disable()                  # collected between commands, off the client's path
+    caller = None
+    while True:
+        try:
+            conn = _take_connection(control)
+        except (OSError, EOFError):
+            os._exit(0)                               # the server went away, or retired us
+        status, served = 1, None
+        try:
+            status, served = serve(conn, control, commands, timeout, caller)
+        finally:
+            if served is None:
+                os._exit(status)
+        caller = served
+        gc.collect()
+        _tell(control, DONE)
 
 
 def _take_connection(control: socket.socket) -> socket.socket:
@@ -62,12 +85,16 @@ def _take_connection(control: socket.socket) -> socket.socket:
     return socket.socket(fileno=fds[0])
 
 
-def serve(conn: socket.socket, control: socket.socket,
-          commands: dict[str, Callable[[], int]], timeout: float) -> int:
-    """Serve one connection; the exit status the worker leaves with."""
+def serve(conn: socket.socket, control: socket.socket, commands: dict[str, Callable[[], int]],
+          timeout: float, caller: Peer | None) -> tuple[int, Peer | None]:
+    """Serve one connection: the command's exit status, and the caller
+    (uid, gid) this worker may serve next, or None when it must leave.
+    ``caller``: whom a warm worker served before (None: a fresh worker)."""
     try:
         peer = peer_of(conn)
         deadline = time.monotonic() + timeout
+        if caller is not None and (peer.uid, peer.gid) != (caller.uid, caller.gid):
+            raise Refused("privileges")      # the server hands a warm worker its own user only
         _become(peer)
         try:
             request = frames.receive(conn, deadline)
@@ -85,12 +112,16 @@ def serve(conn: socket.socket, control: socket.socket,
     except Refused as refusal:
         _report(control, refusal.kind)
         _send(conn, frames.REFUSED, 0)
-        return 1
+        return 1, None
     except (OSError, KeyboardInterrupt):
-        return 1
-    status = _run(request, text, command)
-    _send(conn, frames.EXITED, status)
-    return status
+        return 1, None
+    status, ended_well = _run(request, text, command)
+    if not ended_well:
+        _send(conn, frames.EXITED, status)
+        return status, None
+    _let_go()
+    sent = _send(conn, frames.EXITED, status)
+    return status, (peer if sent and _client_gone(conn) else None)
 
 
 def _become(peer: Peer) -> None:
@@ -109,9 +140,11 @@ def _become(peer: Peer) -> None:
         raise Refused("privileges") from None
 
 
-def _run(request: frames.Request, text: startup.Text, command: Callable[[], int]) -> int:
+def _run(request: frames.Request, text: startup.Text,
+         command: Callable[[], int]) -> tuple[int, bool]:
     """The command, as the launcher runs it (overlay.cli.common.launch),
-    in the caller's setting; its exit status."""
+    in the caller's setting; its exit status, and whether it ended as
+    commands end (a worker stays warm only then)."""
     try:
         _set_up(request, text)
         try:
@@ -124,11 +157,11 @@ def _run(request: frames.Request, text: startup.Text, command: Callable[[], int]
         for stream in (sys.stdout, sys.stderr):
             if stream is not None:
                 stream.flush()
-        return (status or 0) & 0xFF
+        return (status or 0) & 0xFF, True
     except KeyboardInterrupt:
-        return 128 + signal.SIGINT
+        return 128 + signal.SIGINT, False
     except BrokenPipeError:
-        return 128 + signal.SIGPIPE
+        return 128 + signal.SIGPIPE, False
 
 
 def _set_up(request: frames.Request, text: startup.Text) -> None:
@@ -150,6 +183,37 @@ def _set_up(request: frames.Request, text: startup.Text) -> None:
         signal.signal(number, signal.SIG_DFL)
 
 
+def _let_go() -> None:
+    """Hold nothing of the client's once its command ended: its standard
+    streams (a reader of its pipe sees the end when the client leaves) and
+    its directory. The signals it may forward are held back from here on."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, _FORWARDED)
+    null = os.open(os.devnull, os.O_RDWR)      # 0 to 2 itself if the command had closed one
+    for number in range(3):
+        if number != null:
+            os.dup2(null, number)
+    if null > 2:
+        os.close(null)
+    os.chdir("/")
+
+
+def _client_gone(conn: socket.socket) -> bool:
+    """Whether the client closed the connection soon after EXITED, having
+    sent no signal meanwhile: only then may this worker serve again."""
+    try:
+        conn.settimeout(_GONE_SECONDS)
+        gone = conn.recv(1) == b""
+    except OSError:
+        gone = False
+    conn.close()
+    if not gone or signal.sigpending() & set(_FORWARDED):
+        return False
+    for number in _FORWARDED:
+        signal.signal(number, signal.SIG_DFL)       # a stray one ends an idle worker
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _FORWARDED)
+    return True
+
+
 def _entries(request: frames.Request) -> dict[str, str]:
     entries = {}
     for entry in request.entries:
@@ -161,15 +225,20 @@ def _entries(request: frames.Request) -> dict[str, str]:
 
 
 def _report(control: socket.socket, kind: str) -> None:
+    _tell(control, REPORTS[kind])
+
+
+def _tell(control: socket.socket, what: bytes) -> None:
     try:
-        control.send(REPORTS[kind])
+        control.send(what)
     except OSError:
         pass
 
 
-def _send(conn: socket.socket, kind: int, value: int) -> None:
+def _send(conn: socket.socket, kind: int, value: int) -> bool:
     try:
         conn.settimeout(1.0)
         conn.sendall(frames.frame(kind, value))
     except OSError:
-        pass
+        return False
+    return True
