@@ -77,8 +77,10 @@ rm -rf "$libexec"
 if compiler=$(command -v cc || command -v gcc); then
     mkdir -p "$libexec"
     source_sha=$(sha256sum "$repo/client/plus_client.c" | cut -d' ' -f1)
-    "$compiler" -O2 -Wall -Wextra -DPLUS_LIBEXEC="\"$libexec\"" \
-        -DPLUS_CLIENT_SOURCE="\"$source_sha\"" -o "$libexec/plus_client" "$repo/client/plus_client.c"
+    build=("$compiler" -O2 -Wall -Wextra -DPLUS_LIBEXEC="\"$libexec\""
+           -DPLUS_CLIENT_SOURCE="\"$source_sha\"" -o "$libexec/plus_client" "$repo/client/plus_client.c")
+    # static where the C library's archive is there (no dynamic loader at each start)
+    "${build[@]}" -static 2>/dev/null || "${build[@]}"
     for name in $("$PLUS_VENV/bin/python" -m overlay.cmdserver.served); do
         mv "$PLUS_VENV/bin/$name" "$libexec/$name"
         ln -s ../libexec/plus/plus_client "$PLUS_VENV/bin/$name"
