@@ -146,7 +146,7 @@ def latency_rows(commands: Commands, sides: tuple[str, ...], runs: int,
                  ars: int) -> dict[str, dict[str, list[float]]]:
     names = {"one": "plus_status -r / qrstat -ar", "create": "plus_reserve / qrsub",
              "list": f"list {ars:,}: plus_status / qrstat -u '*'"}
-    print(f"{'1,000 nodes, ms: median (p10-p90)':<44}" + "".join(f"{s:>20}" for s in sides)
+    print(f"{'1,000 nodes, ms: median (p10-p90)':<44}" + "".join(f"{s:>22}" for s in sides)
           + (f"{'client/SGE':>11}" if "sge" in sides else ""))
     found = {}
     for kind, name in names.items():
@@ -155,7 +155,7 @@ def latency_rows(commands: Commands, sides: tuple[str, ...], runs: int,
             for side in sides:
                 samples[side].append(commands.run(side, kind))
         found[kind] = samples
-        print(f"{name:<44}" + "".join(f"{spread(samples[s]):>20}" for s in sides)
+        print(f"{name:<44}" + "".join(f"{spread(samples[s]):>22}" for s in sides)
               + (f"{ratio(samples, 'client', 'sge'):>11.2f}" if "sge" in sides else ""),
               flush=True)
     return found

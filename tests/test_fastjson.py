@@ -28,17 +28,6 @@ def test_it_writes_and_reads_what_json_does(value):
     assert fastjson.loads(f" \n{text}\r\n".encode()) == json.loads(text)
 
 
-@FUZZ
-@given(VALUES, st.integers(0, 3), st.integers(0, 1))
-def test_long_lists_written_in_slices_read_the_same(value, slices, extra):
-    """A list longer than a slice, at the top, in a message's data, or in
-    an object within it, is written as json writes it."""
-    long = [value] * (slices * fastjson._SLICE + extra)
-    for message in (long, {"ok": True, "data": long}, {"data": {"total": 1, "items": long}},
-                    {"data": {"deeper": {"items": long}}}):
-        assert fastjson.dumps(message) == json.dumps(message, separators=(",", ":"))
-
-
 def _error(loads, text):
     try:
         loads(text)

@@ -54,30 +54,9 @@ def loads(data: str | bytes) -> object:
     return value
 
 
-_SLICE = 500
-"""Items of a long list encoded in one call of the C encoder, which holds
-the interpreter throughout: the daemon's reply listing 10,000 ARs held it
-6 ms at once, and every other client's request waited behind it."""
-
-
 def dumps(value: object) -> str:
-    """``value`` as compact ASCII JSON, as json.dumps(separators=(",", ":"))
-    writes it; a long list (in a message's first two levels of objects) in
-    slices, so that other threads run between them."""
-    return "".join(_pieces(value, 2))
-
-
-def _pieces(value: object, depth: int) -> list[str]:
-    if isinstance(value, list) and len(value) > _SLICE:
-        inner = [_encode(value[at:at + _SLICE], 0) for at in range(0, len(value), _SLICE)]
-        return ["[", ",".join("".join(piece)[1:-1] for piece in inner), "]"]
-    if depth and isinstance(value, dict) and all(type(key) is str for key in value):
-        pieces = ["{"]
-        for key, item in value.items():
-            pieces += [",", _json.encode_basestring_ascii(key), ":", *_pieces(item, depth - 1)]
-        pieces[1:2] = []                          # the comma before the first key
-        return pieces + ["}"]
-    return _encode(value, 0)
+    """``value`` as compact ASCII JSON, as json.dumps(separators=(",", ":")) writes it."""
+    return "".join(_encode(value, 0))
 
 
 def _decode_error(message: str, text: str, position: int) -> ValueError:
