@@ -85,7 +85,7 @@ READ_ONLY = [
                                                   "-x"),
     ("plus_availnodes", "-s", "yesterday", "-e", "now"),
     ("plus_reserve", "-n", "0", "-s", "now+1h", "-D", "1h"), ("plus_reserve", "-s", "now+1h"),
-    ("plus_reserve", "-h"), ("plus_reserve", "-s", _at(1), "-D", "1h", "-e", _at(3),
+    ("plus_reserve", "-h"), ("plus_reserve", "-s", START, "-D", "1h", "-e", TOMORROW + "1100",
                              "-n", "1"),  # absolute: the message prints the times, to the second
     ("plus_reserve", "-s", "now+1h", "-D", "1h", "-n", "99"), ("plus_reserve", "-mem", "lots"),
     ("plus_modify", "-r", "999", "-D", "1h"), ("plus_modify", "-r", "x"), ("plus_modify",),
