@@ -66,6 +66,28 @@ rm -rf "$repo/build"
 "$PLUS_VENV/bin/python" -m pip install -qq "$repo$extras"
 # The thin clients start without Python's site module (overlay/cli/launchers.py).
 "$PLUS_VENV/bin/python" -m overlay.cli.launchers >/dev/null
+
+# The compiled client (client/plus_client.c; README "The compiled client"):
+# built with the machine's cc into $PLUS_VENV/libexec/plus and installed
+# under each served command's name in bin, the Python launchers moved beside
+# it (the client runs them when no command server answers). No compiler: the
+# launchers stay in bin and serve as before.
+libexec=$PLUS_VENV/libexec/plus
+rm -rf "$libexec"
+if compiler=$(command -v cc || command -v gcc); then
+    mkdir -p "$libexec"
+    source_sha=$(sha256sum "$repo/client/plus_client.c" | cut -d' ' -f1)
+    build=("$compiler" -O2 -Wall -Wextra -DPLUS_LIBEXEC="\"$libexec\""
+           -DPLUS_CLIENT_SOURCE="\"$source_sha\"" -o "$libexec/plus_client" "$repo/client/plus_client.c")
+    # static where the C library's archive is there (no dynamic loader at each start)
+    "${build[@]}" -static 2>/dev/null || "${build[@]}"
+    for name in $("$PLUS_VENV/bin/python" -m overlay.cmdserver.served); do
+        mv "$PLUS_VENV/bin/$name" "$libexec/$name"
+        ln -s ../libexec/plus/plus_client "$PLUS_VENV/bin/$name"
+    done
+else
+    echo "$tag: no C compiler (cc): the commands stay Python; install gcc for the compiled client" >&2
+fi
 chmod -R a+rX "$PLUS_VENV"
 
 # npm_files PACKAGE@VERSION DIR FILE...: the package's FILEs (paths inside

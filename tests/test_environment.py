@@ -6,6 +6,7 @@ Run them with `bash scripts/test.sh tests/test_environment.py`.
 """
 
 import grp
+import hashlib
 import os
 import pwd
 import subprocess
@@ -114,3 +115,28 @@ def test_installed_package_matches_source_tree():
         assert sorted(dst_files) == sorted(src_files), f"{package}: installed modules differ"
         changed = [n for n in src_files if src_files[n] != dst_files[n]]
         assert not changed, f"{package}: installed copy is out of date: {changed}"
+
+
+LIBEXEC = VENV / "libexec" / "plus"
+CLIENT = LIBEXEC / "plus_client"
+needs_client = pytest.mark.skipif(not CLIENT.exists(), reason="no compiled client installed "
+                                  "(no C compiler when scripts/install.sh ran)")
+
+
+@needs_client
+def test_the_installed_commands_are_the_client_and_the_launchers_beside_it():
+    for name in _served():
+        assert os.path.realpath(VENV / "bin" / name) == str(CLIENT), name
+        assert (LIBEXEC / name).read_text().splitlines()[1].startswith("# overlay.cli.launchers")
+    assert not (VENV / "bin" / "plus_scheduler").is_symlink()
+
+
+@needs_client
+def test_the_installed_client_is_built_from_this_source():
+    digest = hashlib.sha256((REPO / "client" / "plus_client.c").read_bytes()).hexdigest()
+    assert f"plus_client source sha256 {digest}".encode() in CLIENT.read_bytes()
+
+
+def _served() -> list[str]:
+    from overlay.cmdserver import served
+    return served.names()

@@ -57,9 +57,13 @@ def table(rows: list[list], show_nodes: bool = False, explain: bool = False) -> 
     header = TABLE_HEADER + ("  nodes" if show_nodes else "")
     when, length = time_formatter(), duration_formatter()
     lines = [header, RULE + ("-" * 7 if show_nodes else "")]
+    columns: dict[tuple[str, str, str], str] = {}     # a listing repeats names, owners, states
     for ar_id, name, owner, state, start, end, nodes, *message in rows:
-        lines.append(f"{ar_id:>7} {printable(name[:10]):<10} {printable(owner[:12]):<12} "
-                     f"{state:<5} {when(start)} {when(end)} {length(end - start)}"
+        who = columns.get((name, owner, state))
+        if who is None:
+            who = columns[name, owner, state] = (f"{printable(name[:10]):<10} "
+                                                 f"{printable(owner[:12]):<12} {state:<5}")
+        lines.append(f"{ar_id:>7} {who} {when(start)} {when(end)} {length(end - start)}"
                      f"{'  ' + nodes if show_nodes else ''}")
         if explain and message and message[0]:
             lines.append(f"       {printable(message[0])}")

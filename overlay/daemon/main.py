@@ -21,6 +21,7 @@ from typing import Any
 
 import pluggy
 
+from overlay.cmdserver.host import CommandServer
 from overlay.contract import plugins
 from overlay.contract.backend import Backend
 from overlay.daemon import config as config_module
@@ -213,6 +214,7 @@ class Daemon:
             self.pid_lock.release()
             raise
         self.server: connections.BoundedServer | None = None
+        self.commands: CommandServer | None = None
         self.feed: ChangeFeed | None = None
         self._leading = False
         self._leadership = threading.Lock()     # taking the lead, and stopping
@@ -237,6 +239,8 @@ class Daemon:
             bounds, exempt=lambda uid: uid in (0, self.service.daemon_uid),
             forwarder=lambda uid: uid == self.http.uid)
         os.chmod(path, 0o666)
+        self.commands = CommandServer(path, bounds.total, bounds.per_user, bounds.request_timeout)
+        self.commands.start()
         if not self.lease.shared:
             self._lead()
         else:
@@ -319,6 +323,8 @@ class Daemon:
 
     def _cleanup(self) -> None:
         self.http.stop()
+        if self.commands is not None:
+            self.commands.stop()
         with self._leadership:
             self._stopping.set()
         if self.feed is not None:

@@ -15,6 +15,7 @@ where one is given (each costs a command a millisecond or more at start).
 
 from __future__ import annotations
 
+import os as _os
 import time as _time
 
 from overlay.language.limits import HORIZON, HORIZON_DAYS, MAX_ARGUMENT, MAX_DURATION, shown
@@ -180,9 +181,11 @@ def format_time(epoch: int) -> str:
 def time_formatter() -> Callable[[int], str]:
     """format_time for a listing: listings of thousands of ARs repeat
     minutes, and zone offsets are whole minutes, so each minute is formatted
-    once, from a cache per zone (tests and tzset() change it) looked up once
-    per listing; it was half of plus_status's time at 10,000 ARs."""
-    cache = _minutes.setdefault(_time.tzname, {})
+    once, from a cache per zone (its TZ and names: tests, and a command
+    server's warm worker serving one command after another, set TZ and call
+    tzset()) looked up once per listing; it was half of plus_status's time
+    at 10,000 ARs."""
+    cache = _minutes.setdefault((_os.environ.get("TZ"), _time.tzname), {})
     strftime, localtime, seconds = _time.strftime, _time.localtime, _SECONDS
 
     def when(epoch: int) -> str:

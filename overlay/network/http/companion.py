@@ -20,11 +20,11 @@ import sys
 import threading
 import time
 
+from overlay.kit.childprocess import end, relay
 from overlay.log.ratelog import RateLimitedLog
 from overlay.network.http.settings import HttpSettings
 
 log = logging.getLogger("plus.http")
-LINE_BYTES = 4096
 LINES = 30
 """The companion's lines of one logger and level the daemon logs per minute."""
 
@@ -97,7 +97,7 @@ class Companion:
             else:
                 log.info("HTTP API on %s://%s (pid %d)", "https" if self.settings.tls else "http",
                          self.settings.address, self.process.pid)
-                self._relay(self.process.stderr)
+                relay(self.process.stderr, self.lines)
                 status = self.process.wait()
             if self._stopping.is_set():
                 return
@@ -105,18 +105,6 @@ class Companion:
             log.warning("the HTTP API process ended (status %s); starting it again in %.0f s",
                         status, pause)
             self._stopping.wait(pause)
-
-    def _relay(self, stream) -> None:
-        """The companion's lines into the daemon's log, each at most
-        LINE_BYTES and rate-limited by their logger and level (the companion
-        limits each message of its own too), so that they rotate with it, no
-        client fills a disk through them, and one kind cannot crowd out
-        another."""
-        for raw in iter(lambda: stream.readline(LINE_BYTES), b""):
-            line = raw.decode("utf-8", "backslashreplace").rstrip("\n")
-            source = line.split(" ", 2)[:2] if line[:1].isalpha() else ["other"]
-            self.lines.warning(tuple(source), "%s", line)
-        stream.close()
 
     def _identity(self) -> dict:
         """As http.user when the daemon runs as root."""
@@ -127,14 +115,7 @@ class Companion:
 
     def stop(self) -> None:
         self._stopping.set()
-        process = self.process
-        if process is not None and process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        end(self.process)
         if self._thread is not None:
             self._thread.join(timeout=5)
         if self.listening is not None:

@@ -6,40 +6,16 @@ may be readable by the daemon's user only)."""
 from __future__ import annotations
 
 import argparse
-import ctypes
 import logging
 import os
-import signal
 import socket
 import ssl
 import sys
 
-_PR_SET_PDEATHSIG = 1
-_PR_SET_DUMPABLE = 4
+from overlay.kit.childprocess import die_with, undumpable
+
 RESPONSE_SLACK = 30
 """Seconds a client has, beyond the daemon's own time, to take a response."""
-
-
-def _undumpable() -> None:
-    """No other process of this user may trace this one, read its memory
-    (the tokens in flight) or take its descriptors (the API's port):
-    http.user may be an account other services share, such as nobody."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
-        sys.exit(f"plus_scheduler (http): prctl: {os.strerror(ctypes.get_errno())}")
-
-
-def _die_with(parent: int) -> None:
-    """SIGKILL this process when plus_scheduler is gone, whenever that
-    happens (even during this process's start, even by SIGKILL): an orphan
-    would hold the port from every later daemon's API. The kernel sends it
-    once the parent dies; a parent already gone is seen by getppid, which
-    is asked after the request, so no moment is left uncovered."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
-        sys.exit(f"plus_scheduler (http): prctl: {os.strerror(ctypes.get_errno())}")
-    if os.getppid() != parent:
-        sys.exit(0)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -58,9 +34,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cert", default="")
     parser.add_argument("--key", default="")
     args = parser.parse_args(argv)
-    _die_with(args.parent)
-    _undumpable()
-    import uvicorn  # after _die_with: its import is the slow part of the start
+    die_with(args.parent, "plus_scheduler (http)")
+    undumpable("plus_scheduler (http)")
+    import uvicorn  # after die_with: its import is the slow part of the start
 
     from overlay.daemon.connections import raise_fd_limit
     from overlay.log.ratelog import RateLimitFilter
