@@ -1259,20 +1259,22 @@ class Manager:
         with self.lock:
             if ar_id is not None:
                 return [self._get(ar_id)]
-            wanted = None if owners is None or "*" in owners else set(owners)
-            candidates = self.ars.values() if refs is None else self._referenced(refs)
-            chosen = [ar for ar in candidates
-                      if (owner is None or ar.owner == owner)
-                      and (wanted is None or ar.owner in wanted)
-                      and (start is None or ar.end > start)
-                      and (end is None or ar.start < end)]
-            shown_live = [ar.state not in FINISHED_STATES or
-                          (ar.state == State.DELETED and ar.id in lingering) for ar in chosen]
-            live = [ar for ar, alive in zip(chosen, shown_live, strict=True) if alive]
-            done = sorted((ar for ar, alive in zip(chosen, shown_live, strict=True) if not alive),
-                          key=lambda ar: (ar.finished_time or 0, ar.id))
-            shown = live + (done[-expired:] if expired > 0 else [])
-            return sorted(shown, key=lambda ar: ar.id)
+            candidates = list(self.ars.values()) if refs is None else self._referenced(refs)
+        # A change replaces an AR, never alters it: the copy taken under the
+        # lock is one state, and choosing from it holds up no one else.
+        wanted = None if owners is None or "*" in owners else set(owners)
+        chosen = [ar for ar in candidates
+                  if (owner is None or ar.owner == owner)
+                  and (wanted is None or ar.owner in wanted)
+                  and (start is None or ar.end > start)
+                  and (end is None or ar.start < end)]
+        shown_live = [ar.state not in FINISHED_STATES or
+                      (ar.state == State.DELETED and ar.id in lingering) for ar in chosen]
+        live = [ar for ar, alive in zip(chosen, shown_live, strict=True) if alive]
+        done = sorted((ar for ar, alive in zip(chosen, shown_live, strict=True) if not alive),
+                      key=lambda ar: (ar.finished_time or 0, ar.id))
+        shown = live + (done[-expired:] if expired > 0 else [])
+        return sorted(shown, key=lambda ar: ar.id)
 
     def _referenced(self, refs: Iterable[str]) -> list[Reservation]:
         """The ARs named by id, name or name pattern, in the order named;
