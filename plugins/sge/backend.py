@@ -166,7 +166,7 @@ class SgeBackend(QueueBackend):
         else:
             self.engine.set_complexes(text.rstrip("\n") + f"\n{name} {name} STRING == FORCED NO NONE 0\n")
             log.info("added the FORCED complex %s that AR jobs request", name)
-        self.loans.ready(self._template(), self._put)
+        self.loans.ready(self._put)
         self._complex_ready = True
 
     def _wanted(self, ar: Reservation, template: dict[str, str]) -> dict[str, dict[str, str]]:

@@ -56,13 +56,17 @@ class LendWatch:
             thread.join(timeout=10)
 
     def _run(self) -> None:
+        failed: str | None = None
         while True:
             self._wanted.wait()
             if self._closed.is_set():
                 return
             try:
                 self._look()
-            except Exception as exc:        # the next look tries again
-                log.warning("lending watch: %s", exc)
+                failed = None
+            except Exception as exc:        # the next look tries again; said once
+                if str(exc) != failed:
+                    log.warning("lending watch: %s", exc)
+                failed = str(exc)
             if self._closed.wait(self._interval):
                 return

@@ -38,6 +38,7 @@ class Loans:
         self.ledger = ledger
         self.name = config.lend_queue
         self.complex = config.complex
+        self.template_queue = config.template_queue
         self.lock = lock
         self.events = PreemptionEvents(store_url)
         self.watch = LendWatch(self.look, config.lend_watch)
@@ -61,7 +62,7 @@ class Loans:
 
     # -- the queue ---------------------------------------------------------------------------
 
-    def ready(self, template: dict[str, str], put: Put) -> None:
+    def ready(self, put: Put) -> None:
         """The lending queue exists (no hosts until an AR opens), before any
         AR queue names it; one made under another name before goes."""
         self.retire()
@@ -72,11 +73,11 @@ class Loans:
                 current.get("complex_values") != f"{self.complex}={self.name}":
             raise GridEngineError(f"queue {self.name} exists and is not this overlay's lending "
                                   "queue; set sge.lend_queue to a name no queue has")
-        self._template = template
+        self._template = None
         self._applied = None
         self.ledger.note_lend_queue(self.name)
         if current is None:
-            put("queue", self.name, lending.queue(self.name, template, self.complex, {}))
+            put("queue", self.name, lending.queue(self.name, self._template_file(), self.complex, {}))
 
     def retire(self) -> None:
         """A lending queue this overlay made under a name no longer configured
@@ -97,10 +98,20 @@ class Loans:
         self.ledger.note_lend_queue(None)
         log.info("removed lending queue %s (sge.lend_queue changed)", old)
 
+    def _template_file(self) -> dict[str, str]:
+        """The template queue's settings, read once per lead."""
+        if self._template is None:
+            self._template = self.engine.show("queue", self.template_queue)
+            if self._template is None:
+                raise GridEngineError(f"template queue {self.template_queue} does not exist; set "
+                                      "sge.template_queue to a queue whose settings the lending "
+                                      "queue copies")
+        return self._template
+
     def _put_queue(self, put: Put, slots: dict[str, int]) -> None:
-        if self._template is None or self.name is None:
+        if self.name is None:
             return
-        wanted = lending.queue(self.name, self._template, self.complex, slots)
+        wanted = lending.queue(self.name, self._template_file(), self.complex, slots)
         if wanted == self._applied:
             return
         put("queue", self.name, wanted)

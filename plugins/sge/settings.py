@@ -36,7 +36,7 @@ class Settings:
     ledger: str = "sge-ledger.json"
     lend_queue: str | None = None
     """The queue that lends running ARs' idle slots (None: no lending)."""
-    lend_watch: float = 0.5
+    lend_watch: float = 1.0
     """Seconds between two looks for lent jobs an AR took its slots back from."""
 
     @property
