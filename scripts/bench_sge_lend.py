@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import fcntl
 import json
-import os
 import re
 import statistics
 import subprocess
@@ -30,10 +29,10 @@ import tempfile
 import time
 from pathlib import Path
 
-VENV = Path(os.environ.get("PLUS_VENV", "/opt/plus-venv"))
-ENV = {**os.environ, "SGE_ROOT": "/var/lib/gridengine", "SGE_CELL": "default"}
+from bench_sge import ENV, POLL, VENV, until
+
 LOCK = "/run/lock/plus-tests-grid-engine.lock"
-LEND, POLL, WATCH = "plus_lend", 0.05, 1.0
+LEND, WATCH = "plus_lend", 1.0
 
 
 def sh(*argv: str, user: str | None = None) -> str:
@@ -58,17 +57,10 @@ def jobs() -> dict[str, tuple[str, str]]:
     return found
 
 
-def until(predicate, timeout: float) -> float:
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if predicate():
-            return time.time()
-        time.sleep(POLL)
-    raise SystemExit(f"bench_sge_lend: timed out after {timeout} s")
-
-
 def lent_running(job: str, host: str) -> bool:
-    return jobs().get(job) == ("r", f"{LEND}@{host}")
+    """Running in the lending queue on ``host`` (Rr: again, after a requeue)."""
+    state, instance = jobs().get(job, ("", ""))
+    return state in ("r", "Rr") and instance == f"{LEND}@{host}"
 
 
 def trial(queue: str, host: str, lent: list[str]) -> dict[str, float]:

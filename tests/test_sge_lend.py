@@ -65,7 +65,9 @@ def where(job: str) -> tuple[str, str]:
 
 
 def running_lent(job: str, node: str) -> bool:
-    return where(job) == ("r", f"{LEND_QUEUE}@{node}")
+    """Running in the lending queue on ``node`` (Rr: running again after a requeue)."""
+    state, instance = where(job)
+    return state in ("r", "Rr") and instance == f"{LEND_QUEUE}@{node}"
 
 
 def preempted_events(daemon: Daemon) -> dict[str, str]:
