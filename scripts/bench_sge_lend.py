@@ -9,8 +9,11 @@ Each trial the AR's owner submits a job into the AR, and the script
 measures (qstat polled every 50 ms, so each figure is up to 50 ms late):
   reclaim    its submission -> the AR's job runs, a lent job holding the slot
              (Grid Engine's dispatch; the lent job is suspended in it)
-  requeued   the AR's job runs -> the suspended lent job is requeued (the
-             lending watch, every lend_watch seconds, and qmod -rj)
+  suspended  the AR's job runs -> a lent job is suspended (Grid Engine's
+             slot-wise subordination)
+  requeued   the AR's job runs -> the suspended lent job is requeued, out of
+             the lending queue (the lending watch, every lend_watch seconds,
+             and qmod -rj)
   lent again the AR's job deleted -> the requeued job runs again
 and prints each with its median and worst. It takes the Grid Engine test
 cluster's lock while it runs, as the test files of that group do, and
@@ -67,11 +70,13 @@ def trial(queue: str, host: str, lent: list[str]) -> dict[str, float]:
     submitted = time.time()
     owner = submit("plusu1", "-q", queue, "-l", f"plus_rsv={queue}", "sleep", "600")
     runs = until(lambda: jobs().get(owner, ("",))[0] == "r", 60)
-    requeued = until(lambda: not all(lent_running(j, host) for j in lent), 30)
+    suspended = until(lambda: any(jobs().get(j, ("",))[0].startswith("S") for j in lent), 30)
+    requeued = until(lambda: any(jobs().get(j, ("", "x"))[1] == "" for j in lent), 30)
     sh("qdel", owner)
     deleted = time.time()
     again = until(lambda: all(lent_running(j, host) for j in lent), 120)
-    return {"reclaim": runs - submitted, "requeued": requeued - runs, "lent again": again - deleted}
+    return {"reclaim": runs - submitted, "suspended": suspended - runs,
+            "requeued": requeued - runs, "lent again": again - deleted}
 
 
 def clean() -> None:
@@ -122,7 +127,7 @@ def main() -> None:
             clean()
     print(f"Grid Engine lending, an AR on {host} (2 slots) lent to 2 rerunnable jobs, "
           f"{trials} trials (seconds; lend_watch {WATCH} s, qstat polled every {POLL} s)")
-    for key in ("reclaim", "requeued", "lent again"):
+    for key in ("reclaim", "suspended", "requeued", "lent again"):
         values = [r[key] for r in results]
         print(f"  {key:<11}" + " ".join(f"{v:5.2f}" for v in values)
               + f"   median {statistics.median(values):5.2f}   worst {max(values):5.2f}")

@@ -128,8 +128,11 @@ def test_a_daemon_killed_while_lending_finishes_the_preemption_and_leaves_nothin
     wait_for(lambda: where(latest)[1] == "", 30, "the restarted leader to requeue it")
     assert preempted_events(daemon) == {latest: "requeue"}
 
-    wait_for(lambda: queue not in names("-sql"), view["end"] + 30 - time.time(),
-             "the AR's end")
+    try:   # at the end's transition or, at the latest, the next reconcile pass (60 s)
+        wait_for(lambda: queue not in names("-sql"), view["end"] + 90 - time.time(),
+                 "the AR's end")
+    except AssertionError as timed_out:
+        raise AssertionError(f"{timed_out}\n{daemon.log.read_text()[-4000:]}") from None
     wait_for(lambda: lending_hosts() == [], 10, "the host to lend no more")
     assert not [c for c in names("-scall") if c.startswith("pluslend_")]
     ledger = json.loads((daemon.dir / "state" / "sge-ledger.json").read_text())
