@@ -9,8 +9,8 @@ Each trial the AR's owner submits a job into the AR, and the script
 measures (qstat polled every 50 ms, so each figure is up to 50 ms late):
   reclaim    its submission -> the AR's job runs, a lent job holding the slot
              (Grid Engine's dispatch; the lent job is suspended in it)
-  suspended  the AR's job runs -> a lent job is suspended (Grid Engine's
-             slot-wise subordination)
+  suspended  the AR's job runs -> a lent job no longer runs (suspended by
+             Grid Engine's slot-wise subordination, or already requeued)
   requeued   the AR's job runs -> the suspended lent job is requeued, out of
              the lending queue (the lending watch, every lend_watch seconds,
              and qmod -rj)
@@ -70,7 +70,7 @@ def trial(queue: str, host: str, lent: list[str]) -> dict[str, float]:
     submitted = time.time()
     owner = submit("plusu1", "-q", queue, "-l", f"plus_rsv={queue}", "sleep", "600")
     runs = until(lambda: jobs().get(owner, ("",))[0] == "r", 60)
-    suspended = until(lambda: any(jobs().get(j, ("",))[0].startswith("S") for j in lent), 30)
+    suspended = until(lambda: not all(lent_running(j, host) for j in lent), 30)
     requeued = until(lambda: any(jobs().get(j, ("", "x"))[1] == "" for j in lent), 30)
     sh("qdel", owner)
     deleted = time.time()

@@ -137,4 +137,4 @@ def test_a_daemon_killed_while_lending_finishes_the_preemption_and_leaves_nothin
     assert not [c for c in names("-scall") if c.startswith("pluslend_")]
     ledger = json.loads((daemon.dir / "state" / "sge-ledger.json").read_text())
     assert ledger["lending"] == {"queue": LEND_QUEUE, "calendars": [], "preemptions": {}}
-    assert where(latest)[0] == "qw"                     # waits for an AR to lend again
+    assert where(latest) == ("Rq", "")                  # waits (requeued) for an AR to lend again
