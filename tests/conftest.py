@@ -57,7 +57,7 @@ ONE_AT_A_TIME = "grid-engine-and-sshd"
 SHARED_SERVICE_FILES = {
     "test_sge.py", "test_sge_e2e.py", "test_slow_batch_system.py", "test_qrsub_differential.py",
     "test_torque.py", "test_remote.py", "test_native_daemon.py", "test_native_execution.py",
-    "test_native_cluster.py", "test_slurm_ssh.py",
+    "test_native_cluster.py", "test_slurm_ssh.py", "test_sge_lend.py",
 }
 SLURM_CLUSTER = "slurm-cluster"
 SLURM_FILES = {"test_slurm_env.py", "test_slurm.py", "test_slurm_e2e.py", "test_slurm_notice.py",

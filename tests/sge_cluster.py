@@ -22,6 +22,9 @@ from overlay_sge.ledger import Ledger
 ENV = {**os.environ, "SGE_ROOT": "/var/lib/gridengine", "SGE_CELL": "default"}
 HOSTS = ("node1", "node2", "node3", "vm")
 TEST_USERS = "plusu1,plusu2,plusu3,plusmgr"
+LEND_QUEUE = "plus_lend"
+"""The lending queue the lending tests name (after the AR queues that
+subordinate it, it goes too)."""
 
 
 def sh(*argv: str, user: str | None = None, check: bool = False) -> subprocess.CompletedProcess:
@@ -92,7 +95,7 @@ def wait_for(predicate, timeout: float = 30, what: str = "condition") -> None:
 
 
 def clean() -> None:
-    """No test job, AR object or suspended normal instance left behind."""
+    """No test job, AR object, lending queue or suspended normal instance left behind."""
     sh("qdel", "-f", "-u", TEST_USERS)
     for queue in names("-sql"):
         if re.fullmatch(r"R\d+", queue):
@@ -105,8 +108,10 @@ def clean() -> None:
             sh("qconf", "-dhgrp", group)
     for host in HOSTS:
         sh("qconf", "-purge", "queue", "calendar", f"all.q@{host}")
+    if LEND_QUEUE in names("-sql"):
+        sh("qconf", "-dq", LEND_QUEUE)
     for calendar in names("-scall"):
-        if calendar.startswith("plus_"):
+        if calendar.startswith(("plus_", "pluslend_")):
             sh("qconf", "-dcal", calendar)
     sh("qmod", "-usq", "all.q")
     sh("qmod", "-e", "all.q")

@@ -36,6 +36,7 @@ from overlay.api.plugin import (
 from overlay_sge import calendars, objects, settings
 from overlay_sge.gridengine import GridEngine, GridEngineError
 from overlay_sge.ledger import Ledger, Requeue
+from overlay_sge.loans import Loans
 from overlay_sge.status import GridJob, Observation
 
 log = logging.getLogger("plus.sge")
@@ -49,7 +50,7 @@ class SgeBackend(QueueBackend):
     name = "sge"
 
     def __init__(self, engine: GridEngine, ledger: Ledger, config: settings.Settings,
-                 duration_offset: int) -> None:
+                 duration_offset: int, store_url: str | None = None) -> None:
         super().__init__(ledger)
         self.engine = engine
         self.settings = config
@@ -59,6 +60,7 @@ class SgeBackend(QueueBackend):
         self._windows: dict[int, tuple[tuple[str, ...], int, int]] = {}
         self._calendar_years: dict[str, str] = {}
         self._warned: set[str] = set()
+        self.loans = Loans(engine, ledger, config, self.lock, store_url)
 
     @classmethod
     def from_config(cls, config, options: dict) -> "SgeBackend":
@@ -67,10 +69,16 @@ class SgeBackend(QueueBackend):
                                      chosen.environment)
         ledger_path = os.path.join(config.state_path, chosen.ledger)
         return cls(GridEngine(runner, chosen.timeout), Ledger(ledger_path), chosen,
-                   config.duration_offset)
+                   config.duration_offset, config.store_url)
 
     def close(self) -> None:
+        self.loans.close()
         self.engine.runner.close()
+
+    def stand_by(self) -> None:
+        """Another daemon leads: the lending watch stops until this one leads again."""
+        super().stand_by()
+        self.loans.watch.want(False)
 
     # -- what Grid Engine has ------------------------------------------------------
 
@@ -84,12 +92,16 @@ class SgeBackend(QueueBackend):
     def _changed(self) -> None:
         self._observed.forget()
 
+    def _normal(self, queue: str | None) -> bool:
+        """A queue of the site's: neither an AR's nor the lending queue."""
+        return not self.is_ar_queue(queue) and not self.loans.is_lending(queue)
+
     def nodes(self) -> list[Node]:
         """Execution hosts as qhost reports them; slots are those of the
         largest normal queue on the host, the queues exclude AR queues."""
         nodes = []
         for host in self.engine.hosts():
-            queues = {q: s for q, s in host.queues.items() if not self.is_ar_queue(q)}
+            queues = {q: s for q, s in host.queues.items() if self._normal(q)}
             nodes.append(Node(
                 name=host.name, slots=max(queues.values(), default=0), memory_mb=host.memory_mb,
                 ncpus=host.ncpus, arch=host.arch, os=host.os, properties=dict(host.resources),
@@ -154,6 +166,7 @@ class SgeBackend(QueueBackend):
         else:
             self.engine.set_complexes(text.rstrip("\n") + f"\n{name} {name} STRING == FORCED NO NONE 0\n")
             log.info("added the FORCED complex %s that AR jobs request", name)
+        self.loans.ready(self._put)
         self._complex_ready = True
 
     def _wanted(self, ar: Reservation, template: dict[str, str]) -> dict[str, dict[str, str]]:
@@ -161,7 +174,8 @@ class SgeBackend(QueueBackend):
         return {
             "hostgroup": objects.hostgroup(ar.id, ar.node_names),
             "userset": objects.userset(ar.id, ar.acl),
-            "queue": objects.queue(ar.id, template, ar.allocations, self.settings.complex, runtime),
+            "queue": objects.queue(ar.id, template, ar.allocations, self.settings.complex, runtime,
+                                   self.loans.subordinates(ar)),
         }
 
     def _template(self) -> dict[str, str]:
@@ -237,6 +251,8 @@ class SgeBackend(QueueBackend):
         observation = self.observe()
         self._suspend_normal(observation, hosts)
         self._clear_hosts(observation, hosts)
+        if self.loans.lend(ar):
+            self.loans.sync(self.observe(), self._put)
 
     def open_queue(self, ar: Reservation, shut: bool) -> None:
         self.engine.qmod("-sq" if shut else "-usq", [objects.queue_name(ar.id)])
@@ -247,7 +263,7 @@ class SgeBackend(QueueBackend):
         administrator had already suspended are left for them to resume."""
         ours = self.ledger.suspended()
         targets = [i.name for i in observation.instances
-                   if i.host in hosts and not self.is_ar_queue(i.queue)
+                   if i.host in hosts and self._normal(i.queue)
                    and ("s" not in i.state or i.name in ours)]
         fresh = [name for name in targets if name not in ours or
                  "s" not in next(i.state for i in observation.instances if i.name == name)]
@@ -257,9 +273,10 @@ class SgeBackend(QueueBackend):
             self._changed()
 
     def _clear_hosts(self, observation: Observation, hosts: list[str]) -> None:
-        """Foreign jobs still on the AR's hosts, by the conflict policy."""
+        """Foreign jobs still on the AR's hosts, by the conflict policy (lent
+        jobs are not foreign: they run there by the AR's leave)."""
         foreign = {job.id: job for job in observation.running
-                   if job.host in hosts and not self.is_ar_queue(job.queue)}
+                   if job.host in hosts and self._normal(job.queue)}
         if not foreign or self.settings.conflict == "avoid":
             return
         if self.settings.conflict == "kill":
@@ -298,6 +315,7 @@ class SgeBackend(QueueBackend):
         self._delete_ar_jobs(ar_id)
         self.ledger.set_active(ar_id, None)
         self._resume_normal()
+        self._stop_lending(ar_id)
         self.engine.delete("queue", objects.queue_name(ar_id))
         self.engine.delete("userset", objects.userset_name(ar_id))
         self.engine.delete("hostgroup", objects.hostgroup_name(ar_id))
@@ -308,6 +326,7 @@ class SgeBackend(QueueBackend):
         self._delete_ar_jobs(ar.id)
         self.ledger.set_active(ar.id, None)
         self._resume_normal()
+        self._stop_lending(ar.id)
         queue = objects.queue_name(ar.id)
         current = self.engine.show("queue", queue)
         if current is not None and current.get("hostlist") != "NONE":
@@ -333,9 +352,23 @@ class SgeBackend(QueueBackend):
             self.ledger.note_resumed(resume)
             self._changed()
 
+    def _stop_lending(self, ar_id: int) -> None:
+        """The AR's hosts lend no more: their lending instances go (a lent job
+        still running there runs on, its instance orphaned, to its h_rt)."""
+        if self.loans.withdraw(ar_id):
+            self.loans.sync(self.observe(fresh=True), self._put)
+
     def reconciled(self, reservations: list[Reservation]) -> None:
-        """Resume what nothing holds; calendars for the windows ahead."""
+        """Resume what nothing holds; the open ARs' hosts lent; calendars for
+        the windows ahead."""
         self._resume_normal()
+        active = self.ledger.active_ids()
+        self.loans.retire()
+        self.loans.follow([ar for ar in reservations
+                           if ar.id in active and ar.state in OPEN_STATES])
+        observation = self.observe()
+        self.loans.sync(observation, self._put)
+        self.loans.preempt(observation)
         self._windows = {ar.id: (tuple(ar.node_names), ar.start, ar.end)
                          for ar in self.windows_ahead(reservations)}
         self._sync_calendars()
@@ -370,7 +403,8 @@ class SgeBackend(QueueBackend):
                 self._put("calendar", wanted["calendar_name"], wanted)
                 self._calendar_years[host] = wanted["year"]
             for instance in self.observe().instances:
-                if instance.host == host and self.ar_of(instance.queue) is None:
+                if instance.host == host and self.ar_of(instance.queue) is None \
+                        and not self.loans.is_lending(instance.queue):
                     self._attach_calendar(instance.name, wanted["calendar_name"], attached)
 
     def _attach_calendar(self, instance: str, name: str, attached: dict[str, str]) -> None:

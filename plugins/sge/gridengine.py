@@ -13,7 +13,13 @@ from typing import Iterable
 
 from overlay.api.plugin import BatchCommands, Runner
 from overlay_sge import objects
-from overlay_sge.status import HostInfo, Observation, parse_hosts, parse_observation
+from overlay_sge.status import (
+    HostInfo,
+    Observation,
+    parse_hosts,
+    parse_observation,
+    parse_restart_flags,
+)
 
 _UNREACHABLE = re.compile(r"commlib error|unable to (send|contact) .*qmaster|cannot reach qmaster"
                           r"|unable to receive message from qmaster", re.IGNORECASE)
@@ -107,8 +113,12 @@ class GridEngine(BatchCommands):
         if targets:
             self.checked(["qmod", option, ",".join(targets)])
 
-    def observe(self) -> Observation:
-        return parse_observation(self.checked(["qstat", "-f", "-u", "*", "-r", "-xml"]).stdout)
+    def observe(self, queues: Iterable[str] = ()) -> Observation:
+        """qstat -f of every queue instance and job (with ``queues``: of
+        those cluster queues' only)."""
+        only = ",".join(sorted(queues))
+        return parse_observation(self.checked(
+            ["qstat", "-f", "-u", "*", "-r", "-xml", *(["-q", only] if only else [])]).stdout)
 
     def hosts(self) -> list[HostInfo]:
         return parse_hosts(self.checked(["qhost", "-q", "-F", "-xml"]).stdout)
@@ -125,6 +135,20 @@ class GridEngine(BatchCommands):
 
     def suspend_job(self, job: str) -> None:
         self.checked(["qmod", "-sj", job])
+
+    def restart_flags(self, jobs: Iterable[str]) -> dict[str, str]:
+        """Each job's JB_restart (qstat -j -xml): 1 rerunnable (-r y), 2 not
+        (-r n), 0 its queue's rerun decides. A job gone is left out."""
+        jobs = sorted(set(jobs), key=int)
+        if not jobs:
+            return {}
+        return parse_restart_flags(self.run(["qstat", "-j", ",".join(jobs), "-xml"]).stdout)
+
+    def reschedule(self, job: str) -> bool:
+        """qmod -rj: a rerunnable job back to pending, its run ended; False
+        when Grid Engine answers that it is not rerunnable."""
+        result = self.checked(["qmod", "-rj", job])
+        return "not restartable" not in result.text
 
     def submit(self, options: list[str], script: str, owner: str) -> tuple[str, str]:
         """qsub as ``owner`` with the script on standard input: the job's id

@@ -92,14 +92,25 @@ def _default_part(value: str) -> str:
     return value.split(",[", 1)[0].strip()
 
 
+def copied(template: dict[str, str]) -> dict[str, str]:
+    """The template queue's attributes without their host overrides, for a
+    queue of the overlay's own (an AR's, the lending queue)."""
+    return {key: _default_part(value) for key, value in template.items()}
+
+
+def per_host(default: str, values: dict[str, str]) -> str:
+    """A queue value with a [host=value] override for each host whose value
+    is not ``default``."""
+    return default + "".join(f",[{check_host(host)}={value}]"
+                             for host, value in sorted(values.items()) if value != default)
+
+
 def slots_value(allocations: Iterable[Allocation]) -> str:
     """``slots`` with a [host=n] override wherever it differs from the first."""
     allocations = sorted(allocations, key=lambda a: a.node)
     if not allocations:
         return "0"
-    base = allocations[0].slots
-    overrides = "".join(f",[{check_host(a.node)}={a.slots}]" for a in allocations if a.slots != base)
-    return f"{base}{overrides}"
+    return per_host(str(allocations[0].slots), {a.node: str(a.slots) for a in allocations})
 
 
 def format_limit(seconds: int) -> str:
@@ -109,18 +120,19 @@ def format_limit(seconds: int) -> str:
 
 
 def queue(ar_id: int, template: dict[str, str], allocations: Iterable[Allocation],
-          complex_name: str, runtime_limit: int) -> dict[str, str]:
+          complex_name: str, runtime_limit: int, subordinates: str = "NONE") -> dict[str, str]:
     """The AR queue's full configuration: the template queue's attributes
     (PEs, checkpointing, shell, tmpdir...) with the AR's hosts, slots, users,
-    forced complex and job runtime limit (AR duration minus DURATION_OFFSET)."""
-    attributes = {key: _default_part(value) for key, value in template.items()}
+    forced complex, job runtime limit (AR duration minus DURATION_OFFSET)
+    and ``subordinates`` (the lending queue's jobs it preempts)."""
+    attributes = copied(template)
     limit = format_limit(runtime_limit)
     attributes.update({
         "qname": queue_name(ar_id), "hostlist": hostgroup_name(ar_id),
         "slots": slots_value(allocations), "user_lists": userset_name(ar_id),
         "xuser_lists": "NONE", "complex_values": f"{complex_name}={queue_name(ar_id)}",
         "h_rt": limit, "s_rt": limit, "load_thresholds": "NONE", "suspend_thresholds": "NONE",
-        "subordinate_list": "NONE", "calendar": "NONE", "owner_list": "NONE"})
+        "subordinate_list": subordinates, "calendar": "NONE", "owner_list": "NONE"})
     return attributes
 
 

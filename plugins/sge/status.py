@@ -155,3 +155,17 @@ def parse_observation(text: str) -> Observation:
     pending = [] if pending_section is None else [_job(job, None) for job in pending_section.findall("job_list")]
     return Observation(instances, running, pending)
 
+
+
+def parse_restart_flags(text: str) -> dict[str, str]:
+    """qstat -j J,K -xml: each job's JB_restart (nothing for jobs gone)."""
+    try:
+        root = ET.fromstring(text)
+    except ET.ParseError:
+        return {}
+    flags = {}
+    for element in root.iter():
+        number, restart = element.find("JB_job_number"), element.find("JB_restart")
+        if number is not None and restart is not None:
+            flags[(number.text or "").strip()] = (restart.text or "").strip()
+    return flags
