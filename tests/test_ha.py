@@ -324,7 +324,7 @@ def test_an_approval_at_the_standby_is_the_leaders_to_enforce(store_url, tmp_pat
         standby.ok("plusmgr", "plus_approve", str(held["id"]))
         standby.ok("plusmgr", "plus_deny", str(other["id"]), "-reason", "no")
         _until(lambda: _state(leader, held["id"]) == "w", "the leader to see the approval")
-        assert _state(leader, other["id"]) == "d"
+        _until(lambda: _state(leader, other["id"]) == "d", "the leader to see the deny")
         leader.ok("plusu1", "plus_qsub", "-ar", str(held["id"]), "-b", "y", "/bin/true")
         refused = leader.run("plusu1", "plus_qsub", "-ar", str(other["id"]), "-b", "y", "/bin/true")
         assert refused.returncode != 0

@@ -460,7 +460,8 @@ def _keep_private(database: str) -> None:
     try:
         os.close(os.open(database, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600))
     except FileExistsError:
-        pass
+        if not os.access(database, os.R_OK | os.W_OK):     # as opening it would have said
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), database) from None
     for path in (database, database + "-wal", database + "-shm"):
         try:
             if os.stat(path).st_mode & 0o077:
