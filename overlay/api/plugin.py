@@ -9,6 +9,7 @@ from overlay.contract.policy import PolicyContext
 from overlay.contract.settings import FLAG, Check, choice, read_section
 from overlay.daemon.config import read_yaml
 from overlay.events.jobs import (
+                            JobEventWriter,
                             JobTransition,
                             create_job_event_tables,
                             end_fields,
@@ -107,5 +108,5 @@ __all__ = [
     "ChangeFeed", "channel_of", "PermissionDenied", "advance_counter",
     "DURATION_FORMS", "TimeSpecError", "format_ctime", "parse_duration", "DEFAULT_UID_MIN",
     "groups_of", "system_account", "with_members", "FLAG", "Check", "choice", "read_section",
-    "JobTransition", "create_job_event_tables", "end_fields", "job_fields", "put_job_events",
+    "JobEventWriter", "JobTransition", "create_job_event_tables", "end_fields", "job_fields", "put_job_events",
 ]

@@ -12,6 +12,7 @@ access list), so the event is seen as the AR's are, and by the job's owner.
 from __future__ import annotations
 
 import json
+import threading
 from typing import Iterable, Mapping, NamedTuple
 
 from sqlalchemy import Connection, Engine, MetaData, select
@@ -21,7 +22,9 @@ from overlay.persistence.store import (
     EventRow,
     ReservationRow,
     create_tables,
+    database_errors,
     hold_write_lock,
+    make_engine,
     put_events,
 )
 
@@ -94,3 +97,29 @@ def create_job_event_tables(engine: Engine, url: str) -> None:
     for table in (EventRow.__table__, ReservationRow.__table__):
         table.to_metadata(metadata)
     create_tables(engine, url, metadata)
+
+
+class JobEventWriter:
+    """Job events a backend finds by itself (a lent job preempted), each
+    batch in a transaction of its own on an engine made at the first batch
+    (a site that never lends opens none). Thread-safe."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self._engine: Engine | None = None
+        self._lock = threading.Lock()
+
+    def write(self, transitions: list[JobTransition]) -> None:
+        """Store the events of ``transitions``; StoreError if the store refuses."""
+        with self._lock:
+            if self._engine is None:
+                self._engine = make_engine(self.url)
+                create_job_event_tables(self._engine, self.url)
+            with database_errors(self.url), self._engine.begin() as connection:
+                put_job_events(connection, self.url, transitions)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._engine is not None:
+                self._engine.dispose()
+                self._engine = None

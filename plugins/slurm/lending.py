@@ -20,14 +20,7 @@ import logging
 import re
 from typing import Callable, Iterable
 
-from overlay.api.plugin import (
-    JobTransition,
-    create_job_event_tables,
-    database_errors,
-    job_fields,
-    make_engine,
-    put_job_events,
-)
+from overlay.api.plugin import JobEventWriter, JobTransition, job_fields
 from overlay_slurm.ledger import REQUEUE_SETTLE, Ledger
 from overlay_slurm.slurm import Slurm
 from overlay_slurm.status import SlurmJob
@@ -49,13 +42,11 @@ def lender(reservation: str) -> int | None:
 def store_events(url: str) -> Tell:
     """Events written to the store at ``url``, each batch in a transaction
     of its own; one the store refuses is logged (the jobs run on)."""
-    engine = make_engine(url)
-    create_job_event_tables(engine, url)
+    writer = JobEventWriter(url)
 
     def tell(transitions: list[JobTransition]) -> None:
         try:
-            with database_errors(url), engine.begin() as connection:
-                put_job_events(connection, url, transitions)
+            writer.write(transitions)
         except Exception:
             log.exception("job.preempted event(s) not written")
     return tell

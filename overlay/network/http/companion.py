@@ -17,27 +17,19 @@ import pwd
 import socket
 import subprocess
 import sys
-import threading
-import time
 
-from overlay.kit.childprocess import end, relay
-from overlay.log.ratelog import RateLimitedLog
+from overlay.kit.childprocess import Supervised
 from overlay.network.http.settings import HttpSettings
 
 log = logging.getLogger("plus.http")
-LINES = 30
-"""The companion's lines of one logger and level the daemon logs per minute."""
 
 
-class Companion:
+class Companion(Supervised):
     def __init__(self, settings: HttpSettings, socket_path: str) -> None:
+        super().__init__(f"HTTP API ({settings.address})", log)
         self.settings = settings
         self.socket_path = socket_path
-        self.process: subprocess.Popen | None = None
-        self._stopping = threading.Event()
-        self._thread: threading.Thread | None = None
         self.listening: socket.socket | None = None
-        self.lines = RateLimitedLog(log, burst=LINES)
         self.uid = self._identity().get("user", os.getuid()) if settings.enabled else None
         """The companion's uid (http.user's when the daemon runs as root)."""
 
@@ -76,35 +68,17 @@ class Companion:
                              "host's") from None
 
     def start(self) -> None:
-        if not self.settings.enabled:
-            return
-        self._thread = threading.Thread(target=self._keep_running, name="http-companion",
-                                        daemon=True)
-        self._thread.start()
+        if self.settings.enabled:
+            super().start()
 
-    def _keep_running(self) -> None:
-        pause = 1.0
-        while not self._stopping.is_set():
-            began = time.monotonic()
-            try:
-                self.process = subprocess.Popen(self.argv(), stdin=subprocess.DEVNULL,
-                                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                                pass_fds=(self.listening.fileno(),),
-                                                **self._identity())
-            except OSError as exc:
-                log.error("cannot start the HTTP API (%s): %s", self.settings.address, exc)
-                status = None
-            else:
-                log.info("HTTP API on %s://%s (pid %d)", "https" if self.settings.tls else "http",
-                         self.settings.address, self.process.pid)
-                relay(self.process.stderr, self.lines)
-                status = self.process.wait()
-            if self._stopping.is_set():
-                return
-            pause = 1.0 if time.monotonic() - began > 60 else min(pause * 2, 60.0)
-            log.warning("the HTTP API process ended (status %s); starting it again in %.0f s",
-                        status, pause)
-            self._stopping.wait(pause)
+    def spawn(self) -> subprocess.Popen:
+        return subprocess.Popen(self.argv(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE, pass_fds=(self.listening.fileno(),),
+                                **self._identity())
+
+    def started(self, process: subprocess.Popen) -> str:
+        return (f"HTTP API on {'https' if self.settings.tls else 'http'}://"
+                f"{self.settings.address} (pid {process.pid})")
 
     def _identity(self) -> dict:
         """As http.user when the daemon runs as root."""
@@ -114,9 +88,6 @@ class Companion:
         return {"user": entry.pw_uid, "group": entry.pw_gid, "extra_groups": []}
 
     def stop(self) -> None:
-        self._stopping.set()
-        end(self.process)
-        if self._thread is not None:
-            self._thread.join(timeout=5)
+        super().stop()
         if self.listening is not None:
             self.listening.close()
