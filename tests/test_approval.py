@@ -27,7 +27,7 @@ from overlay.persistence.events import Event, EventLog
 from overlay.persistence.store import Store
 from overlay.usecases.lifecycle import Lifecycle
 from overlay.usecases.manager import Caller, Manager
-from test_mail import smtp, text  # noqa: F401  (smtp: the fixture)
+from test_mail import close_env, smtp, text  # noqa: F401  (smtp: the fixture)
 from test_manager import drained_at_once
 
 T0 = 1_800_000_000
@@ -105,10 +105,7 @@ class Env:
         return set(self.backend.scheduler.windows)
 
     def close(self) -> None:
-        notifier = self.pm.get_plugin("mail-notifier")
-        if notifier is not None:
-            assert notifier.close(timeout=10)
-        self.store.close()
+        close_env(self.pm, self.store)
 
 
 @pytest.fixture

@@ -25,7 +25,10 @@ for _ in range(int(sys.argv[2])):
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.connect(sys.argv[3])
     if kind == "half":
-        s.sendmsg([struct.pack("=4sIIIII", b"PLC1", 0, 0o22, 1, 0, 100)[:10]])
+        try:
+            s.sendmsg([struct.pack("=4sIIIII", b"PLC1", 0, 0o22, 1, 0, 100)[:10]])
+        except BrokenPipeError:
+            pass            # refused (over the cap) before it sent: its answer is still there
     conns.append(s)
 print("connected", flush=True)
 answers = []
@@ -39,7 +42,7 @@ print(" ".join(str(struct.unpack("=ii", a)[0]) if len(a) == 8 else "eof" for a i
 
 @pytest.fixture(scope="module")
 def daemon():
-    d = Daemon(settings="request_timeout: 2\nmax_connections_per_user: 2\n").start()
+    d = Daemon(settings="request_timeout: 10\nmax_connections_per_user: 2\n").start()
     yield d
     d.cleanup()
 
@@ -52,7 +55,7 @@ def _served_quickly(daemon: Daemon) -> None:
     began = time.monotonic()
     result = daemon.run("plusu2", "plus_status")
     assert result.returncode == 0, result.stderr
-    assert time.monotonic() - began < 1.5      # under request_timeout: not waiting on them
+    assert time.monotonic() - began < 5        # well under request_timeout: not waiting on them
 
 
 def _answer(conn: socket.socket) -> tuple[int, int]:

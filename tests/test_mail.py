@@ -117,9 +117,16 @@ class Env:
         self.lifecycle.tick()
 
     def close(self) -> None:
-        if self.notifier is not None:
-            assert self.notifier.close(timeout=10)
-        self.store.close()
+        close_env(self.pm, self.store)
+
+
+def close_env(pm, store: Store) -> None:
+    """A test's Manager world ended: its mail sent (the notifier's thread
+    stopped) and its store closed."""
+    notifier = pm.get_plugin("mail-notifier")
+    if notifier is not None:
+        assert notifier.close(timeout=10)
+    store.close()
 
 
 @pytest.fixture

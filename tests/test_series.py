@@ -41,7 +41,7 @@ from overlay.usecases import series as series_cases
 from overlay.usecases.lifecycle import Lifecycle
 from overlay.usecases.manager import Caller, Manager
 from overlay.usecases.series import SeriesCases
-from test_mail import smtp  # noqa: F401 (a fixture)
+from test_mail import close_env, smtp  # noqa: F401 (a fixture)
 from test_manager import drained_at_once
 
 HOUR, DAY = 3600, 86400
@@ -105,10 +105,7 @@ class Env:
         return [ar.start for ar in self.series.occurrences(series_id)]
 
     def close(self) -> None:
-        notifier = self.pm.get_plugin("mail-notifier")
-        if notifier is not None:
-            assert notifier.close(timeout=10)
-        self.store.close()
+        close_env(self.pm, self.store)
 
 
 @pytest.fixture
