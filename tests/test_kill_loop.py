@@ -194,7 +194,8 @@ class Tracked:
         self.history.append(f"{op.describe()} -> {outcome} {message[:160]}")
         if not after:
             return f"{self.name} (id {self.id}): {op.describe()} {outcome} ({message[:160]}), " \
-                   f"but the AR could be only {sorted(map(str, possible))}"
+                   f"but the AR could be only {sorted(map(str, possible))}; " \
+                   f"history: {self.history}"
         self.possible = after
         return None
 
@@ -493,9 +494,12 @@ def _agreeing_views(daemon: Daemon, ars: list[Reservation]) -> list[dict]:
     deadline = time.monotonic() + 60
     while True:
         views = daemon.status("-ne", "9999999")
-        if sorted(map(_view_facts, views)) == sorted(map(_ar_facts, ars)):
+        shown, stored = sorted(map(_view_facts, views)), sorted(map(_ar_facts, ars))
+        if shown == stored:
             return views
-        assert time.monotonic() < deadline, "plus_status and the store differ"
+        assert time.monotonic() < deadline, \
+            f"plus_status and the store differ: only shown {[f for f in shown if f not in stored]}, " \
+            f"only stored {[f for f in stored if f not in shown]}"
         time.sleep(0.1)
 
 

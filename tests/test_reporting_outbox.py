@@ -62,7 +62,7 @@ def test_records_go_with_their_change_and_are_written_once_in_order(store, outbo
     made = store.create(new_ar(), CAPACITY, lambda ar: new_ar_records(600, ar))
     ended = replace(made, state=State.EXITED)
     store.save(ended, reports=ar_acct_records(700, ended))
-    store.remove(made.id, reports=[record_line(800, "ar_log", "gone")])
+    store.remove(ended, reports=[record_line(800, "ar_log", "gone")])
     drain = _drain(outbox, path)
     assert drain.drain() == 3
     assert _lines(path) == (new_ar_records(600, made) + ar_acct_records(700, ended)

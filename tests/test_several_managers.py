@@ -122,6 +122,22 @@ def test_a_write_from_a_copy_the_other_changed_runs_again_on_the_fresh_copy(pair
     assert first.ars[ar.id].state == State.DELETED and first.ars[ar.id].end == longer.end
 
 
+def test_a_destroy_from_a_copy_the_other_changed_is_decided_again_on_the_fresh_copy(pair):
+    """A -T modify at one daemon, then plus_destroy at the other before its
+    feed told it: refused for the operation waiting, as at the first (the
+    kill -9 loop found the stale copy's removal going through)."""
+    env, first, second = pair
+    ar = first.reserve(ALICE, env.request(nodes=1))
+    second.catch_up()
+    first.modify(ALICE, ar.id, None, ar.end + HOUR, None, None, None, transactional=True)
+    with pytest.raises(Exception, match="has an uncommitted"):
+        second.destroy(ALICE, ar.id, None)
+    assert env.manager.store.get(ar.id).pending is not None
+    first.commit(ALICE, ar.id)
+    second.destroy(ALICE, ar.id, None)                 # taken in again: now it goes
+    assert env.manager.store.get(ar.id) is None
+
+
 def test_an_ar_destroyed_at_one_daemon_leaves_the_others_memory_and_frees_its_nodes(pair):
     env, first, second = pair
     ar = first.reserve(ALICE, env.request(nodes=5))
@@ -130,6 +146,39 @@ def test_an_ar_destroyed_at_one_daemon_leaves_the_others_memory_and_frees_its_no
     assert second.catch_up() == {ar.id}
     assert ar.id not in second.ars
     assert len(second.reserve(BOB, env.request(nodes=5)).node_names) == 5
+
+
+def _late(manager: Manager, monkeypatch) -> None:
+    """``manager``'s next catch-up applies the read taken now, as a
+    catch-up overtaken by others (the feed's, a retry's) does."""
+    read = manager.store.changes_since(manager.seen_revision)
+    monkeypatch.setattr(manager.store, "changes_since", lambda _revision: read)
+
+
+def test_a_catch_up_overtaken_by_another_never_brings_back_what_that_one_removed(
+        pair, monkeypatch):
+    env, first, second = pair
+    ar = first.reserve(ALICE, env.request(nodes=1))
+    early = second.store.changes_since(second.seen_revision)    # ar as made, read first...
+    first.destroy(ALICE, ar.id, None)
+    second.catch_up()                                   # ...another read, applied first
+    monkeypatch.setattr(second.store, "changes_since", lambda _revision: early)
+    assert second.catch_up() == set()
+    assert ar.id not in second.ars and second.status() == []
+
+
+def test_a_catch_up_read_before_this_daemon_removed_an_ar_does_not_bring_it_back(
+        pair, monkeypatch):
+    env, first, second = pair
+    ar = first.reserve(ALICE, env.request(nodes=1))
+    second.catch_up()
+    first.reserve(BOB, env.request(nodes=1))            # a write second has not taken in
+    second.modify(ALICE, ar.id, None, ar.end + HOUR, None, None, None)
+    _late(second, monkeypatch)                          # both, ar as second modified it
+    second.destroy(ALICE, ar.id, None)
+    second.catch_up()
+    assert ar.id not in second.ars
+    assert [a.owner for a in second.status()] == [BOB.user]
 
 
 def test_a_daemon_whose_tombstones_were_pruned_reads_everything_again(pair, monkeypatch):
@@ -159,6 +208,34 @@ def test_the_leaders_pass_opens_a_window_the_other_daemon_changed_meanwhile(pair
     env.lifecycle.tick()                                # first's copy is the old one
     opened = first.ars[ar.id]
     assert opened.state == State.RUNNING and opened.end == changed[0].end
+
+
+def test_the_leaders_expiry_of_an_ar_the_other_daemon_removed_meanwhile_goes_on(
+        pair, monkeypatch):
+    """The leader's copy of a finished AR is behind the store (the other
+    daemon destroyed it during the pass): the pass neither removes it
+    again nor fails; it takes the removal in and the next pass expires the
+    rest."""
+    env, first, second = pair
+    ars = [first.reserve(ALICE, env.request(nodes=1)) for _ in range(2)]
+    for ar in ars:
+        first.cancel(ALICE, ar.id, None)
+    env.lifecycle.tick()
+    second.catch_up()
+    refresh = first.refresh_nodes
+
+    def a_destroy_lands_during_the_pass(publish=False):
+        monkeypatch.setattr(first, "refresh_nodes", refresh)
+        second.destroy(ALICE, ars[0].id, None)
+        return refresh(publish)
+    monkeypatch.setattr(first, "refresh_nodes", a_destroy_lands_during_the_pass)
+    env.clock.now += 3600                               # expiry: 3600 s
+    env.lifecycle.tick()
+    assert ars[0].id not in first.ars
+    env.lifecycle.tick()
+    assert first.ars == {} and env.manager.store.load_all() == []
+    assert [removed for removed, _ in env.manager.store.changes_since(0).removed] == \
+        [ar.id for ar in ars]                           # each removed once
 
 
 def test_an_ar_that_other_daemons_keep_changing_is_told_once_a_minute(pair, monkeypatch, caplog):

@@ -154,7 +154,7 @@ def test_load_all_is_ordered_by_id(store):
     for window in [(1000, 2000), (3000, 4000), (5000, 6000)]:
         store.create(new_ar(*window), CAPACITY)
     set_counter(store, 0)
-    store.remove(2)
+    store.remove(store.get(2))
     store.create(new_ar(7000, 8000), CAPACITY)  # reuses id 2
     assert [ar.id for ar in store.load_all()] == [1, 2, 3]
     assert store.get(2).start == 7000
@@ -194,14 +194,13 @@ def test_remove_deletes_the_ar_and_its_allocations(store):
     pending.pending_allocations = [Allocation("n3", 4)]
     store.save(pending, CAPACITY)
 
-    store.remove(first.id)
-    store.remove(pending.id)
+    store.remove(first)
+    store.remove(pending)
 
     assert store.get(first.id) is None and store.get(pending.id) is None
     assert store.load_all() == [second]
     assert allocation_rows(store) == [(second.id, "n2", 4, 1000, 2000, False)]
     assert store.create(new_ar(), CAPACITY).id == 4  # n1 is free; ids are not reused yet
-    store.remove(12345)  # an unknown id is no error
     assert reservation_ids(store) == [2, 4]
 
 
@@ -218,7 +217,7 @@ def test_ids_count_from_one(store):
 def test_ids_wrap_after_the_highest_and_skip_ids_in_use(store):
     for i in range(1, 4):
         store.create(new_ar(1000 * i, 1000 * i + 500, allocations=()), CAPACITY)
-    store.remove(2)
+    store.remove(store.get(2))
     set_counter(store, MAX_ID - 1)
 
     assert store.create(new_ar(allocations=()), CAPACITY).id == MAX_ID
@@ -644,8 +643,8 @@ def test_a_removed_ar_can_leave_its_usage_behind(store):
                         {**CAPACITY, "n:2": 2})
     gone = store.create(new_ar(start=6000, end=7000), CAPACITY)
     kept.state = State.EXITED
-    store.remove(kept.id, kept)
-    store.remove(gone.id)
+    store.remove(kept, kept)
+    store.remove(gone)
     assert reservation_ids(store) == [] and allocation_rows(store) == []
     [used] = store.load_usage(since=4999)
     assert (used.id, used.owner, used.group, used.start, used.end) == (kept.id, "alice", "staff",

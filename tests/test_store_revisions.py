@@ -33,7 +33,7 @@ def test_each_write_takes_the_next_revision_and_changes_since_tells_what_changed
     assert [ar.id for ar in changes.written] == [first.id, second.id]
     moved = replace(first, state=State.RUNNING)
     store.save(moved)
-    store.remove(second.id, used=second)                # its use is kept: told with it
+    store.remove(second, used=second)                # its use is kept: told with it
     later = store.changes_since(start + 2)
     assert later.revision == start + 4
     assert [(ar.id, ar.state, ar.revision) for ar in later.written] == \
@@ -54,19 +54,25 @@ def test_a_write_from_a_copy_changed_meanwhile_is_refused_and_changes_nothing(st
     with pytest.raises(Stale, match=f"AR {mine.id} was changed in the store meanwhile"):
         store.save(replace(mine, state=State.DELETED))
     assert snapshot(store) == before
-    store.remove(mine.id)
+    with pytest.raises(Stale, match=f"AR {mine.id} was changed in the store meanwhile"):
+        store.remove(mine)                              # nor removed over what it did not see
+    assert snapshot(store) == before
+    store.remove(theirs)
     with pytest.raises(Stale, match=f"AR {mine.id} was removed from the store meanwhile"):
         store.save(theirs)
+    with pytest.raises(Stale, match=f"AR {mine.id} was removed from the store meanwhile"):
+        store.remove(theirs)                            # removed once, with one tombstone
+    assert store.changes_since(0).removed == [(mine.id, theirs.revision + 1)]
 
 
 def test_a_daemon_behind_the_kept_tombstones_is_told_to_read_everything(store, monkeypatch):
     ar = store.create(new_ar(), CAPACITY)
     behind = store.revision()
-    store.remove(ar.id)
+    store.remove(ar)
     later = time.time() + TOMBSTONE_SECONDS + 60
     monkeypatch.setattr(time, "time", lambda: later)
     other = store.create(new_ar(), CAPACITY)
-    store.remove(other.id)                              # a week on: the first tombstone goes
+    store.remove(other)                                 # a week on: the first tombstone goes
     assert store.changes_since(behind) is None
     assert store.changes_since(store.revision()) is not None
 

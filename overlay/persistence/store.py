@@ -831,13 +831,18 @@ class Store:
             put_events(session, events)
         ar.revision, ar.changed = revision, changed
 
-    def remove(self, ar_id: int, used: Reservation | None = None,
+    def remove(self, ar: Reservation, used: Reservation | None = None,
                reports: Iterable[str] = (), events: Iterable[Mapping] = ()) -> int:
         """Forget an AR, leaving its tombstone; ``used``, the part of it that
         counts as use, stays in the usage table, and ``reports`` go into the
         outbox and ``events`` into the event table (in the same
-        transaction). The revision of the removal."""
+        transaction). The revision of the removal. Stale, as ``save``, if
+        another write changed or removed it since the copy ``ar``: a daemon
+        behind the store never removes an AR over what it has not seen (a
+        -T operation begun at another daemon)."""
+        ar_id = ar.id
         with self._write() as session:
+            self._check_fresh(session, ar)
             session.exec(delete(AllocationRow).where(AllocationRow.reservation_id == ar_id))
             session.exec(delete(ReservationRow).where(ReservationRow.id == ar_id))
             usage = None

@@ -432,14 +432,28 @@ class Lifecycle:
         for ar_id in sorted(ids & self._finished.keys()):
             ar = manager.ars[ar_id]
             if (ar.finished_time or 0) + config.expiry <= now:
-                manager.forget(ar)
+                if not self._forgotten(ar):
+                    return
                 self._finished.pop(ar_id)
         while len(self._finished) > config.max_expired:
             rank = heapq.heappop(self._finished_heap)
             if self._finished.get(rank[1]) == rank:
-                manager.forget(manager.ars[rank[1]])
+                if not self._forgotten(manager.ars[rank[1]]):
+                    heapq.heappush(self._finished_heap, rank)
+                    return
                 del self._finished[rank[1]]
         manager.forget_usage(now - config.usage_history)
+
+    def _forgotten(self, ar: Reservation) -> bool:
+        """Forget a finished AR; False if another daemon changed or removed
+        it meanwhile: its change is taken in, and the next pass, having
+        absorbed it, looks again."""
+        try:
+            self.manager.forget(ar)
+            return True
+        except Stale:
+            self.manager.catch_up()
+            return False
 
     def due_times(self, ar: Reservation) -> list[int]:
         """When the clock alone changes this AR: commit time-out, approval

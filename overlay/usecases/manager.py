@@ -271,6 +271,7 @@ class Manager:
         self.nodes: dict[str, Node] = {}
         self._capacity: dict[str, int] | None = None
         self.seen_revision, stored = store.snapshot()  # the store's writes taken in so far
+        self._removed_here: dict[int, int] = {}  # AR id: revision, of removals past seen_revision
         self.ars: dict[int, Reservation] = {ar.id: ar for ar in stored}
         self.tally = Tally(self.ars.values())   # /metrics' counts, kept as memory changes
         self.changed: set[int] = set()      # AR ids stored or removed since the lifecycle's last look
@@ -492,7 +493,10 @@ class Manager:
         shown = shown or ar
         now = self.now()
         lines, told = (report.lines(now, shown), report.told(now, shown)) if report else ((), ())
-        self._noted(self.store.remove(ar.id, used, lines, told))
+        removed_at = self.store.remove(ar, used, lines, told)
+        self._noted(removed_at)
+        if removed_at > self.seen_revision:
+            self._removed_here[ar.id] = removed_at
         self._drop(ar)
         if used is not None:
             self.history.append(used)
@@ -533,9 +537,13 @@ class Manager:
         """Take what other daemons wrote since this one last looked into
         memory (the change feed calls it, and a use case whose write met a
         newer revision); the ids of the ARs that changed. The store is read
-        outside the lock; only a copy newer than memory's replaces it. The
-        usage an AR removed elsewhere left joins the history the policies
-        read (usage caps and quotas answer alike at every daemon)."""
+        outside the lock; only a copy newer than memory's replaces it. Reads
+        race (the feed's, a retry's, the leader's pass): one that another
+        has overtaken is dropped, and an AR this daemon removed after a
+        read's snapshot is not taken back from it (the kill -9 loop found a
+        destroyed AR shown again, for good). The usage an AR removed
+        elsewhere left joins the history the policies read (usage caps and
+        quotas answer alike at every daemon)."""
         changes, history = self.store.changes_since(self.seen_revision), None
         if changes is None:
             revision, stored = self.store.snapshot()
@@ -545,6 +553,8 @@ class Manager:
             changes = Changes(revision, stored, gone, {})
         changed = set()
         with self.lock:
+            if changes.revision < self.seen_revision:
+                return changed                     # overtaken: memory holds more already
             for ar_id, removed_at in changes.removed:
                 mine = self.ars.get(ar_id)
                 if mine is not None and mine.revision < removed_at:
@@ -556,11 +566,16 @@ class Manager:
                 self.history = history
             for ar in changes.written:
                 mine = self.ars.get(ar.id)
+                if mine is None and self._removed_here.get(ar.id, 0) > ar.revision:
+                    continue
                 if mine is None or mine.revision < ar.revision:
                     self._keep(ar)
                     self._book(ar)
                     changed.add(ar.id)
-            self.seen_revision = max(self.seen_revision, changes.revision)
+            self.seen_revision = changes.revision
+            if self._removed_here:
+                self._removed_here = {ar_id: at for ar_id, at in self._removed_here.items()
+                                      if at > self.seen_revision}
         return changed
 
     @staticmethod
