@@ -86,8 +86,24 @@ def client_socket_path(conf: str) -> str:
     return socket_path(conf, scalars.get("state_dir"), scalars.get("socket"))
 
 
+class Encoded:
+    """A reply's data already written as JSON (a listing's rows, each kept
+    encoded: overlay.daemon.services.views.SummaryCache), sent as it is."""
+
+    __slots__ = ("json",)
+
+    def __init__(self, json: str) -> None:
+        self.json = json
+
+
 def send_message(sock: _socket.socket, message: dict) -> None:
-    sock.sendall(fastjson.dumps(message).encode() + b"\n")
+    data = message.get("data")
+    if isinstance(data, Encoded):
+        rest = fastjson.dumps({key: value for key, value in message.items() if key != "data"})
+        text = f'{rest[:-1]},"data":{data.json}}}'
+    else:
+        text = fastjson.dumps(message)
+    sock.sendall(text.encode() + b"\n")
 
 
 class TooLarge(ProtocolError):

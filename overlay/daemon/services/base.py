@@ -9,6 +9,7 @@ from typing import Any, Callable
 
 from overlay.daemon.config import Config
 from overlay.daemon.requeststats import RequestStats
+from overlay.daemon.services.views import SummaryCache
 from overlay.events.watch import HeadWatch
 from overlay.language.model import Reservation
 from overlay.log.ratelog import RateLimitedLog
@@ -61,6 +62,8 @@ class Context:
     """Recurring series (plus_reserve --repeat); the daemon gives them."""
     ended_jobs: EndedJobs = field(init=False)
     """Node-hours of the jobs ended in ARs still in their window (/metrics)."""
+    summaries: SummaryCache = field(default_factory=SummaryCache)
+    """Listings' rows, each kept encoded."""
 
     def __post_init__(self) -> None:
         self.ended_jobs = EndedJobs(self.reported)
