@@ -199,6 +199,7 @@ def test_the_core_calls_each_method_under_the_lock_its_contract_names(tmp_path):
     env.lifecycle.tick()
     assert env.manager.ars[ar.id].state == State.RUNNING
     env.manager.cancel(ALICE, pending.id, None)
+    service.handle(ALICE, "status", {})           # a deleted AR: are its jobs lingering?
     env.manager.destroy(ALICE, ar.id, None)
     env.lifecycle.tick()
 

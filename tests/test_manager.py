@@ -529,6 +529,26 @@ def test_status_filters(env):
     assert [ar.id for ar in status(ar_id=c.id)] == [c.id]
 
 
+def test_status_asks_the_backend_for_lingering_jobs_only_over_a_deleted_ar(env):
+    """Backend.lingering copies every job: a listing of live ARs, or one
+    AR by id, never asks; a deleted AR is listed while its jobs linger."""
+    a = env.reserve(nodes=1, start=T0 + HOUR)
+    asked = []
+
+    def lingering():
+        asked.append(1)
+        return {gone.id}
+    assert [ar.id for ar in env.manager.status(lingering=lingering)] == [a.id]
+    assert env.manager.status(ar_id=a.id, lingering=lingering) == [env.manager.ars[a.id]]
+    assert asked == []
+    gone = env.reserve(nodes=1, start=T0 + 2 * HOUR)
+    env.manager.cancel(ALICE, gone.id, None)
+    other = env.reserve(nodes=1, start=T0 + 3 * HOUR)
+    env.manager.cancel(ALICE, other.id, None)
+    assert [ar.id for ar in env.manager.status(lingering=lingering)] == [a.id, gone.id]
+    assert asked == [1]                                 # once for both deleted ARs
+
+
 def test_available_nodes(env):
     env.reserve(nodes=1)
     env.reserve(nodes=1, slots_per_node=1)

@@ -1265,12 +1265,14 @@ class Manager:
                start: int | None = None, end: int | None = None,
                expired: int = 0, owners: Iterable[str] | None = None,
                refs: Iterable[str] | None = None,
-               lingering: set[int] | frozenset[int] = frozenset()) -> list[Reservation]:
+               lingering: Callable[[], set[int] | frozenset[int]] = frozenset,
+               ) -> list[Reservation]:
         """ARs by id, owner and window overlap; finished ones only by -r or,
         the most recent ``expired`` of them, by -ne, and deleted ones whose
-        jobs are still ``lingering`` (Backend.lingering). ``owners``: any of
-        these (qrstat -u); ``refs``: AR ids, names or name patterns (qrstat
-        -ar), each an error if nothing matches it."""
+        jobs are still ``lingering`` (Backend.lingering, asked only if a
+        deleted AR is among them: it copies the backend's jobs). ``owners``:
+        any of these (qrstat -u); ``refs``: AR ids, names or name patterns
+        (qrstat -ar), each an error if nothing matches it."""
         with self.lock:
             if ar_id is not None:
                 return [self._get(ar_id)]
@@ -1283,8 +1285,14 @@ class Manager:
                   and (wanted is None or ar.owner in wanted)
                   and (start is None or ar.end > start)
                   and (end is None or ar.start < end)]
+        held: list[set[int] | frozenset[int]] = []
+
+        def still_held(ar_id: int) -> bool:
+            if not held:
+                held.append(lingering())
+            return ar_id in held[0]
         shown_live = [ar.state not in FINISHED_STATES or
-                      (ar.state == State.DELETED and ar.id in lingering) for ar in chosen]
+                      (ar.state == State.DELETED and still_held(ar.id)) for ar in chosen]
         live = [ar for ar, alive in zip(chosen, shown_live, strict=True) if alive]
         done = sorted((ar for ar, alive in zip(chosen, shown_live, strict=True) if not alive),
                       key=lambda ar: (ar.finished_time or 0, ar.id))

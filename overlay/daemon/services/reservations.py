@@ -136,7 +136,7 @@ def status(context: Context, caller: Caller, args: codec.Arguments) -> list | di
         ar_id = manager.made_with_key(caller.user, key)
     ars = [] if key is not None and ar_id is None else manager.status(
         ar_id=ar_id, owner=owner, start=start, end=end, expired=expired, owners=owners,
-        refs=refs, lingering=manager.lingering())
+        refs=refs, lingering=manager.lingering)
     ars = listing.ordered(listing.narrowed(ars, wanted_states, name, node, access), order)
     total = len(ars)
     if limit is not None:
