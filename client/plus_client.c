@@ -351,9 +351,14 @@ int main(int argc, char **argv) {
             }
             if (forwarded)
                 die_by(forwarded);
-            fprintf(stderr, "%s: the command server ended the command without its status\n",
+            /* The worker died mid-command (the daemon's whole group was
+             * killed): whether it took effect is unknown, as when the daemon
+             * dies under the Python command, which says so in these words
+             * with EXIT_UNREACHABLE (overlay/wire/protocol.py), never 1
+             * ("refused"), which would tell a script that nothing was done. */
+            fprintf(stderr, "%s: plus_scheduler closed the connection without an answer\n",
                     command);
-            _exit(1);
+            _exit(3);
         }
         switch (frame[0]) {
         case STARTED:

@@ -256,6 +256,63 @@ def _wait_for(condition, timeout: float = 60):
     raise AssertionError("condition not met in time")
 
 
+def _connected(daemon: Daemon) -> bool:
+    """A command waits at the stopped daemon's socket, unaccepted (the
+    client's worker connects only after it said STARTED)."""
+    shown = subprocess.run(["ss", "-xlnH", "src", str(daemon.socket)], capture_output=True,
+                           text=True).stdout.split()
+    return len(shown) > 2 and int(shown[2]) > 0
+
+
+def _died_mid_command(daemon: Daemon, path: Path, kill) -> tuple:
+    """``path`` as plusu1 while the daemon is stopped, its request waiting,
+    until ``kill`` ends what serves it."""
+    _wait_for(lambda: not _connected(daemon))          # nothing left from before
+    daemon.send(signal.SIGSTOP)
+    try:
+        process = subprocess.Popen(["runuser", "-u", "plusu1", "--", "env",
+                                    f"PLUS_CONF={daemon.conf}", str(path), "-n"],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd="/")
+        _wait_for(lambda: _connected(daemon))
+        kill()
+        out, err = process.communicate(timeout=60)
+    finally:
+        daemon.send(signal.SIGCONT)
+    return process.returncode, out, err
+
+
+def _kill_command_server(daemon: Daemon) -> None:
+    """The daemon's command server, then its workers, as killing the
+    daemon's whole group does (systemd's stop): no one is left to say how
+    the command ended."""
+    def children(pid: int | str) -> list[int]:
+        return [int(child) for child in subprocess.run(["pgrep", "-P", str(pid)],
+                                                       capture_output=True, text=True).stdout.split()]
+    [server] = [pid for pid in children(daemon.process.pid)
+                if b"overlay.cmdserver.server" in Path(f"/proc/{pid}/cmdline").read_bytes()]
+    workers = children(server)
+    for pid in [server, *workers]:
+        os.kill(pid, signal.SIGKILL)
+
+
+def test_a_command_server_killed_mid_command_ends_it_as_a_daemon_killed_under_the_python_command():
+    """Whether it took effect is unknown: exit 3 and the Python command's
+    line, never 1 (refused), which would tell a script that nothing was
+    done (the kill -9 loop's model counts a refusal as nothing done). A
+    worker killed alone is the command killed: the server says so, and
+    the client dies by the same signal."""
+    daemon = Daemon(settings=SETTINGS, cluster=CLUSTER).start()
+    try:
+        client = _died_mid_command(daemon, BIN / "plus_status",
+                                   lambda: _kill_command_server(daemon))
+        python = _died_mid_command(daemon, LIBEXEC / "plus_status",
+                                   lambda: daemon.send(signal.SIGKILL))
+    finally:
+        daemon.cleanup()
+    assert client == python
+    assert python[:2] == (3, b"") and b"closed the connection without an answer" in python[2]
+
+
 def test_with_no_daemon_running_it_says_the_same_line(tmp_path):
     conf = tmp_path / "plus.yaml"
     conf.write_text(f"state_dir: {tmp_path}/state\n")
