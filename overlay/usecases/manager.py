@@ -19,6 +19,7 @@ import threading
 import time
 from dataclasses import dataclass, replace
 from functools import partial, wraps
+from types import MappingProxyType
 from typing import Callable, Iterable, Iterator, Mapping, NamedTuple, Sequence
 
 import pluggy
@@ -355,6 +356,12 @@ class Manager:
                         node.alive, node.queue_states):
                     moved.add(node.name)
             return moved
+
+    def copies(self) -> Mapping[int, Reservation]:
+        """Memory's ARs by id, read-only and live, for readers outside the
+        lock that keep something per AR copy (a change replaces an AR,
+        never alters it)."""
+        return MappingProxyType(self.ars)
 
     def behind_store(self) -> int:
         """How many revisions memory is behind the store (one small read;

@@ -142,7 +142,7 @@ def status(context: Context, caller: Caller, args: codec.Arguments) -> list | di
     if limit is not None:
         ars = ars[offset:offset + limit]
     if summary and limit is None:
-        return context.summaries.encoded(ars, with_nodes, messages, manager.ars)
+        return context.summaries.encoded(ars, with_nodes, messages, manager.copies())
     shown = summary_rows(ars, with_nodes, messages) if summary else reservation_views(ars, manager)
     return shown if limit is None else {"total": total, "items": shown}
 
