@@ -255,7 +255,7 @@ def _send(service: Service, env: Env, caller: Caller, op: Any, args: Any) -> boo
         _check_refusal(_refusal_text(exc), op, args)
         assert _snapshot(env) == before, f"refused {op!r} changed the store: {exc}"
         return False
-    json.dumps({"ok": True, "data": data})
+    json.loads(protocol.encoded_message({"ok": True, "data": data}))   # as the daemon sends it
     return True
 
 

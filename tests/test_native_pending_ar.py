@@ -4,11 +4,15 @@ AR awaits plus_commit, instead of saying it does not exist."""
 
 from __future__ import annotations
 
+import threading
+import time
 from types import SimpleNamespace
 
 import pytest
 
 from overlay.language.model import Allocation, Request, Reservation, ReservationError, State
+from overlay_native import service
+from overlay_native.resources.window import ReservedWindow
 from overlay_native.service import carried_out
 from overlay_native.submit import SubmitError
 from test_native_scheduler import SMALL, T, World
@@ -36,7 +40,8 @@ def test_a_pending_ar_takes_no_jobs_until_committed(tmp_path):
     assert world.scheduler.jobs == {}
 
 
-def test_other_ars_are_left_to_the_scheduler(tmp_path):
+def test_other_ars_are_left_to_the_scheduler(tmp_path, monkeypatch):
+    monkeypatch.setattr(service, "WINDOW_WAIT", 0.05)
     world = World(tmp_path, SMALL)
     for state in (State.WAITING, State.RUNNING):
         submit = carried_out(world.scheduler, core(state))["job_submit"]
@@ -45,3 +50,24 @@ def test_other_ars_are_left_to_the_scheduler(tmp_path):
     submit = carried_out(world.scheduler, core(State.PENDING))["job_submit"]
     with pytest.raises(SubmitError, match="advance reservation 6 does not exist"):
         submit(CALLER, {**JOB, "ar": 6})
+
+
+def test_a_job_of_an_ar_granted_a_moment_ago_waits_for_the_enforcer_to_give_its_window(
+        tmp_path, monkeypatch):
+    """The core answered plus_reserve before the enforcer's thread gave the
+    scheduler the AR: the job waits for it instead of being refused."""
+    world = World(tmp_path, SMALL)
+    waiting = threading.Event()
+
+    def sleep(seconds: float) -> None:
+        waiting.set()
+        time.sleep(seconds)
+    monkeypatch.setattr(service, "time", SimpleNamespace(monotonic=time.monotonic, sleep=sleep))
+    submit = carried_out(world.scheduler, core(State.WAITING))["job_submit"]
+    replied = []
+    thread = threading.Thread(target=lambda: replied.append(submit(CALLER, JOB)))
+    thread.start()
+    assert waiting.wait(timeout=60)
+    world.scheduler.set_windows([ReservedWindow(5, T + 100, T + 200, {"a": 1}, ("alice",))])
+    thread.join(timeout=60)
+    assert replied and [job.ar for job in world.scheduler.jobs.values()] == [5]

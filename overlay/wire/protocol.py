@@ -96,14 +96,18 @@ class Encoded:
         self.json = json
 
 
-def send_message(sock: _socket.socket, message: dict) -> None:
+def encoded_message(message: dict) -> bytes:
+    """``message`` as one line of the wire, its data spliced in as it is
+    where it came encoded."""
     data = message.get("data")
     if isinstance(data, Encoded):
         rest = fastjson.dumps({key: value for key, value in message.items() if key != "data"})
-        text = f'{rest[:-1]},"data":{data.json}}}'
-    else:
-        text = fastjson.dumps(message)
-    sock.sendall(text.encode() + b"\n")
+        return f'{rest[:-1]},"data":{data.json}}}\n'.encode()
+    return fastjson.dumps(message).encode() + b"\n"
+
+
+def send_message(sock: _socket.socket, message: dict) -> None:
+    sock.sendall(encoded_message(message))
 
 
 class TooLarge(ProtocolError):

@@ -11,6 +11,7 @@ import grp
 import math
 import os
 import pwd
+import time
 from typing import Any, Callable, Mapping
 
 from overlay.api.plugin import (
@@ -176,19 +177,38 @@ def queue_view(scheduler: Scheduler) -> list[dict]:
     return instances
 
 
-def _refuse_pending(ar_status: Callable[[int], list[Reservation]], ar_id: int) -> None:
-    """An AR awaiting plus_commit takes no jobs yet. The scheduler learns of
-    it only at the next reconcile, so the core (``ar_status``) is asked."""
+WINDOW_WAIT = 5.0
+"""Seconds a job of an AR granted a moment ago waits for the enforcer to
+hand the AR to the scheduler."""
+
+
+def _await_window(scheduler: Scheduler, ar_id: int) -> None:
+    """A use case answers before the enforcer's thread has given the
+    scheduler the AR's window: ``plus_qsub -ar N`` right after
+    ``plus_reserve`` (a script's next line) waits for it, bounded, rather
+    than being told the AR does not exist (the full run on a loaded
+    machine met this)."""
+    deadline = time.monotonic() + WINDOW_WAIT
+    while ar_id not in scheduler.windows and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
+def _open_to_jobs(ar_status: Callable[[int], list[Reservation]], ar_id: int) -> bool:
+    """Refuses an AR awaiting plus_commit or approval: it takes no jobs yet
+    (the scheduler learns of it only at the next reconcile, so the core,
+    ``ar_status``, is asked); whether the core holds the AR with its
+    resources."""
     try:
         (reservation,) = ar_status(ar_id)
     except ReservationError:
-        return    # none: the scheduler refuses it in Grid Engine's words
+        return False    # none: the scheduler refuses it in Grid Engine's words
     if reservation.state == State.PENDING:
         raise SubmitError(f"AR {ar_id} is pending: it takes jobs once plus_commit -r {ar_id} "
                           "commits it")
     if reservation.state == State.AWAITING:
         raise SubmitError(f"AR {ar_id} awaits a manager's approval: it takes jobs once "
                           "approved")
+    return reservation.holds_resources
 
 
 def _refuse_system_account(user: str, uid: int, min_uid: int) -> None:
@@ -289,8 +309,8 @@ def carried_out(scheduler: Scheduler,
     def submit(caller, args: dict) -> dict:
         _refuse_system_account(caller.user, caller.uid, scheduler.min_uid)
         submission = submission_from(args)
-        if submission.ar is not None:
-            _refuse_pending(ar_status, submission.ar)
+        if submission.ar is not None and _open_to_jobs(ar_status, submission.ar):
+            _await_window(scheduler, submission.ar)
         return scheduler.submit(who(caller), submission)
 
     def delete(caller, args: dict) -> list[str]:
