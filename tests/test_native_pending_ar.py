@@ -5,7 +5,6 @@ AR awaits plus_commit, instead of saying it does not exist."""
 from __future__ import annotations
 
 import threading
-import time
 from types import SimpleNamespace
 
 import pytest
@@ -57,12 +56,12 @@ def test_a_job_of_an_ar_granted_a_moment_ago_waits_for_the_enforcer_to_give_its_
     """The core answered plus_reserve before the enforcer's thread gave the
     scheduler the AR: the job waits for it instead of being refused."""
     world = World(tmp_path, SMALL)
-    waiting = threading.Event()
+    waiting, await_window = threading.Event(), world.scheduler.await_window
 
-    def sleep(seconds: float) -> None:
+    def awaited(ar_id: int, seconds: float) -> None:
         waiting.set()
-        time.sleep(seconds)
-    monkeypatch.setattr(service, "time", SimpleNamespace(monotonic=time.monotonic, sleep=sleep))
+        await_window(ar_id, seconds)
+    monkeypatch.setattr(world.scheduler, "await_window", awaited)
     submit = carried_out(world.scheduler, core(State.WAITING))["job_submit"]
     replied = []
     thread = threading.Thread(target=lambda: replied.append(submit(CALLER, JOB)))

@@ -18,7 +18,7 @@ import pwd
 import threading
 import time
 from dataclasses import dataclass, replace
-from functools import partial, wraps
+from functools import cache, partial, wraps
 from types import MappingProxyType
 from typing import Callable, Iterable, Iterator, Mapping, NamedTuple, Sequence
 
@@ -1292,14 +1292,9 @@ class Manager:
                   and (wanted is None or ar.owner in wanted)
                   and (start is None or ar.end > start)
                   and (end is None or ar.start < end)]
-        held: list[set[int] | frozenset[int]] = []
-
-        def still_held(ar_id: int) -> bool:
-            if not held:
-                held.append(lingering())
-            return ar_id in held[0]
+        held = cache(lingering)
         shown_live = [ar.state not in FINISHED_STATES or
-                      (ar.state == State.DELETED and still_held(ar.id)) for ar in chosen]
+                      (ar.state == State.DELETED and ar.id in held()) for ar in chosen]
         live = [ar for ar, alive in zip(chosen, shown_live, strict=True) if alive]
         done = sorted((ar for ar, alive in zip(chosen, shown_live, strict=True) if not alive),
                       key=lambda ar: (ar.finished_time or 0, ar.id))

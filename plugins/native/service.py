@@ -11,7 +11,6 @@ import grp
 import math
 import os
 import pwd
-import time
 from typing import Any, Callable, Mapping
 
 from overlay.api.plugin import (
@@ -179,18 +178,7 @@ def queue_view(scheduler: Scheduler) -> list[dict]:
 
 WINDOW_WAIT = 5.0
 """Seconds a job of an AR granted a moment ago waits for the enforcer to
-hand the AR to the scheduler."""
-
-
-def _await_window(scheduler: Scheduler, ar_id: int) -> None:
-    """A use case answers before the enforcer's thread has given the
-    scheduler the AR's window: ``plus_qsub -ar N`` right after
-    ``plus_reserve`` (a script's next line) waits for it, bounded, rather
-    than being told the AR does not exist (the full run on a loaded
-    machine met this)."""
-    deadline = time.monotonic() + WINDOW_WAIT
-    while ar_id not in scheduler.windows and time.monotonic() < deadline:
-        time.sleep(0.01)
+hand the AR to the scheduler (Scheduler.await_window)."""
 
 
 def _open_to_jobs(ar_status: Callable[[int], list[Reservation]], ar_id: int) -> bool:
@@ -310,7 +298,7 @@ def carried_out(scheduler: Scheduler,
         _refuse_system_account(caller.user, caller.uid, scheduler.min_uid)
         submission = submission_from(args)
         if submission.ar is not None and _open_to_jobs(ar_status, submission.ar):
-            _await_window(scheduler, submission.ar)
+            scheduler.await_window(submission.ar, WINDOW_WAIT)
         return scheduler.submit(who(caller), submission)
 
     def delete(caller, args: dict) -> list[str]:

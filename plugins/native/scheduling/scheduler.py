@@ -145,6 +145,7 @@ class Scheduler:
         self._passing = threading.Lock()        # one pass (or poll) at a time
         self.jobs: dict[int, Job] = {}
         self.windows = Reservations()
+        self._windows_changed = threading.Condition(self.lock)
         self.unreachable: dict[str, str] = {}
         self.reports: dict[str, dict[str, float]] = {}   # host -> load_avg, mem_free
         self.priority: dict[int, Priority] = {}
@@ -600,10 +601,19 @@ class Scheduler:
             wanted = changed and any(j.state == JobState.QUEUED for j in self.jobs.values())
             if changed:
                 self._publish_hosts()
+                self._windows_changed.notify_all()
         if gone:
             self._delete_jobs(gone, "its advance reservation is gone")
         if wanted:
             self.wake()
+
+    def await_window(self, ar_id: int, seconds: float) -> None:
+        """Until AR ``ar_id``'s window is held, ``seconds`` at most: a use
+        case answers before the enforcer's thread has handed the AR over,
+        so ``plus_qsub -ar N`` right after ``plus_reserve`` (a script's next
+        line) waits for it rather than being told the AR does not exist."""
+        with self._windows_changed:
+            self._windows_changed.wait_for(lambda: ar_id in self.windows, timeout=seconds)
 
     def reservation_over(self, ar_id: int) -> None:
         """An AR ended, was cancelled or destroyed: all its jobs, pending or
