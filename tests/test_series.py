@@ -276,6 +276,28 @@ def test_modify_and_cancel_one_occurrence_or_the_series(world, monkeypatch):
     assert env.series.table.get(series.id).handled == handled    # none granted after
 
 
+def test_a_series_cancel_skips_an_occurrence_another_thread_ended_meanwhile(world):
+    """The command cancels a series while the leader's pass (which the
+    series' new due time wakes) cancels its occurrences too: an occurrence
+    the other ended between the listing and the cancel is skipped, not an
+    error (CI saw plus_cancel -series fail "AR 3 has already ended")."""
+    zone = "UTC"
+    first = epoch(zone, 2027, 5, 3, 9)
+    env = world(zone, first - HOUR)
+    series, (one, two, three) = env.reserve(first)
+    listed = env.series.occurrences
+
+    def listed_then_ended_by_the_leader(series_id: int) -> list:
+        found = listed(series_id)
+        env.manager.cancel(ALICE, two.id, None)
+        return found
+    env.series.occurrences = listed_then_ended_by_the_leader
+    stopped, cancelled = env.series.cancel(ALICE, series.id)
+    assert stopped.state == "cancelled"
+    assert sorted(ar.id for ar in cancelled) == [one.id, three.id]
+    assert all(env.manager.ars[ar.id].state == State.DELETED for ar in (one, two, three))
+
+
 # -- bad input, and bounds -----------------------------------------------------------------
 
 @pytest.mark.parametrize("rule, exceptions, said", [

@@ -60,6 +60,11 @@ class UnknownReservation(ReservationError):
     """No AR has this id."""
 
 
+class AlreadyEnded(ReservationError):
+    """The AR has ended (cancelled, finished, released): nothing is left
+    to change; a series' cancel skips it, as another thread ended it first."""
+
+
 class UnknownJob(ReservationError):
     """No job the backend lists has this id."""
 

@@ -35,6 +35,7 @@ from overlay.language.matching import wildcard_match
 from overlay.language.model import (
     FINISHED_STATES,
     Allocation,
+    AlreadyEnded,
     InvalidRequest,
     LimitExceeded,
     NoCapacity,
@@ -971,7 +972,7 @@ class Manager:
             self._check_owner(caller, ar, "modify")
             self._check_no_pending(ar)
             if ar.state in FINISHED_STATES:
-                raise ReservationError(f"AR {ar_id} has already ended (state {ar.state.value})")
+                raise AlreadyEnded(f"AR {ar_id} has already ended (state {ar.state.value})")
             if ar.state is State.AWAITING:
                 raise ReservationError(approval.unchangeable(ar))
             inner = sorted(i for i in self.inside.inner(ar.id) if i in self.ars)
@@ -1086,7 +1087,7 @@ class Manager:
         with self.lock:
             selected = self.select(caller, ar_id, owner, "cancel", transactional)
             if ar_id is not None and selected[0].state in FINISHED_STATES:
-                raise ReservationError(f"AR {ar_id} has already ended (state {selected[0].state.value})")
+                raise AlreadyEnded(f"AR {ar_id} has already ended (state {selected[0].state.value})")
             selected = [ar for ar in selected if ar.state not in FINISHED_STATES]
             return self._now_or_pending(selected, Operation.CANCEL, transactional, self._cancel_now)
 
@@ -1376,7 +1377,7 @@ class Manager:
             self._check_owner(caller, ar, "end")
             self._check_no_pending(ar)
             if ar.state in FINISHED_STATES:
-                raise ReservationError(f"AR {ar_id} has already ended (state {ar.state.value})")
+                raise AlreadyEnded(f"AR {ar_id} has already ended (state {ar.state.value})")
             if self.now() < ar.start:
                 raise InvalidRequest(f"AR {ar_id}'s window has not opened: only an open AR ends "
                                      f"now; plus_cancel -r {ar_id} frees a waiting one's nodes")

@@ -24,6 +24,7 @@ from overlay.contract.advice import Advice
 from overlay.events.catalog import occurrence_refused_event
 from overlay.language.model import (
     FINISHED_STATES,
+    AlreadyEnded,
     InvalidRequest,
     LimitExceeded,
     PermissionDenied,
@@ -260,8 +261,9 @@ class SeriesCases:
             held += len(ar.allocations)
             try:
                 cancelled += self.manager.cancel(owner_of(ar), ar.id, None)
-            except UnknownReservation:
-                continue                       # gone meanwhile
+            except (UnknownReservation, AlreadyEnded):
+                continue                       # gone or ended meanwhile (the leader's pass
+                                               # and the command cancel the same series)
         if len(open_ones) <= limit:
             series = self.table.get(series_id)
             if series is not None and series.next_due is not None:
