@@ -149,6 +149,17 @@ def test_zones_of_the_same_names_one_after_another_print_their_own_times(daemon)
     assert shown[0] != shown[1] and shown[0] == shown[2]
 
 
+def test_an_entry_of_the_environment_before_is_gone_for_the_next_command(daemon):
+    """A warm worker changes only what differs from the last command's
+    environment: an entry that command had (TZ) must be gone for the next,
+    whose times are then the machine's own, as the Python command's."""
+    zoned = both(daemon, "plusu1", "plus_status", env={"TZ": "Asia/Tokyo"})
+    same(zoned)
+    plain = both(daemon, "plusu1", "plus_status")
+    same(plain)
+    assert plain[0].stdout != zoned[0].stdout
+
+
 def test_a_narrow_terminal_gets_the_same_table(daemon):
     for columns in ("40", "200"):
         outputs = []

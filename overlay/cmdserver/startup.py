@@ -31,8 +31,7 @@ def apply_environment(entries: dict[str, str]) -> Text:
     """Make ``entries`` this process's environment (os.environ and the C
     library's), set LC_CTYPE's locale and the time zone from it as Python's
     start does, and say how the standard streams encode."""
-    os.environ.clear()
-    os.environ.update(entries)
+    _replace_environment(entries)
     time.tzset()
     ctype = _set_ctype("")
     utf8_mode = ctype in _LEGACY
@@ -46,6 +45,18 @@ def apply_environment(entries: dict[str, str]) -> Text:
         return Text("utf-8", "surrogateescape")
     encoding = codecs.lookup(locale.nl_langinfo(locale.CODESET) or "ascii").name
     return Text(encoding, "surrogateescape" if ctype in _COERCED else "strict")
+
+
+def _replace_environment(entries: dict[str, str]) -> None:
+    """os.environ (and the C library's) made ``entries``, touching only
+    what differs: a warm worker's caller mostly sends the same again, and
+    os.environ.clear(), whose every pop lists the keys anew, took 0.1 to
+    0.3 ms of each command."""
+    for name in [name for name in os.environ if name not in entries]:
+        del os.environ[name]
+    for name, value in entries.items():
+        if os.environ.get(name) != value:
+            os.environ[name] = value
 
 
 def _set_ctype(name: str) -> str:

@@ -6,6 +6,7 @@ daemon's log."""
 from __future__ import annotations
 
 import ctypes
+import functools
 import logging
 import os
 import signal
@@ -25,11 +26,17 @@ LINES = 30
 """A child's lines of one logger and level the daemon logs per minute."""
 
 
+@functools.cache
+def _libc() -> ctypes.CDLL:
+    """The C library, opened once: a command server's worker asks for
+    prctl at every command."""
+    return ctypes.CDLL(None, use_errno=True)
+
+
 def undumpable(prog: str) -> None:
     """No other process of this user may trace this one, read its memory
     or take its descriptors."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+    if _libc().prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
         sys.exit(f"{prog}: prctl: {os.strerror(ctypes.get_errno())}")
 
 
@@ -40,8 +47,7 @@ def die_with(parent: int, prog: str) -> None:
     kernel sends it once the parent dies; a parent already gone is seen by
     getppid, which is asked after the request, so no moment is left
     uncovered."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+    if _libc().prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
         sys.exit(f"{prog}: prctl: {os.strerror(ctypes.get_errno())}")
     if os.getppid() != parent:
         sys.exit(0)
