@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import json
+import threading
 import time
 from typing import Iterator
 
@@ -20,7 +21,7 @@ import pytest
 from daemon_harness import Daemon
 from event_harness import Receiver, Stream, register_hook, until
 from http_harness import answering, auth, free_port, token
-from overlay.events import signing
+from overlay.events import delivery, signing
 from overlay.events.catalog import (
     CANCELLED,
     CHANGED,
@@ -29,10 +30,12 @@ from overlay.events.catalog import (
     GRANTED,
     STARTED,
 )
-from overlay.events.delivery import BASE, backoff
+from overlay.events.delivery import BASE, Deliverer, backoff
 from overlay.events.hooks import checked_url, reachable
 from overlay.events.post import DeliveryFailed, post
 from overlay.language.model import InvalidRequest
+from overlay.persistence.events import EventLog, Webhook
+from overlay.persistence.store import Store
 
 SETTINGS = ("http: {{address: '127.0.0.1:{port}'}}\nending_soon: [60, 600]\n"
             "webhook_networks: [127.0.0.0/8, '::1']\n")
@@ -292,3 +295,40 @@ def test_urls_signatures_and_backoff_without_a_daemon():
     assert not signing.verify("whsec_y", header, b"{}", now=1000)
     assert not signing.verify("whsec_x", "t=1000,v1=00", b"{}", now=1000)
     assert [backoff(n) for n in (1, 2, 3)] == [1, 2, 4] and backoff(40) == 300
+
+
+def test_commits_wake_the_deliveries_only_while_a_webhook_is_kept(tmp_path, monkeypatch):
+    """With no webhook a commit does not wake the deliverer (each wake cost
+    a reserve a tenth of its time, and the loop a read of the webhooks); one
+    made behind its back (at another daemon) is found by the poll and given
+    the events after it; once one is kept, a commit wakes the deliverer."""
+    monkeypatch.setattr(delivery, "POLL", 0.2)
+    reads = []
+
+    class Counted(EventLog):
+        def hooks(self, owner=None):
+            reads.append(owner)
+            return super().hooks(owner)
+    events = Counted(Store(f"sqlite:///{tmp_path}/plus.db"))
+    deliverer = Deliverer(events, lambda: True, lambda: [ipaddress.ip_network("127.0.0.0/8")])
+    woken = []                        # the wakes of this thread (the loop's own are not counted)
+    wake = deliverer.wake
+    deliverer.wake = lambda: (woken.append(threading.get_ident()), wake())
+    here = threading.get_ident()
+    receiver = Receiver()
+    deliverer.start()
+    try:
+        until(lambda: len(reads) >= 2, "the deliverer's first looks")
+        deliverer.events_committed()
+        assert here not in woken
+        events.add_hook(Webhook("wh_other", "alice", False, receiver.url, "whsec_x", (), 0, 0, 0,
+                                0, 0, ""), 10)
+        events.add_once({"time": int(time.time()), "type": GRANTED, "ar_id": 1,
+                         "owner": "alice", "acl": "", "data": "{}", "key": "k1"})
+        until(lambda: [e["type"] for e in receiver.taken()] == [GRANTED],
+              "the event of a webhook made at another daemon")
+        deliverer.events_committed()
+        assert woken.count(here) == 1
+    finally:
+        deliverer.stop()
+        receiver.close()

@@ -422,7 +422,7 @@ class Daemon:
         self.watch.notify()                       # others' events, for the streams
         if self._leading:
             self.drain.wake()                     # others' records, in the outbox
-            self.deliverer.wake()
+            self.deliverer.events_committed()
             if ars:
                 self.lifecycle.notice(ars)
         self.members.report(self._leading, self.manager.seen_revision)
@@ -432,7 +432,7 @@ class Daemon:
         drain, the streams and the webhooks hear of it."""
         self.drain.wake()
         self.watch.notify()
-        self.deliverer.wake()
+        self.deliverer.events_committed()
 
     def daemons(self) -> dict:
         """plus_scheduler --status: who leads, since when, and every daemon
