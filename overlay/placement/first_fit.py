@@ -7,8 +7,14 @@ reserve asks few nodes of many."""
 
 from __future__ import annotations
 
+from operator import attrgetter
+
 from overlay.language.model import Allocation, Node
 from overlay.placement.base import NodeQuestion
+
+_RUNS_JOBS = attrgetter("runs_jobs")
+"""The hosts that run jobs before those that only take ARs: a key in C,
+a third of a Python one's time at every reserve."""
 
 
 class FirstFit:
@@ -17,9 +23,10 @@ class FirstFit:
     name = "first-fit"
 
     def choose(self, question: NodeQuestion) -> list[Allocation]:
-        ordered = sorted(question.candidates,
-                         key=lambda n: (n.name not in question.prefer,
-                                        n.name not in question.held, not n.runs_jobs))
+        ordered = sorted(question.candidates, key=_RUNS_JOBS, reverse=True)  # stable: in order
+        if question.prefer or question.held:   # a modify's or a ResAccess's nodes, first
+            ordered.sort(key=lambda n: (n.name not in question.prefer,
+                                        n.name not in question.held))
         admitted, refusals = question.admitted(ordered)
         chosen: list[Node] = []
         allocations: list[Allocation] = []
