@@ -479,6 +479,11 @@ class Manager:
             raise ReservationError(f"AR {ar.id} has an uncommitted {ar.pending.value}; "
                                    f"run plus_commit -r {ar.id} or plus_abort -r {ar.id} first")
 
+    @staticmethod
+    def _check_not_ended(ar: Reservation) -> None:
+        if ar.state in FINISHED_STATES:
+            raise AlreadyEnded(f"AR {ar.id} has already ended (state {ar.state.value})")
+
     def _may_create(self, caller: Caller) -> bool:
         return caller.is_manager or listed(self.config.arusers, caller.user, caller.groups)
 
@@ -971,8 +976,7 @@ class Manager:
             ar = self._get(ar_id)
             self._check_owner(caller, ar, "modify")
             self._check_no_pending(ar)
-            if ar.state in FINISHED_STATES:
-                raise AlreadyEnded(f"AR {ar_id} has already ended (state {ar.state.value})")
+            self._check_not_ended(ar)
             if ar.state is State.AWAITING:
                 raise ReservationError(approval.unchangeable(ar))
             inner = sorted(i for i in self.inside.inner(ar.id) if i in self.ars)
@@ -1086,8 +1090,8 @@ class Manager:
                transactional: bool = False) -> list[Reservation]:
         with self.lock:
             selected = self.select(caller, ar_id, owner, "cancel", transactional)
-            if ar_id is not None and selected[0].state in FINISHED_STATES:
-                raise AlreadyEnded(f"AR {ar_id} has already ended (state {selected[0].state.value})")
+            if ar_id is not None:
+                self._check_not_ended(selected[0])
             selected = [ar for ar in selected if ar.state not in FINISHED_STATES]
             return self._now_or_pending(selected, Operation.CANCEL, transactional, self._cancel_now)
 
@@ -1376,8 +1380,7 @@ class Manager:
             ar = self._get(ar_id)
             self._check_owner(caller, ar, "end")
             self._check_no_pending(ar)
-            if ar.state in FINISHED_STATES:
-                raise AlreadyEnded(f"AR {ar_id} has already ended (state {ar.state.value})")
+            self._check_not_ended(ar)
             if self.now() < ar.start:
                 raise InvalidRequest(f"AR {ar_id}'s window has not opened: only an open AR ends "
                                      f"now; plus_cancel -r {ar_id} frees a waiting one's nodes")
