@@ -77,10 +77,16 @@ rm -rf "$libexec"
 if compiler=$(command -v cc || command -v gcc); then
     mkdir -p "$libexec"
     source_sha=$(sha256sum "$repo/client/plus_client.c" | cut -d' ' -f1)
-    build=("$compiler" -O2 -Wall -Wextra -DPLUS_LIBEXEC="\"$libexec\""
-           -DPLUS_CLIENT_SOURCE="\"$source_sha\"" -o "$libexec/plus_client" "$repo/client/plus_client.c")
-    # static where the C library's archive is there (no dynamic loader at each start)
-    "${build[@]}" -static 2>/dev/null || "${build[@]}"
+    build=(-O2 -Wall -Wextra -DPLUS_LIBEXEC="\"$libexec\"" -DPLUS_CLIENT_SOURCE="\"$source_sha\""
+           -o "$libexec/plus_client" "$repo/client/plus_client.c")
+    # Static with musl where it is installed (Debian's musl-tools): glibc's
+    # start asks the processor for its caches (cpuid, a trap to the
+    # hypervisor on a virtual machine) at every exec, 0.42 ms of a 0.52 ms
+    # start here, and musl's does not; else static where the C library's
+    # archive is there (no dynamic loader at each start); else dynamic.
+    { command -v musl-gcc >/dev/null &&
+          musl-gcc "${build[@]}" -static -DPLUS_CLIENT_LIBC='"musl"' 2>/dev/null; } ||
+        "$compiler" "${build[@]}" -static 2>/dev/null || "$compiler" "${build[@]}"
     for name in $("$PLUS_VENV/bin/python" -m overlay.cmdserver.served); do
         mv "$PLUS_VENV/bin/$name" "$libexec/$name"
         ln -s ../libexec/plus/plus_client "$PLUS_VENV/bin/$name"

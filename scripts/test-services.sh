@@ -27,7 +27,8 @@ source "$repo/scripts/lib.sh"
 # runuser and setpriv come with util-linux, which is always installed.
 # GNU time: scripts/bench_core.py reads commands' peak memory with it.
 # faketime: a co-allocation test runs a site whose clock is ahead.
-PLUS_VENV=$PLUS_VENV PLUS_EXTRA_PACKAGES="postgresql time faketime chromium fonts-dejavu-core gcc libc6-dev locales" PLUS_LINK_COMMANDS=no \
+# musl-tools: the compiled client is built with musl (scripts/install.sh).
+PLUS_VENV=$PLUS_VENV PLUS_EXTRA_PACKAGES="postgresql time faketime chromium fonts-dejavu-core gcc libc6-dev musl-tools locales" PLUS_LINK_COMMANDS=no \
     PLUS_LOG_TAG=test-env PLUS_PHASE_TIMES=yes \
     bash "$repo/scripts/install.sh" test 3>&- 9>&- ||
     exit    # explicit: set -e is ignored here, as we run inside an "if" below

@@ -11,6 +11,7 @@ import os
 import pty
 import re
 import select
+import shutil
 import signal
 import subprocess
 import time
@@ -359,7 +360,6 @@ def test_the_client_finds_the_socket_as_the_python_commands_do(text):
     """A stand-in command server where overlay.wire.protocol finds the
     socket: the client reaches it (and exits with its status) only if it
     read the configuration the same way (a relative PLUS_CONF, too)."""
-    import shutil
     import socket
     import tempfile
 
@@ -387,10 +387,13 @@ def test_the_client_finds_the_socket_as_the_python_commands_do(text):
         shutil.rmtree(folder)
 
 
-def test_the_client_compiles_clean_and_shares_the_servers_bounds(tmp_path):
-    built = subprocess.run(["cc", "-O2", "-Wall", "-Wextra", "-Werror", "-DPLUS_LIBEXEC=\"/x\"",
-                            "-o", str(tmp_path / "client"), str(SOURCE)], capture_output=True,
-                           text=True)
+@pytest.mark.parametrize("compiler", ["cc", "musl-gcc"])
+def test_the_client_compiles_clean_and_shares_the_servers_bounds(tmp_path, compiler):
+    if shutil.which(compiler) is None:
+        pytest.fail(f"no {compiler}: the test set-up (scripts/test-services.sh) installs it")
+    built = subprocess.run([compiler, "-O2", "-Wall", "-Wextra", "-Werror", "-static",
+                            "-DPLUS_LIBEXEC=\"/x\"", "-o", str(tmp_path / "client"), str(SOURCE)],
+                           capture_output=True, text=True)
     assert built.returncode == 0, built.stderr
     text = SOURCE.read_text()
     for name in ("MAX_WORDS", "MAX_WORDS_BYTES", "MAX_ENTRIES", "MAX_ENTRIES_BYTES"):

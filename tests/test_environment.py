@@ -137,6 +137,14 @@ def test_the_installed_client_is_built_from_this_source():
     assert f"plus_client source sha256 {digest}".encode() in CLIENT.read_bytes()
 
 
+@needs_client
+def test_the_installed_client_is_static_and_built_with_musl():
+    """musl's start costs a fifth of glibc's on this virtual machine (scripts/install.sh)."""
+    binary = CLIENT.read_bytes()
+    assert b"plus_client built with musl" in binary
+    assert b"ld-linux" not in binary               # no interpreter: linked statically
+
+
 def _served() -> list[str]:
     from overlay.cmdserver import served
     return served.names()
