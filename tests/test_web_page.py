@@ -483,6 +483,20 @@ def test_running_and_reserved_jobs_are_thin_bars_on_their_hosts(job_site, browse
     daemon.ok("root", "plus_qdel", running, waiting)
 
 
+def test_a_job_submitted_while_the_page_is_open_gets_its_bar_without_any_ar_event(
+        job_site, browser, work):
+    """Jobs outside ARs are not events: the page reads the window again
+    every 15 s all the same (before, its bar waited for some AR to change)."""
+    daemon, _ = job_site
+    page = signed_in(browser, daemon, "plusu1")
+    until(page, "document.getElementById('live').dataset.state === 'live'")
+    job = submit(daemon, work, "-l", "h=web2,h_rt=600", "-b", "y", "sleep", "300")
+    try:
+        until(page, f"view.items.get('job{job}@web2') !== null")
+    finally:
+        daemon.ok("root", "plus_qdel", job)
+
+
 def test_the_usage_chart_shows_reserved_and_used_node_hours(job_site, browser, work):
     daemon, _ = job_site
     ar = daemon.reserve("plusu1", "-s", "now", "-D", "1h", "-n", "1")
