@@ -19,7 +19,6 @@ const STATE_WORDS = {w: "waiting", r: "running", x: "ended", d: "cancelled",
                      W: "warning", E: "error", p: "pending (-T)", h: "awaiting approval"};
 const LIVE = "wrpWEh";
 const POLL_MS = 5000;
-const JOBS_MS = 15000;
 const SETTLE_MS = 300;
 const ROW_PX = 28;
 const HOUR = 3600;
@@ -1054,13 +1053,9 @@ async function refresh(force) {
  * that come together cost one reload (the first schedules it SETTLE_MS
  * ahead, the others join it), which asks only whether an AR changed; an
  * open detail is read again if its AR was named. A daemon without the
- * stream (404, 501) is polled every POLL_MS instead. Jobs outside ARs are
- * not events: the window is read again every JOBS_MS as well, which costs
- * the jobs alone while no AR changed (since=). */
+ * stream (404, 501) is polled every POLL_MS instead. */
 function watchChanges() {
   view.live = liveEvents(`${API}/events?calendar=true`, headers, changed, liveState);
-  setInterval(() => { if (!view.loading) refresh(false).catch(error => say(error.message)); },
-              JOBS_MS);
 }
 
 function changed(type, data) {
