@@ -72,7 +72,7 @@ def test_threads_are_kept_for_the_next_jobs():
     for _ in range(20):
         jobs.queue.put("job")
         assert finished.acquire(timeout=5)
-        time.sleep(0.001)     # the thread is back in the idle ones
+        assert _wait_for(lambda: workers._idle == 2)    # the thread is back in the idle ones
     assert len(seen) <= 2     # the one serving and the one waiting for the next, in turn
     assert _connection_threads(others) <= 2
     jobs.stop()

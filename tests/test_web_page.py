@@ -458,23 +458,23 @@ def started(daemon: Daemon, job: str) -> int:
     return int(time.mktime(time.strptime(f"{fields[5]} {fields[6]}", "%m/%d/%Y %H:%M:%S")))
 
 
-def _calendar_job(job_site, job: str) -> list | None:
+def _calendar_job(url: str, headers: dict, job: str) -> list | None:
     """The job's row in the calendar's window around now, as the page gets it."""
-    daemon, url = job_site
     now = int(time.time())
     answer = httpx.get(f"{url}/v1/calendar", params={"start": now - 3600, "end": now + 86400},
-                       headers=auth(token(daemon, "plusu1")))
+                       headers=headers)
     answer.raise_for_status()
     return next((row for row in answer.json()["jobs"] if str(row[0]) == job), None)
 
 
 def test_running_and_reserved_jobs_are_thin_bars_on_their_hosts(job_site, browser, work):
-    daemon, _ = job_site
+    daemon, url = job_site
     running = submit(daemon, work, "-l", "h=web1,h_rt=3600", "-b", "y", "sleep", "300")
     wait_for(lambda: states(daemon).get(running) == "r", "the job to run")
     waiting = submit(daemon, work, "-R", "y", "-l", "h=web1,h_rt=1800", "-b", "y", "true",
                      user="plusu2")
-    wait_for(lambda: _calendar_job(job_site, waiting) is not None,
+    headers = auth(token(daemon, "plusu1"))
+    wait_for(lambda: _calendar_job(url, headers, waiting) is not None,
              "the scheduler to plan the waiting job (jobs are not events: a page loaded "
              "before would draw its bar only at the next AR change)")
     page = signed_in(browser, daemon, "plusu1")
